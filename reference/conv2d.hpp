@@ -1,0 +1,20 @@
+// reference/conv2d.hpp — the scalar oracle for conv2d and GEMM.
+//
+// Plain loops, double accumulation, no cleverness: these functions define what
+// every variant must compute. Inputs are double copies of the (already
+// rounded) tensors a variant sees, so the only error a variant can show is its
+// own arithmetic.
+#pragma once
+
+#include "core/problems.hpp"
+
+namespace convlab::ref {
+
+// y[N,P,Q,K] = Σ_{r,s,t} w[k,r,s,t] · x[n, p·stride+r−pad, q·stride+s−pad, g(k)·T+t]
+// (Eq. 18, with stride and zero padding). Layouts as in ConvProblem.
+void conv2d(const ConvProblem& p, const double* x, const double* w, double* y);
+
+// c[M,N] = a[M,K] · b[K,N], row-major.
+void gemm(int M, int N, int K, const double* a, const double* b, double* c);
+
+}  // namespace convlab::ref
