@@ -1,10 +1,18 @@
+// reference/conv2d.cpp — the plain-loop conv2d and GEMM oracles declared in conv2d.hpp.
+
 #include "reference/conv2d.hpp"
 
 #include <cstdint>
 
+#include "reference/validate.hpp"
+
 namespace convlab::ref {
 
 void conv2d(const ConvProblem& p, const double* x, const double* w, double* y) {
+  detail::require(p.valid(), "conv2d", p.invalid_reason());
+  detail::require_buffer("conv2d", "x", x);
+  detail::require_buffer("conv2d", "w", w);
+  detail::require_buffer("conv2d", "y", y);
   const int P = p.P(), Q = p.Q(), T = p.T(), Kg = p.K_per_group();
   // The outer loop is parallel only so that large benchmark shapes can be
   // re-checked in seconds; every output is still one plain sum.
@@ -28,6 +36,12 @@ void conv2d(const ConvProblem& p, const double* x, const double* w, double* y) {
 }
 
 void gemm(int M, int N, int K, const double* a, const double* b, double* c) {
+  detail::require_positive("gemm", "M", M);
+  detail::require_positive("gemm", "N", N);
+  detail::require_positive("gemm", "K", K);
+  detail::require_buffer("gemm", "a", a);
+  detail::require_buffer("gemm", "b", b);
+  detail::require_buffer("gemm", "c", c);
 #pragma omp parallel for schedule(static)
   for (int i = 0; i < M; ++i)
     for (int j = 0; j < N; ++j) {

@@ -12,9 +12,12 @@ namespace convlab::ref {
 
 // y[N,P,Q,K] = Σ_{r,s,t} w[k,r,s,t] · x[n, p·stride+r−pad, q·stride+s−pad, g(k)·T+t]
 // (Eq. 18, with stride and zero padding). Layouts as in ConvProblem.
+// Throws std::invalid_argument when !p.valid() (the message is
+// p.invalid_reason()) or a buffer is null.
 void conv2d(const ConvProblem& p, const double* x, const double* w, double* y);
 
-// c[M,N] = a[M,K] · b[K,N], row-major.
+// c[M,N] = a[M,K] · b[K,N], row-major. Throws std::invalid_argument unless
+// M, N, K > 0 and every buffer is non-null.
 void gemm(int M, int N, int K, const double* a, const double* b, double* c);
 
 }  // namespace convlab::ref

@@ -1,0 +1,38 @@
+# cmake/ConvlabHelpers.cmake — the few functions the top-level CMakeLists uses.
+
+function(convlab_warnings target)
+  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unused-parameter>)
+endfunction()
+
+# A program gets every registered variant (the OBJECT library's objects) and the core.
+function(convlab_add_program name)
+  add_executable(${name} ${ARGN})
+  target_link_libraries(${name} PRIVATE convlab_variants convlab_core)
+  convlab_warnings(${name})
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
+endfunction()
+
+# Baseline variants are named after their library (cpu/gemm/openblas.cpp,
+# gpu/conv2d/cudnn.cu): leave out those whose library this machine lacks.
+function(convlab_filter_baselines list_var)
+  set(kept "")
+  foreach(src IN LISTS ${list_var})
+    get_filename_component(stem ${src} NAME_WE)
+    if(stem IN_LIST CONVLAB_MISSING_BASELINES)
+      message(STATUS "convlab: skipping ${src} (${stem} not found)")
+    else()
+      list(APPEND kept ${src})
+    endif()
+  endforeach()
+  set(${list_var} ${kept} PARENT_SCOPE)
+endfunction()
+
+# One CTest test per Catch2 test case (tests/main.cpp registers one case per
+# variant at start-up). A GPU case on a machine without a GPU prints
+# CONVLAB-SKIP and is counted by CTest as skipped, not passed.
+function(convlab_register_tests target)
+  include(Catch)
+  catch_discover_tests(${target}
+    PROPERTIES SKIP_REGULAR_EXPRESSION "CONVLAB-SKIP"
+    DISCOVERY_TIMEOUT 60)
+endfunction()

@@ -1,0 +1,258 @@
+// core/harness.hpp — the one harness: builds a problem's tensors, runs a
+// variant on them, and checks the result against the scalar reference.
+//
+// The app, the tests and the benchmarks all go through ICase and OpHandle, so
+// there is exactly one place where inputs are drawn, outputs poisoned, data
+// moved to the GPU, and results compared. The typed side (Case<P>,
+// OpHandleImpl<P>) is compiled once per operation, in core/ops/<op>.cpp.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/compare.hpp"
+#include "core/registry.hpp"
+#include "core/spec.hpp"
+#include "core/tensor.hpp"
+
+namespace convlab {
+
+// A tensor an operation takes or produces, with its layout for humans.
+struct TensorSpec {
+  std::string name;    // "x"
+  Shape shape;         // {N, H, W, C}
+  DType dtype;
+  std::string layout;  // "NHWC"
+};
+
+// The problem is outside what the variant supports (wrong dtype, stride, ...).
+struct Unsupported : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+// One variant bound to one problem, with its tensors allocated and filled.
+class ICase {
+ public:
+  virtual ~ICase() = default;
+  virtual const VariantInfo& variant() const = 0;
+  virtual std::string spec() const = 0;        // "N=8,H=56,..." (parseable)
+  virtual std::string label() const = 0;       // "n8_56x56_c64_k64_3x3_s1p1g1_f32" (for names)
+  virtual double flops() const = 0;
+  virtual double min_bytes() const = 0;        // compulsory DRAM traffic (Eq. 23)
+  virtual int64_t reduction_depth() const = 0;
+  virtual std::size_t workspace_bytes() const = 0;
+  virtual void poison_outputs() = 0;           // NaN into every output element
+  virtual void launch() = 0;                   // queue one run (GPU: asynchronous)
+  virtual void run() = 0;                      // one run, finished, device errors raised
+  virtual CompareResult verify() = 0;          // outputs against the double reference
+  virtual std::vector<Tensor> host_outputs() = 0;
+  virtual std::vector<TensorSpec> output_specs() const = 0;
+};
+
+class OpHandle {
+ public:
+  virtual ~OpHandle() = default;
+  virtual std::string name() const = 0;
+  virtual std::vector<VariantInfo> variants() const = 0;
+  virtual std::vector<std::string> shapes(ShapeTable table, Device device) const = 0;  // specs
+  virtual std::string canonical(const std::string& spec) const = 0;    // parse, validate, print
+  virtual std::string label(const std::string& spec) const = 0;
+  // "" when supported, otherwise why not.
+  virtual std::string unsupported_reason(std::size_t variant, const std::string& spec) const = 0;
+  virtual std::unique_ptr<ICase> make_case(std::size_t variant, const std::string& spec, uint64_t seed) const = 0;
+  // On the user's own tensors (from .npy); `options` holds what the shapes do not say (stride=2,pad=1).
+  virtual std::unique_ptr<ICase> make_case_from(std::size_t variant, std::vector<Tensor> inputs,
+                                                const std::string& options) const = 0;
+  virtual std::vector<TensorSpec> input_specs(const std::string& spec) const = 0;
+};
+
+// Every operation with at least one variant, sorted by name.
+const std::vector<OpHandle*>& all_ops();
+void add_op(OpHandle* op);
+OpHandle* find_op(const std::string& name);  // nullptr when unknown
+
+// ---- the typed implementation ------------------------------------------------
+
+template <class P> class Case final : public ICase {
+ public:
+  // `ref_key` names the inputs ("spec#seed") so cases built from the same
+  // inputs share one reference; empty for the user's own tensors.
+  Case(const Variant<P>& v, VariantInfo info, const P& p, std::vector<Tensor> host_inputs, std::string ref_key)
+      : v_(v), info_(std::move(info)), p_(p), host_in_(std::move(host_inputs)), ref_key_(std::move(ref_key)) {
+    using Traits = OpTraits<P>;
+    if (v_.device == Device::cuda) require_cuda_device();
+    for (const Tensor& t : host_in_) in_.push_back(t.to(v_.device));
+    for (const TensorSpec& s : Traits::outputs(p_)) out_.emplace_back(s.shape, s.dtype, v_.device);
+    out_specs_ = Traits::outputs(p_);
+    ws_bytes_ = v_.workspace_bytes ? v_.workspace_bytes(p_) : 0;
+    if (ws_bytes_) workspace_ = Tensor({int64_t((ws_bytes_ + 3) / 4)}, DType::f32, v_.device);  // raw bytes
+    args_ = Traits::bind(in_, out_, ws_bytes_ ? workspace_.data() : nullptr);
+  }
+
+  const VariantInfo& variant() const override { return info_; }
+  std::string spec() const override { return OpTraits<P>::spec(p_); }
+  std::string label() const override { return OpTraits<P>::label(p_); }
+  double flops() const override { return p_.flops(); }
+  double min_bytes() const override { return p_.min_bytes(); }
+  int64_t reduction_depth() const override { return p_.reduction_depth(); }
+  std::size_t workspace_bytes() const override { return ws_bytes_; }
+  std::vector<TensorSpec> output_specs() const override { return out_specs_; }
+
+  void poison_outputs() override {
+    for (Tensor& t : out_) t.poison();
+  }
+  void launch() override { v_.run(p_, args_); }
+  void run() override {
+    launch();
+    if (v_.device == Device::cuda) device_synchronize(info_.id().c_str());
+  }
+
+  CompareResult verify() override {
+    if (v_.device == Device::cuda) device_synchronize(info_.id().c_str());
+    compute_reference();
+    CompareResult worst;
+    for (std::size_t i = 0; i < out_.size(); ++i) {
+      CompareResult r = compare(out_[i], (*ref_)[i], p_.dtype, p_.reduction_depth());
+      if (!r.ok) {
+        r.message = "output '" + out_specs_[i].name + "': " + r.message;
+        return r;
+      }
+      if (i == 0 || r.rel_l2 > worst.rel_l2) worst = r;
+    }
+    return worst;
+  }
+
+  std::vector<Tensor> host_outputs() override {
+    std::vector<Tensor> h;
+    for (const Tensor& t : out_) h.push_back(t.to(Device::cpu));
+    return h;
+  }
+
+ private:
+  using Reference = std::vector<std::vector<double>>;
+
+  // Large benchmark shapes take seconds in the double reference, and every
+  // variant of a benchmark run checks the same inputs: keep the last one.
+  void compute_reference() {
+    if (ref_) return;
+    static std::string cached_key;
+    static std::shared_ptr<const Reference> cached;
+    if (!ref_key_.empty() && ref_key_ == cached_key) {
+      ref_ = cached;
+      return;
+    }
+    std::vector<std::vector<double>> in;
+    for (const Tensor& t : host_in_) in.push_back(t.to_double());
+    auto ref = std::make_shared<Reference>();
+    for (const Tensor& t : out_) ref->emplace_back(t.numel());
+    OpTraits<P>::reference(p_, in, *ref);
+    ref_ = ref;
+    if (!ref_key_.empty()) {
+      cached_key = ref_key_;
+      cached = ref_;
+    }
+  }
+
+  const Variant<P>& v_;
+  VariantInfo info_;
+  P p_;
+  std::vector<Tensor> host_in_, in_, out_;
+  std::vector<TensorSpec> out_specs_;
+  Tensor workspace_;
+  std::size_t ws_bytes_ = 0;
+  Args<P> args_{};
+  std::string ref_key_;
+  std::shared_ptr<const Reference> ref_;
+};
+
+// Fresh uniform(-1, 1) inputs for problem p, drawn in order from one seed.
+template <class P> std::vector<Tensor> random_inputs(const P& p, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<Tensor> inputs;
+  for (const TensorSpec& s : OpTraits<P>::inputs(p)) {
+    Tensor t(s.shape, s.dtype);
+    t.fill_uniform(rng);
+    inputs.push_back(std::move(t));
+  }
+  return inputs;
+}
+
+template <class P> class OpHandleImpl final : public OpHandle {
+  using Traits = OpTraits<P>;
+
+ public:
+  std::string name() const override { return Traits::name; }
+
+  std::vector<VariantInfo> variants() const override {
+    std::vector<VariantInfo> out;
+    for (const Variant<P>& v : Registry<P>::variants()) out.push_back(info(v));
+    return out;
+  }
+
+  std::vector<std::string> shapes(ShapeTable table, Device device) const override {
+    std::vector<std::string> out;
+    for (const P& p : Traits::shapes(table, device)) out.push_back(Traits::spec(p));
+    return out;
+  }
+  std::string canonical(const std::string& spec) const override { return Traits::spec(Traits::parse(spec)); }
+  std::string label(const std::string& spec) const override { return Traits::label(Traits::parse(spec)); }
+
+  std::string unsupported_reason(std::size_t variant, const std::string& spec) const override {
+    const Variant<P>& v = Registry<P>::variants().at(variant);
+    const P p = Traits::parse(spec);
+    if (v.supports && !v.supports(p)) return info(v).id() + " does not support " + Traits::spec(p);
+    return "";
+  }
+
+  std::unique_ptr<ICase> make_case(std::size_t variant, const std::string& spec, uint64_t seed) const override {
+    const P p = Traits::parse(spec);
+    check_supported(variant, p);
+    return make(variant, p, random_inputs(p, seed), Traits::spec(p) + "#" + std::to_string(seed));
+  }
+
+  std::unique_ptr<ICase> make_case_from(std::size_t variant, std::vector<Tensor> inputs,
+                                        const std::string& options) const override {
+    std::vector<Shape> shapes;
+    for (const Tensor& t : inputs) shapes.push_back(t.shape());
+    const DType dtype = inputs.empty() ? DType::f32 : inputs[0].dtype();
+    const P p = Traits::from_input_shapes(shapes, dtype, KeyValues(options));
+    const std::vector<TensorSpec> expected = Traits::inputs(p);
+    for (std::size_t i = 0; i < expected.size(); ++i)
+      if (inputs[i].shape() != expected[i].shape || inputs[i].dtype() != expected[i].dtype)
+        throw SpecError("input " + std::to_string(i + 1) + " ('" + expected[i].name + "', " + expected[i].layout +
+                        ") should be " + shape_string(expected[i].shape) + " " + dtype_name(expected[i].dtype) +
+                        ", got " + shape_string(inputs[i].shape()) + " " + dtype_name(inputs[i].dtype()));
+    check_supported(variant, p);
+    return make(variant, p, std::move(inputs), "");
+  }
+
+  std::vector<TensorSpec> input_specs(const std::string& spec) const override {
+    return Traits::inputs(Traits::parse(spec));
+  }
+
+ private:
+  static VariantInfo info(const Variant<P>& v) {
+    return {Traits::name, v.name, v.device, v.lesson, v.threads, v.idea, v.baseline};
+  }
+  void check_supported(std::size_t variant, const P& p) const {
+    const Variant<P>& v = Registry<P>::variants().at(variant);
+    if (v.supports && !v.supports(p)) throw Unsupported(info(v).id() + " does not support " + Traits::spec(p));
+  }
+  std::unique_ptr<ICase> make(std::size_t variant, const P& p, std::vector<Tensor> inputs, std::string key) const {
+    const Variant<P>& v = Registry<P>::variants().at(variant);
+    return std::make_unique<Case<P>>(v, info(v), p, std::move(inputs), std::move(key));
+  }
+};
+
+template <class P> void register_op_handle() {
+  static OpHandleImpl<P> handle;
+  static const bool added = (add_op(&handle), true);
+  (void)added;
+}
+
+}  // namespace convlab

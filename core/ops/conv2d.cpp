@@ -1,0 +1,131 @@
+#include "core/ops/conv2d.hpp"
+
+#include "reference/conv2d.hpp"
+
+namespace convlab {
+
+template void register_op_handle<ConvProblem>();
+
+std::vector<TensorSpec> OpTraits<ConvProblem>::inputs(const ConvProblem& p) {
+  return {{"x", {p.N, p.H, p.W, p.C}, p.dtype, "NHWC"}, {"w", {p.K, p.R, p.S, p.T()}, p.dtype, "KRSC"}};
+}
+
+std::vector<TensorSpec> OpTraits<ConvProblem>::outputs(const ConvProblem& p) {
+  return {{"y", {p.N, p.P(), p.Q(), p.K}, p.dtype, "NHWC"}};
+}
+
+Args<ConvProblem> OpTraits<ConvProblem>::bind(std::vector<Tensor>& in, std::vector<Tensor>& out, void* ws) {
+  return {in.at(0).data(), in.at(1).data(), out.at(0).data(), ws};
+}
+
+void OpTraits<ConvProblem>::reference(const ConvProblem& p, const std::vector<std::vector<double>>& in,
+                                      std::vector<std::vector<double>>& out) {
+  ref::conv2d(p, in.at(0).data(), in.at(1).data(), out.at(0).data());
+}
+
+namespace {
+
+ConvProblem conv(int N, int H, int W, int C, int K, int R, int S, int stride, int pad, int groups,
+                 DType dtype = DType::f32) {
+  return {N, H, W, C, K, R, S, stride, pad, groups, dtype};
+}
+
+// Correctness table: every shape that has broken a tiled kernel somewhere —
+// ones, primes, tile ± 1, odd spatial sizes, batch 1, strides, groups.
+std::vector<ConvProblem> test_shapes() {
+  std::vector<ConvProblem> t = {
+      conv(1, 1, 1, 1, 1, 1, 1, 1, 0, 1),      // everything 1
+      conv(2, 5, 7, 3, 5, 3, 3, 1, 1, 1),      // tiny, odd, padded
+      conv(1, 8, 8, 16, 16, 1, 1, 1, 0, 1),    // pointwise: a GEMM
+      conv(3, 7, 5, 8, 12, 3, 3, 2, 1, 1),     // stride 2, odd sizes
+      conv(1, 13, 11, 17, 31, 3, 3, 1, 1, 1),  // primes everywhere
+      conv(1, 17, 17, 33, 65, 5, 5, 1, 2, 1),  // tile + 1 (16, 32, 64 tiles), 5x5
+      conv(2, 4, 4, 7, 9, 3, 2, 1, 0, 1),      // non-square filter, no padding
+      conv(2, 9, 9, 16, 32, 3, 3, 1, 1, 2),    // grouped, group width 8
+      conv(1, 10, 6, 24, 24, 3, 3, 1, 1, 24),  // depthwise
+      conv(1, 16, 16, 64, 64, 3, 3, 1, 1, 1),  // a typical layer, tile-aligned
+      conv(1, 15, 15, 64, 63, 3, 3, 1, 1, 1),  // tile − 1
+      conv(1, 23, 19, 3, 8, 7, 7, 2, 3, 1),    // a network stem
+  };
+  for (ConvProblem p : {conv(2, 5, 7, 3, 5, 3, 3, 1, 1, 1), conv(1, 13, 11, 17, 31, 3, 3, 1, 1, 1),
+                        conv(1, 16, 16, 64, 64, 3, 3, 1, 1, 1), conv(2, 9, 9, 16, 32, 3, 3, 2, 1, 2)}) {
+    p.dtype = DType::f16;
+    t.push_back(p);
+  }
+  return t;
+}
+
+}  // namespace
+
+std::vector<ConvProblem> OpTraits<ConvProblem>::shapes(ShapeTable table, Device device) {
+  const bool gpu = device == Device::cuda;
+  switch (table) {
+    case ShapeTable::test: return test_shapes();
+    case ShapeTable::tour:
+      return {gpu ? conv(32, 56, 56, 128, 128, 3, 3, 1, 1, 1) : conv(1, 56, 56, 64, 64, 3, 3, 1, 1, 1)};
+    case ShapeTable::bench:
+      if (gpu)
+        return {conv(32, 56, 56, 128, 128, 3, 3, 1, 1, 1), conv(128, 56, 56, 128, 128, 3, 3, 1, 1, 1, DType::f16),
+                conv(128, 28, 28, 256, 256, 3, 3, 1, 1, 1)};
+      return {conv(1, 56, 56, 64, 64, 3, 3, 1, 1, 1), conv(8, 56, 56, 64, 64, 3, 3, 1, 1, 1),
+              conv(8, 28, 28, 128, 128, 3, 3, 1, 1, 1)};
+  }
+  return {};
+}
+
+std::string OpTraits<ConvProblem>::spec(const ConvProblem& p) {
+  return "N=" + std::to_string(p.N) + ",H=" + std::to_string(p.H) + ",W=" + std::to_string(p.W) +
+         ",C=" + std::to_string(p.C) + ",K=" + std::to_string(p.K) + ",R=" + std::to_string(p.R) +
+         ",S=" + std::to_string(p.S) + ",stride=" + std::to_string(p.stride) + ",pad=" + std::to_string(p.pad) +
+         ",groups=" + std::to_string(p.groups) + ",dtype=" + dtype_name(p.dtype);
+}
+
+std::string OpTraits<ConvProblem>::label(const ConvProblem& p) {
+  return "n" + std::to_string(p.N) + "h" + std::to_string(p.H) + "w" + std::to_string(p.W) + "c" +
+         std::to_string(p.C) + "_k" + std::to_string(p.K) + "r" + std::to_string(p.R) + "s" + std::to_string(p.S) +
+         "_str" + std::to_string(p.stride) + "pad" + std::to_string(p.pad) + "g" + std::to_string(p.groups) + "_" +
+         dtype_name(p.dtype);
+}
+
+namespace {
+void validate(const ConvProblem& p) {
+  if (!p.valid()) throw SpecError("invalid conv2d problem: " + p.invalid_reason());
+}
+}  // namespace
+
+ConvProblem OpTraits<ConvProblem>::parse(const std::string& text) {
+  const KeyValues kv(text);
+  kv.require_only({"N", "H", "W", "C", "K", "R", "S", "stride", "pad", "groups", "dtype"}, "conv2d");
+  ConvProblem p;
+  p.N = kv.get_int("N", 1);
+  p.H = kv.get_int("H", 8);
+  p.W = kv.get_int("W", p.H);
+  p.C = kv.get_int("C", 8);
+  p.K = kv.get_int("K", p.C);
+  p.R = kv.get_int("R", 3);
+  p.S = kv.get_int("S", p.R);
+  p.stride = kv.get_int("stride", 1);
+  p.pad = kv.get_int("pad", 0);
+  p.groups = kv.get_int("groups", 1);
+  p.dtype = parse_dtype(kv.get("dtype", "f32"));
+  validate(p);
+  return p;
+}
+
+ConvProblem OpTraits<ConvProblem>::from_input_shapes(const std::vector<Shape>& shapes, DType dtype,
+                                                     const KeyValues& options) {
+  options.require_only({"stride", "pad"}, "conv2d with --in (shapes come from the files)");
+  if (shapes.size() != 2 || shapes[0].size() != 4 || shapes[1].size() != 4)
+    throw SpecError("conv2d takes two 4-d inputs: x [N,H,W,C] (NHWC) and w [K,R,S,C/groups] (KRSC)");
+  const Shape& x = shapes[0];
+  const Shape& w = shapes[1];
+  if (w[3] <= 0 || x[3] % w[3] != 0)
+    throw SpecError("w's last dimension (" + std::to_string(w[3]) + ") must divide x's channels (" +
+                    std::to_string(x[3]) + "): it is C/groups");
+  ConvProblem p{int(x[0]), int(x[1]), int(x[2]), int(x[3]), int(w[0]), int(w[1]), int(w[2]),
+                options.get_int("stride", 1), options.get_int("pad", 0), int(x[3] / w[3]), dtype};
+  validate(p);
+  return p;
+}
+
+}  // namespace convlab

@@ -1,0 +1,48 @@
+// core/probe.hpp — the machine's own limits, measured rather than copied.
+//
+// Every "% of peak" in convlab divides by one of these numbers. They are
+// measured once (`convlab probe`) and cached as JSON beside the programs;
+// a cache from another machine (different CPU model or GPU) is ignored.
+#pragma once
+
+#include <string>
+
+#include "core/device.hpp"
+#include "core/dtype.hpp"
+#include "core/registry.hpp"
+
+namespace convlab {
+
+struct GpuPeaks {
+  std::string name;            // "" when no GPU was probed
+  int sm_count = 0;
+  double copy_gbs = 0;         // device-to-device copy, bytes read + written
+  double sgemm_gflops = 0;     // cuBLAS fp32 (TF32 off) at a large square size
+  double hgemm_gflops = 0;     // cuBLAS fp16 in, fp32 accumulate
+  double bf16gemm_gflops = 0;  // cuBLAS bf16 in, fp32 accumulate
+};
+
+struct MachinePeaks {
+  std::string cpu_model;
+  int cpu_threads = 1;
+  bool cpu_has_fma = false;
+  double cpu_gflops_1t = 0, cpu_gflops_all = 0;  // fp32 FMA throughput
+  double cpu_gbs_1t = 0, cpu_gbs_all = 0;        // memory bandwidth (triad)
+  GpuPeaks gpu;
+
+  // Peak arithmetic rate (GFLOP/s) a variant is judged against.
+  double peak_gflops(Device device, DType dtype, Threads threads) const;
+  // Peak memory bandwidth (GB/s) a variant is judged against.
+  double peak_gbs(Device device, Threads threads) const;
+  std::string to_json() const;
+};
+
+MachinePeaks probe_cpu(double seconds_per_test = 0.25);
+GpuPeaks probe_gpu();  // empty when there is no GPU
+
+// The cached probe for this machine ($CONVLAB_PROBE_FILE or probe.json beside
+// the executable); measured and written if missing or from another machine.
+const MachinePeaks& machine_peaks();
+MachinePeaks measure_and_cache_peaks(bool verbose);
+
+}  // namespace convlab

@@ -1,0 +1,81 @@
+// core/registry.hpp — variants register themselves; everything else iterates.
+//
+// A variant file ends with one line such as
+//
+//   static const Register<ConvProblem> reg{{.name = "02_openmp", .device = Device::cpu,
+//                                           .lesson = 1, .supports = f32_only, .run = run}};
+//
+// and from then on the tests, the benchmarks, `convlab list/run/tour` and the
+// lessons' tables know it. No list of variants is kept by hand anywhere.
+// CMake builds variant files into OBJECT libraries so the linker cannot drop
+// these otherwise-unreferenced registration objects.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/device.hpp"
+#include "core/dtype.hpp"
+
+namespace convlab {
+
+enum class Threads { single, all };       // which measured peak a variant is judged against
+enum class ShapeTable { test, bench, tour };
+
+// Per operation: the typed buffers a variant receives (Args<P>) and how the
+// harness builds, checks and names problems (OpTraits<P>). Both are specialised
+// in core/ops/<op>.hpp.
+template <class P> struct Args;
+template <class P> struct OpTraits;
+
+template <class P> struct Variant {
+  std::string name;                              // "01_seven_loop"; baselines: the library's name
+  Device device = Device::cpu;                   // where run() expects its pointers to live
+  int lesson = 0;                                // the lesson that introduces it
+  bool (*supports)(const P&) = nullptr;          // dtype, alignment, stride, size limits
+  void (*run)(const P&, const Args<P>&) = nullptr;
+  std::size_t (*workspace_bytes)(const P&) = nullptr;  // extra scratch the harness allocates
+  Threads threads = Threads::single;
+  const char* idea = "";                         // one line for `convlab list`
+  bool baseline = false;                         // a vendor/library reference point
+};
+
+// What the type-erased side (app, tests, benchmarks) knows about a variant.
+struct VariantInfo {
+  std::string op, name;
+  Device device = Device::cpu;
+  int lesson = 0;
+  Threads threads = Threads::single;
+  std::string idea;
+  bool baseline = false;
+  std::string id() const { return op + "/" + device_name(device) + "/" + name; }
+};
+
+// Adds P's operation to the type-erased list the first time one of its
+// variants registers. Defined in core/harness.hpp and instantiated once per
+// operation in core/ops/<op>.cpp, so variant files compile none of the harness.
+template <class P> void register_op_handle();
+
+template <class P> class Registry {
+ public:
+  static std::vector<Variant<P>>& variants() {
+    static std::vector<Variant<P>> list;  // function-local: safe during static initialisation
+    return list;
+  }
+  static void add(Variant<P> v) {
+    variants().push_back(std::move(v));
+    register_op_handle<P>();
+  }
+};
+
+template <class P> struct Register {
+  explicit Register(Variant<P> v) { Registry<P>::add(std::move(v)); }
+};
+
+// Helpers for the common `supports` predicates.
+template <class P> bool f32_only(const P& p) { return p.dtype == DType::f32; }
+template <class P> bool any_dtype(const P&) { return true; }
+
+}  // namespace convlab

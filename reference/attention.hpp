@@ -1,0 +1,52 @@
+// reference/attention.hpp — row softmax and scaled dot-product attention
+// O = softmax(Q·Kᵀ·scale)·V, the oracle for lesson 09's online softmax and
+// fused (FlashAttention-style) kernels.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+namespace convlab::ref {
+
+// y[i, j] = exp(x[i, j] − m_i) / Σ_t exp(x[i, t] − m_i),  m_i = max_t x[i, t]
+//   x, y: [rows, cols] row-major, x == y allowed
+// Subtracting the row maximum makes every exponent <= 0, so nothing overflows
+// and the largest term is exactly 1: rows of any finite magnitude give finite
+// results that sum to 1. A row containing +inf or NaN gives NaN (garbage in);
+// −inf entries are masked positions and get probability 0, as long as one
+// entry of the row is finite.
+// Throws std::invalid_argument when rows < 0, cols <= 0 or a buffer is null.
+void softmax_rows(int64_t rows, int cols, const double* x, double* y);
+
+// Shapes and options of one attention call.
+//   q: [B, H, Nq, d]   queries        (all row-major, d fastest)
+//   k: [B, H, Nk, d]   keys
+//   v: [B, H, Nk, d]   values
+//   o: [B, H, Nq, d]   output
+//   o[b,h,i,:] = Σ_j softmax_j(scale · q[b,h,i,:]·k[b,h,j,:]) · v[b,h,j,:]
+// Causal masking is TOP-LEFT aligned: query i attends to keys j <= i, whatever
+// Nq and Nk are. With Nq > Nk the rows i >= Nk see every key; with Nq < Nk the
+// keys j > Nq − 1 are seen by no query. (FlashAttention-2 aligns bottom-right
+// instead, i.e. query i sees keys j <= i + Nk − Nq; the two agree when Nq == Nk.)
+// Top-left never leaves a row empty: key 0 is visible to every query.
+struct AttentionShape {
+  int B = 1;   // batch
+  int H = 1;   // heads
+  int Nq = 1;  // query length
+  int Nk = 1;  // key / value length
+  int d = 1;   // head dimension (queries, keys and values alike)
+  // The logit scale. No silent default: it starts as NaN and the reference
+  // throws until the caller sets it, usually to standard_scale() = 1/√d.
+  double scale = std::numeric_limits<double>::quiet_NaN();
+  bool causal = false;  // top-left causal mask, see above
+
+  double standard_scale() const { return 1.0 / std::sqrt(double(d)); }
+};
+
+// Plain three-pass attention per query row: scores, row max and sum,
+// weighted sum of V. Throws std::invalid_argument when a size is not
+// positive, scale is not finite, or a buffer is null.
+void attention(const AttentionShape& shape, const double* q, const double* k, const double* v, double* o);
+
+}  // namespace convlab::ref
