@@ -1,0 +1,45 @@
+# convlab — the two commands of the README, and the steps they are made of.
+#
+#   make tour   install what is missing, build, run the lesson tour
+#   make test   install what is missing, build, run every test (GPU tests skip without a GPU)
+#
+# Everything real happens in CMake and the programs; this file only strings
+# the steps together so that a fresh machine needs nothing installed by hand.
+
+BUILD   ?= build
+JOBS    ?= $(shell nproc)
+CMAKE_ARGS ?=
+# Lets a clone in another folder (CI) reuse this machine's compile cache.
+export CCACHE_BASEDIR := $(CURDIR)
+
+.PHONY: all deps configure build tour test bench probe gpu clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+configure: deps
+	@cmake -S . -B $(BUILD) -G Ninja -DCONVLAB_PYTHON=$(CURDIR)/.venv/bin/python $(CMAKE_ARGS) >/dev/null
+
+build: configure
+	@cmake --build $(BUILD) -j $(JOBS)
+
+tour: build
+	@$(BUILD)/convlab tour --json $(BUILD)/tour.json
+
+test: build
+	@cd $(BUILD) && ctest -j $(JOBS) --output-on-failure
+
+bench: build
+	@$(BUILD)/convlab_bench --benchmark_out=$(BUILD)/bench.json --benchmark_out_format=json
+
+probe: build
+	@$(BUILD)/convlab probe
+
+# On the lent GPU machine (see README "Running on a GPU").
+gpu:
+	@bench/run_gpu.sh
+
+clean:
+	rm -rf $(BUILD)
