@@ -1,0 +1,162 @@
+// bench/measure.cpp — one benchmark, start to finish (see measure.hpp).
+//
+// The order of events, per DESIGN.md "Correctness" and "Measurement":
+//   1. build the case (fresh random inputs from a fixed seed) — first call only;
+//   2. poison outputs, run once, verify against the double reference;
+//   3. warm up with untimed runs (module load, cuBLAS handles, caches);
+//   4. the timed loop: GPU, CUDA events around the kernel with the L2 flushed
+//      before each repetition (UseManualTime); CPU, wall clock (UseRealTime);
+//   5. poison outputs, run once more, verify again — the timed code path must
+//      be the checked one;
+//   6. counters computed from the time accumulated in step 4.
+#include "bench/measure.hpp"
+
+#include <chrono>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <string>
+
+#include "core/probe.hpp"
+#include "core/timing.hpp"
+
+namespace convlab::bench {
+
+namespace {
+
+// Warm-up stops after this many untimed runs or this much time, whichever
+// comes first: one run of a slow variant already warms everything it touches.
+constexpr int kMaxWarmupRuns = 2;
+constexpr double kMaxWarmupSeconds = 0.5;
+
+// The case of the benchmark now running. Keeping it across Google Benchmark's
+// repeated calls means inputs are drawn, copied to the GPU and checked once per
+// benchmark, not once per call; holding only one keeps memory at one case.
+struct CaseSlot {
+  std::string owner;              // benchmark name the case belongs to
+  std::unique_ptr<ICase> the_case;
+};
+
+CaseSlot& current_slot() {
+  static CaseSlot slot;
+  return slot;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::string describe(const CompareResult& r) {
+  return r.message + " (rel L2 " + std::to_string(r.rel_l2) + ")";
+}
+
+// Steps 1–3: returns the ready case, or nullptr after SkipWithError.
+ICase* prepare_case(benchmark::State& state, const BenchTarget& t, const std::string& name) {
+  CaseSlot& slot = current_slot();
+  if (slot.owner == name && slot.the_case) return slot.the_case.get();
+
+  slot.the_case.reset();  // free the previous benchmark's tensors before allocating new ones
+  slot.owner.clear();
+  std::unique_ptr<ICase> c = t.op->make_case(t.variant, t.spec, t.seed);
+
+  const auto first_run_start = std::chrono::steady_clock::now();
+  c->poison_outputs();
+  c->run();
+  const double first_run_seconds = seconds_since(first_run_start);
+  const CompareResult before = c->verify();
+  if (!before.ok) {
+    state.SkipWithError(("wrong before timing: " + describe(before) + " [seed " + std::to_string(t.seed) + "]").c_str());
+    return nullptr;
+  }
+
+  // The checking run above counts as the first warm-up run.
+  double warmup_seconds = first_run_seconds;
+  for (int run = 1; run < kMaxWarmupRuns && warmup_seconds < kMaxWarmupSeconds; ++run) {
+    const auto start = std::chrono::steady_clock::now();
+    c->run();
+    warmup_seconds += seconds_since(start);
+  }
+
+  slot.owner = name;
+  slot.the_case = std::move(c);
+  return slot.the_case.get();
+}
+
+void set_counters(benchmark::State& state, const BenchTarget& t, const ICase& c, double total_seconds) {
+  using benchmark::Counter;
+  const double iterations = double(state.iterations());
+  const double flops = c.flops();
+  const double bytes = c.min_bytes();
+  const double mean_seconds = iterations > 0 ? total_seconds / iterations : 0.0;
+
+  const MachinePeaks& peaks = machine_peaks();
+  const double peak_gflops = peaks.peak_gflops(t.info.device, t.dtype, t.info.threads);
+  const double peak_gbs = peaks.peak_gbs(t.info.device, t.info.threads);
+  const double achieved_gflops = mean_seconds > 0 ? flops / mean_seconds / 1e9 : 0.0;
+  const double achieved_gbs = mean_seconds > 0 ? bytes / mean_seconds / 1e9 : 0.0;
+
+  // Rates: Google Benchmark divides by the benchmark's own time (manual on the
+  // GPU, real on the CPU), so these agree with the reported time per iteration.
+  state.counters["FLOP/s"] = Counter(flops * iterations, Counter::kIsRate);
+  state.counters["bytes/s"] = Counter(bytes * iterations, Counter::kIsRate);
+  // Plain numbers: computed here from the time this function accumulated.
+  state.counters["intensity"] = Counter(bytes > 0 ? flops / bytes : 0.0);
+  state.counters["pct_peak"] = Counter(peak_gflops > 0 ? 100.0 * achieved_gflops / peak_gflops : 0.0);
+  state.counters["pct_bandwidth"] = Counter(peak_gbs > 0 ? 100.0 * achieved_gbs / peak_gbs : 0.0);
+  state.counters["peak_gflops"] = Counter(peak_gflops);  // the denominators, so plots need only the JSON
+  state.counters["peak_gbs"] = Counter(peak_gbs);
+  state.counters["workspace_bytes"] = Counter(double(c.workspace_bytes()));
+}
+
+}  // namespace
+
+uint64_t base_seed() {
+  static const uint64_t seed = [] {
+    if (const char* env = std::getenv("CONVLAB_SEED")) return uint64_t(std::strtoull(env, nullptr, 10));
+    return uint64_t(20240601);  // fixed: benchmark runs are reproducible by default
+  }();
+  return seed;
+}
+
+uint64_t seed_for(const std::string& spec) {
+  uint64_t hash = 1469598103934665603ull;  // FNV-1a: stable across compilers, unlike std::hash
+  for (unsigned char ch : spec) {
+    hash ^= ch;
+    hash *= 1099511628211ull;
+  }
+  return base_seed() ^ hash;
+}
+
+void measure_case(benchmark::State& state, const BenchTarget& t) {
+  const std::string name = t.info.id() + "/" + t.op->label(t.spec);
+  state.SetLabel(t.spec.c_str());
+  try {
+    ICase* c = prepare_case(state, t, name);
+    if (c == nullptr) return;
+
+    const bool on_gpu = t.info.device == Device::cuda;
+    double total_ms = 0;
+    for (auto _ : state) {
+      // GPU: event-timed kernel after an L2 flush. CPU: wall clock around run().
+      const double ms = time_once_ms(*c, /*flush_l2=*/true);
+      if (on_gpu) state.SetIterationTime(ms * 1e-3);
+      total_ms += ms;
+    }
+
+    c->poison_outputs();
+    c->run();
+    const CompareResult after = c->verify();
+    if (!after.ok) {
+      current_slot() = {};
+      state.SkipWithError(("wrong after timing: " + describe(after) + " [seed " + std::to_string(t.seed) + "]").c_str());
+      return;
+    }
+    set_counters(state, t, *c, total_ms * 1e-3);
+    state.counters["rel_l2"] = benchmark::Counter(after.rel_l2);
+  } catch (const std::exception& e) {
+    current_slot() = {};  // a device fault may leave the case unusable
+    state.SkipWithError((std::string("error: ") + e.what()).c_str());
+  }
+}
+
+}  // namespace convlab::bench
