@@ -1,5 +1,7 @@
 // core/device_none.cpp — the device layer of a build without CUDA: every GPU
 // request is a clear error, never a crash.
+#include <cstring>
+
 #include "core/device.hpp"
 
 namespace convlab {
@@ -15,7 +17,10 @@ std::string cuda_device_name() { return ""; }
 void require_cuda_device() { no_cuda(); }
 void* device_malloc(std::size_t) { no_cuda(); }
 void device_free(void*) noexcept {}
-void copy_bytes(void*, Device, const void*, Device, std::size_t) { no_cuda(); }
+void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes) {
+  if (dst_device != Device::cpu || src_device != Device::cpu) no_cuda();
+  if (bytes) std::memcpy(dst, src, bytes);
+}
 void device_memset(void*, int, std::size_t) { no_cuda(); }
 void device_synchronize(const char*) {}
 GpuTimer::GpuTimer() {}

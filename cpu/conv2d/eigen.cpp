@@ -1,33 +1,42 @@
 // cpu/conv2d/eigen.cpp — lesson 01 baseline: Eigen Tensor convolution, the
-// TensorFlow way (image patches, then one contraction).
+// TensorFlow way: gather the input patches, then one contraction per group.
 //
 // What it is: Eigen's Tensor `convolve` is a plain correlation over the listed
 // dimensions — it cannot sum over input channels while producing K output
 // channels, so it would need one call per (n, k) and waste most of its work.
 // TensorFlow's SpatialConvolution instead expresses a convolution as
-//   1. extract_image_patches: for every output pixel (n, p, q), the R×S×C
-//      window of the zero-padded, strided input — exactly lesson 02's im2col;
-//   2. contract: a matrix product of that [N·P·Q × R·S·C] patch matrix with
-//      the [R·S·C × K] weight matrix (KRSC is already that matrix, transposed).
-// This file does the same with stock Eigen (no TF packing tricks): the patch
-// matrix is materialised into the harness workspace, then contracted on an
-// Eigen ThreadPoolDevice (one pool per process, omp_get_max_threads() threads).
+//   1. im2col: for every output pixel (n, p, q), the R×S×T window of the
+//      zero-padded, strided input (lesson 02's patch matrix), then
+//   2. contract: the [N·P·Q × R·S·T] patch matrix times the [R·S·T × K/G]
+//      weight matrix — KRSC rows already are that matrix, transposed.
+// TF gathers with `extract_image_patches`; this file builds the identical
+// matrix from R·S plain slices instead (the trick below), which measured 4–7×
+// faster than extract_image_patches here: the patch op computes every
+// coefficient's source with integer divisions, a slice copies runs of channels.
 //
-//   groups == 1 : one contraction, written straight into y.
-//   1x1, stride 1, pad 0, groups 1 : no patches at all — x already is the
-//                 [N·H·W × C] matrix; one contraction, no workspace.
-//   grouped     : the patches are written group-major ([G][N·P·Q][R·S·T], one
-//                 fused extract+shuffle pass) so that group g's patch matrix is
-//                 contiguous; then G contractions of [N·P·Q × R·S·T]·[R·S·T × K/G],
-//                 each landing in y's channels g·K/G … (g+1)·K/G − 1.
-//   depthwise (C/groups == 1 and K/groups == 1) : no contraction is left — it
-//                 is a per-channel weighted sum over the R×S taps, done as one
-//                 broadcast-multiply-reduce over the (lazy, never materialised)
-//                 patch expression; no workspace.
+// The trick: pad x once (zeros around, plus a few to make H and W multiples of
+// the stride) and view its W axis as (W/stride, stride) — column w = w'·str + φ.
+// Then the tap (r, s) of all outputs, x_pad[n, p·str + r, q·str + s, c], is
+//   x6(c, φ = s % str, q + s / str, ρ = r % str, p + r / str, n)
+// a plain box-shaped slice, for any stride, with channels contiguous.
 //
-// Cost: 2·N·P·Q·K·R·S·C/groups flops in the contraction, plus the im2col pass:
-// workspace N·P·Q·R·S·C floats (R·S times the input), written once, read once.
-// Eigen vectorises only with what the compiler may emit (SSE2 without -march).
+//   1x1, stride 1, pad 0, groups 1 : x already is the [N·H·W × C] matrix: one
+//                contraction, no workspace.
+//   groups ≥ 1 : per group g, R·S slice copies build its patch matrix
+//                (channels g·T … g·T + T − 1), then one contraction writes y's
+//                channels g·K/G … (g+1)·K/G − 1.
+//   depthwise (C/groups == 1 and K/groups == 1) : no reduction over channels
+//                is left for a contraction to do; y is the sum over the R·S
+//                taps of (tap slice) × (that tap's K weights, broadcast) — R·S
+//                elementwise sweeps, SIMD along C.
+// All Eigen expressions run on one ThreadPoolDevice per process
+// (omp_get_max_threads() threads), hence Threads::all.
+//
+// Cost: 2·N·P·Q·K·R·S·C/groups flops in the contraction. Workspace: the padded
+// input (N·(H+2·pad+)·(W+2·pad+)·C floats, skipped when pad is 0 and the sizes
+// fit), plus one group's patch matrix (N·P·Q·R·S·C/groups floats) or, for
+// depthwise, the weights re-laid as [R][S][K]. Eigen vectorises only with what
+// the compiler may emit: SSE2 when no -march flags are given.
 // Run just this: build/convlab run conv2d/cpu/eigen
 #define EIGEN_USE_THREADS
 #include <omp.h>
@@ -47,6 +56,7 @@ using Index = Eigen::Index;
 // buffer is the column-major tensor (C, B, A) — dimensions listed innermost first.
 template <int Rank> using ConstMap = Eigen::TensorMap<Eigen::Tensor<const float, Rank>>;
 template <int Rank> using MutMap = Eigen::TensorMap<Eigen::Tensor<float, Rank>>;
+template <int Rank> using Dims = Eigen::array<Index, Rank>;
 using Pair = Eigen::IndexPair<Index>;
 
 Eigen::ThreadPoolDevice& pool_device() {
@@ -60,9 +70,31 @@ bool is_pointwise(const ConvProblem& p) {
 }
 bool is_depthwise(const ConvProblem& p) { return p.T() == 1 && p.K_per_group() == 1; }
 
+// The padded input, [N][str·Hq][str·Wq][C]: `pad` zeros before row/column 0,
+// zeros after the last one up to a multiple of the stride, and enough rows and
+// columns that every tap slice p + r/str < Hq, q + s/str < Wq stays inside.
+struct Padded {
+  Index str, Hq, Wq;
+  bool copy;  // false: x itself already has this shape (pad 0, sizes fit)
+  std::size_t floats(const ConvProblem& p) const {
+    return copy ? std::size_t(p.N) * (str * Hq) * (str * Wq) * p.C : 0;
+  }
+};
+Padded padded(const ConvProblem& p) {
+  const Index str = p.stride;
+  const Index Hq = std::max<Index>((p.H + 2 * p.pad + str - 1) / str, p.P() + (p.R - 1) / str);
+  const Index Wq = std::max<Index>((p.W + 2 * p.pad + str - 1) / str, p.Q() + (p.S - 1) / str);
+  return {str, Hq, Wq, p.pad > 0 || str * Hq != p.H || str * Wq != p.W};
+}
+
+// Workspace, in floats: [padded input][patch matrix of one group | depthwise weights].
+std::size_t second_part_floats(const ConvProblem& p) {
+  if (is_depthwise(p)) return std::size_t(p.R) * p.S * p.K;                  // [R][S][K]
+  return std::size_t(p.N) * p.P() * p.Q() * p.R * p.S * p.T();                // [N·P·Q][R][S][T]
+}
 std::size_t workspace_bytes(const ConvProblem& p) {
-  if (is_pointwise(p) || is_depthwise(p)) return 0;
-  return std::size_t(p.N) * p.P() * p.Q() * p.R * p.S * p.C * sizeof(float);  // the patch matrix
+  if (is_pointwise(p)) return 0;
+  return (padded(p).floats(p) + second_part_floats(p)) * sizeof(float);
 }
 
 bool supports(const ConvProblem& p) { return p.dtype == DType::f32; }
@@ -71,69 +103,72 @@ void run(const ConvProblem& p, const Args<ConvProblem>& a) {
   const float* xp = static_cast<const float*>(a.x);  // [N, H, W, C]        NHWC
   const float* wp = static_cast<const float*>(a.w);  // [K, R, S, C/groups] KRSC
   float* yp = static_cast<float*>(a.y);              // [N, P, Q, K]        NHWC
-  const Index N = p.N, H = p.H, W = p.W, C = p.C, K = p.K, R = p.R, S = p.S;
-  const Index T = p.T(), G = p.groups, Kg = p.K_per_group();
-  const Index NPQ = N * p.P() * p.Q();
+  const Index N = p.N, H = p.H, W = p.W, C = p.C, K = p.K, R = p.R, S = p.S, P = p.P(), Q = p.Q();
+  const Index T = p.T(), G = p.groups, Kg = p.K_per_group(), NPQ = N * P * Q;
   Eigen::ThreadPoolDevice& dev = pool_device();
   const Eigen::array<Pair, 1> reduce_first{Pair(0, 0)};  // contract dim 0 of both operands
-
-  MutMap<2> y(yp, K, NPQ);  // y as (K, N·P·Q): NHWC row-major, one column per output pixel
 
   if (is_pointwise(p)) {
     ConstMap<2> x2(xp, C, NPQ);  // x as (C, N·H·W); here H·W == P·Q
     ConstMap<2> w2(wp, C, K);    // w as (C, K)
+    MutMap<2> y(yp, K, NPQ);     // y as (K, N·P·Q): NHWC row-major, one column per output pixel
     y.device(dev) = w2.contract(x2, reduce_first);  // y(k, i) = Σ_c w(c, k) · x(c, i)
     return;
   }
+  float* ws = static_cast<float*>(a.workspace);
+  if (!ws) throw std::runtime_error("conv2d/cpu/eigen: this problem needs the harness workspace");
 
-  // NHWC row-major is (C, W, H, N) column-major, which is what Eigen's image
-  // patches expect as (depth, rows, cols, batch) — so Eigen's "rows" are our
-  // W (filter S, output Q) and its "cols" our H (filter R, output P).
-  // Explicit padding gives ceil((H + 2·pad − R + 1)/stride) = P output rows.
-  ConstMap<4> x(xp, C, W, H, N);
-  auto patches = x.extract_image_patches(S, R, p.stride, p.stride, /*in_strides*/ 1, 1, /*inflate*/ 1, 1,
-                                         /*top, bottom (W)*/ p.pad, p.pad, /*left, right (H)*/ p.pad, p.pad, 0.f);
-  // patches: (C, S, R, Q·P, N) column-major = row-major [N][P][Q][R][S][C]:
-  // the im2col matrix, one row of R·S·C per output pixel, in KRSC's (r, s, c) order.
+  // 1. The padded input, viewed as x6(c, φ, w', ρ, h', n) with w = w'·str + φ, h = h'·str + ρ.
+  const Padded pd = padded(p);
+  const Index str = pd.str;
+  const float* x_pad = xp;
+  if (pd.copy) {
+    const Eigen::array<std::pair<Index, Index>, 4> border{{{0, 0},                                // C
+                                                           {p.pad, str * pd.Wq - W - p.pad},      // W
+                                                           {p.pad, str * pd.Hq - H - p.pad},      // H
+                                                           {0, 0}}};                              // N
+    MutMap<4>(ws, C, str * pd.Wq, str * pd.Hq, N).device(dev) = ConstMap<4>(xp, C, W, H, N).pad(border);
+    x_pad = ws;
+  }
+  ConstMap<6> x6(x_pad, C, str, pd.Wq, str, pd.Hq, N);
+  float* rest = ws + pd.floats(p);
+  // Tap (r, s) of channels c0 … c0 + count − 1, for every output pixel: (count, 1, Q, 1, P, N).
+  auto tap = [&](Index r, Index s, Index c0, Index count) {
+    return x6.slice(Dims<6>{c0, s % str, s / str, r % str, r / str, 0}, Dims<6>{count, 1, Q, 1, P, N});
+  };
 
   if (is_depthwise(p)) {
-    // Plain form: y[n,p,q,k] = Σ_{r,s} x[n, p·str+r−pad, q·str+s−pad, k] · w[k,r,s,0].
-    ConstMap<3> w3(wp, S, R, K);  // KRSC with T = 1: row-major [K][R][S] = (S, R, K)
-    const Eigen::array<Index, 4> patch_dims{K, S, R, NPQ};
-    const Eigen::array<Index, 3> to_ksr{2, 0, 1};
-    const Eigen::array<Index, 4> w_dims{K, S, R, 1}, over_pixels{1, 1, 1, NPQ};
-    const Eigen::array<Index, 2> taps{1, 2};
-    y.device(dev) = (patches.reshape(patch_dims) * w3.shuffle(to_ksr).reshape(w_dims).broadcast(over_pixels)).sum(taps);
+    // Plain form: for r, s: y[n,p,q,k] += x_pad[n, p·str+r, q·str+s, k] · w[k,r,s,0].
+    MutMap<3> w_tap_major(rest, K, S, R);               // [R][S][K]: each tap's K weights contiguous
+    w_tap_major.device(dev) = ConstMap<3>(wp, S, R, K).shuffle(Dims<3>{2, 0, 1});  // KRSC, T = 1: (S, R, K)
+    MutMap<6> y6(yp, K, 1, Q, 1, P, N);                 // NHWC y, shaped like a tap slice
+    for (Index r = 0; r < R; ++r)
+      for (Index s = 0; s < S; ++s) {
+        auto w_tap = ConstMap<1>(rest + (r * S + s) * K, K).reshape(Dims<6>{K, 1, 1, 1, 1, 1})
+                         .broadcast(Dims<6>{1, 1, Q, 1, P, N});
+        if (r == 0 && s == 0)
+          y6.device(dev) = tap(r, s, 0, C) * w_tap;
+        else
+          y6.device(dev) += tap(r, s, 0, C) * w_tap;
+      }
     return;
   }
 
-  if (!a.workspace) throw std::runtime_error("conv2d/cpu/eigen: the patch matrix needs the harness workspace");
-  float* cols_p = static_cast<float*>(a.workspace);
-
-  if (G == 1) {
-    MutMap<2> cols(cols_p, R * S * C, NPQ);  // [N·P·Q][R·S·C] row-major
-    const Eigen::array<Index, 2> as_matrix{R * S * C, NPQ};
-    cols.device(dev) = patches.reshape(as_matrix);   // im2col, in parallel
-    ConstMap<2> w2(wp, R * S * C, K);                 // KRSC = (C·S·R, K) column-major
-    y.device(dev) = w2.contract(cols, reduce_first);  // y(k, i) = Σ_j w(j, k) · cols(j, i)
-    return;
-  }
-
-  // Grouped: channel c = g·T + t, so the patches are (T, G, S, R, NPQ); move G
-  // outermost in the same pass that extracts them: cols is (T, S, R, NPQ, G) =
-  // row-major [G][N·P·Q][R][S][T], and group g's patch matrix is one contiguous slab.
-  {
-    MutMap<5> cols(cols_p, T, S, R, NPQ, G);
-    const Eigen::array<Index, 5> split_channels{T, G, S, R, NPQ};
-    const Eigen::array<Index, 5> group_last{0, 2, 3, 4, 1};
-    cols.device(dev) = patches.reshape(split_channels).shuffle(group_last);
-  }
-  MutMap<3> y3(yp, Kg, G, NPQ);  // y as (K/G, G, N·P·Q): output channel k = g·K/G + kg
-  const Index depth = R * S * T;
+  // 2. Per group: its patch matrix [N·P·Q][R][S][T] (a column per output pixel
+  //    in column-major terms), built from R·S slice copies, then one contraction.
+  const Index depth = R * S * T;                       // one group's reduction length
+  MutMap<6> cols6(rest, T, R * S, Q, 1, P, N);         // the patch matrix, shaped like tap slices
+  ConstMap<2> cols(rest, depth, NPQ);                  // the same buffer as a (R·S·T, N·P·Q) matrix
+  MutMap<3> y3(yp, Kg, G, NPQ);                        // y as (K/G, G, N·P·Q): channel k = g·K/G + kg
   for (Index g = 0; g < G; ++g) {
-    ConstMap<2> wg(wp + g * Kg * depth, depth, Kg);    // group g's weights: rows g·K/G … of KRSC
-    ConstMap<2> colsg(cols_p + g * depth * NPQ, depth, NPQ);
-    y3.chip(g, 1).device(dev) = wg.contract(colsg, reduce_first);
+    for (Index r = 0; r < R; ++r)
+      for (Index s = 0; s < S; ++s)  // cols[i][r][s][t] = x_pad[n, p·str+r, q·str+s, g·T+t], i = (n,p,q)
+        cols6.slice(Dims<6>{0, r * S + s, 0, 0, 0, 0}, Dims<6>{T, 1, Q, 1, P, N}).device(dev) = tap(r, s, g * T, T);
+    ConstMap<2> wg(wp + g * Kg * depth, depth, Kg);    // rows g·K/G … of KRSC = (R·S·T, K/G)
+    if (G == 1)
+      MutMap<2>(yp, K, NPQ).device(dev) = wg.contract(cols, reduce_first);  // straight into y
+    else
+      y3.chip(g, 1).device(dev) = wg.contract(cols, reduce_first);  // y(kg, i) = Σ_j w(j, kg) · cols(j, i)
   }
 }
 
@@ -145,7 +180,7 @@ const Register<ConvProblem> reg{{
     .run = run,
     .workspace_bytes = workspace_bytes,
     .threads = Threads::all,
-    .idea = "Eigen Tensor extract_image_patches + contract (TensorFlow's recipe) on a ThreadPoolDevice",
+    .idea = "Eigen Tensor: im2col from strided-tap slices + contract per group (TF's recipe), thread pool",
     .baseline = true,
 }};
 

@@ -110,7 +110,10 @@ struct ConvFirstData {
     w.conv_w = conv_w.data(), w.conv_b = conv_b.data();
     w.expand_w = expand_w.data(), w.expand_b = expand_b.data();
     w.project_w = project_w.data(), w.project_b = project_b.data();
-    if (projection) w.shortcut_w = shortcut_w.data(), w.shortcut_b = shortcut_b.data();
+    if (projection) {
+      w.shortcut_w = shortcut_w.data();
+      w.shortcut_b = shortcut_b.data();
+    }
     return w;
   }
 };
@@ -254,7 +257,10 @@ struct MBConvData {
   std::vector<double> x, expand_w, expand_b, dw_w, dw_b, se1_w, se1_b, se2_w, se2_b, project_w, project_b;
   ref::MBConvWeights weights(bool with_expand) const {
     ref::MBConvWeights w;
-    if (with_expand) w.expand_w = expand_w.data(), w.expand_b = expand_b.data();
+    if (with_expand) {
+      w.expand_w = expand_w.data();
+      w.expand_b = expand_b.data();
+    }
     w.depthwise_w = dw_w.data(), w.depthwise_b = dw_b.data();
     w.se_reduce_w = se1_w.data(), w.se_reduce_b = se1_b.data();
     w.se_expand_w = se2_w.data(), w.se_expand_b = se2_b.data();

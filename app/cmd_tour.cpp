@@ -1,0 +1,191 @@
+// app/cmd_tour.cpp — `convlab tour`: the whole ladder on this machine.
+//
+// Every registered variant runs on its operation's tour shape for its device,
+// is checked against the reference and timed, and is shown beside the first
+// rung of its lesson (same op, device and shape), so the table reads as the
+// story of the course: each idea, what it bought, and how far from the
+// machine's measured peak it still is.
+#include <algorithm>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <tuple>
+
+#include "app/commands.hpp"
+#include "app/common.hpp"
+#include "app/measure.hpp"
+#include "core/probe.hpp"
+
+namespace convlab::app {
+namespace {
+
+constexpr uint64_t kTourSeed = 1;  // one seed: variants on the same shape share inputs and one reference
+
+void print_help(std::ostream& out) {
+  out << "usage: convlab tour [--device cpu|cuda|all] [--reps N] [--json FILE]\n"
+         "\n"
+         "Runs every registered variant on its operation's tour shape for its device,\n"
+         "checks it against the reference and times it. The table is grouped by lesson:\n"
+         "variant, shape, ok/FAIL, median time, GFLOP/s, % of this machine's measured peak\n"
+         "(the FMA peak of the threads the variant uses; on the GPU, cuBLAS GEMM of its\n"
+         "dtype), and the speed-up over the lesson's first rung on the same device and\n"
+         "shape. Library baselines are marked. GPU variants without a GPU, and variants\n"
+         "that do not support the tour shape, get a row that says so.\n"
+         "\n"
+         "--device D   cpu, cuda or all (default all)\n"
+         "--reps N     timed repetitions per variant; default: at least 3 and 100 ms\n"
+         "--json FILE  also write every row, the machine's peaks and the date as JSON\n"
+         "\n"
+         "Exit status: 0 every variant that ran was correct, 1 one failed, 2 a usage error.\n";
+}
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string machine_line(const MachinePeaks& p) {
+  std::string line = "machine: " + p.cpu_model + ", " + std::to_string(p.cpu_threads) + " threads; FMA peak " +
+                     format_rate(p.cpu_gflops_1t) + " GFLOP/s on 1 thread, " + format_rate(p.cpu_gflops_all) +
+                     " on all; triad " + format_rate(p.cpu_gbs_1t) + " / " + format_rate(p.cpu_gbs_all) + " GB/s";
+  if (!p.gpu.name.empty())
+    line += "\n         GPU " + p.gpu.name + ": sgemm " + format_rate(p.gpu.sgemm_gflops) + ", hgemm " +
+            format_rate(p.gpu.hgemm_gflops) + " GFLOP/s, copy " + format_rate(p.gpu.copy_gbs) + " GB/s";
+  else
+    line += "; GPU: " + no_gpu_reason();
+  return line;
+}
+
+// Variants in the tour's order: lesson; then operations by the lowest lesson
+// of their variants (the lesson that introduces them), then name; then device
+// (cpu first); then name (numbered rungs before named baselines).
+std::vector<VariantRef> tour_order(std::vector<VariantRef> variants) {
+  std::map<std::string, int> first_lesson;
+  for (const VariantRef& v : variants) {
+    auto [it, inserted] = first_lesson.emplace(v.info.op, v.info.lesson);
+    if (!inserted) it->second = std::min(it->second, v.info.lesson);
+  }
+  auto key = [&](const VariantRef& v) {
+    return std::make_tuple(v.info.lesson, first_lesson[v.info.op], v.info.op, v.info.device != Device::cpu, v.info.name);
+  };
+  std::sort(variants.begin(), variants.end(), [&](const VariantRef& a, const VariantRef& b) { return key(a) < key(b); });
+  return variants;
+}
+
+int run(const std::vector<std::string>& args) {
+  const ParsedArgs parsed = parse_args(args, {{"--json", true}, {"--device", true}, {"--reps", true}}, "tour");
+  if (!parsed.positional.empty()) throw UsageError("`convlab tour` takes no arguments, got '" + parsed.positional[0] + "'");
+  const std::string device_filter = parsed.get("--device", "all");
+  if (device_filter != "all" && device_filter != "cpu" && device_filter != "cuda")
+    throw UsageError("--device wants cpu, cuda or all, got '" + device_filter + "'");
+  RepetitionPolicy reps;
+  reps.exact_reps = int(parsed.get_int("--reps", -1, 0, 1000000));
+
+  // Fail now, not after the whole tour, if the JSON file cannot be written.
+  const std::string json_path = parsed.get("--json");
+  if (!json_path.empty() && !std::ofstream(json_path, std::ios::app))
+    throw std::runtime_error("cannot write " + json_path);
+
+  std::vector<VariantRef> variants;
+  for (const VariantRef& v : all_variants())
+    if (device_filter == "all" || v.info.device == parse_device(device_filter)) variants.push_back(v);
+  variants = tour_order(variants);
+
+  const MachinePeaks& peaks = machine_peaks();
+  std::cout << "convlab tour: every variant on its operation's tour shape, checked against the reference and timed\n"
+            << machine_line(peaks) << "\n"
+            << "% peak: against the FMA peak of the threads a variant uses (GPU: cuBLAS GEMM of its dtype); "
+               "speed-up: over the lesson's first rung, same device and shape\n";
+
+  // The shape of each row, and the column widths, before anything runs.
+  std::vector<std::string> specs;
+  std::size_t id_width = 7, label_width = 5;
+  for (const VariantRef& v : variants) {
+    const std::vector<std::string> tour = v.op->shapes(ShapeTable::tour, v.info.device);
+    specs.push_back(tour.empty() ? "" : tour[0]);
+    id_width = std::max(id_width, v.info.id().size());
+    if (!tour.empty()) label_width = std::max(label_width, v.op->label(tour[0]).size());
+  }
+  StreamingTable table(std::cout, {{"lesson", 6, true},
+                                   {"variant", int(id_width)},
+                                   {"shape", int(label_width)},
+                                   {"check", 5},
+                                   {"median ms", 9, true},
+                                   {"GFLOP/s", 7, true},
+                                   {"% peak", 6, true},
+                                   {"speed-up", 8, true},
+                                   {"", 8}});
+
+  std::vector<Measurement> rows;
+  std::map<std::tuple<int, std::string, Device>, double> first_rung_ms;  // (lesson, op, device) → median ms, or -1
+  int current_lesson = -1, failures = 0, ok = 0, skipped = 0;
+  for (std::size_t i = 0; i < variants.size(); ++i) {
+    const VariantRef& v = variants[i];
+    if (v.info.lesson != current_lesson) {
+      table.print_break();
+      table.print_header();
+    }
+    char lesson[8];
+    std::snprintf(lesson, sizeof lesson, "%02d", v.info.lesson);
+    const std::string lesson_cell = v.info.lesson != current_lesson ? lesson : "";
+    current_lesson = v.info.lesson;
+
+    Measurement m;
+    if (specs[i].empty()) {
+      m.variant = v.info;
+      m.status = Status::skipped;
+      m.message = v.info.op + " has no tour shape for " + device_name(v.info.device);
+    } else {
+      m = measure_variant(v, specs[i], kTourSeed, reps, false);
+    }
+
+    // The first rung: the lowest-named non-baseline variant of this lesson, op and device.
+    const auto group = std::make_tuple(v.info.lesson, v.info.op, v.info.device);
+    if (!v.info.baseline && !first_rung_ms.count(group))
+      first_rung_ms[group] = m.status == Status::ok && m.timed ? m.median_ms : -1;
+    if (auto it = first_rung_ms.find(group); it != first_rung_ms.end() && it->second > 0 && m.status == Status::ok &&
+                                             m.timed && m.median_ms > 0)
+      m.speedup = it->second / m.median_ms;
+
+    const std::string note = v.info.baseline ? "baseline" : "";
+    const std::vector<std::string> lead = {lesson_cell, v.info.id(), m.label, status_name(m.status)};
+    if (m.status == Status::ok || m.status == Status::fail) {
+      table.print_row({lesson_cell, v.info.id(), m.label, status_name(m.status), format_ms(m.median_ms),
+                       format_rate(m.gflops), format_percent(m.percent_of_peak),
+                       m.speedup > 0 ? format_fixed(m.speedup, m.speedup >= 10 ? 1 : 2) + "x" : "-", note});
+      if (m.status == Status::fail) table.print_note(m.message + " (inputs: seed " + std::to_string(kTourSeed) + ")");
+    } else {
+      table.print_row(lead, (note.empty() ? "" : "[" + note + "] ") + m.message);
+    }
+    if (m.status == Status::ok) ++ok;
+    else if (m.status == Status::fail || m.status == Status::error) ++failures;
+    else ++skipped;
+    rows.push_back(m);
+  }
+  if (variants.empty()) std::cout << "\n(no variants registered for --device " << device_filter << ")\n";
+  std::cout << "\n" << ok << " ok, " << failures << " failed, " << skipped << " skipped or unsupported\n";
+
+  if (!json_path.empty()) {
+    std::ofstream out(json_path, std::ios::trunc);
+    out << "{\n  \"date\": " << json_string(utc_now()) << ",\n  \"device_filter\": " << json_string(device_filter)
+        << ",\n  \"machine\": " << peaks.to_json() << ",\n  \"rows\": [\n";
+    for (std::size_t i = 0; i < rows.size(); ++i) out << "    " << measurement_json(rows[i]) << (i + 1 < rows.size() ? ",\n" : "\n");
+    out << "  ]\n}\n";
+    out.close();
+    if (!out) throw std::runtime_error("writing " + json_path + " failed");
+    std::cout << "wrote " << json_path << "\n";
+  }
+  return failures ? 1 : 0;
+}
+
+}  // namespace
+
+const Command tour_command{"tour", "every variant on its tour shape: correct?, time, % of peak, speed-up by lesson",
+                           print_help, run};
+
+}  // namespace convlab::app

@@ -1,0 +1,157 @@
+// app/measure.cpp — check, time and rate one variant (see app/measure.hpp).
+#include "app/measure.hpp"
+
+#include "core/probe.hpp"
+
+namespace convlab::app {
+
+const char* status_name(Status s) {
+  switch (s) {
+    case Status::ok: return "ok";
+    case Status::fail: return "FAIL";
+    case Status::error: return "ERROR";
+    case Status::skipped: return "skipped";
+    case Status::unsupported: return "unsupported";
+  }
+  return "?";
+}
+
+TimingOptions RepetitionPolicy::options() const {
+  TimingOptions o;
+  o.warmup = 1;
+  if (exact_reps > 0) {
+    o.min_reps = o.max_reps = exact_reps;
+    o.min_total_ms = 0;
+  } else {
+    o.min_reps = min_reps;
+    o.max_reps = 1000;
+    o.min_total_ms = min_total_ms;
+  }
+  return o;
+}
+
+namespace {
+
+// Poison, run, compare: the one correctness check, used before and after timing.
+CompareResult checked_run(ICase& c) {
+  c.poison_outputs();
+  c.run();
+  return c.verify();
+}
+
+}  // namespace
+
+void check_and_time(ICase& c, const RepetitionPolicy& reps, Measurement& m) {
+  m.variant = c.variant();
+  m.spec = c.spec();
+  m.label = c.label();
+  const std::vector<TensorSpec> outputs = c.output_specs();
+  if (!outputs.empty()) m.dtype = outputs[0].dtype;
+  m.flops = c.flops();
+  m.min_bytes = c.min_bytes();
+  m.intensity = m.min_bytes > 0 ? m.flops / m.min_bytes : -1;
+  m.workspace_bytes = c.workspace_bytes();
+
+  const CompareResult first = checked_run(c);
+  m.rel_l2 = first.rel_l2;
+  m.max_abs_err = first.max_abs_err;
+  if (!first.ok) {
+    m.status = Status::fail;
+    m.message = first.message;
+    return;
+  }
+  m.status = Status::ok;
+  if (!reps.timing_wanted()) return;
+
+  const Timing t = time_case(c, reps.options());
+  m.timed = true;
+  m.reps = int(t.samples_ms.size());
+  m.median_ms = t.median_ms;
+  m.min_ms = t.min_ms;
+  if (t.median_ms > 0) {
+    m.gflops = m.flops / (t.median_ms * 1e6);
+    m.gbs = m.min_bytes / (t.median_ms * 1e6);
+  }
+  const MachinePeaks& peaks = machine_peaks();
+  m.peak_gflops = peaks.peak_gflops(m.variant.device, m.dtype, m.variant.threads);
+  m.peak_gbs = peaks.peak_gbs(m.variant.device, m.variant.threads);
+  if (m.peak_gflops > 0 && m.gflops > 0) m.percent_of_peak = 100 * m.gflops / m.peak_gflops;
+  if (m.peak_gbs > 0 && m.gbs > 0) m.percent_of_bandwidth = 100 * m.gbs / m.peak_gbs;
+
+  const CompareResult after = checked_run(c);
+  if (!after.ok) {
+    m.status = Status::fail;
+    m.message = "after timing: " + after.message;
+  }
+}
+
+Measurement measure_variant(const VariantRef& v, const std::string& spec, uint64_t seed, const RepetitionPolicy& reps,
+                            bool strict) {
+  Measurement m;
+  m.variant = v.info;
+  m.spec = spec;
+  m.seed = seed;
+  if (!strict) {
+    m.label = v.op->label(spec);
+    if (v.info.device == Device::cuda && cuda_device_count() == 0) {
+      m.status = Status::skipped;
+      m.message = no_gpu_reason();
+      return m;
+    }
+    if (std::string why = v.op->unsupported_reason(v.index, spec); !why.empty()) {
+      m.status = Status::unsupported;
+      m.message = why;
+      return m;
+    }
+  }
+  try {
+    std::unique_ptr<ICase> c = v.op->make_case(v.index, spec, seed);
+    check_and_time(*c, reps, m);
+  } catch (const std::exception& e) {
+    if (strict) throw;
+    m.status = Status::error;
+    m.message = e.what();
+  }
+  return m;
+}
+
+std::string measurement_json(const Measurement& m) {
+  std::string j = "{";
+  auto add = [&](const char* key, const std::string& value) {
+    if (j.size() > 1) j += ", ";
+    j += json_string(key) + ": " + value;
+  };
+  add("id", json_string(m.variant.id()));
+  add("op", json_string(m.variant.op));
+  add("device", json_string(device_name(m.variant.device)));
+  add("variant", json_string(m.variant.name));
+  add("lesson", std::to_string(m.variant.lesson));
+  add("threads", json_string(m.variant.threads == Threads::all ? "all" : "single"));
+  add("baseline", m.variant.baseline ? "true" : "false");
+  add("spec", json_string(m.spec));
+  add("label", json_string(m.label));
+  add("dtype", json_string(dtype_name(m.dtype)));
+  add("status", json_string(status_name(m.status)));
+  add("message", json_string(m.message));
+  add("seed", std::to_string(m.seed));
+  auto number_or_null = [](double v) { return v >= 0 ? json_number(v) : std::string("null"); };
+  add("rel_l2", number_or_null(m.rel_l2));
+  add("max_abs_err", number_or_null(m.max_abs_err));
+  add("reps", std::to_string(m.reps));
+  add("median_ms", number_or_null(m.median_ms));
+  add("min_ms", number_or_null(m.min_ms));
+  add("flops", json_number(m.flops));
+  add("min_bytes", json_number(m.min_bytes));
+  add("gflops", number_or_null(m.gflops));
+  add("gbs", number_or_null(m.gbs));
+  add("intensity", number_or_null(m.intensity));
+  add("peak_gflops", json_number(m.peak_gflops));
+  add("pct_peak", number_or_null(m.percent_of_peak));
+  add("peak_gbs", json_number(m.peak_gbs));
+  add("pct_bandwidth", number_or_null(m.percent_of_bandwidth));
+  add("workspace_bytes", std::to_string(m.workspace_bytes));
+  add("speedup_over_first_rung", number_or_null(m.speedup));
+  return j + "}";
+}
+
+}  // namespace convlab::app

@@ -1,0 +1,542 @@
+// core/probe.cpp — measuring the CPU's limits, and the probe cache.
+//
+// Two numbers bound every CPU kernel in convlab (the roofline of lesson 13):
+//
+//   * FMA throughput. A core retires a few fused multiply-adds per cycle, but
+//     each one takes several cycles to finish; a loop whose every FMA waits for
+//     the previous one runs at 1/latency of the peak. So the kernel below keeps
+//     kAvxChains independent accumulator registers in flight — at least
+//     latency × FMA ports (4 × 2 = 8 on current x86) — and its rate is the
+//     attainable peak of AVX2/FMA code on this machine.
+//   * Memory bandwidth. A STREAM-style triad a[i] = b[i] + s·c[i] over three
+//     arrays far larger than the last-level cache, counted as STREAM counts it:
+//     12 bytes per element (two reads, one write; the write-allocate read of a
+//     is not counted).
+//
+// Each is measured on one thread and on all OpenMP threads, best of several
+// timed chunks, so a moment of noise from another process costs little.
+// The GPU half (probe_gpu) lives in core/probe_gpu_cuda.cpp / probe_gpu_none.cpp.
+#include "core/probe.hpp"
+
+#include <immintrin.h>
+#include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace convlab {
+
+// ---- peaks a variant is judged against ----------------------------------------
+
+double MachinePeaks::peak_gflops(Device device, DType dtype, Threads threads) const {
+  if (device == Device::cpu) return threads == Threads::single ? cpu_gflops_1t : cpu_gflops_all;  // f16/bf16: f32 FMA
+  switch (dtype) {
+    case DType::f32: return gpu.sgemm_gflops;
+    case DType::f16: return gpu.hgemm_gflops;
+    case DType::bf16: return gpu.bf16gemm_gflops;
+  }
+  return 0;
+}
+
+double MachinePeaks::peak_gbs(Device device, Threads threads) const {
+  if (device == Device::cpu) return threads == Threads::single ? cpu_gbs_1t : cpu_gbs_all;
+  return gpu.copy_gbs;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+volatile float g_sink;  // results are stored here so no measured loop is optimised away
+
+// ---- FMA throughput -----------------------------------------------------------
+
+// Each chain computes acc = acc·kScale + kShift, whose fixed point is 1: the
+// values never overflow, underflow or turn denormal, however long it runs.
+constexpr float kScale = 0.999999f;
+constexpr float kShift = 1.0f - kScale;
+
+// TUTORIAL: why 12 chains. One chain is a dependency: FMA number i+1 needs
+// the result of FMA number i, 4 cycles later. Two FMA units each accept a new
+// FMA every cycle, so 4 × 2 = 8 independent chains are needed to keep both
+// busy; 12 leaves slack for CPUs with 5-cycle latency, and still fits the 16
+// ymm registers with the two constants.
+constexpr int kAvxChains = 12;
+constexpr double kAvxFlopsPerIteration = kAvxChains * 8 * 2;  // chains × 8 lanes × (mul + add)
+static_assert(kAvxChains + 2 <= 16, "accumulators and constants must all stay in the 16 ymm registers");
+
+__attribute__((target("avx2,fma"))) float fma_kernel_avx2(int64_t iterations, float start) {
+  const __m256 scale = _mm256_set1_ps(kScale), shift = _mm256_set1_ps(kShift);
+  __m256 acc[kAvxChains];
+  for (int j = 0; j < kAvxChains; ++j) acc[j] = _mm256_set1_ps(start + 0.01f * j);
+  for (int64_t i = 0; i < iterations; ++i) {
+#pragma GCC unroll 12
+    for (int j = 0; j < kAvxChains; ++j) acc[j] = _mm256_fmadd_ps(acc[j], scale, shift);
+  }
+  __m256 sum = acc[0];
+  for (int j = 1; j < kAvxChains; ++j) sum = _mm256_add_ps(sum, acc[j]);
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, sum);
+  float total = 0;
+  for (float v : lanes) total += v;
+  return total;
+}
+
+// Portable fallback: the same idea in plain floats, with enough independent
+// chains for the compiler to keep the arithmetic units busy (it may vectorise).
+constexpr int kScalarChains = 16;
+constexpr double kScalarFlopsPerIteration = kScalarChains * 2;
+
+float fma_kernel_scalar(int64_t iterations, float start) {
+  float acc[kScalarChains];
+  for (int j = 0; j < kScalarChains; ++j) acc[j] = start + 0.01f * j;
+  for (int64_t i = 0; i < iterations; ++i)
+    for (int j = 0; j < kScalarChains; ++j) acc[j] = acc[j] * kScale + kShift;
+  float total = 0;
+  for (float v : acc) total += v;
+  return total;
+}
+
+bool cpu_has_avx2_fma() {
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return has;
+}
+
+struct FmaKernel {
+  float (*run)(int64_t, float);
+  double flops_per_iteration;
+};
+
+FmaKernel best_fma_kernel() {
+  if (cpu_has_avx2_fma()) return {fma_kernel_avx2, kAvxFlopsPerIteration};
+  return {fma_kernel_scalar, kScalarFlopsPerIteration};
+}
+
+// Iterations for one timed chunk of about `seconds` on one thread.
+int64_t calibrate_fma(const FmaKernel& k, double seconds) {
+  int64_t iterations = 1 << 12;
+  while (true) {
+    const auto t0 = Clock::now();
+    g_sink = k.run(iterations, 1.0f);
+    const double s = seconds_since(t0);
+    if (s > 0.01 || iterations > (int64_t(1) << 40)) return std::max<int64_t>(1, int64_t(iterations * seconds / s));
+    iterations *= 4;
+  }
+}
+
+// GFLOP/s of one thread, or of every OpenMP thread running the kernel at once
+// (total flops over wall time): best of several chunks within `seconds`.
+double measure_fma(const FmaKernel& k, int64_t iterations, bool all_threads, double seconds) {
+  double best = 0;
+  const auto begin = Clock::now();
+  for (int chunk = 0; chunk < 3 || seconds_since(begin) < seconds; ++chunk) {
+    int threads_used = 1;
+    const auto t0 = Clock::now();
+    if (all_threads) {
+#pragma omp parallel
+      {
+        const float r = k.run(iterations, 1.0f + 0.001f * omp_get_thread_num());
+#pragma omp critical
+        g_sink = g_sink + r;
+#pragma omp single
+        threads_used = omp_get_num_threads();
+      }
+    } else {
+      g_sink = k.run(iterations, 1.0f);
+    }
+    const double s = seconds_since(t0);
+    best = std::max(best, threads_used * double(iterations) * k.flops_per_iteration / s * 1e-9);
+  }
+  return best;
+}
+
+// ---- memory bandwidth -----------------------------------------------------------
+
+// 64 MiB per array: twice the largest L3 of common desktop and server parts
+// per socket, so the triad streams from DRAM rather than cache.
+constexpr std::size_t kTriadArrayBytes = std::size_t(64) << 20;
+constexpr std::size_t kTriadElements = kTriadArrayBytes / sizeof(float);
+constexpr double kTriadBytesPerElement = 3 * sizeof(float);
+
+struct FreeDeleter {
+  void operator()(float* p) const { std::free(p); }
+};
+using HostArray = std::unique_ptr<float[], FreeDeleter>;
+
+HostArray allocate_floats(std::size_t n) {
+  auto* p = static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)));
+  if (!p) throw std::bad_alloc();
+  return HostArray(p);
+}
+
+struct TriadArrays {
+  HostArray a, b, c;
+  TriadArrays()
+      : a(allocate_floats(kTriadElements)), b(allocate_floats(kTriadElements)), c(allocate_floats(kTriadElements)) {
+    // First touch in the same static schedule as the parallel triad, so on a
+    // multi-socket machine each thread's pages sit on its own memory node.
+    float* pa = a.get();
+    float* pb = b.get();
+    float* pc = c.get();
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < int64_t(kTriadElements); ++i) {
+      pa[i] = 0.0f;
+      pb[i] = 1.0f;
+      pc[i] = 2.0f;
+    }
+  }
+};
+
+void triad(TriadArrays& t, float s, bool all_threads) {
+  float* a = t.a.get();
+  const float* b = t.b.get();
+  const float* c = t.c.get();
+  const int64_t n = int64_t(kTriadElements);
+  if (all_threads) {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; ++i) a[i] = b[i] + s * c[i];
+  } else {
+    for (int64_t i = 0; i < n; ++i) a[i] = b[i] + s * c[i];
+  }
+}
+
+// Best GB/s over passes within `seconds` (at least three).
+double measure_triad(TriadArrays& t, bool all_threads, double seconds) {
+  triad(t, 0.5f, all_threads);  // warm: pages mapped, threads started
+  double best = 0;
+  const auto begin = Clock::now();
+  for (int pass = 0; pass < 3 || seconds_since(begin) < seconds; ++pass) {
+    const auto t0 = Clock::now();
+    triad(t, 0.5f + 0.001f * pass, all_threads);
+    best = std::max(best, kTriadElements * kTriadBytesPerElement / seconds_since(t0) * 1e-9);
+  }
+  g_sink = t.a[kTriadElements / 3];
+  return best;
+}
+
+std::string read_cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) != 0) continue;
+    const std::size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string model = line.substr(colon + 1);
+    const auto first = model.find_first_not_of(" \t");
+    const auto last = model.find_last_not_of(" \t");
+    if (first != std::string::npos) return model.substr(first, last - first + 1);
+  }
+  return "unknown CPU";
+}
+
+const std::string& cpu_model() {
+  static const std::string model = read_cpu_model();
+  return model;
+}
+
+// ---- the cache: a flat JSON object --------------------------------------------
+
+std::string json_escape(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
+std::string json_number(double v) {
+  if (!std::isfinite(v)) return "0";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.10g", v);
+  return buf;
+}
+
+// A value of a flat JSON object: a string, or anything else kept as a number
+// (true → 1, false and null → 0).
+struct FlatJsonValue {
+  bool is_string = false;
+  std::string text;
+  double number = 0;
+};
+using FlatJson = std::map<std::string, FlatJsonValue>;
+
+// Parses {"key": value, ...} with string, number, true/false/null values;
+// nullopt on anything else (a nested value, a syntax error).
+class FlatJsonReader {
+ public:
+  explicit FlatJsonReader(const std::string& text) : s_(text) {}
+
+  std::optional<FlatJson> parse() {
+    FlatJson out;
+    if (!consume('{')) return std::nullopt;
+    if (consume('}')) return finish(out);
+    while (true) {
+      std::string key;
+      if (!parse_string(key) || !consume(':')) return std::nullopt;
+      FlatJsonValue value;
+      skip_space();
+      if (peek() == '"') {
+        value.is_string = true;
+        if (!parse_string(value.text)) return std::nullopt;
+      } else if (!parse_scalar(value.number)) {
+        return std::nullopt;
+      }
+      out[key] = value;
+      if (consume(',')) continue;
+      if (consume('}')) return finish(out);
+      return std::nullopt;
+    }
+  }
+
+ private:
+  std::optional<FlatJson> finish(FlatJson& out) {
+    skip_space();
+    if (pos_ != s_.size()) return std::nullopt;
+    return out;
+  }
+  char peek() const { return pos_ < s_.size() ? s_[pos_] : '\0'; }
+  void skip_space() {
+    while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+  }
+  bool consume(char c) {
+    skip_space();
+    if (peek() != c) return false;
+    ++pos_;
+    return true;
+  }
+  bool parse_string(std::string& out) {
+    if (!consume('"')) return false;
+    while (pos_ < s_.size()) {
+      const char c = s_[pos_++];
+      if (c == '"') return true;
+      if (c != '\\') {
+        out += c;
+        continue;
+      }
+      if (pos_ >= s_.size()) return false;
+      const char e = s_[pos_++];
+      switch (e) {
+        case 'n': out += '\n'; break;
+        case 't': out += '\t'; break;
+        case 'r': out += '\r'; break;
+        case 'b': out += '\b'; break;
+        case 'f': out += '\f'; break;
+        case 'u': {
+          if (pos_ + 4 > s_.size()) return false;
+          const unsigned long code = std::strtoul(s_.substr(pos_, 4).c_str(), nullptr, 16);
+          pos_ += 4;
+          out += code < 0x80 ? static_cast<char>(code) : '?';  // the cache only ever escapes control bytes
+          break;
+        }
+        default: out += e; break;  // \" \\ \/
+      }
+    }
+    return false;
+  }
+  bool parse_scalar(double& out) {
+    for (const auto& [word, value] : {std::pair<const char*, double>{"true", 1}, {"false", 0}, {"null", 0}}) {
+      const std::size_t n = std::char_traits<char>::length(word);
+      if (s_.compare(pos_, n, word) == 0) {
+        pos_ += n;
+        out = value;
+        return true;
+      }
+    }
+    const char* begin = s_.c_str() + pos_;
+    char* end = nullptr;
+    out = std::strtod(begin, &end);
+    if (end == begin) return false;
+    pos_ += std::size_t(end - begin);
+    return true;
+  }
+
+  const std::string& s_;
+  std::size_t pos_ = 0;
+};
+
+std::optional<MachinePeaks> peaks_from_json(const std::string& text) {
+  const std::optional<FlatJson> json = FlatJsonReader(text).parse();
+  if (!json) return std::nullopt;
+  auto text_of = [&](const char* key) { return json->count(key) ? json->at(key).text : std::string(); };
+  auto number_of = [&](const char* key) { return json->count(key) ? json->at(key).number : 0.0; };
+  MachinePeaks m;
+  m.cpu_model = text_of("cpu_model");
+  m.cpu_threads = std::max(1, int(number_of("cpu_threads")));
+  m.cpu_has_fma = number_of("cpu_has_fma") != 0;
+  m.cpu_gflops_1t = number_of("cpu_gflops_1t");
+  m.cpu_gflops_all = number_of("cpu_gflops_all");
+  m.cpu_gbs_1t = number_of("cpu_gbs_1t");
+  m.cpu_gbs_all = number_of("cpu_gbs_all");
+  m.gpu.name = text_of("gpu_name");
+  m.gpu.sm_count = int(number_of("gpu_sm_count"));
+  m.gpu.copy_gbs = number_of("gpu_copy_gbs");
+  m.gpu.sgemm_gflops = number_of("gpu_sgemm_gflops");
+  m.gpu.hgemm_gflops = number_of("gpu_hgemm_gflops");
+  m.gpu.bf16gemm_gflops = number_of("gpu_bf16gemm_gflops");
+  return m;
+}
+
+std::string probe_file_path() {
+  if (const char* env = std::getenv("CONVLAB_PROBE_FILE"); env && *env) return env;
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec || exe.empty()) return "probe.json";
+  return (exe.parent_path() / "probe.json").string();
+}
+
+std::optional<MachinePeaks> load_cache(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::stringstream text;
+  text << in.rdbuf();
+  return peaks_from_json(text.str());
+}
+
+// True when the cache describes this machine and holds real measurements.
+bool cache_matches_this_machine(const MachinePeaks& cached) {
+  return cached.cpu_model == cpu_model() && cached.gpu.name == cuda_device_name() && cached.cpu_gflops_1t > 0 &&
+         cached.cpu_gflops_all > 0 && cached.cpu_gbs_1t > 0 && cached.cpu_gbs_all > 0;
+}
+
+// Writes atomically (temporary file, then rename); "" on success, else why not.
+std::string save_cache(const std::string& path, const MachinePeaks& m) {
+  const std::string temporary = path + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    if (!out) return "cannot open " + temporary + " for writing";
+    out << m.to_json() << "\n";
+    out.close();
+    if (!out) return "write to " + temporary + " failed";
+  }
+  std::error_code ec;
+  std::filesystem::rename(temporary, path, ec);
+  if (ec) {
+    std::filesystem::remove(temporary, ec);
+    return "cannot replace " + path;
+  }
+  return "";
+}
+
+MachinePeaks measure_everything(bool verbose) {
+  if (verbose) std::cout << "probing the CPU (" << cpu_model() << ") ..." << std::endl;
+  MachinePeaks m = probe_cpu();
+  if (verbose && cuda_device_count() > 0) std::cout << "probing the GPU (" << cuda_device_name() << ") ..." << std::endl;
+  m.gpu = probe_gpu();
+  return m;
+}
+
+// machine_peaks() keeps one result per cache path, so a test (or a program)
+// that points CONVLAB_PROBE_FILE elsewhere gets that file's numbers.
+std::mutex g_cache_mutex;
+std::map<std::string, MachinePeaks>& peaks_by_path() {
+  static std::map<std::string, MachinePeaks> cache;  // node-based: references stay valid
+  return cache;
+}
+
+}  // namespace
+
+// ---- public entry points --------------------------------------------------------
+
+MachinePeaks probe_cpu(double seconds_per_test) {
+  const double seconds = std::max(0.01, seconds_per_test);
+  MachinePeaks m;
+  m.cpu_model = cpu_model();
+  m.cpu_threads = omp_get_max_threads();
+  m.cpu_has_fma = cpu_has_avx2_fma();
+
+  const FmaKernel kernel = best_fma_kernel();
+  const int64_t iterations = calibrate_fma(kernel, seconds / 4);  // ~4 chunks per measurement
+  m.cpu_gflops_1t = measure_fma(kernel, iterations, false, seconds);
+  m.cpu_gflops_all = measure_fma(kernel, iterations, true, seconds);
+
+  TriadArrays arrays;
+  m.cpu_gbs_1t = measure_triad(arrays, false, seconds);
+  m.cpu_gbs_all = measure_triad(arrays, true, seconds);
+
+  // All threads can always do what one thread does (the others may idle), so
+  // an all-thread number below the single-thread one is another process
+  // taking cores during the measurement: keep the attainable lower bound.
+  m.cpu_gflops_all = std::max(m.cpu_gflops_all, m.cpu_gflops_1t);
+  m.cpu_gbs_all = std::max(m.cpu_gbs_all, m.cpu_gbs_1t);
+  return m;
+}
+
+std::string MachinePeaks::to_json() const {
+  std::ostringstream o;
+  o << "{\n"
+    << "  \"cpu_model\": \"" << json_escape(cpu_model) << "\",\n"
+    << "  \"cpu_threads\": " << cpu_threads << ",\n"
+    << "  \"cpu_has_fma\": " << (cpu_has_fma ? "true" : "false") << ",\n"
+    << "  \"cpu_gflops_1t\": " << json_number(cpu_gflops_1t) << ",\n"
+    << "  \"cpu_gflops_all\": " << json_number(cpu_gflops_all) << ",\n"
+    << "  \"cpu_gbs_1t\": " << json_number(cpu_gbs_1t) << ",\n"
+    << "  \"cpu_gbs_all\": " << json_number(cpu_gbs_all) << ",\n"
+    << "  \"gpu_name\": \"" << json_escape(gpu.name) << "\",\n"
+    << "  \"gpu_sm_count\": " << gpu.sm_count << ",\n"
+    << "  \"gpu_copy_gbs\": " << json_number(gpu.copy_gbs) << ",\n"
+    << "  \"gpu_sgemm_gflops\": " << json_number(gpu.sgemm_gflops) << ",\n"
+    << "  \"gpu_hgemm_gflops\": " << json_number(gpu.hgemm_gflops) << ",\n"
+    << "  \"gpu_bf16gemm_gflops\": " << json_number(gpu.bf16gemm_gflops) << "\n"
+    << "}";
+  return o.str();
+}
+
+const MachinePeaks& machine_peaks() {
+  const std::string path = probe_file_path();
+  std::lock_guard<std::mutex> lock(g_cache_mutex);
+  auto& by_path = peaks_by_path();
+  if (auto it = by_path.find(path); it != by_path.end()) return it->second;
+
+  if (std::optional<MachinePeaks> cached = load_cache(path); cached && cache_matches_this_machine(*cached))
+    return by_path[path] = *cached;
+
+  std::cerr << "convlab: measuring this machine's peaks once (cached in " << path << "; `convlab probe` redoes it)"
+            << std::endl;
+  MachinePeaks measured = measure_everything(false);
+  if (const std::string why = save_cache(path, measured); !why.empty())
+    std::cerr << "convlab: note: probe cache not written: " << why << std::endl;
+  return by_path[path] = measured;
+}
+
+MachinePeaks measure_and_cache_peaks(bool verbose) {
+  const std::string path = probe_file_path();
+  MachinePeaks measured = measure_everything(verbose);
+  const std::string why = save_cache(path, measured);
+  if (!why.empty()) std::cerr << "convlab: note: probe cache not written: " << why << std::endl;
+  else if (verbose) std::cout << "cached in " << path << std::endl;
+  std::lock_guard<std::mutex> lock(g_cache_mutex);
+  peaks_by_path()[path] = measured;
+  return measured;
+}
+
+}  // namespace convlab

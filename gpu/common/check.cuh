@@ -1,0 +1,37 @@
+// gpu/common/check.cuh — turning CUDA's error codes into convlab::DeviceError.
+//
+// Every CUDA call in gpu/ goes through check_cuda(); every launcher ends with
+// check_launch(), because a kernel launch reports a bad configuration (too
+// many threads, too much shared memory, ...) only through cudaGetLastError().
+// Errors inside a running kernel surface later, at the harness's synchronize.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+#include "core/device.hpp"
+
+namespace convlab::gpu {
+
+inline void check_cuda(cudaError_t err, const char* what) {
+  if (err != cudaSuccess)
+    throw DeviceError(std::string(what) + ": " + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ")");
+}
+
+// After a <<<...>>> launch: did the launch itself succeed?
+inline void check_launch(const char* kernel_name) {
+  check_cuda(cudaGetLastError(), (std::string("launching ") + kernel_name).c_str());
+}
+
+// Number of blocks of `per_block` needed to cover `count` items.
+template <class Int> __host__ __device__ constexpr Int ceil_div(Int count, Int per_block) {
+  return (count + per_block - 1) / per_block;
+}
+
+// CUDA's limits on a launch grid (x may be large, y and z are 16-bit).
+inline constexpr int64_t kMaxGridX = 2147483647;
+inline constexpr int64_t kMaxGridYZ = 65535;
+
+}  // namespace convlab::gpu

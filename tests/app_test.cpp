@@ -1,0 +1,202 @@
+// tests/app_test.cpp — the `convlab` program end to end: it is run as a child
+// process (it sits beside this test binary), on small shapes with --reps 0 so
+// no timing or machine probe is involved. Checked: `list` names every
+// registered variant; `run --in/--out` computes the same convolution as the
+// reference on the user's own tensors; every bad input ends in one line on
+// stderr and the documented exit status.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/harness.hpp"
+#include "core/npy.hpp"
+#include "core/problems.hpp"
+#include "reference/conv2d.hpp"
+#include "tests/catch_compat.hpp"
+
+namespace {
+
+using namespace convlab;
+
+struct ProgramResult {
+  int status = -1;
+  std::string out, err;
+};
+
+std::filesystem::path work_dir() {
+  const auto dir = std::filesystem::temp_directory_path() / ("convlab_app_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The convlab program built beside this test binary; "" when it is not there.
+std::string convlab_program() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const auto program = exe.parent_path() / "convlab";
+  return !ec && std::filesystem::exists(program) ? program.string() : "";
+}
+
+bool skip_without_program() {
+  if (!convlab_program().empty()) return false;
+  std::cout << "CONVLAB-SKIP: the convlab program is not built beside the tests; app test not run\n";
+  return true;
+}
+
+ProgramResult run_convlab(const std::string& args) {
+  const auto dir = work_dir();
+  const std::string command = convlab_program() + " " + args + " >" + (dir / "stdout.txt").string() + " 2>" +
+                              (dir / "stderr.txt").string();
+  const int raw = std::system(command.c_str());
+  ProgramResult r;
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  r.out = read_text(dir / "stdout.txt");
+  r.err = read_text(dir / "stderr.txt");
+  return r;
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+Tensor random_tensor(const Shape& shape, uint64_t seed) {
+  Tensor t(shape, DType::f32);
+  std::mt19937_64 rng(seed);
+  t.fill_uniform(rng);
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("app: list names every registered variant", "[app][cpu]") {
+  if (skip_without_program()) return;
+  const ProgramResult r = run_convlab("list");
+  INFO(r.err);
+  CHECK(r.status == 0);
+  CHECK(contains(r.out, "lesson"));
+  for (const OpHandle* op : all_ops())
+    for (const VariantInfo& v : op->variants()) {
+      INFO(v.id());
+      CHECK(contains(r.out, v.name));
+    }
+}
+
+TEST_CASE("app: run --in/--out computes the reference convolution on the user's tensors", "[app][cpu]") {
+  if (skip_without_program()) return;
+  const auto dir = work_dir();
+  // Grouped (2 groups of 4 channels), stride 2, pad 1, odd sizes.
+  const ConvProblem p{2, 9, 7, 8, 6, 3, 3, 2, 1, 2, DType::f32};
+  const Tensor x = random_tensor({p.N, p.H, p.W, p.C}, 11);  // NHWC
+  const Tensor w = random_tensor({p.K, p.R, p.S, p.T()}, 12);  // KRSC, C/groups channels
+  write_npy((dir / "x.npy").string(), x);
+  write_npy((dir / "w.npy").string(), w);
+
+  const ProgramResult r = run_convlab("run conv2d --in " + (dir / "x.npy").string() + "," + (dir / "w.npy").string() +
+                                      " --shape stride=2,pad=1 --out " + (dir / "y.npy").string() + " --reps 0");
+  INFO(r.out << r.err);
+  REQUIRE(r.status == 0);
+  CHECK(contains(r.out, " ok "));
+  const Tensor y = read_npy((dir / "y.npy").string());
+  REQUIRE(y.shape() == Shape{p.N, p.P(), p.Q(), p.K});
+
+  std::vector<double> expected(y.numel());
+  const std::vector<double> xd = x.to_double(), wd = w.to_double();
+  ref::conv2d(p, xd.data(), wd.data(), expected.data());
+  double max_err = 0, max_ref = 0;
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    max_err = std::max(max_err, std::abs(y.get(i) - expected[i]));
+    max_ref = std::max(max_ref, std::abs(expected[i]));
+  }
+  INFO("max abs error " << max_err << ", max |ref| " << max_ref);
+  CHECK(max_err <= 1e-5 * max_ref);
+}
+
+TEST_CASE("app: a shape run writes its output and reports ok", "[app][cpu]") {
+  if (skip_without_program()) return;
+  const auto dir = work_dir();
+  const ProgramResult r = run_convlab("run conv2d/cpu/01_seven_loop --shape N=2,H=7,W=5,C=3,K=4,pad=1 --reps 0 --out " +
+                                      (dir / "y.npy").string());
+  INFO(r.out << r.err);
+  CHECK(r.status == 0);
+  CHECK(contains(r.out, "conv2d/cpu/01_seven_loop"));
+  CHECK(contains(r.out, "N=2,H=7,W=5,C=3,K=4"));
+  CHECK(read_npy((dir / "y.npy").string()).shape() == Shape{2, 7, 5, 4});
+}
+
+TEST_CASE("app: bad input gives one error line and the documented exit status", "[app][cpu]") {
+  if (skip_without_program()) return;
+  const auto dir = work_dir();
+  write_npy((dir / "x.npy").string(), random_tensor({1, 6, 6, 4}, 1));
+  write_npy((dir / "w.npy").string(), random_tensor({3, 3, 3, 4}, 2));
+  write_npy((dir / "x3.npy").string(), random_tensor({6, 6, 4}, 3));
+  std::ofstream(dir / "junk.npy") << "not an array";
+  const std::string x = (dir / "x.npy").string(), w = (dir / "w.npy").string();
+
+  struct Case {
+    std::string args;
+    int status;
+    std::string says;
+  };
+  std::vector<Case> cases = {
+      {"", 2, "no command"},
+      {"frobnicate", 2, "unknown command 'frobnicate'"},
+      {"run", 2, "convlab list"},
+      {"run conv9d", 2, "unknown operation 'conv9d'"},
+      {"run conv2d/cpu/99_nothing", 2, "convlab list"},
+      {"run conv2d/tpu", 2, "unknown device"},
+      {"run conv2d/cpu/01_seven_loop --shape H=abc", 2, "not an integer"},
+      {"run conv2d/cpu/01_seven_loop --shape bogus=1", 2, "unknown key 'bogus'"},
+      {"run conv2d/cpu/01_seven_loop --shape H", 2, "malformed"},
+      {"run conv2d/cpu/01_seven_loop --shape dtype=f16 --reps 0", 1, "does not support"},
+      {"run conv2d/cpu/01_seven_loop --frob", 2, "unknown option '--frob'"},
+      {"run conv2d --in " + x, 2, "takes 2 input files"},
+      {"run conv2d --in " + x + "," + w + "," + w, 2, "takes 2 input files"},
+      {"run conv2d --in " + (dir / "missing.npy").string() + "," + w, 1, "cannot open"},
+      {"run conv2d --in " + (dir / "junk.npy").string() + "," + w, 1, "bad magic"},
+      {"run conv2d --in " + (dir / "x3.npy").string() + "," + w, 2, "4-d"},
+      {"tour --device tpu", 2, "--device"},
+      {"help frobnicate", 2, "unknown command"},
+  };
+  if (cuda_device_count() == 0)
+    for (const OpHandle* op : all_ops())
+      for (const VariantInfo& v : op->variants())
+        if (v.device == Device::cuda) {
+          cases.push_back({"run " + v.id() + " --reps 0", 1, "CUDA"});
+          break;
+        }
+
+  for (const Case& c : cases) {
+    const ProgramResult r = run_convlab(c.args);
+    INFO("convlab " << c.args << "\nstderr: " << r.err);
+    CHECK(r.status == c.status);
+    CHECK(r.err.rfind("convlab: error: ", 0) == 0);
+    CHECK(contains(r.err, c.says));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+}
+
+TEST_CASE("app: help for the program and for each command", "[app][cpu]") {
+  if (skip_without_program()) return;
+  for (const std::string args : {"help", "--help", "run --help", "help tour", "list -h", "probe --help"}) {
+    const ProgramResult r = run_convlab(args);
+    INFO("convlab " << args << ": " << r.err);
+    CHECK(r.status == 0);
+    CHECK(contains(r.out, "usage"));
+    CHECK(r.err.empty());
+  }
+}

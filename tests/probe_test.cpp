@@ -1,0 +1,142 @@
+// tests/probe_test.cpp — the machine probe (core/probe.hpp): plausible CPU
+// numbers, the peak a variant is judged against, and the JSON cache.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "core/probe.hpp"
+#include "tests/catch_compat.hpp"
+
+namespace {
+
+using namespace convlab;
+
+// One short probe shared by the cases below (~0.3 s).
+const MachinePeaks& quick_probe() {
+  static const MachinePeaks m = probe_cpu(0.05);
+  return m;
+}
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("convlab_probe_test_" + std::to_string(::getpid()) + "_" + name))
+      .string();
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Points CONVLAB_PROBE_FILE at `path` for the lifetime of this object.
+struct ProbeFileOverride {
+  explicit ProbeFileOverride(const std::string& path) {
+    if (const char* old = std::getenv("CONVLAB_PROBE_FILE")) previous = old;
+    had_previous = std::getenv("CONVLAB_PROBE_FILE") != nullptr;
+    setenv("CONVLAB_PROBE_FILE", path.c_str(), 1);
+  }
+  ~ProbeFileOverride() {
+    if (had_previous) setenv("CONVLAB_PROBE_FILE", previous.c_str(), 1);
+    else unsetenv("CONVLAB_PROBE_FILE");
+  }
+  std::string previous;
+  bool had_previous = false;
+};
+
+}  // namespace
+
+TEST_CASE("probe: CPU peaks are positive and plausible", "[probe][cpu]") {
+  const MachinePeaks& m = quick_probe();
+  INFO(m.to_json());
+  CHECK(!m.cpu_model.empty());
+  CHECK(m.cpu_threads >= 1);
+  // Any CPU of the last twenty years: more than 0.5 GFLOP/s and 0.5 GB/s on one
+  // core, and well under 100 TFLOP/s and 10 TB/s on all of them.
+  CHECK(m.cpu_gflops_1t > 0.5);
+  CHECK(m.cpu_gflops_all < 1e5);
+  CHECK(m.cpu_gbs_1t > 0.5);
+  CHECK(m.cpu_gbs_all < 1e4);
+  // More threads never make the machine slower (0.8: room for noise from other processes).
+  CHECK(m.cpu_gflops_all >= 0.8 * m.cpu_gflops_1t);
+  CHECK(m.cpu_gbs_all >= 0.8 * m.cpu_gbs_1t);
+  // All threads cannot beat one thread by much more than the thread count (the
+  // slack allows for other processes slowing the single-thread measurement).
+  CHECK(m.cpu_gflops_all <= 4.0 * m.cpu_threads * m.cpu_gflops_1t);
+  // An AVX2/FMA core does at least 8 flops per cycle, so at > 1 GHz more than 8 GFLOP/s.
+  if (m.cpu_has_fma) CHECK(m.cpu_gflops_1t > 8);
+}
+
+TEST_CASE("probe: the peak each variant is judged against", "[probe][cpu]") {
+  MachinePeaks m;
+  m.cpu_gflops_1t = 10;
+  m.cpu_gflops_all = 40;
+  m.cpu_gbs_1t = 5;
+  m.cpu_gbs_all = 15;
+  m.gpu.sgemm_gflops = 50000;
+  m.gpu.hgemm_gflops = 600000;
+  m.gpu.bf16gemm_gflops = 590000;
+  m.gpu.copy_gbs = 4000;
+  CHECK(m.peak_gflops(Device::cpu, DType::f32, Threads::single) == 10);
+  CHECK(m.peak_gflops(Device::cpu, DType::f32, Threads::all) == 40);
+  CHECK(m.peak_gflops(Device::cpu, DType::f16, Threads::all) == 40);  // the CPU computes f16 in f32
+  CHECK(m.peak_gflops(Device::cuda, DType::f32, Threads::all) == 50000);
+  CHECK(m.peak_gflops(Device::cuda, DType::f16, Threads::all) == 600000);
+  CHECK(m.peak_gflops(Device::cuda, DType::bf16, Threads::single) == 590000);
+  CHECK(m.peak_gbs(Device::cpu, Threads::single) == 5);
+  CHECK(m.peak_gbs(Device::cpu, Threads::all) == 15);
+  CHECK(m.peak_gbs(Device::cuda, Threads::all) == 4000);
+}
+
+TEST_CASE("probe: the cache is reused on this machine and ignored from another", "[probe][cpu]") {
+  // A cache written for this very machine, with numbers no measurement gives.
+  MachinePeaks planted;
+  planted.cpu_model = quick_probe().cpu_model;
+  planted.cpu_threads = 3;
+  planted.cpu_has_fma = true;
+  planted.cpu_gflops_1t = 123.25;
+  planted.cpu_gflops_all = 456.5;
+  planted.cpu_gbs_1t = 7.75;
+  planted.cpu_gbs_all = 19.125;
+  planted.gpu.name = cuda_device_name();
+  planted.gpu.copy_gbs = 3.5;
+  planted.gpu.sgemm_gflops = 1e4;
+
+  SECTION("same CPU and GPU: the cached numbers come back unchanged") {
+    const std::string path = temp_path("same.json");
+    std::ofstream(path) << planted.to_json();
+    const ProbeFileOverride env(path);
+    const MachinePeaks& m = machine_peaks();
+    CHECK(m.cpu_model == planted.cpu_model);
+    CHECK(m.cpu_threads == 3);
+    CHECK(m.cpu_has_fma);
+    CHECK(m.cpu_gflops_1t == 123.25);
+    CHECK(m.cpu_gflops_all == 456.5);
+    CHECK(m.cpu_gbs_1t == 7.75);
+    CHECK(m.cpu_gbs_all == 19.125);
+    CHECK(m.gpu.copy_gbs == 3.5);
+    CHECK(m.gpu.sgemm_gflops == 1e4);
+    CHECK(&machine_peaks() == &m);  // read once
+    std::filesystem::remove(path);
+  }
+
+  SECTION("another CPU: measured afresh and rewritten") {
+    const std::string path = temp_path("other.json");
+    planted.cpu_model = "Imaginary CPU \"9000\" \\ (test)";  // also exercises string escaping
+    std::ofstream(path) << planted.to_json();
+    const ProbeFileOverride env(path);
+    const MachinePeaks& m = machine_peaks();  // measures: about a second
+    CHECK(m.cpu_model == quick_probe().cpu_model);
+    CHECK(m.cpu_gflops_1t != 123.25);
+    CHECK(m.cpu_gflops_1t > 0.5);
+    const std::string written = read_text(path);
+    INFO(written);
+    CHECK(written.find("Imaginary") == std::string::npos);
+    CHECK(written.find("\"cpu_gflops_1t\"") != std::string::npos);
+    std::filesystem::remove(path);
+  }
+}
