@@ -25,5 +25,6 @@ extern const Command list_command;   // app/cmd_list.cpp
 extern const Command run_command;    // app/cmd_run.cpp
 extern const Command tour_command;   // app/cmd_tour.cpp
 extern const Command probe_command;  // app/cmd_probe.cpp
+extern const Command waterline_command;  // app/cmd_waterline.cpp
 
 }  // namespace convlab::app

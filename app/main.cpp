@@ -5,6 +5,7 @@
 //
 // To add a command: write app/cmd_NAME.cpp defining `const Command NAME_command`,
 // declare it in app/commands.hpp, and add it to kCommands.
+#include <algorithm>
 #include <exception>
 #include <iostream>
 #include <string>
@@ -26,6 +27,7 @@ const Command* const kCommands[] = {
     &run_command,
     &tour_command,
     &probe_command,
+    &waterline_command,
 };
 
 const Command* find_command(const std::string& name) {
@@ -47,9 +49,11 @@ void print_main_help(std::ostream& out) {
          "usage: convlab COMMAND [ARGS]   (convlab COMMAND --help, or convlab help COMMAND)\n"
          "\n"
          "commands:\n";
+  std::size_t width = 0;
+  for (const Command* c : kCommands) width = std::max(width, std::string(c->name).size());
   for (const Command* c : kCommands) {
     const std::string name = c->name;
-    out << "  " << name << std::string(name.size() < 8 ? 8 - name.size() : 1, ' ') << c->summary << "\n";
+    out << "  " << name << std::string(width + 2 - name.size(), ' ') << c->summary << "\n";
   }
   out << "\n"
          "Variants are named OP/DEVICE/NAME, e.g. conv2d/cpu/02_openmp; `convlab list` shows them all.\n"

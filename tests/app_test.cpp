@@ -39,6 +39,16 @@ std::filesystem::path work_dir() {
   return dir;
 }
 
+// Removes this process's scratch folder when the test program ends.
+struct ScratchCleanup {
+  ~ScratchCleanup() {
+    std::error_code ec;
+    std::filesystem::remove_all(std::filesystem::temp_directory_path() /
+                                    ("convlab_app_test_" + std::to_string(::getpid())),
+                                ec);
+  }
+} scratch_cleanup;
+
 std::string read_text(const std::filesystem::path& path) {
   std::ifstream in(path);
   std::stringstream s;

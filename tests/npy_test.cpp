@@ -22,10 +22,21 @@ namespace {
 
 using namespace convlab;
 
+std::filesystem::path scratch_dir() {
+  return std::filesystem::temp_directory_path() / ("convlab_npy_test_" + std::to_string(::getpid()));
+}
+
+// Removes this process's scratch folder when the test program ends.
+struct ScratchCleanup {
+  ~ScratchCleanup() {
+    std::error_code ec;
+    std::filesystem::remove_all(scratch_dir(), ec);
+  }
+} scratch_cleanup;
+
 std::string temp_path(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / ("convlab_npy_test_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return (dir / name).string();
+  std::filesystem::create_directories(scratch_dir());
+  return (scratch_dir() / name).string();
 }
 
 void write_bytes(const std::string& path, const std::string& bytes) {

@@ -10,9 +10,10 @@
 //   2. contract: the [N·P·Q × R·S·T] patch matrix times the [R·S·T × K/G]
 //      weight matrix — KRSC rows already are that matrix, transposed.
 // TF gathers with `extract_image_patches`; this file builds the identical
-// matrix from R·S plain slices instead (the trick below), which measured 4–7×
-// faster than extract_image_patches here: the patch op computes every
-// coefficient's source with integer divisions, a slice copies runs of channels.
+// matrix from R·S plain slices instead (the trick below): that im2col step
+// measured 4–7× faster than extract_image_patches on 56×56×128 (stride 1 and
+// 2), because the patch op finds every coefficient's source with integer
+// divisions while a slice copies contiguous runs of channels.
 //
 // The trick: pad x once (zeros around, plus a few to make H and W multiples of
 // the stride) and view its W axis as (W/stride, stride) — column w = w'·str + φ.
@@ -144,8 +145,9 @@ void run(const ConvProblem& p, const Args<ConvProblem>& a) {
     MutMap<6> y6(yp, K, 1, Q, 1, P, N);                 // NHWC y, shaped like a tap slice
     for (Index r = 0; r < R; ++r)
       for (Index s = 0; s < S; ++s) {
-        auto w_tap = ConstMap<1>(rest + (r * S + s) * K, K).reshape(Dims<6>{K, 1, 1, 1, 1, 1})
-                         .broadcast(Dims<6>{1, 1, Q, 1, P, N});
+        // (Eigen expressions hold TensorMaps by reference: the map needs a name.)
+        const ConstMap<6> w_rs(rest + (r * S + s) * K, K, 1, 1, 1, 1, 1);  // tap (r, s)'s K weights
+        auto w_tap = w_rs.broadcast(Dims<6>{1, 1, Q, 1, P, N});
         if (r == 0 && s == 0)
           y6.device(dev) = tap(r, s, 0, C) * w_tap;
         else

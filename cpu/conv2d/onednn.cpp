@@ -10,8 +10,10 @@
 // Weights: convlab's KRSC is, in oneDNN's logical (o, i, h, w) dimensions,
 // format_tag::ohwi; grouped KRSC [G][K/G][R][S][C/G] is (g, o, i, h, w) with
 // tag gohwi (NOT ghwio, which would be RSC·K per group). The fast kernels
-// want their own blocked weight layout (e.g. OIhw16i16o), so the primitive
-// is created with weights format_tag::any and, when its choice differs from
+// want their own blocked weight layout — on an AVX-512 machine brgconv asks
+// for ohwi with K blocked by 16/32/64 (Acdb16a…, K zero-padded to the block),
+// the depthwise kernel (brdgmm_dw) for G blocked by 16 — so the primitive is
+// created with weights format_tag::any and, when its choice differs from
 // KRSC, the weights are reordered into the harness workspace on every run:
 // K·R·S·C/groups floats read and written, small next to the convolution and
 // honestly inside the timing (a framework would do it once per model load).
@@ -30,6 +32,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 
 #include "core/ops/conv2d.hpp"
 
@@ -69,7 +72,12 @@ struct Plan {
 
 std::unique_ptr<Plan> make_plan(const ConvProblem& p) {
   auto plan = std::make_unique<Plan>();
-  const dnnl::engine& eng = runtime().engine;
+  dnnl::engine eng;
+  try {
+    eng = runtime().engine;
+  } catch (const dnnl::error& e) {
+    fail("creating the CPU engine and stream", p, e);
+  }
   const memory::dim N = p.N, C = p.C, H = p.H, W = p.W, K = p.K, R = p.R, S = p.S, P = p.P(), Q = p.Q();
   const memory::dim G = p.groups, T = p.T(), Kg = p.K_per_group();
   const auto f32 = memory::data_type::f32;
@@ -142,11 +150,11 @@ void run(const ConvProblem& p, const Args<ConvProblem>& a) {
       weights = memory(plan.pd.weights_desc(), rt.engine, ws);
       plan.weights_reorder.execute(rt.stream, user_weights, weights);
     }
-    memory scratchpad(plan.pd.scratchpad_desc(), rt.engine, ws ? ws + round_up(plan.weights_bytes) : nullptr);
-    plan.conv.execute(rt.stream, {{DNNL_ARG_SRC, src},
-                                  {DNNL_ARG_WEIGHTS, weights},
-                                  {DNNL_ARG_DST, dst},
-                                  {DNNL_ARG_SCRATCHPAD, scratchpad}});
+    std::unordered_map<int, memory> conv_args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}};
+    if (plan.scratchpad_bytes)
+      conv_args.emplace(DNNL_ARG_SCRATCHPAD, memory(plan.pd.scratchpad_desc(), rt.engine,
+                                                     ws + round_up(plan.weights_bytes)));
+    plan.conv.execute(rt.stream, conv_args);
     rt.stream.wait();
   } catch (const dnnl::error& e) {
     fail("executing the convolution", p, e);

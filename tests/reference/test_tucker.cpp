@@ -2,6 +2,7 @@
 // conv kernel and of the three-stage Tucker convolution: a hand case, exact
 // reconstruction at full rank, exact recovery of a kernel that is low-rank by
 // construction, and Tucker conv against the dense conv.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
