@@ -2,6 +2,12 @@
 
 function(convlab_warnings target)
   target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unused-parameter>)
+  # GCC 12 reports hundreds of false "may be used uninitialized" warnings inside
+  # its own AVX-512 intrinsics header (_mm512_undefined_*) when Eigen is built
+  # with -march=native (GCC bug 105593, fixed in 13): silence that one there.
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wno-maybe-uninitialized>)
+  endif()
 endfunction()
 
 # A program gets every registered variant (the OBJECT library's objects) and the core.
