@@ -3,7 +3,7 @@
 
 #include <stdexcept>
 
-#include "analysis/json_lite.hpp"
+#include "core/json.hpp"
 
 namespace convlab::analysis {
 

@@ -1,36 +1,11 @@
-// analysis/json_lite.hpp — a small JSON reader (and string escaper) for the
-// few files analysis/ reads: the probe's flat JSON and data/accuracy.json.
-// Not a general-purpose library: no streaming, no \u surrogate pairs beyond
-// the Basic Multilingual Plane; numbers are doubles.
+// analysis/json_lite.hpp — the JSON reader and quoter now live in
+// core/json.hpp (one for the whole project). This header only keeps the old
+// name `analysis::json` working for files that still include it; new code
+// includes core/json.hpp and says `json::` (inside convlab) directly.
 #pragma once
 
-#include <string>
-#include <vector>
+#include "core/json.hpp"
 
-namespace convlab::analysis::json {
-
-struct Value {
-  enum class Kind { null, boolean, number, string, array, object };
-  Kind kind = Kind::null;
-  bool boolean = false;
-  double number = 0;
-  std::string text;                // Kind::string
-  std::vector<Value> items;        // Kind::array
-  std::vector<std::string> keys;   // Kind::object: keys[i] names values[i]
-  std::vector<Value> values;
-
-  // The member named `key` of an object, or nullptr (also for non-objects).
-  const Value* find(const std::string& key) const;
-  bool is_number() const { return kind == Kind::number; }
-  bool is_string() const { return kind == Kind::string; }
-};
-
-// Throws std::runtime_error("json: <what> at offset N") on malformed input.
-Value parse(const std::string& text);
-// Reads and parses a file; throws std::runtime_error naming the file.
-Value parse_file(const std::string& path);
-
-// `s` as a JSON string literal, quotes included.
-std::string quote(const std::string& s);
-
-}  // namespace convlab::analysis::json
+namespace convlab::analysis {
+namespace json = convlab::json;
+}  // namespace convlab::analysis

@@ -7,7 +7,7 @@
 #include <cctype>
 #include <stdexcept>
 
-#include "analysis/json_lite.hpp"
+#include "core/json.hpp"
 
 namespace convlab::analysis {
 

@@ -1,12 +1,15 @@
-// analysis/report.cpp — formatting of a WaterlineReport; no arithmetic here
-// beyond unit conversions (every number comes from waterline.cpp).
+// analysis/report.cpp — formatting of a WaterlineReport and of the two sweeps
+// (Figures 4 and 2(e)); no arithmetic here beyond unit conversions and the
+// ratios of numbers that all come from waterline.cpp.
 #include "analysis/report.hpp"
 
 #include <cstdarg>
 #include <cstdio>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
-#include "analysis/json_lite.hpp"
+#include "core/json.hpp"
 
 namespace convlab::analysis {
 
@@ -39,9 +42,22 @@ std::string number(double v) { return format("%.10g", v); }
 
 std::string shape_json(const ActivationShape& s) { return format("[%d, %d, %d, %d]", s.N, s.H, s.W, s.C); }
 
+// The "machine" object every document carries: the roof its numbers were computed on.
+std::string machine_json(const Machine& machine, const Roof& roof) {
+  return "{\"name\": " + json::quote(machine.name) + ", \"description\": " + json::quote(machine.description) +
+         ", \"peak_ops_per_s\": " + number(roof.peak_ops_per_s) +
+         ", \"bandwidth_bytes_per_s\": " + number(roof.bytes_per_s) + ", \"op_byte\": " + number(roof.op_byte()) +
+         "}";
+}
+
+// T_min / t_a: the share of the attainable (waterline) speed that a measured run reached.
+double share_of_attainable(const WaterlineReport& r, const EfficiencyGap& g) {
+  return g.actual_s > 0 ? r.min_time_s / g.actual_s : 0.0;
+}
+
 }  // namespace
 
-std::string waterline_table(const WaterlineReport& r) {
+std::string waterline_table(const WaterlineReport& r, const EfficiencyGap* measured) {
   const Network& net = r.network;
   std::string out;
   out += format("waterline: %s on %s, batch %d, %s (%g bytes/element), input %dx%d\n", net.name.c_str(),
@@ -79,21 +95,29 @@ std::string waterline_table(const WaterlineReport& r) {
                 100.0 * r.mediant_efficiency);
   out += format("  mediant overestimate    %.1f points of efficiency (%.2fx C_max)\n", 100.0 * r.efficiency_gap(),
                 r.max_efficiency > 0 ? r.mediant_efficiency / r.max_efficiency : 0.0);
+  if (measured) {
+    const EfficiencyGap& g = *measured;
+    out += "\nmeasured\n";
+    out += format("  latency t_a             %.4f ms per batch of %d\n", g.actual_s * 1e3, net.batch);
+    out += format("  throughput R_a (Eq. 3)  %.1f TOP/s\n", g.actual_ops_per_s / 1e12);
+    out += format("  efficiency C (Eq. 7)    %.1f%% (t_i / t_a; C_max is %.1f%%)\n", 100.0 * g.efficiency,
+                  100.0 * r.max_efficiency);
+    out += format("  gap (Eq. 9)             %.3f decades of latency (t_a / t_i = %.1f)\n", g.log10_gap,
+                  g.actual_s / g.ideal_s);
+    out += format("  T_min / t_a             %.1f%% of the attainable speed\n", 100.0 * share_of_attainable(r, g));
+  }
   return out;
 }
 
-std::string waterline_json(const WaterlineReport& r) {
+std::string waterline_json(const WaterlineReport& r, const EfficiencyGap* measured) {
   const Network& net = r.network;
   std::string out = "{\n";
+  out += "  \"kind\": \"waterline\",\n";
   out += "  \"network\": " + json::quote(net.name) + ",\n";
   out += format("  \"resolution\": %d,\n  \"batch\": %d,\n", net.resolution, net.batch);
   out += "  \"dtype\": " + json::quote(dtype_name(r.dtype)) + ",\n";
   out += "  \"bytes_per_element\": " + number(net.bytes_per_element) + ",\n";
-  out += "  \"machine\": {\"name\": " + json::quote(r.machine.name) +
-         ", \"description\": " + json::quote(r.machine.description) +
-         ", \"peak_ops_per_s\": " + number(r.roof.peak_ops_per_s) +
-         ", \"bandwidth_bytes_per_s\": " + number(r.roof.bytes_per_s) + ", \"op_byte\": " + number(r.roof.op_byte()) +
-         "},\n";
+  out += "  \"machine\": " + machine_json(r.machine, r.roof) + ",\n";
   out += "  \"layers\": [\n";
   for (std::size_t i = 0; i < net.layers.size(); ++i) {
     const Layer& l = net.layers[i];
@@ -123,7 +147,19 @@ std::string waterline_json(const WaterlineReport& r) {
   out += "    \"mediant_time_s\": " + number(r.mediant_time_s) + ",\n";
   out += "    \"mediant_efficiency\": " + number(r.mediant_efficiency) + ",\n";
   out += "    \"efficiency_gap\": " + number(r.efficiency_gap()) + "\n";
-  out += "  }\n}\n";
+  out += "  }";
+  if (measured) {
+    const EfficiencyGap& g = *measured;
+    out += ",\n  \"measured\": {\n";
+    out += "    \"latency_s\": " + number(g.actual_s) + ",\n";
+    out += "    \"ideal_s\": " + number(g.ideal_s) + ",\n";
+    out += "    \"actual_ops_per_s\": " + number(g.actual_ops_per_s) + ",\n";
+    out += "    \"efficiency\": " + number(g.efficiency) + ",\n";
+    out += "    \"log10_gap\": " + number(g.log10_gap) + ",\n";
+    out += "    \"share_of_attainable\": " + number(share_of_attainable(r, g)) + "\n";
+    out += "  }";
+  }
+  out += "\n}\n";
   return out;
 }
 
@@ -133,6 +169,159 @@ std::string waterline_table(const Network& network, const Machine& machine, int 
 
 std::string waterline_json(const Network& network, const Machine& machine, int batch, DType dtype) {
   return waterline_json(waterline(network, machine, batch, dtype));
+}
+
+// ---- Figure 4 ------------------------------------------------------------------------------
+
+namespace {
+
+struct Sweep {
+  Network network;      // at the requested batch and element size
+  DType dtype = DType::f16;
+  Machine machine;
+  WaterlineReport at_machine;  // the marked point
+  std::vector<EfficiencyPoint> points;
+};
+
+Sweep opbyte_sweep(const Network& network, const std::vector<double>& ratios, const Machine& machine, int batch,
+                   DType dtype) {
+  Sweep s;
+  s.network = at_batch(network, batch, double(dtype_size(dtype)));
+  s.dtype = dtype;
+  s.machine = machine;
+  s.at_machine = waterline(network, machine, batch, dtype);
+  s.points = efficiency_vs_opbyte(s.network, ratios);
+  return s;
+}
+
+}  // namespace
+
+std::string opbyte_sweep_table(const Network& network, const std::vector<double>& op_byte_ratios,
+                               const Machine& machine, int batch, DType dtype) {
+  const Sweep s = opbyte_sweep(network, op_byte_ratios, machine, batch, dtype);
+  const WaterlineReport& m = s.at_machine;
+  std::string out;
+  out += format("efficiency against op:byte: %s, batch %d, %s (%g bytes/element), %zu kernels\n",
+                s.network.name.c_str(), s.network.batch, dtype_name(dtype), s.network.bytes_per_element,
+                s.network.layers.size());
+  out += format("mediant intensity %.1f OP/B (Eq. 29): the mediant roofline estimate is 100%% from there down\n",
+                m.mediant_intensity);
+  out += format("%s (op:byte %.1f): C_max %.1f%%, mediant estimate %.1f%%\n\n", machine.name.c_str(),
+                m.roof.op_byte(), 100.0 * m.max_efficiency, 100.0 * m.mediant_efficiency);
+  out += format("%12s %12s %12s %14s\n", "op:byte", "C_max %", "mediant %", "overestimate");
+  for (const EfficiencyPoint& p : s.points)
+    out += format("%12.1f %12.2f %12.2f %13.2fx\n", p.op_byte, 100.0 * p.waterline_efficiency,
+                  100.0 * p.mediant_efficiency,
+                  p.waterline_efficiency > 0 ? p.mediant_efficiency / p.waterline_efficiency : 0.0);
+  return out;
+}
+
+std::string opbyte_sweep_json(const Network& network, const std::vector<double>& op_byte_ratios,
+                              const Machine& machine, int batch, DType dtype) {
+  const Sweep s = opbyte_sweep(network, op_byte_ratios, machine, batch, dtype);
+  const WaterlineReport& m = s.at_machine;
+  std::string out = "{\n";
+  out += "  \"kind\": \"opbyte_sweep\",\n";
+  out += "  \"network\": " + json::quote(s.network.name) + ",\n";
+  out += format("  \"resolution\": %d,\n  \"batch\": %d,\n  \"kernels\": %zu,\n", s.network.resolution,
+                s.network.batch, s.network.layers.size());
+  out += "  \"dtype\": " + json::quote(dtype_name(dtype)) + ",\n";
+  out += "  \"bytes_per_element\": " + number(s.network.bytes_per_element) + ",\n";
+  out += "  \"mediant_intensity\": " + number(m.mediant_intensity) + ",\n";
+  out += "  \"machine\": " + machine_json(machine, m.roof) + ",\n";
+  out += "  \"at_machine\": {\"op_byte\": " + number(m.roof.op_byte()) +
+         ", \"waterline_efficiency\": " + number(m.max_efficiency) +
+         ", \"mediant_efficiency\": " + number(m.mediant_efficiency) + "},\n";
+  out += "  \"points\": [\n";
+  for (std::size_t i = 0; i < s.points.size(); ++i) {
+    const EfficiencyPoint& p = s.points[i];
+    out += "    {\"op_byte\": " + number(p.op_byte) + ", \"waterline_efficiency\": " +
+           number(p.waterline_efficiency) + ", \"mediant_efficiency\": " + number(p.mediant_efficiency) + "}" +
+           (i + 1 < s.points.size() ? "," : "") + "\n";
+  }
+  out += "  ]\n}\n";
+  return out;
+}
+
+// ---- Figure 2(e) -----------------------------------------------------------------------------
+
+namespace {
+
+struct IntensitySeries {
+  std::string label;      // "dense 3x3", "grouped 3x3, T = 8", ...
+  std::string kind;       // conv_kind_name()
+  int group_width = 0;    // T: channels per group (C for dense, 1 for depthwise)
+  std::vector<IntensityPoint> points;
+};
+
+constexpr int kSweepHW = 56;  // H = W of every conv in the sweep (Eq. 24 assumes N·H·W large)
+
+std::vector<IntensitySeries> intensity_series(const IntensitySweepSpec& spec) {
+  if (spec.channels.empty()) throw std::invalid_argument("intensity against channels: no channel counts given");
+  const double bpe = double(dtype_size(spec.dtype));
+  const auto sweep = [&](ConvKind kind, int group_width) {
+    return conv_intensity_vs_channels(kind, spec.channels, bpe, group_width, spec.pointwise_expansion, spec.batch,
+                                      kSweepHW, kSweepHW);
+  };
+  std::vector<IntensitySeries> out;
+  out.push_back({"dense 3x3", conv_kind_name(ConvKind::dense3x3), 0, sweep(ConvKind::dense3x3, 8)});
+  for (const int t : spec.group_widths)
+    out.push_back({format("grouped 3x3, T = %d", t), conv_kind_name(ConvKind::grouped3x3), t,
+                   sweep(ConvKind::grouped3x3, t)});
+  out.push_back({"depthwise 3x3", conv_kind_name(ConvKind::depthwise3x3), 1, sweep(ConvKind::depthwise3x3, 8)});
+  out.push_back({format("pointwise, K = %dC", spec.pointwise_expansion), conv_kind_name(ConvKind::pointwise), 0,
+                 sweep(ConvKind::pointwise, 8)});
+  return out;
+}
+
+}  // namespace
+
+std::string intensity_vs_channels_table(const IntensitySweepSpec& spec, const Machine& machine) {
+  const std::vector<IntensitySeries> series = intensity_series(spec);
+  const Roof roof = roof_of(machine, spec.dtype);
+  std::string out;
+  out += format("conv operational intensity (OP/B) against channels C: N x H x W = %d x %d x %d, %s\n", spec.batch,
+                kSweepHW, kSweepHW, dtype_name(spec.dtype));
+  out += "exact (Eq. 24, first line) and, in parentheses, T*R*S/(1 + C/K) (its last line)\n";
+  out += format("%s op:byte waterline: %.1f OP/B\n\n", machine.name.c_str(), roof.op_byte());
+  out += format("%6s", "C");
+  for (const IntensitySeries& s : series) out += format("  %22s", s.label.c_str());
+  out += "\n";
+  for (std::size_t i = 0; i < spec.channels.size(); ++i) {
+    out += format("%6d", spec.channels[i]);
+    for (const IntensitySeries& s : series)
+      out += format("  %22s", format("%.1f (%.1f)", s.points[i].exact, s.points[i].approx).c_str());
+    out += "\n";
+  }
+  return out;
+}
+
+std::string intensity_vs_channels_json(const IntensitySweepSpec& spec, const Machine& machine) {
+  const std::vector<IntensitySeries> series = intensity_series(spec);
+  const Roof roof = roof_of(machine, spec.dtype);
+  std::string out = "{\n";
+  out += "  \"kind\": \"intensity_vs_channels\",\n";
+  out += format("  \"N\": %d,\n  \"H\": %d,\n  \"W\": %d,\n  \"R\": 3,\n  \"S\": 3,\n", spec.batch, kSweepHW,
+                kSweepHW);
+  out += "  \"dtype\": " + json::quote(dtype_name(spec.dtype)) + ",\n";
+  out += "  \"bytes_per_element\": " + number(double(dtype_size(spec.dtype))) + ",\n";
+  out += format("  \"pointwise_expansion\": %d,\n", spec.pointwise_expansion);
+  out += "  \"machine\": " + machine_json(machine, roof) + ",\n";
+  out += "  \"series\": [\n";
+  for (std::size_t s = 0; s < series.size(); ++s) {
+    const IntensitySeries& ser = series[s];
+    out += "    {\"label\": " + json::quote(ser.label) + ", \"kind\": " + json::quote(ser.kind) +
+           format(", \"group_width\": %d, \"points\": [\n", ser.group_width);
+    for (std::size_t i = 0; i < ser.points.size(); ++i) {
+      const IntensityPoint& p = ser.points[i];
+      out += format("      {\"channels\": %d, \"out_channels\": %d, ", p.channels, p.out_channels) +
+             "\"exact\": " + number(p.exact) + ", \"approx\": " + number(p.approx) + "}" +
+             (i + 1 < ser.points.size() ? "," : "") + "\n";
+    }
+    out += std::string("    ]}") + (s + 1 < series.size() ? "," : "") + "\n";
+  }
+  out += "  ]\n}\n";
+  return out;
 }
 
 }  // namespace convlab::analysis

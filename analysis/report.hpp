@@ -49,8 +49,10 @@ std::string opbyte_sweep_json(const Network& network, const std::vector<double>&
 // `group_widths` (K = C), depthwise 3x3, pointwise with K = expansion · C; each
 // point from conv_intensity_vs_channels() over N·56·56 pixels with
 // dtype_size(dtype) bytes per element. `machine`'s op:byte for `dtype` is the
-// waterline drawn across the plot. Throws std::invalid_argument when a channel
-// count is not a multiple of a group width.
+// waterline drawn across the plot. In the JSON each series carries its
+// "group_width" T: the given T for grouped, 1 for depthwise, 0 where T = C
+// (dense and pointwise). Throws std::invalid_argument when a channel count is
+// not a multiple of a group width.
 struct IntensitySweepSpec {
   std::vector<int> channels;
   std::vector<int> group_widths{8};

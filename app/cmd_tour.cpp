@@ -15,6 +15,7 @@
 #include "app/commands.hpp"
 #include "app/common.hpp"
 #include "app/measure.hpp"
+#include "core/json.hpp"
 #include "core/probe.hpp"
 
 namespace convlab::app {
@@ -96,7 +97,9 @@ int run(const std::vector<std::string>& args) {
     if (device_filter == "all" || v.info.device == parse_device(device_filter)) variants.push_back(v);
   variants = tour_order(variants);
 
-  const MachinePeaks& peaks = machine_peaks();
+  // Measured afresh, not read from the cache: a cache written while other work
+  // shared the cores (a parallel test run, a build) understates the peaks.
+  const MachinePeaks peaks = measure_and_cache_peaks(false);
   std::cout << "convlab tour: every variant on its operation's tour shape, checked against the reference and timed\n"
             << machine_line(peaks) << "\n"
             << "% peak: against the FMA peak of the threads a variant uses (GPU: cuBLAS GEMM of its dtype); "
@@ -172,7 +175,7 @@ int run(const std::vector<std::string>& args) {
 
   if (!json_path.empty()) {
     std::ofstream out(json_path, std::ios::trunc);
-    out << "{\n  \"date\": " << json_string(utc_now()) << ",\n  \"device_filter\": " << json_string(device_filter)
+    out << "{\n  \"date\": " << json::quote(utc_now()) << ",\n  \"device_filter\": " << json::quote(device_filter)
         << ",\n  \"machine\": " << peaks.to_json() << ",\n  \"rows\": [\n";
     for (std::size_t i = 0; i < rows.size(); ++i) out << "    " << measurement_json(rows[i]) << (i + 1 < rows.size() ? ",\n" : "\n");
     out << "  ]\n}\n";

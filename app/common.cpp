@@ -188,24 +188,6 @@ std::string format_bytes(double bytes) {
   return u == 0 ? format_fixed(bytes, 0) + " B" : format_fixed(bytes, 1) + " " + units[u];
 }
 
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (char ch : text) {
-    const unsigned char c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += ch;
-    }
-  }
-  return out + "\"";
-}
-
 std::string json_number(double value) {
   if (!std::isfinite(value)) return "null";
   char buf[32];

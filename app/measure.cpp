@@ -1,6 +1,7 @@
 // app/measure.cpp — check, time and rate one variant (see app/measure.hpp).
 #include "app/measure.hpp"
 
+#include "core/json.hpp"
 #include "core/probe.hpp"
 
 namespace convlab::app {
@@ -119,20 +120,20 @@ std::string measurement_json(const Measurement& m) {
   std::string j = "{";
   auto add = [&](const char* key, const std::string& value) {
     if (j.size() > 1) j += ", ";
-    j += json_string(key) + ": " + value;
+    j += json::quote(key) + ": " + value;
   };
-  add("id", json_string(m.variant.id()));
-  add("op", json_string(m.variant.op));
-  add("device", json_string(device_name(m.variant.device)));
-  add("variant", json_string(m.variant.name));
+  add("id", json::quote(m.variant.id()));
+  add("op", json::quote(m.variant.op));
+  add("device", json::quote(device_name(m.variant.device)));
+  add("variant", json::quote(m.variant.name));
   add("lesson", std::to_string(m.variant.lesson));
-  add("threads", json_string(m.variant.threads == Threads::all ? "all" : "single"));
+  add("threads", json::quote(m.variant.threads == Threads::all ? "all" : "single"));
   add("baseline", m.variant.baseline ? "true" : "false");
-  add("spec", json_string(m.spec));
-  add("label", json_string(m.label));
-  add("dtype", json_string(dtype_name(m.dtype)));
-  add("status", json_string(status_name(m.status)));
-  add("message", json_string(m.message));
+  add("spec", json::quote(m.spec));
+  add("label", json::quote(m.label));
+  add("dtype", json::quote(dtype_name(m.dtype)));
+  add("status", json::quote(status_name(m.status)));
+  add("message", json::quote(m.message));
   add("seed", std::to_string(m.seed));
   auto number_or_null = [](double v) { return v >= 0 ? json_number(v) : std::string("null"); };
   add("rel_l2", number_or_null(m.rel_l2));

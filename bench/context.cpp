@@ -30,6 +30,9 @@ void add(const std::string& key, const std::string& value) { benchmark::AddCusto
 }  // namespace
 
 void add_machine_context() {
+  // Measured afresh for every benchmark run (about 2 s), so the % of peak of
+  // this run is against this run's machine state, not a stale cache.
+  measure_and_cache_peaks(false);
   const MachinePeaks& peaks = machine_peaks();
 
   add("cpu_model", peaks.cpu_model);

@@ -26,7 +26,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -40,9 +39,12 @@
 #include <mutex>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "core/json.hpp"
 
 namespace convlab {
 
@@ -72,6 +74,21 @@ double seconds_since(Clock::time_point start) {
 }
 
 volatile float g_sink;  // results are stored here so no measured loop is optimised away
+
+// The probe's one timing rule: run `chunk(i)` for i = 0, 1, 2, ... — at least
+// three times, and on until `seconds` have passed — timing each call alone, and
+// return the best rate seen, in billions of work units (what `chunk` returns:
+// flops, bytes) per second.
+template <class Chunk> double best_chunk_rate(double seconds, Chunk chunk) {
+  double best = 0;
+  const auto begin = Clock::now();
+  for (int i = 0; i < 3 || seconds_since(begin) < seconds; ++i) {
+    const auto t0 = Clock::now();
+    const double work = chunk(i);
+    best = std::max(best, work / seconds_since(t0) * 1e-9);
+  }
+  return best;
+}
 
 // ---- FMA throughput -----------------------------------------------------------
 
@@ -123,6 +140,11 @@ float fma_kernel_scalar(int64_t iterations, float start) {
 
 // The same chains in 512-bit registers. 32 zmm registers leave room for 16
 // chains, enough for two 512-bit FMA units at latency 4 with slack.
+// It repeats fma_kernel_avx2 line for line, in the other instruction set, on
+// purpose: each kernel must be compiled under its own target attribute, which
+// one template cannot take per instantiation (GCC will not inline the AVX
+// intrinsics into a template compiled without it), and passing the intrinsics
+// in as functions would put a call inside the very loop being timed.
 constexpr int kAvx512Chains = 16;
 constexpr double kAvx512FlopsPerIteration = kAvx512Chains * 16 * 2;  // chains × 16 lanes × (mul + add)
 static_assert(kAvx512Chains + 2 <= 32, "accumulators and constants must all stay in the 32 zmm registers");
@@ -193,11 +215,8 @@ const FmaKernel& fastest_fma_kernel() {
 // GFLOP/s of one thread, or of every OpenMP thread running the kernel at once
 // (total flops over wall time): best of several chunks within `seconds`.
 double measure_fma(const FmaKernel& k, int64_t iterations, bool all_threads, double seconds) {
-  double best = 0;
-  const auto begin = Clock::now();
-  for (int chunk = 0; chunk < 3 || seconds_since(begin) < seconds; ++chunk) {
+  return best_chunk_rate(seconds, [&](int /*chunk*/) {
     int threads_used = 1;
-    const auto t0 = Clock::now();
     if (all_threads) {
 #pragma omp parallel
       {
@@ -210,10 +229,8 @@ double measure_fma(const FmaKernel& k, int64_t iterations, bool all_threads, dou
     } else {
       g_sink = k.run(iterations, 1.0f);
     }
-    const double s = seconds_since(t0);
-    best = std::max(best, threads_used * double(iterations) * k.flops_per_iteration / s * 1e-9);
-  }
-  return best;
+    return threads_used * double(iterations) * k.flops_per_iteration;
+  });
 }
 
 // ---- memory bandwidth -----------------------------------------------------------
@@ -269,13 +286,10 @@ void triad(TriadArrays& t, float s, bool all_threads) {
 // Best GB/s over passes within `seconds` (at least three).
 double measure_triad(TriadArrays& t, bool all_threads, double seconds) {
   triad(t, 0.5f, all_threads);  // warm: pages mapped, threads started
-  double best = 0;
-  const auto begin = Clock::now();
-  for (int pass = 0; pass < 3 || seconds_since(begin) < seconds; ++pass) {
-    const auto t0 = Clock::now();
+  const double best = best_chunk_rate(seconds, [&](int pass) {
     triad(t, 0.5f + 0.001f * pass, all_threads);
-    best = std::max(best, kTriadElements * kTriadBytesPerElement / seconds_since(t0) * 1e-9);
-  }
+    return kTriadElements * kTriadBytesPerElement;
+  });
   g_sink = t.a[kTriadElements / 3];
   return best;
 }
@@ -302,24 +316,6 @@ const std::string& cpu_model() {
 
 // ---- the cache: a flat JSON object --------------------------------------------
 
-std::string json_escape(const std::string& s) {
-  std::string out;
-  for (char ch : s) {
-    const unsigned char c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += ch;
-    }
-  }
-  return out;
-}
-
 std::string json_number(double v) {
   if (!std::isfinite(v)) return "0";
   char buf[32];
@@ -327,114 +323,24 @@ std::string json_number(double v) {
   return buf;
 }
 
-// A value of a flat JSON object: a string, or anything else kept as a number
-// (true → 1, false and null → 0).
-struct FlatJsonValue {
-  bool is_string = false;
-  std::string text;
-  double number = 0;
-};
-using FlatJson = std::map<std::string, FlatJsonValue>;
-
-// Parses {"key": value, ...} with string, number, true/false/null values;
-// nullopt on anything else (a nested value, a syntax error).
-class FlatJsonReader {
- public:
-  explicit FlatJsonReader(const std::string& text) : s_(text) {}
-
-  std::optional<FlatJson> parse() {
-    FlatJson out;
-    if (!consume('{')) return std::nullopt;
-    if (consume('}')) return finish(out);
-    while (true) {
-      std::string key;
-      if (!parse_string(key) || !consume(':')) return std::nullopt;
-      FlatJsonValue value;
-      skip_space();
-      if (peek() == '"') {
-        value.is_string = true;
-        if (!parse_string(value.text)) return std::nullopt;
-      } else if (!parse_scalar(value.number)) {
-        return std::nullopt;
-      }
-      out[key] = value;
-      if (consume(',')) continue;
-      if (consume('}')) return finish(out);
-      return std::nullopt;
-    }
-  }
-
- private:
-  std::optional<FlatJson> finish(FlatJson& out) {
-    skip_space();
-    if (pos_ != s_.size()) return std::nullopt;
-    return out;
-  }
-  char peek() const { return pos_ < s_.size() ? s_[pos_] : '\0'; }
-  void skip_space() {
-    while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
-  }
-  bool consume(char c) {
-    skip_space();
-    if (peek() != c) return false;
-    ++pos_;
-    return true;
-  }
-  bool parse_string(std::string& out) {
-    if (!consume('"')) return false;
-    while (pos_ < s_.size()) {
-      const char c = s_[pos_++];
-      if (c == '"') return true;
-      if (c != '\\') {
-        out += c;
-        continue;
-      }
-      if (pos_ >= s_.size()) return false;
-      const char e = s_[pos_++];
-      switch (e) {
-        case 'n': out += '\n'; break;
-        case 't': out += '\t'; break;
-        case 'r': out += '\r'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'u': {
-          if (pos_ + 4 > s_.size()) return false;
-          const unsigned long code = std::strtoul(s_.substr(pos_, 4).c_str(), nullptr, 16);
-          pos_ += 4;
-          out += code < 0x80 ? static_cast<char>(code) : '?';  // the cache only ever escapes control bytes
-          break;
-        }
-        default: out += e; break;  // \" \\ \/
-      }
-    }
-    return false;
-  }
-  bool parse_scalar(double& out) {
-    for (const auto& [word, value] : {std::pair<const char*, double>{"true", 1}, {"false", 0}, {"null", 0}}) {
-      const std::size_t n = std::char_traits<char>::length(word);
-      if (s_.compare(pos_, n, word) == 0) {
-        pos_ += n;
-        out = value;
-        return true;
-      }
-    }
-    const char* begin = s_.c_str() + pos_;
-    char* end = nullptr;
-    out = std::strtod(begin, &end);
-    if (end == begin) return false;
-    pos_ += std::size_t(end - begin);
-    return true;
-  }
-
-  const std::string& s_;
-  std::size_t pos_ = 0;
-};
-
-std::optional<MachinePeaks> peaks_from_json(const std::string& text) {
-  const std::optional<FlatJson> json = FlatJsonReader(text).parse();
-  if (!json) return std::nullopt;
-  auto text_of = [&](const char* key) { return json->count(key) ? json->at(key).text : std::string(); };
-  auto number_of = [&](const char* key) { return json->count(key) ? json->at(key).number : 0.0; };
+// The cache is one flat JSON object {"key": value, ...} with string, number,
+// true/false/null values; anything else (a nested value, a syntax error, not
+// an object) is not a cache: nullopt. A number read from true is 1, from
+// false, null or a missing key 0.
+std::optional<MachinePeaks> peaks_from_json(const json::Value& root) {
+  if (root.kind != json::Value::Kind::object) return std::nullopt;
+  for (const json::Value& v : root.values)
+    if (v.kind == json::Value::Kind::object || v.kind == json::Value::Kind::array) return std::nullopt;
+  auto text_of = [&](const char* key) {
+    const json::Value* v = root.find(key);
+    return v && v->is_string() ? v->text : std::string();
+  };
+  auto number_of = [&](const char* key) {
+    const json::Value* v = root.find(key);
+    if (!v) return 0.0;
+    if (v->kind == json::Value::Kind::boolean) return v->boolean ? 1.0 : 0.0;
+    return v->is_number() ? v->number : 0.0;
+  };
   MachinePeaks m;
   m.cpu_model = text_of("cpu_model");
   m.cpu_threads = std::max(1, int(number_of("cpu_threads")));
@@ -452,20 +358,13 @@ std::optional<MachinePeaks> peaks_from_json(const std::string& text) {
   return m;
 }
 
-std::string probe_file_path() {
-  if (const char* env = std::getenv("CONVLAB_PROBE_FILE"); env && *env) return env;
-  std::error_code ec;
-  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec || exe.empty()) return "probe.json";
-  return (exe.parent_path() / "probe.json").string();
-}
-
+// nullopt when the file is missing, unreadable or not a cache.
 std::optional<MachinePeaks> load_cache(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::stringstream text;
-  text << in.rdbuf();
-  return peaks_from_json(text.str());
+  try {
+    return peaks_from_json(json::parse_file(path));
+  } catch (const std::runtime_error&) {
+    return std::nullopt;
+  }
 }
 
 // True when the cache describes this machine and holds real measurements.
@@ -515,6 +414,14 @@ std::map<std::string, MachinePeaks>& peaks_by_path() {
 
 // ---- public entry points --------------------------------------------------------
 
+std::string probe_file_path() {
+  if (const char* env = std::getenv("CONVLAB_PROBE_FILE"); env && *env) return env;
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec || exe.empty()) return "probe.json";
+  return (exe.parent_path() / "probe.json").string();
+}
+
 MachinePeaks probe_cpu(double seconds_per_test) {
   const double seconds = std::max(0.01, seconds_per_test);
   MachinePeaks m;
@@ -544,14 +451,14 @@ MachinePeaks probe_cpu(double seconds_per_test) {
 std::string MachinePeaks::to_json() const {
   std::ostringstream o;
   o << "{\n"
-    << "  \"cpu_model\": \"" << json_escape(cpu_model) << "\",\n"
+    << "  \"cpu_model\": " << json::quote(cpu_model) << ",\n"
     << "  \"cpu_threads\": " << cpu_threads << ",\n"
     << "  \"cpu_has_fma\": " << (cpu_has_fma ? "true" : "false") << ",\n"
     << "  \"cpu_gflops_1t\": " << json_number(cpu_gflops_1t) << ",\n"
     << "  \"cpu_gflops_all\": " << json_number(cpu_gflops_all) << ",\n"
     << "  \"cpu_gbs_1t\": " << json_number(cpu_gbs_1t) << ",\n"
     << "  \"cpu_gbs_all\": " << json_number(cpu_gbs_all) << ",\n"
-    << "  \"gpu_name\": \"" << json_escape(gpu.name) << "\",\n"
+    << "  \"gpu_name\": " << json::quote(gpu.name) << ",\n"
     << "  \"gpu_sm_count\": " << gpu.sm_count << ",\n"
     << "  \"gpu_copy_gbs\": " << json_number(gpu.copy_gbs) << ",\n"
     << "  \"gpu_sgemm_gflops\": " << json_number(gpu.sgemm_gflops) << ",\n"

@@ -40,8 +40,12 @@ struct MachinePeaks {
 MachinePeaks probe_cpu(double seconds_per_test = 0.25);
 GpuPeaks probe_gpu();  // empty when there is no GPU
 
-// The cached probe for this machine ($CONVLAB_PROBE_FILE or probe.json beside
-// the executable); measured and written if missing or from another machine.
+// Where the probe is cached: $CONVLAB_PROBE_FILE, else probe.json beside the
+// executable.
+std::string probe_file_path();
+
+// The cached probe for this machine (at probe_file_path()); measured and
+// written if missing or from another machine.
 const MachinePeaks& machine_peaks();
 MachinePeaks measure_and_cache_peaks(bool verbose);
 

@@ -6,8 +6,11 @@
 // from_float<Element>(), which rounds to nearest-even exactly as the host's
 // float_to_half / float_to_bf16 do, so fp32 arithmetic sits in between.
 //
-//   visit_dtype(p.dtype, [&](auto tag) {
-//     using Element = typename decltype(tag)::type;   // float, __half or __nv_bfloat16
+// A variant's run() picks its kernel's element type from the problem's DType
+// with visit_dtype, naming the element types it is compiled for:
+//
+//   gpu::visit_dtype<float, __half>(p.dtype, [&](auto tag) {
+//     using Element = typename decltype(tag)::type;   // float or __half here
 //     my_kernel<Element><<<grid, block>>>(static_cast<const Element*>(a.x), ...);
 //   });
 #pragma once
@@ -16,7 +19,7 @@
 #include <cuda_fp16.h>
 
 #include <stdexcept>
-#include <utility>
+#include <string>
 
 #include "core/dtype.hpp"
 
@@ -40,14 +43,25 @@ template <class T> struct ElementTag {
   using type = T;
 };
 
-// Calls f(ElementTag<T>{}) with T the device type of `dtype`.
-template <class F> decltype(auto) visit_dtype(DType dtype, F&& f) {
-  switch (dtype) {
-    case DType::f32: return std::forward<F>(f)(ElementTag<float>{});
-    case DType::f16: return std::forward<F>(f)(ElementTag<__half>{});
-    case DType::bf16: return std::forward<F>(f)(ElementTag<__nv_bfloat16>{});
-  }
-  throw std::invalid_argument("visit_dtype: unknown dtype");
+// The DType whose tensors a kernel reads as Element.
+template <class Element> constexpr DType dtype_of();
+template <> constexpr DType dtype_of<float>() { return DType::f32; }
+template <> constexpr DType dtype_of<__half>() { return DType::f16; }
+template <> constexpr DType dtype_of<__nv_bfloat16>() { return DType::bf16; }
+
+// Calls f(ElementTag<T>{}) with T the device type of `dtype`, T one of
+// `Elements`: the element types the caller's kernels are compiled for, and the
+// only ones instantiated. Any other dtype throws; a variant's supports() keeps
+// those away from run() in the first place.
+template <class... Elements, class F> void visit_dtype(DType dtype, F&& f) {
+  static_assert(sizeof...(Elements) > 0, "name the element types the kernels are compiled for");
+  const auto visit_if_match = [&](auto tag) {
+    if (dtype != dtype_of<typename decltype(tag)::type>()) return false;
+    f(tag);
+    return true;
+  };
+  if (!(visit_if_match(ElementTag<Elements>{}) || ...))
+    throw std::invalid_argument(std::string("visit_dtype: no kernel compiled for ") + dtype_name(dtype));
 }
 
 }  // namespace convlab::gpu

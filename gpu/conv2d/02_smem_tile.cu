@@ -190,10 +190,8 @@ template <class Element> void launch(const ConvProblem& p, const Args<ConvProble
 }
 
 void run(const ConvProblem& p, const Args<ConvProblem>& a) {
-  if (p.dtype == DType::f16)
-    launch<__half>(p, a);  // the harness's uint16_t bit patterns, read as __half
-  else
-    launch<float>(p, a);
+  // f16 tensors are the harness's uint16_t bit patterns, read as __half.
+  gpu::visit_dtype<float, __half>(p.dtype, [&](auto tag) { launch<typename decltype(tag)::type>(p, a); });
 }
 
 const Register<ConvProblem> reg{{

@@ -1,7 +1,7 @@
-// analysis/json_lite.cpp — a recursive-descent JSON reader: one function per
-// grammar rule (value, object, array, string, number), each consuming from a
-// cursor into the text and throwing with the offset on the first error.
-#include "analysis/json_lite.hpp"
+// core/json.cpp — a recursive-descent JSON reader: one function per grammar
+// rule (value, object, array, string, number), each consuming from a cursor
+// into the text and throwing with the offset on the first error.
+#include "core/json.hpp"
 
 #include <cstdio>
 #include <cstdlib>
@@ -9,7 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 
-namespace convlab::analysis::json {
+namespace convlab::json {
 
 const Value* Value::find(const std::string& key) const {
   if (kind != Kind::object) return nullptr;
@@ -196,4 +196,4 @@ std::string quote(const std::string& s) {
   return out + "\"";
 }
 
-}  // namespace convlab::analysis::json
+}  // namespace convlab::json

@@ -1,0 +1,365 @@
+// cpu/gemm/gemm_kernels.hpp — the shared pieces of lesson 03's packed GEMM
+// rungs (04_packing, 05_microkernel, 06_openmp): blocking parameters, packing
+// routines, the micro-kernels (portable and AVX2/FMA), the macro-kernel, and
+// the one-thread five-loop driver. Header-only and registers nothing; each
+// rung's file says which idea it adds and calls these.
+//
+// The structure is Goto's (K. Goto, R. van de Geijn, "Anatomy of
+// high-performance matrix multiplication", 2008), as BLIS spells it out: five
+// loops around a tiny register-resident kernel, each loop choosing which
+// operand stays in which level of the memory hierarchy.
+//
+//   for jc in [0, N) step NC:                 loop 5: a column panel of B and C
+//     for pc in [0, K) step KC:               loop 4: a depth slice
+//       pack B[pc:pc+KC, jc:jc+NC] -> Bp      KC × NC, lives in L3
+//       for ic in [0, M) step MC:             loop 3: a row block of A and C
+//         pack A[ic:ic+MC, pc:pc+KC] -> Ap    MC × KC, lives in L2
+//         for jr in [0, NC) step NR:          loop 2 (macro-kernel): one B micro-panel, stays in L1
+//           for ir in [0, MC) step MR:        loop 1 (macro-kernel): one A micro-panel, streams from L2
+//             C[ir:ir+MR, jr:jr+NR] (+)= Ap[ir] · Bp[jr]     micro-kernel: MR×NR in registers
+//
+// Every tunable is in the block below; everything else follows from it.
+#pragma once
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+
+#include "core/problems.hpp"
+
+namespace convlab::cpu_gemm {
+
+// ============================================================================
+// Tunables — the whole blocking of rungs 04–06. Sized for this machine (AMD
+// EPYC Zen 4: 32 KiB L1d and 1 MiB L2 per core, 32 MiB shared L3, two 256-bit
+// FMA pipes with 4-cycle latency). Change them here and every rung follows;
+// the static_asserts say which constraint each one must respect.
+// ============================================================================
+inline constexpr int kMR = 6;     // rows of the C micro-tile: one broadcast of A per row per k
+inline constexpr int kNR = 16;    // columns of the C micro-tile: NR/8 AVX2 vectors per row
+inline constexpr int kKC = 256;   // depth of the packed panels (k per micro-kernel call)
+inline constexpr int kMC = 144;   // rows of the packed A block (kept in L2)
+inline constexpr int kNC = 4080;  // columns of the packed B panel (kept in L3)
+
+// The machine facts the constraints refer to.
+inline constexpr int kSimdFloats = 8;                  // floats in one AVX2 register (__m256)
+inline constexpr int kVectorRegisters = 16;            // ymm0–ymm15 in AVX2 code
+inline constexpr int kFmaLatencyCycles = 4;            // Zen 4 / Haswell-class FMA latency
+inline constexpr int kFmaPipes = 2;                    // FMAs started per cycle
+inline constexpr std::size_t kL1Bytes = 32 * 1024;     // per core
+inline constexpr std::size_t kL2Bytes = 1024 * 1024;   // per core
+inline constexpr int kAlignFloats = 16;                // 64 bytes: every packed buffer starts on a cache line
+
+inline constexpr int kVectorsPerRow = kNR / kSimdFloats;   // 2 for the 6×16 tile
+
+static_assert(kNR % kSimdFloats == 0,
+              "a row of the micro-tile must be whole AVX2 vectors (the AVX2 kernel loads B in 8-float pieces)");
+static_assert(kMR * kVectorsPerRow + kVectorsPerRow + 1 <= kVectorRegisters,
+              "accumulators (MR·NR/8) + one row of B (NR/8) + one broadcast of A must fit the 16 ymm registers, "
+              "or the compiler spills accumulators to the stack inside the hot loop");
+static_assert(kMR * kVectorsPerRow >= kFmaLatencyCycles * kFmaPipes,
+              "need at least latency × pipes independent accumulators, or the FMA pipes wait on their own results");
+static_assert(kMC % kMR == 0 && kNC % kNR == 0,
+              "blocks must be whole micro-panels, so that only the matrix edge produces partial tiles");
+static_assert(std::size_t(kKC) * kNR * sizeof(float) <= kL1Bytes / 2,
+              "one packed B micro-panel (KC × NR) must stay in half of L1, the other half streams A micro-panels");
+static_assert(std::size_t(kMC) * kKC * sizeof(float) <= kL2Bytes / 2,
+              "the packed A block (MC × KC) must stay in half of L2, the rest holds B micro-panels passing through");
+static_assert(kKC % 4 == 0, "the AVX2 kernel's k loop is unrolled by 4");
+
+// ============================================================================
+// Workspace: the packed buffers live in the harness's scratch buffer
+// (Variant::workspace_bytes), never allocated inside run().
+// ============================================================================
+constexpr std::size_t round_up(std::size_t x, std::size_t multiple) { return (x + multiple - 1) / multiple * multiple; }
+
+// Floats of one packed A block (MC × KC, rows rounded up to whole micro-panels).
+inline std::size_t packed_a_floats(const GemmProblem& p) {
+  const std::size_t rows = round_up(std::size_t(std::min(p.M, kMC)), kMR);
+  return round_up(rows * std::size_t(std::min(p.K, kKC)), kAlignFloats);
+}
+// Floats of one packed B panel (KC × NC, columns rounded up to whole micro-panels).
+inline std::size_t packed_b_floats(const GemmProblem& p) {
+  const std::size_t cols = round_up(std::size_t(std::min(p.N, kNC)), kNR);
+  return round_up(std::size_t(std::min(p.K, kKC)) * cols, kAlignFloats);
+}
+// One B panel shared by all threads, one A block per thread.
+inline std::size_t packed_workspace_bytes(const GemmProblem& p, int threads) {
+  return (packed_b_floats(p) + std::size_t(threads) * packed_a_floats(p)) * sizeof(float);
+}
+
+// ============================================================================
+// Packing. A packed buffer holds the operand in exactly the order the
+// micro-kernel reads it: unit stride, 64-byte aligned, no TLB misses from
+// jumping between rows of a large matrix, and zero-padded to whole
+// micro-panels so the micro-kernel never sees an edge.
+// ============================================================================
+
+// A block, rows [0, mc) × depth [0, kc) of `a` (row-major, leading dim lda),
+// into ceil(mc/MR) micro-panels of MR × kc, each stored k-major:
+//
+//   Ap[panel][k][i] = A(panel·MR + i, k)        (0 for rows past mc)
+//
+//        k →                       Ap: | a00 a10 .. a50 | a01 a11 .. a51 | ...   (panel 0)
+//   i  [a00 a01 a02 ...]                   one column of the panel per k:
+//   ↓  [a10 a11 a12 ...]  --pack-->        the MR values the kernel broadcasts
+//      [...           ]                    at step k, side by side
+//
+// Plain loop: for i, k: Ap[(i/MR)·MR·kc + k·MR + i%MR] = A[i·lda + k]
+inline void pack_a(int mc, int kc, const float* a, std::ptrdiff_t lda, float* ap) {
+  for (int i0 = 0; i0 < mc; i0 += kMR, ap += std::ptrdiff_t(kMR) * kc) {
+    const int rows = std::min(kMR, mc - i0);
+    for (int i = 0; i < rows; ++i) {  // read each row of A contiguously, write with stride MR
+      const float* src = a + (i0 + i) * lda;
+      for (int k = 0; k < kc; ++k) ap[k * kMR + i] = src[k];
+    }
+    for (int i = rows; i < kMR; ++i)  // edge: zero rows, so the kernel's extra rows add nothing
+      for (int k = 0; k < kc; ++k) ap[k * kMR + i] = 0.f;
+  }
+}
+
+// B panel, depth [0, kc) × columns [0, nc) of `b` (row-major, leading dim
+// ldb), into ceil(nc/NR) micro-panels of kc × NR, each stored k-major:
+//
+//   Bp[panel][k][j] = B(k, panel·NR + j)        (0 for columns past nc)
+//
+// A micro-panel is kc consecutive NR-wide row pieces of B: the NR values the
+// kernel multiplies at step k are one contiguous, aligned 64-byte line.
+// Plain loop: for k, j: Bp[(j/NR)·NR·kc + k·NR + j%NR] = B[k·ldb + j]
+inline void pack_b_micropanel(int kc, int cols, const float* b, std::ptrdiff_t ldb, float* bp) {
+  for (int k = 0; k < kc; ++k, bp += kNR) {
+    const float* src = b + k * ldb;
+    std::memcpy(bp, src, sizeof(float) * cols);
+    for (int j = cols; j < kNR; ++j) bp[j] = 0.f;  // edge: zero columns
+  }
+}
+inline void pack_b(int kc, int nc, const float* b, std::ptrdiff_t ldb, float* bp) {
+  for (int j0 = 0; j0 < nc; j0 += kNR)
+    pack_b_micropanel(kc, std::min(kNR, nc - j0), b + j0, ldb, bp + std::ptrdiff_t(j0) * kc);
+}
+
+// ============================================================================
+// The micro-kernel contract (every implementation below obeys it):
+//
+//   void kernel(int kc, const float* ap, const float* bp, float* c, std::ptrdiff_t ldc, bool accumulate)
+//
+//   ap: one packed A micro-panel, kc × MR, k-major (see pack_a), 64-byte aligned
+//   bp: one packed B micro-panel, kc × NR, k-major (see pack_b), 64-byte aligned
+//   c:  an MR × NR tile of C, row-major with leading dimension ldc, any alignment
+//
+//                 NR
+//            ┌─────────┐
+//            │ bp[k]   │  one row of B per k (NR floats)
+//            └─────────┘
+//     MR ┌─┐ ┌─────────┐
+//        │a│ │         │
+//        │p│ │  C tile │  += ap[k][i] · bp[k][j]  for k < kc
+//        │ │ │  MR×NR  │
+//        └─┘ └─────────┘
+//
+//   accumulate == false: c = ap·bp   (c is only written: it may hold NaN poison)
+//   accumulate == true:  c += ap·bp
+//
+// Edge duties: none. The kernel always computes a full MR × NR tile with any
+// kc ≥ 1; partial tiles at the matrix edge are the macro-kernel's job (the
+// packed panels are zero-padded, and it routes partial tiles through a
+// buffer), so the kernel's hot loop has no branches.
+// ============================================================================
+using MicroKernel = void (*)(int kc, const float* ap, const float* bp, float* c, std::ptrdiff_t ldc, bool accumulate);
+
+// Rung 04's kernel: the tile of C stays where it is, in memory. Per step k
+// every row of the tile is loaded, updated with one row of B, and stored
+// again — the loop order of rung 03, now over packed, aligned, zero-padded
+// panels. C's MR × NR tile (384 bytes) sits in L1, so this is fast memory,
+// but every multiply-add still costs a load and a store of its accumulator.
+inline void micro_kernel_c_in_memory(int kc, const float* __restrict ap, const float* __restrict bp, float* c,
+                                     std::ptrdiff_t ldc, bool accumulate) {
+  if (!accumulate)
+    for (int i = 0; i < kMR; ++i)
+      for (int j = 0; j < kNR; ++j) c[i * ldc + j] = 0.f;
+  for (int k = 0; k < kc; ++k, ap += kMR, bp += kNR)
+    for (int i = 0; i < kMR; ++i) {
+      float* c_row = c + i * ldc;  // a row of C, in memory (L1): loaded and stored every k
+      const float a = ap[i];
+#pragma omp simd
+      for (int j = 0; j < kNR; ++j) c_row[j] += a * bp[j];
+    }
+}
+
+// Portable register-tile micro-kernel: rung 05's idea in plain C++, for CPUs
+// without AVX2/FMA. The MR × NR accumulator is a local array — the compiler
+// can keep it in registers, because nothing else can point to it — and the
+// j loop is marked `omp simd` so it becomes one SIMD operation per row on
+// whatever vector ISA the build targets (SSE2 at least on x86-64; with this
+// project's -march=native on an AVX-512 CPU, one 16-float FMA per row).
+// Without the pragma GCC 12 vectorises across i instead and buries the
+// FMAs in shuffles, at a tenth of the speed.
+inline void micro_kernel_portable(int kc, const float* __restrict ap, const float* __restrict bp, float* c,
+                                  std::ptrdiff_t ldc, bool accumulate) {
+  float acc[kMR][kNR] = {};
+  for (int k = 0; k < kc; ++k, ap += kMR, bp += kNR)
+    for (int i = 0; i < kMR; ++i) {
+      const float a = ap[i];
+#pragma omp simd
+      for (int j = 0; j < kNR; ++j) acc[i][j] += a * bp[j];  // rank-1 update of the tile, row i
+    }
+  for (int i = 0; i < kMR; ++i)
+    for (int j = 0; j < kNR; ++j) c[i * ldc + j] = accumulate ? c[i * ldc + j] + acc[i][j] : acc[i][j];
+}
+
+// AVX2/FMA micro-kernel: the same rank-1 updates, but with the tile pinned in
+// MR × NR/8 = 12 ymm registers. Per step k it loads NR/8 = 2 vectors of B,
+// broadcasts each of the MR = 6 values of A once, and issues 12 independent
+// FMAs — enough to keep both FMA pipes busy through the 4-cycle latency (the
+// portable kernel leaves that to the compiler; here it is guaranteed).
+//
+//   plain loop, one k step:               the same step in registers:
+//     for i < 6:                            b0 = load(bp), b1 = load(bp + 8)
+//       for j < 16:                         for i < 6:  a = broadcast(ap[i])
+//         acc[i][j] += ap[i] * bp[j]          c[i][0] = fma(a, b0, c[i][0]); c[i][1] = fma(a, b1, c[i][1])
+//
+// Compiled for AVX2+FMA whatever the build flags say (target attribute); it
+// must only be called after a run-time check (select_micro_kernel below).
+// The loops over i and v have constant trip counts and are fully unrolled, so
+// `acc` is 12 registers, not memory.
+__attribute__((target("avx2,fma"))) inline void micro_kernel_avx2(int kc, const float* __restrict ap,
+                                                                 const float* __restrict bp, float* c,
+                                                                 std::ptrdiff_t ldc, bool accumulate) {
+  // Ask for the C tile now (MR rows of 64 bytes, ldc apart): by the time the
+  // k loop is done it is in L1, and the final load/store does not stall.
+#pragma GCC unroll 16
+  for (int i = 0; i < kMR; ++i) _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
+
+  __m256 acc[kMR][kVectorsPerRow];
+#pragma GCC unroll 16
+  for (int i = 0; i < kMR; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < kVectorsPerRow; ++v) acc[i][v] = _mm256_setzero_ps();
+
+#pragma GCC unroll 4
+  for (int k = 0; k < kc; ++k, ap += kMR, bp += kNR) {
+    __m256 b[kVectorsPerRow];
+#pragma GCC unroll 4
+    for (int v = 0; v < kVectorsPerRow; ++v) b[v] = _mm256_load_ps(bp + v * kSimdFloats);
+#pragma GCC unroll 16
+    for (int i = 0; i < kMR; ++i) {
+      const __m256 a = _mm256_broadcast_ss(ap + i);
+#pragma GCC unroll 4
+      for (int v = 0; v < kVectorsPerRow; ++v) acc[i][v] = _mm256_fmadd_ps(a, b[v], acc[i][v]);
+    }
+  }
+
+#pragma GCC unroll 16
+  for (int i = 0; i < kMR; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < kVectorsPerRow; ++v) {
+      float* dst = c + i * ldc + v * kSimdFloats;
+      const __m256 sum = accumulate ? _mm256_add_ps(acc[i][v], _mm256_loadu_ps(dst)) : acc[i][v];
+      _mm256_storeu_ps(dst, sum);
+    }
+}
+
+// ============================================================================
+// Choosing the micro-kernel at run time. The binary may run on a CPU without
+// AVX2/FMA (or be asked not to use them), so the check is made on the CPU
+// that runs it, never assumed from how it was compiled. Setting the
+// environment variable CONVLAB_NO_AVX2=1 forces the portable kernel, so the
+// fallback path can be tested and timed on any machine.
+// ============================================================================
+struct MicroKernelChoice {
+  MicroKernel kernel;
+  const char* name;  // "avx2_fma_6x16" or "portable"
+  bool avx2;
+};
+
+inline bool cpu_has_avx2_fma() {
+  __builtin_cpu_init();  // safe to call again; needed if we run before libgcc's own initialiser
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+inline bool avx2_disabled_by_environment() {
+  const char* v = std::getenv("CONVLAB_NO_AVX2");
+  return v && *v && std::string_view(v) != "0";
+}
+
+inline MicroKernelChoice choose_micro_kernel(bool has_avx2_fma, bool forbid_avx2) {
+  if (has_avx2_fma && !forbid_avx2) return {micro_kernel_avx2, "avx2_fma_6x16", true};
+  return {micro_kernel_portable, "portable", false};
+}
+
+// Looks at the CPU and the environment now (tests use this one).
+inline MicroKernelChoice detect_micro_kernel() {
+  return choose_micro_kernel(cpu_has_avx2_fma(), avx2_disabled_by_environment());
+}
+
+// The choice for this process: made once, on first use, then fixed.
+inline const MicroKernelChoice& selected_micro_kernel() {
+  static const MicroKernelChoice choice = detect_micro_kernel();
+  return choice;
+}
+
+// ============================================================================
+// Macro-kernel: loops 2 and 1 around the micro-kernel, over one packed A
+// block (mc × kc) and one packed B panel (kc × nc), updating the mc × nc
+// block of C at `c`. jr outside ir: one B micro-panel (KC × NR = 16 KiB) is
+// reused from L1 by every A micro-panel of the block, which stream from L2.
+//
+// Edge handling lives here, once, for every micro-kernel: a full MR × NR
+// tile is written straight into C; a partial one (last rows or columns of the
+// matrix) is computed into a local buffer by the very same kernel — its
+// packed panels are zero-padded, so the extra rows and columns are harmless —
+// and only the valid m × n corner is copied out.
+// ============================================================================
+inline void macro_kernel(int mc, int nc, int kc, const float* ap, const float* bp, float* c, std::ptrdiff_t ldc,
+                         bool accumulate, MicroKernel kernel) {
+  for (int jr = 0; jr < nc; jr += kNR) {
+    const int n = std::min(kNR, nc - jr);
+    const float* b_micro = bp + std::ptrdiff_t(jr) * kc;
+    for (int ir = 0; ir < mc; ir += kMR) {
+      const int m = std::min(kMR, mc - ir);
+      const float* a_micro = ap + std::ptrdiff_t(ir) * kc;
+      float* c_tile = c + ir * ldc + jr;
+      if (m == kMR && n == kNR) {
+        kernel(kc, a_micro, b_micro, c_tile, ldc, accumulate);
+      } else {
+        alignas(64) float tile[kMR * kNR];
+        kernel(kc, a_micro, b_micro, tile, kNR, /*accumulate=*/false);
+        for (int i = 0; i < m; ++i)
+          for (int j = 0; j < n; ++j)
+            c_tile[i * ldc + j] = accumulate ? c_tile[i * ldc + j] + tile[i * kNR + j] : tile[i * kNR + j];
+      }
+    }
+  }
+}
+
+// ============================================================================
+// The five loops on one thread (rungs 04 and 05). C = A·B with A [M, K],
+// B [K, N], C [M, N] row-major. The first depth slice (pc = 0) writes C, the
+// later ones add to it, so C's previous contents are never read.
+// `workspace` holds packed_workspace_bytes(p, 1) bytes, 64-byte aligned.
+// ============================================================================
+inline void gemm_packed(const GemmProblem& p, const float* a, const float* b, float* c, void* workspace,
+                        MicroKernel kernel) {
+  float* bp = static_cast<float*>(workspace);  // packed B panel, kc × nc
+  float* ap = bp + packed_b_floats(p);         // packed A block, mc × kc
+  const std::ptrdiff_t lda = p.K, ldb = p.N, ldc = p.N;
+  for (int jc = 0; jc < p.N; jc += kNC) {                   // loop 5
+    const int nc = std::min(kNC, p.N - jc);
+    for (int pc = 0; pc < p.K; pc += kKC) {                 // loop 4
+      const int kc = std::min(kKC, p.K - pc);
+      pack_b(kc, nc, b + pc * ldb + jc, ldb, bp);
+      for (int ic = 0; ic < p.M; ic += kMC) {               // loop 3
+        const int mc = std::min(kMC, p.M - ic);
+        pack_a(mc, kc, a + ic * lda + pc, lda, ap);
+        macro_kernel(mc, nc, kc, ap, bp, c + ic * ldc + jc, ldc, /*accumulate=*/pc > 0, kernel);  // loops 2, 1
+      }
+    }
+  }
+}
+
+}  // namespace convlab::cpu_gemm
