@@ -33,7 +33,8 @@ namespace convlab::app {
 namespace {
 
 constexpr const char* kDefaultOpbyteRange = "1:100000:101";  // 20 points per decade
-constexpr const char* kDefaultChannels = "32:2048:32";        // multiples of 32: every group width up to 32 divides them
+// Multiples of 32, so that every group width up to 32 divides them.
+constexpr const char* kDefaultChannels = "32:2048:32";
 
 std::string joined(const std::vector<std::string>& names) {
   std::string out;
@@ -163,7 +164,8 @@ MachineAndType machine_and_type(const ParsedArgs& parsed) {
   MachineAndType m;
   try {
     m.dtype = parse_dtype(parsed.get("--dtype", "fp16"));
-    m.machine = analysis::machine_by_name(parsed.get("--machine", "a5000"), parsed.get("--probe", default_probe_path()));
+    m.machine =
+        analysis::machine_by_name(parsed.get("--machine", "a5000"), parsed.get("--probe", default_probe_path()));
     m.machine.peak_ops(m.dtype);  // fail now if this machine has no rate for the dtype
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());  // unknown machine or dtype: the message lists the valid names

@@ -1,38 +1,31 @@
-// cpu/gemm/04_packing.cpp — lesson 03, rung 4: pack the blocks before using them.
+// cpu/gemm/04_packing.cpp — lesson 03, rung 4: copy each block before using it.
 //
 // Idea over 03_cache_blocking: a block of a row-major matrix is not a block
-// of memory. 03's B block is BK rows of BN floats, each row N floats from the
-// next: at N = 2048 that is 8 KiB strides, so the block's rows fight over the
-// same few cache sets and every row is on another 4 KiB page (TLB misses).
-// Copying ("packing") each block once into a contiguous buffer, in exactly
-// the order the inner loops will read it, fixes all of that for the price of
-// one copy — and the copy is cheap next to the b³ multiply-adds that reuse it.
+// of memory. 03's B block is BK rows of BN floats, each N floats after the
+// previous one: at N = 2048 the rows are 8 KiB apart, so the block is spread
+// over BK different 4 KiB pages (one TLB entry each), its rows compete for
+// the same cache sets, and the hardware prefetcher sees BK short streams
+// instead of one long one. The A block likewise. Copying ("packing") each
+// block once into a small contiguous buffer, in the order the loops read it,
+// gives the inner loops dense, aligned memory — for the price of one copy
+// per block, which is cheap next to the bm·bn·bk multiply-adds that reuse it.
 //
-// The packed layout is cut for a small MR × NR tile of C (6 × 16 here):
+//   for jb step BN:  for kb step BK:
+//     pack B[kb:kb+bk, jb:jb+bn] -> Bp   (bk × bn, dense)       <- new
+//     for ib step BM:
+//       pack A[ib:ib+bm, kb:kb+bk] -> Ap  (bm × bk, dense)       <- new
+//       block_multiply_add(Ap, Bp -> C block)                    (03's, unchanged)
 //
-//   A block (MC × KC) -> MR-row micro-panels, k-major:  Ap[k][i] = A(i, k), i < MR
-//   B panel (KC × NC) -> NR-column micro-panels, k-major: Bp[k][j] = B(k, j), j < NR
-//
-// so that at each step k the tile needs MR consecutive floats of Ap and NR
-// consecutive floats of Bp: two cache lines, both already in L1. Panels at the
-// matrix edge are padded with zeros to whole MR / NR widths, which takes every
-// edge test out of the inner loop (one partial-tile copy in the macro-kernel
-// replaces them). This is the Goto / BLIS five-loop structure; its diagram,
-// the packing routines, the tile contract and the edge handling are in
-// gemm_kernels.hpp (shared with rungs 05 and 06):
-//
-//   for jc step NC:  for pc step KC:  pack B panel (L3)
-//     for ic step MC:  pack A block (L2)
-//       for jr step NR:  for ir step MR:  tile kernel on Ap[ir], Bp[jr]  (C tile: L1)
-//
-// The tile kernel of this rung is still 03's loop, C(i,j) += A(i,k)·B(k,j)
-// with j innermost and the C tile in memory (micro_kernel_c_in_memory): per
-// k, six rows of C are loaded, updated with one SIMD FMA each, and stored.
-// So this rung measures what packing alone buys; 05 changes only the kernel.
-// Cost: the multiply-adds, plus packing every element of A N/NC times and of
-// B once; workspace: one packed A block (≤ MC × KC) and one packed B panel
-// (≤ KC × NC), from the harness (see `convlab run` output).
+// Plain loop it replaces (03):  block_multiply_add(A + ib·K + kb, K, B + kb·N + jb, N, ...)
+// — the same call, now reading the packed copies (leading dimensions bk, bn).
+// Cost: 03's multiply-adds, plus copying every element of A N/BN times and of
+// B once; workspace BK·BN + BM·BK floats (≈ 288 KiB), from the harness.
+// What it does not fix: the block product still loads and stores C(i, j)
+// around every FMA. 05 packs differently — into the micro-panels a register
+// kernel wants — and keeps C in registers.
+// Tunables: kBlockM/N/K in gemm_kernels.hpp (shared with 03).
 // Run just this: build/convlab run gemm/cpu/04_packing
+#include <algorithm>
 #include <cstddef>
 
 #include "core/ops/gemm.hpp"
@@ -41,13 +34,34 @@
 namespace convlab {
 namespace {
 
-std::size_t workspace_bytes(const GemmProblem& p) { return cpu_gemm::packed_workspace_bytes(p, /*threads=*/1); }
+using namespace cpu_gemm;
+
+std::size_t workspace_bytes(const GemmProblem& p) {
+  return (packed_block_b_floats(p) + packed_block_a_floats(p)) * sizeof(float);
+}
 
 void run(const GemmProblem& p, const Args<GemmProblem>& args) {
-  cpu_gemm::gemm_packed(p, static_cast<const float*>(args.a),  // [M, K] row-major
-                        static_cast<const float*>(args.b),     // [K, N] row-major
-                        static_cast<float*>(args.c),           // [M, N] row-major
-                        args.workspace, cpu_gemm::micro_kernel_c_in_memory);
+  const float* A = static_cast<const float*>(args.a);  // [M, K] row-major
+  const float* B = static_cast<const float*>(args.b);  // [K, N] row-major
+  float* C = static_cast<float*>(args.c);              // [M, N] row-major
+  const std::ptrdiff_t lda = p.K, ldb = p.N, ldc = p.N;
+  float* bp = static_cast<float*>(args.workspace);     // packed B block, [bk, bn] dense
+  float* ap = bp + packed_block_b_floats(p);           // packed A block, [bm, bk] dense
+
+  std::fill(C, C + std::ptrdiff_t(p.M) * p.N, 0.f);
+
+  for (int jb = 0; jb < p.N; jb += kBlockN) {
+    const int bn = std::min(kBlockN, p.N - jb);
+    for (int kb = 0; kb < p.K; kb += kBlockK) {
+      const int bk = std::min(kBlockK, p.K - kb);
+      pack_block(bk, bn, B + kb * ldb + jb, ldb, bp);  // once per (jb, kb): reused by every row block
+      for (int ib = 0; ib < p.M; ib += kBlockM) {
+        const int bm = std::min(kBlockM, p.M - ib);
+        pack_block(bm, bk, A + ib * lda + kb, lda, ap);
+        block_multiply_add(bm, bn, bk, ap, bk, bp, bn, C + ib * ldc + jb, ldc);
+      }
+    }
+  }
 }
 
 const Register<GemmProblem> reg{{
@@ -58,7 +72,7 @@ const Register<GemmProblem> reg{{
     .run = run,
     .workspace_bytes = workspace_bytes,
     .threads = Threads::single,
-    .idea = "Goto/BLIS loops: A and B blocks packed into contiguous zero-padded panels; C tile still in memory",
+    .idea = "03's blocks copied into dense buffers first: no page or cache-set conflicts inside a block",
 }};
 
 }  // namespace

@@ -1,41 +1,51 @@
 // cpu/gemm/05_microkernel.cpp — lesson 03, rung 5: the register micro-kernel.
 //
-// Idea over 04_packing: keep the 6 × 16 tile of C in registers for the whole
-// depth of the packed panels instead of loading and storing it at every k.
-// With AVX2 that is 12 ymm registers of 8 floats. Per step k the kernel loads
-// two vectors of B (16 floats), broadcasts each of the six values of A in
-// turn, and issues 12 FMAs that do not depend on each other:
+// Idea over 04_packing: 04's inner loop loads C(i, j) from L1 and stores it
+// back around every FMA, so it is bound by loads and stores, not by
+// arithmetic. Here a small MR × NR = 6 × 16 tile of C stays in registers for
+// a whole depth slice of KC = 256 steps, and C is touched once at the end.
+// With AVX2 the tile is 12 ymm registers of 8 floats. Per step k the kernel
+// loads two vectors of B (16 floats), broadcasts each of the six values of A
+// in turn, and issues 12 FMAs that do not depend on each other:
 //
-//   04 (tile in memory), per k:            05 (tile in registers), per k:
-//     for i < 6:                              b0, b1 = Bp[k][0:8], Bp[k][8:16]
-//       c_row = load C row i                  for i < 6:
-//       c_row += Ap[k][i] · Bp[k][0:16]         a = broadcast(Ap[k][i])
-//       store c_row                             acc[i][0] += a·b0;  acc[i][1] += a·b1   (FMA)
-//                                           ... and C is touched once, after the last k.
+//   04 (C in memory), per k, per row i:       05 (C in registers), per k:
+//     c_row = load C row i        (L1)          b0, b1 = Bp[k][0:8], Bp[k][8:16]
+//     c_row += A(i,k) · B(k, j..)                for i < 6:
+//     store c_row                 (L1)            a = broadcast(Ap[k][i])
+//                                                 acc[i][0] += a·b0;  acc[i][1] += a·b1   (FMA)
+//                                             ... C += acc once, after the last k.
 //
 // Why 6 × 16: 12 accumulators + 2 B vectors + 1 broadcast = 15 of the 16 ymm
-// registers, and 12 independent FMAs cover both FMA pipes through the
-// 4-cycle latency (2 × 4 = 8 needed). Each loaded float of B is used 6 times
-// and each float of A 16 times from a register: 12 FMAs per 8 loads, well
-// inside what the load ports sustain. The tunables and these constraints are
-// the static_asserts at the top of gemm_kernels.hpp; the kernel is
+// registers, and 12 independent FMAs cover both FMA pipes through the 4-cycle
+// latency (2 × 4 = 8 needed). Each float of B loaded is used 6 times and each
+// float of A 16 times from a register: 12 FMAs per 8 loads, within what the
+// load ports sustain. The tunables and these constraints are the
+// static_asserts at the top of gemm_kernels.hpp; the kernel is
 // micro_kernel_avx2 there.
 //
+// The kernel wants its operands in a particular order — at step k, 6 values
+// of A side by side and 16 of B side by side — so the packing changes too:
+// A is packed into 6-row micro-panels and B into 16-column micro-panels, and
+// the loops become Goto's five (diagram in gemm_kernels.hpp): a KC × NC panel
+// of B in L3, an MC × KC block of A in L2, one KC × 16 B micro-panel in L1,
+// and the 6 × 16 tile in registers.
+//
+// Edges: the packed micro-panels are zero-padded to whole tiles, so the kernel
+// always computes a full 6 × 16 tile with no branches; the macro-kernel writes
+// a partial tile at the matrix edge through a small buffer (macro_kernel).
 // Run-time dispatch: the AVX2/FMA kernel is compiled with
-// __attribute__((target("avx2,fma"))) whatever flags the build uses, and
-// chosen only if the CPU running the program reports AVX2 and FMA
-// (__builtin_cpu_supports, checked once). Otherwise — or when the
+// __attribute__((target("avx2,fma"))) whatever flags the build uses, and used
+// only if the CPU running the program reports AVX2 and FMA
+// (__builtin_cpu_supports, checked once per process). Otherwise — or when the
 // environment sets CONVLAB_NO_AVX2=1 — the portable kernel runs: the same
-// register tile in plain C++ (micro_kernel_portable), which the compiler
-// vectorises for whatever ISA it targets. The first run says on stderr when
-// the fallback is in use. tests/gemm_cpu_test.cpp runs both paths.
-// Edges: unchanged from 04 — zero-padded panels, and partial tiles through a
-// buffer in the macro-kernel, so the kernel's loop has no branches.
-// Cost: the same packing and workspace as 04; one thread.
+// register tile in plain C++ (micro_kernel_portable), vectorised by the
+// compiler for whatever ISA it targets (and said once on stderr).
+// tests/gemm_cpu_test.cpp runs both paths.
+// Cost: the multiply-adds; packing every element of A N/NC times and of B
+// once; workspace one MC × KC block of A and one KC × NC panel of B. One thread.
 // Run just this: build/convlab run gemm/cpu/05_microkernel
 //                CONVLAB_NO_AVX2=1 build/convlab run gemm/cpu/05_microkernel   (the portable path)
 #include <cstddef>
-#include <iostream>
 
 #include "core/ops/gemm.hpp"
 #include "cpu/gemm/gemm_kernels.hpp"
@@ -46,18 +56,10 @@ namespace {
 std::size_t workspace_bytes(const GemmProblem& p) { return cpu_gemm::packed_workspace_bytes(p, /*threads=*/1); }
 
 void run(const GemmProblem& p, const Args<GemmProblem>& args) {
-  const cpu_gemm::MicroKernelChoice& choice = cpu_gemm::selected_micro_kernel();
-  static const bool said = [&] {
-    if (!choice.avx2)
-      std::cerr << "gemm/cpu/05_microkernel: AVX2/FMA " << (cpu_gemm::cpu_has_avx2_fma() ? "disabled" : "absent")
-                << ": using the portable micro-kernel\n";
-    return true;
-  }();
-  (void)said;
   cpu_gemm::gemm_packed(p, static_cast<const float*>(args.a),  // [M, K] row-major
                         static_cast<const float*>(args.b),     // [K, N] row-major
                         static_cast<float*>(args.c),           // [M, N] row-major
-                        args.workspace, choice.kernel);
+                        args.workspace, cpu_gemm::selected_micro_kernel().kernel);
 }
 
 const Register<GemmProblem> reg{{
@@ -68,7 +70,7 @@ const Register<GemmProblem> reg{{
     .run = run,
     .workspace_bytes = workspace_bytes,
     .threads = Threads::single,
-    .idea = "6x16 C tile in 12 AVX2 registers, FMA per k (checked at run time; portable fallback)",
+    .idea = "Goto loops; 6x16 C tile in 12 AVX2 registers, micro-panels packed for it (run-time check, portable fallback)",
 }};
 
 }  // namespace

@@ -1,11 +1,19 @@
-// cpu/gemm/gemm_kernels.hpp — the shared pieces of lesson 03's packed GEMM
-// rungs (04_packing, 05_microkernel, 06_openmp): blocking parameters, packing
-// routines, the micro-kernels (portable and AVX2/FMA), the macro-kernel, and
-// the one-thread five-loop driver. Header-only and registers nothing; each
-// rung's file says which idea it adds and calls these.
+// cpu/gemm/gemm_kernels.hpp — the shared pieces of lesson 03's CPU GEMM
+// ladder: every tunable (one block, below), the cache-block routines of rungs
+// 03–04, and the packing routines, micro-kernels (AVX2/FMA and portable),
+// macro-kernel and one-thread driver of rungs 05–06. Header-only, registers
+// nothing; each rung's file says which idea it adds and calls these, so a
+// later rung reuses an earlier one's code instead of copying it.
 //
-// The structure is Goto's (K. Goto, R. van de Geijn, "Anatomy of
-// high-performance matrix multiplication", 2008), as BLIS spells it out: five
+// Rungs 03–04: 02's (i, k, j) loops run inside blocks that fit the caches;
+// 04 first copies each block into a contiguous buffer.
+//
+//   for jb step BN:  for kb step BK:  [04: pack B block]      B block: L2
+//     for ib step BM:  [04: pack A block]
+//       block_multiply_add: for i, k, j: C(i,j) += A(i,k)·B(k,j)   row of C: L1
+//
+// Rungs 05–06: Goto's structure (K. Goto, R. van de Geijn, "Anatomy of
+// high-performance matrix multiplication", 2008) as BLIS spells it out: five
 // loops around a tiny register-resident kernel, each loop choosing which
 // operand stays in which level of the memory hierarchy.
 //
@@ -17,8 +25,6 @@
 //         for jr in [0, NC) step NR:          loop 2 (macro-kernel): one B micro-panel, stays in L1
 //           for ir in [0, MC) step MR:        loop 1 (macro-kernel): one A micro-panel, streams from L2
 //             C[ir:ir+MR, jr:jr+NR] (+)= Ap[ir] · Bp[jr]     micro-kernel: MR×NR in registers
-//
-// Every tunable is in the block below; everything else follows from it.
 #pragma once
 
 #include <immintrin.h>
@@ -26,6 +32,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
@@ -35,11 +42,17 @@
 namespace convlab::cpu_gemm {
 
 // ============================================================================
-// Tunables — the whole blocking of rungs 04–06. Sized for this machine (AMD
-// EPYC Zen 4: 32 KiB L1d and 1 MiB L2 per core, 32 MiB shared L3, two 256-bit
-// FMA pipes with 4-cycle latency). Change them here and every rung follows;
-// the static_asserts say which constraint each one must respect.
+// Tunables — every one of the ladder, in one place. Sized for this machine
+// (AMD EPYC Zen 4: 32 KiB L1d and 1 MiB L2 per core, 32 MiB shared L3, two
+// 256-bit FMA pipes with a 4-cycle latency). Change them here and every rung
+// follows; the static_asserts say which constraint each one must respect.
 // ============================================================================
+// Rungs 03–04: cache blocks.
+inline constexpr int kBlockM = 64;   // rows of A and C per block (the A block is BM × BK)
+inline constexpr int kBlockN = 512;  // columns of B and C per block
+inline constexpr int kBlockK = 128;  // depth per block (the B block is BK × BN)
+
+// Rungs 05–06: register tile and packed panels.
 inline constexpr int kMR = 6;     // rows of the C micro-tile: one broadcast of A per row per k
 inline constexpr int kNR = 16;    // columns of the C micro-tile: NR/8 AVX2 vectors per row
 inline constexpr int kKC = 256;   // depth of the packed panels (k per micro-kernel call)
@@ -57,6 +70,13 @@ inline constexpr int kAlignFloats = 16;                // 64 bytes: every packed
 
 inline constexpr int kVectorsPerRow = kNR / kSimdFloats;   // 2 for the 6×16 tile
 
+static_assert(std::size_t(kBlockK) * kBlockN * sizeof(float) <= kL2Bytes / 2,
+              "the B block (BK × BN) is reused by every row of A: it must stay in L2, with room for A and C");
+static_assert(2 * std::size_t(kBlockN) * sizeof(float) <= kL1Bytes / 4,
+              "a row segment of C and the row of B added into it (BN floats each) should share L1 comfortably");
+static_assert(std::size_t(kBlockM) * kBlockK * sizeof(float) <= kL2Bytes / 4,
+              "the A block (BM × BK) is reread for every column block: keep it in L2 beside B");
+
 static_assert(kNR % kSimdFloats == 0,
               "a row of the micro-tile must be whole AVX2 vectors (the AVX2 kernel loads B in 8-float pieces)");
 static_assert(kMR * kVectorsPerRow + kVectorsPerRow + 1 <= kVectorRegisters,
@@ -70,13 +90,54 @@ static_assert(std::size_t(kKC) * kNR * sizeof(float) <= kL1Bytes / 2,
               "one packed B micro-panel (KC × NR) must stay in half of L1, the other half streams A micro-panels");
 static_assert(std::size_t(kMC) * kKC * sizeof(float) <= kL2Bytes / 2,
               "the packed A block (MC × KC) must stay in half of L2, the rest holds B micro-panels passing through");
-static_assert(kKC % 4 == 0, "the AVX2 kernel's k loop is unrolled by 4");
+
+constexpr std::size_t round_up(std::size_t x, std::size_t multiple) { return (x + multiple - 1) / multiple * multiple; }
 
 // ============================================================================
-// Workspace: the packed buffers live in the harness's scratch buffer
-// (Variant::workspace_bytes), never allocated inside run().
+// Rungs 03–04: one block product, and copying a block out of a matrix.
 // ============================================================================
-constexpr std::size_t round_up(std::size_t x, std::size_t multiple) { return (x + multiple - 1) / multiple * multiple; }
+
+// C block (bm × bn) += A block (bm × bk) · B block (bk × bn), all row-major
+// with their own leading dimensions — 02's loop order inside the block:
+//
+//   for i < bm:  for k < bk:  for j < bn:  C(i,j) += A(i,k) · B(k,j)
+//
+// Row i of the C block (bn floats) stays in L1 through the k loop; the B block
+// is reread from L2 for every i. `omp simd` tells the compiler the j
+// iterations are independent (C and B never overlap), so it emits one SIMD
+// FMA per vector of j without a run-time overlap check. Additions into each
+// C(i, j) still come in increasing k, as in 01 and 02.
+inline void block_multiply_add(int bm, int bn, int bk, const float* a, std::ptrdiff_t lda, const float* b,
+                               std::ptrdiff_t ldb, float* c, std::ptrdiff_t ldc) {
+  for (int i = 0; i < bm; ++i) {
+    float* c_row = c + i * ldc;            // bn floats of row i of C: in L1
+    for (int k = 0; k < bk; ++k) {
+      const float a_ik = a[i * lda + k];
+      const float* b_row = b + k * ldb;    // bn floats of row k of the B block: in L2
+#pragma omp simd
+      for (int j = 0; j < bn; ++j) c_row[j] += a_ik * b_row[j];
+    }
+  }
+}
+
+// Copies rows × cols of a row-major matrix (leading dimension ld) into `dst`,
+// densely (leading dimension cols). Plain loop: dst[r·cols + c] = src[r·ld + c].
+inline void pack_block(int rows, int cols, const float* src, std::ptrdiff_t ld, float* dst) {
+  for (int r = 0; r < rows; ++r) std::memcpy(dst + std::ptrdiff_t(r) * cols, src + r * ld, sizeof(float) * cols);
+}
+
+// Floats of rung 04's two block buffers: B block (BK × BN), then A block (BM × BK).
+inline std::size_t packed_block_b_floats(const GemmProblem& p) {
+  return round_up(std::size_t(std::min(p.K, kBlockK)) * std::min(p.N, kBlockN), kAlignFloats);
+}
+inline std::size_t packed_block_a_floats(const GemmProblem& p) {
+  return round_up(std::size_t(std::min(p.M, kBlockM)) * std::min(p.K, kBlockK), kAlignFloats);
+}
+
+// ============================================================================
+// Rungs 05–06. Workspace: the packed buffers live in the harness's scratch
+// buffer (Variant::workspace_bytes), never allocated inside run().
+// ============================================================================
 
 // Floats of one packed A block (MC × KC, rows rounded up to whole micro-panels).
 inline std::size_t packed_a_floats(const GemmProblem& p) {
@@ -94,7 +155,8 @@ inline std::size_t packed_workspace_bytes(const GemmProblem& p, int threads) {
 }
 
 // ============================================================================
-// Packing. A packed buffer holds the operand in exactly the order the
+// Packing into micro-panels. Rung 04 copied blocks as they were (row-major);
+// here a packed buffer holds the operand in exactly the order the
 // micro-kernel reads it: unit stride, 64-byte aligned, no TLB misses from
 // jumping between rows of a large matrix, and zero-padded to whole
 // micro-panels so the micro-kernel never sees an edge.
@@ -171,25 +233,6 @@ inline void pack_b(int kc, int nc, const float* b, std::ptrdiff_t ldb, float* bp
 // buffer), so the kernel's hot loop has no branches.
 // ============================================================================
 using MicroKernel = void (*)(int kc, const float* ap, const float* bp, float* c, std::ptrdiff_t ldc, bool accumulate);
-
-// Rung 04's kernel: the tile of C stays where it is, in memory. Per step k
-// every row of the tile is loaded, updated with one row of B, and stored
-// again — the loop order of rung 03, now over packed, aligned, zero-padded
-// panels. C's MR × NR tile (384 bytes) sits in L1, so this is fast memory,
-// but every multiply-add still costs a load and a store of its accumulator.
-inline void micro_kernel_c_in_memory(int kc, const float* __restrict ap, const float* __restrict bp, float* c,
-                                     std::ptrdiff_t ldc, bool accumulate) {
-  if (!accumulate)
-    for (int i = 0; i < kMR; ++i)
-      for (int j = 0; j < kNR; ++j) c[i * ldc + j] = 0.f;
-  for (int k = 0; k < kc; ++k, ap += kMR, bp += kNR)
-    for (int i = 0; i < kMR; ++i) {
-      float* c_row = c + i * ldc;  // a row of C, in memory (L1): loaded and stored every k
-      const float a = ap[i];
-#pragma omp simd
-      for (int j = 0; j < kNR; ++j) c_row[j] += a * bp[j];
-    }
-}
 
 // Portable register-tile micro-kernel: rung 05's idea in plain C++, for CPUs
 // without AVX2/FMA. The MR × NR accumulator is a local array — the compiler
@@ -297,9 +340,16 @@ inline MicroKernelChoice detect_micro_kernel() {
   return choose_micro_kernel(cpu_has_avx2_fma(), avx2_disabled_by_environment());
 }
 
-// The choice for this process: made once, on first use, then fixed.
+// The choice for this process: made once, on first use, then fixed. A slow
+// fallback should never be a mystery, so choosing it is said on stderr.
 inline const MicroKernelChoice& selected_micro_kernel() {
-  static const MicroKernelChoice choice = detect_micro_kernel();
+  static const MicroKernelChoice choice = [] {
+    const MicroKernelChoice c = detect_micro_kernel();
+    if (!c.avx2)
+      std::fprintf(stderr, "gemm/cpu: AVX2/FMA %s: using the portable micro-kernel\n",
+                   cpu_has_avx2_fma() ? "disabled by CONVLAB_NO_AVX2" : "not available on this CPU");
+    return c;
+  }();
   return choice;
 }
 
@@ -338,7 +388,7 @@ inline void macro_kernel(int mc, int nc, int kc, const float* ap, const float* b
 }
 
 // ============================================================================
-// The five loops on one thread (rungs 04 and 05). C = A·B with A [M, K],
+// The five loops on one thread (rung 05). C = A·B with A [M, K],
 // B [K, N], C [M, N] row-major. The first depth slice (pc = 0) writes C, the
 // later ones add to it, so C's previous contents are never read.
 // `workspace` holds packed_workspace_bytes(p, 1) bytes, 64-byte aligned.

@@ -59,10 +59,10 @@ def convlab_program():
     from_env = os.environ.get("CONVLAB_BIN")
     candidate = Path(from_env) if from_env else HERE / ".." / ".." / "build" / "convlab"
     if not (candidate.is_file() and os.access(candidate, os.X_OK)):
-        how = ("$CONVLAB_BIN names it" if from_env else
-               "build it first (cmake -S . -B build -G Ninja && ninja -C build convlab) "
-               "or point $CONVLAB_BIN at a built one")
-        raise FileNotFoundError(f"lesson 13's notebook needs the convlab program, and {candidate} is not one: {how}")
+        where = "$CONVLAB_BIN" if from_env else "the default place"
+        raise FileNotFoundError(f"lesson 13's notebook needs the convlab program, but {candidate} ({where}) is not an "
+                                "executable file: build it (cmake -S . -B build -G Ninja && ninja -C build convlab) "
+                                "or set CONVLAB_BIN to a built one")
     return candidate.resolve()
 
 

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -30,7 +31,9 @@ using convlab::DType;
 
 namespace {
 
-bool close(double a, double b, double rel = 1e-9) { return std::abs(a - b) <= rel * std::max(std::abs(a), std::abs(b)); }
+bool close(double a, double b, double rel = 1e-9) {
+  return std::abs(a - b) <= rel * std::max(std::abs(a), std::abs(b));
+}
 
 double number_at(const json::Value& object, const char* key) {
   const json::Value* v = object.find(key);
