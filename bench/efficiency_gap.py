@@ -37,10 +37,16 @@ as an error row. The JSON is rewritten after every finished run, so even a run
 killed from outside leaves what it measured. Compiling is mostly single-threaded
 Python, so `--jobs J` compiles in J worker processes at once; the timed
 repetitions of different workers never overlap (they take turns through a lock).
+But other workers' compiles (CPU) and first calls (GPU) still run meanwhile:
+on the H200 on 2026-11-30, --jobs 4 timed ResNet-50 under Inductor at 10.3 ms
+where --jobs 1 gave 5.0 ms, and EfficientNet-B5 at 111 ms against 58 ms. So
+--jobs > 1 is for a quick look only; committed numbers come from --jobs 1.
 
-On the lent H200 (from the repository root; well inside its 10-minute limit):
+On the lent H200 (from the repository root), in two calls of the 10-minute limit:
 
-    python3 bench/efficiency_gap.py --jobs 4 --time-budget 500 --out $OUT/efficiency-gap.json
+    python3 bench/efficiency_gap.py --jobs 1 --time-budget 480 --out $OUT/efficiency-gap.json
+    python3 bench/efficiency_gap.py --jobs 1 --time-budget 480 --modes compile \
+        --resume bench/results/<date>-h200/efficiency-gap.json --out $OUT/efficiency-gap.json
 
 then file the JSON as bench/results/<date>-h200/efficiency-gap.json. To measure
 what a run left out, give its file to --resume (measured rows are kept, the rest

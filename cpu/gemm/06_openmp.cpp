@@ -7,28 +7,29 @@
 //     for pc step KC:
 //       pack B panel             <- split over threads by micro-panel: each packs a share
 //       -- barrier: the whole panel is packed before anyone reads it --
-//       for ic step MC           <- split over threads: each owns a contiguous range of rows of C
-//         pack A block           <- into the thread's own buffer (its own L2)
+//       for ic step MC           <- split over threads: each row block to whichever thread is free
+//         pack A block           <- into that thread's own buffer (its own L2)
 //         macro-kernel           (05's, unchanged)
 //       -- barrier: nobody repacks B while another thread still reads it --
 //
 // Splitting loop 3 (ic) matches this machine: each core has a private 1 MiB
 // L2 that holds its own packed A block, and the one packed B panel is shared
-// through the L3. Each thread writes its own rows of C, so no two threads
+// through the L3. A row block of C belongs to one thread, so no two threads
 // ever touch the same output, and there are only two barriers per depth
-// slice. Rows are dealt out in whole MR-row micro-panels, so the only partial
-// tiles are still at the matrix edge.
+// slice. The row blocks are cut to a multiple of the thread count (each at
+// most MC rows, a whole number of MR-row micro-panels, so the only partial
+// tiles are still at the matrix edge) and handed out first come, first served.
 //
 // Plain loop equivalent (what the threads compute between them):
-//   #pragma omp parallel for       // over row ranges of C
-//   for each thread's rows [r0, r1):  C[r0:r1, :] = A[r0:r1, :] · B   (05's algorithm)
+//   #pragma omp parallel for schedule(dynamic)   // over row blocks of C
+//   for each row block [r0, r1):  C[r0:r1, :] = A[r0:r1, :] · B   (05's algorithm)
 // except that B is packed once per slice for all threads, not once per thread.
 //
 // Cost: 05's work plus two barriers per KC slice; a skinny M (fewer than
-// MR × threads rows) leaves some threads idle. Workspace: the B panel once
-// and one A block per thread, sized for omp_get_max_threads() when the case
-// is built (run() uses the same count, so OMP_NUM_THREADS must not change in
-// between).
+// MR × threads rows) leaves threads idle, as loop 3 then has too few blocks.
+// Workspace: the B panel once and one A block per thread, sized for
+// omp_get_max_threads() when the case is built (run() uses the same count,
+// so OMP_NUM_THREADS must not change in between).
 // Run just this: build/convlab run gemm/cpu/06_openmp   (OMP_NUM_THREADS=n to choose n)
 #include <omp.h>
 
@@ -45,6 +46,8 @@ using namespace cpu_gemm;
 
 int thread_count() { return omp_get_max_threads(); }
 
+constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
 std::size_t workspace_bytes(const GemmProblem& p) { return packed_workspace_bytes(p, thread_count()); }
 
 void run(const GemmProblem& p, const Args<GemmProblem>& args) {
@@ -54,24 +57,24 @@ void run(const GemmProblem& p, const Args<GemmProblem>& args) {
   const std::ptrdiff_t lda = p.K, ldb = p.N, ldc = p.N;
   const MicroKernel kernel = selected_micro_kernel().kernel;
 
-  const int threads = thread_count();                          // as many as the workspace has A blocks for
-  float* bp = static_cast<float*>(args.workspace);             // the shared packed B panel
-  float* ap_all = bp + packed_b_floats(p);                     // then one packed A block per thread
+  const int threads = thread_count();                      // as many as the workspace has A blocks for
+  float* bp = static_cast<float*>(args.workspace);         // the shared packed B panel
+  float* ap_all = bp + packed_b_floats(p);                 // then one packed A block per thread
   const std::size_t ap_floats = packed_a_floats(p);
-  const int m_panels = (p.M + kMR - 1) / kMR;                  // MR-row micro-panels of C
-  const int rows_per_thread = (m_panels + threads - 1) / threads * kMR;
+
+  // Loop 3's row blocks, dealt out evenly: a multiple of `threads` blocks of
+  // at most MC rows, each a whole number of MR-row micro-panels.
+  const int row_blocks = ceil_div(ceil_div(p.M, kMC), threads) * threads;
+  const int block_rows = ceil_div(ceil_div(p.M, row_blocks), kMR) * kMR;  // ≤ MC
 
 #pragma omp parallel num_threads(threads)
   {
-    const int t = omp_get_thread_num();
-    float* ap = ap_all + std::size_t(t) * ap_floats;           // this thread's A block
-    const int row_begin = std::min(p.M, t * rows_per_thread);  // this thread's rows of C
-    const int row_end = std::min(p.M, row_begin + rows_per_thread);
+    float* ap = ap_all + std::size_t(omp_get_thread_num()) * ap_floats;  // this thread's A block
 
-    for (int jc = 0; jc < p.N; jc += kNC) {                    // loop 5
+    for (int jc = 0; jc < p.N; jc += kNC) {                // loop 5
       const int nc = std::min(kNC, p.N - jc);
-      const int n_panels = (nc + kNR - 1) / kNR;
-      for (int pc = 0; pc < p.K; pc += kKC) {                  // loop 4
+      const int n_panels = ceil_div(nc, kNR);
+      for (int pc = 0; pc < p.K; pc += kKC) {              // loop 4
         const int kc = std::min(kKC, p.K - pc);
         // Pack B together: micro-panel jp goes to Bp + jp·NR·kc, whoever packs it.
 #pragma omp for schedule(static)
@@ -80,12 +83,18 @@ void run(const GemmProblem& p, const Args<GemmProblem>& args) {
                             bp + std::ptrdiff_t(jp) * kNR * kc);
         // (implicit barrier at the end of `omp for`: the panel is complete)
 
-        for (int ic = row_begin; ic < row_end; ic += kMC) {    // loop 3, this thread's share
-          const int mc = std::min(kMC, row_end - ic);
+        // Loop 3, shared out: a thread takes the next row block when it is
+        // done with its last (dynamic), so a core slowed by something else
+        // running on it does fewer blocks instead of holding the others up.
+#pragma omp for schedule(dynamic, 1) nowait
+        for (int blk = 0; blk < row_blocks; ++blk) {
+          const int ic = blk * block_rows;
+          if (ic >= p.M) continue;                         // rounding left a spare block
+          const int mc = std::min(block_rows, p.M - ic);
           pack_a(mc, kc, A + ic * lda + pc, lda, ap);
           macro_kernel(mc, nc, kc, ap, bp, C + ic * ldc + jc, ldc, /*accumulate=*/pc > 0, kernel);  // loops 2, 1
         }
-#pragma omp barrier
+#pragma omp barrier  // nobody repacks B while another thread still reads it
       }
     }
   }

@@ -267,7 +267,7 @@ inline void micro_kernel_portable(int kc, const float* __restrict ap, const floa
 //         acc[i][j] += ap[i] * bp[j]          c[i][0] = fma(a, b0, c[i][0]); c[i][1] = fma(a, b1, c[i][1])
 //
 // Compiled for AVX2+FMA whatever the build flags say (target attribute); it
-// must only be called after a run-time check (select_micro_kernel below).
+// must only be called after a run-time check (selected_micro_kernel below).
 // The loops over i and v have constant trip counts and are fully unrolled, so
 // `acc` is 12 registers, not memory.
 __attribute__((target("avx2,fma"))) inline void micro_kernel_avx2(int kc, const float* __restrict ap,

@@ -231,6 +231,14 @@ __device__ __forceinline__ void cp_async_16(uint32_t shared_dst, const void* glo
                : "memory");
 }
 
+// A plain 16-byte store to shared memory at a shared-state-space address
+// (used where a tile is filled through registers instead of by cp.async).
+__device__ __forceinline__ void st_shared_16(uint32_t shared_dst, const uint32_t (&words)[4]) {
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(shared_dst), "r"(words[0]), "r"(words[1]),
+               "r"(words[2]), "r"(words[3])
+               : "memory");
+}
+
 // Closes the group of cp.async issued by this thread since the last commit.
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 

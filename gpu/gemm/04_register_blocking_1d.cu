@@ -99,7 +99,10 @@ bool supports(const GemmProblem& p) {
 }
 
 void run(const GemmProblem& p, const Args<GemmProblem>& a) {
-  gemm_register_blocking_1d<<<grid_for(p), kThreads>>>(p.M, p.N, p.K, static_cast<const float*>(a.a), static_cast<const float*>(a.b), static_cast<float*>(a.c));
+  const auto* A = static_cast<const float*>(a.a);  // [M,K] row-major
+  const auto* B = static_cast<const float*>(a.b);  // [K,N] row-major
+  auto* C = static_cast<float*>(a.c);              // [M,N] row-major
+  gemm_register_blocking_1d<<<grid_for(p), kThreads>>>(p.M, p.N, p.K, A, B, C);
   gpu::check_launch("gemm_register_blocking_1d");
 }
 

@@ -12,8 +12,9 @@
 // the 128×128 block tile halves global traffic per FMA again (each A and B
 // element fetched from DRAM/L2 once per 128 outputs along the other axis).
 //
-// Cost: 64 accumulators + 16 operands per thread (~100-130 registers, so at
-// most 2 blocks of 256 threads per SM), 8 KiB of shared memory per block.
+// Cost: 64 accumulators + 16 operands per thread: ptxas gives 147 registers
+// (no spills), so only 1 block of 256 threads fits per SM (8 warps: little
+// latency hiding); 8 KiB of shared memory per block.
 // What still limits it: every load is a 4-byte scalar (from global and from
 // shared), and the thread layout is naive — a warp reading Bs[kk][tx·8 + j]
 // hits each bank 4 times (tx and tx+4 are 32 floats apart), and As[m][kk] has
@@ -120,7 +121,10 @@ bool supports(const GemmProblem& p) {
 }
 
 void run(const GemmProblem& p, const Args<GemmProblem>& a) {
-  gemm_register_blocking_2d<<<grid_for(p), kThreads>>>(p.M, p.N, p.K, static_cast<const float*>(a.a), static_cast<const float*>(a.b), static_cast<float*>(a.c));
+  const auto* A = static_cast<const float*>(a.a);  // [M,K] row-major
+  const auto* B = static_cast<const float*>(a.b);  // [K,N] row-major
+  auto* C = static_cast<float*>(a.c);              // [M,N] row-major
+  gemm_register_blocking_2d<<<grid_for(p), kThreads>>>(p.M, p.N, p.K, A, B, C);
   gpu::check_launch("gemm_register_blocking_2d");
 }
 

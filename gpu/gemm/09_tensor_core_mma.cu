@@ -1,6 +1,6 @@
-// gpu/gemm/09_tensor_core_mma.cu — tensor cores: one warp instruction does a 16x8x16 matrix product.
+// gpu/gemm/09_tensor_core_mma.cu — lesson 03, GPU rung 9: tensor cores, one warp instruction per 16x8x16 product.
 //
-// The idea this step adds: the fp32 rungs before it spend one FFMA per
+// Idea over 08_double_buffering: the fp32 rungs before it spend one FFMA per
 // multiply-add. A tensor core takes 16-bit inputs and does a whole
 // 16x8x16 block (2048 multiply-adds) in one warp-wide instruction,
 //
@@ -27,7 +27,8 @@
 // 16-byte loads, bigger warp tiles).
 //
 // Supported: f16 and bf16, any M, N, K (M up to 65535 block rows).
-// Run just this: build/convlab run gemm/cuda/09_tensor_core_mma
+// Run just this: build/convlab run gemm/cuda/09_tensor_core_mma --shape M=4096,dtype=f16
+// (the tour shape is fp32, which tensor-core rungs do not take).
 #include <cstdint>
 
 #include "core/ops/gemm.hpp"
