@@ -35,7 +35,10 @@ std::vector<GemmProblem> OpTraits<GemmProblem>::shapes(ShapeTable table, Device 
                                     {256, 256, 256, f32}};
       for (GemmProblem p : {GemmProblem{31, 63, 65, f16}, GemmProblem{64, 64, 64, f16},
                             GemmProblem{129, 127, 257, f16}, GemmProblem{1, 8, 16, f16},
-                            GemmProblem{65, 33, 96, bf16}})
+                            GemmProblem{65, 33, 96, bf16},
+                            // aligned (K, N multiples of 8) with more k-tiles than a
+                            // 3-stage pipeline holds: the tensor-core fast paths
+                            GemmProblem{200, 264, 264, f16}, GemmProblem{96, 72, 264, bf16}})
         t.push_back(p);
       return t;
     }

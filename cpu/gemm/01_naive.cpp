@@ -8,7 +8,7 @@
 // multiply-add touches a new cache line and, at large N, a new page; and all
 // the multiply-adds of one output add into the one `acc`, a dependency chain
 // the compiler may not reorder (float addition is not associative), so it
-// runs at one FMA per 4-cycle latency with no SIMD at all.
+// runs at one addition per add latency (3 cycles here), with no SIMD at all.
 // Size cap: at about 0.5 GFLOP/s a 2048³ product takes over half a minute per
 // run, and a benchmark runs it at least three times (check, time, re-check).
 // `supports` therefore stops at M·N·K ≤ 1024³ (4 s per run here), so the

@@ -14,10 +14,10 @@
 // FMAs with no dependency chain between them. Row i of C (N floats) stays in
 // L1 for the whole k loop.
 // Cost: what is left is traffic. For each row i, all of B (K·N floats) is
-// streamed through the core again: 4 MiB at 1024² (from the 32 MiB L3),
-// 16 MiB at 2048² (half the L3, shared with the other core — it spills to
-// DRAM). Every FMA waits for one fresh float of B: 2 FLOP per 4 bytes.
-// Size cap: M·N·K ≤ 2048³ (≈ 2 s per run here), so the benchmark stays short.
+// streamed through the core again: 4 MiB at 1024² (it stays in the 32 MiB
+// L3), 16 MiB at 2048² (next to A and C, 16 MiB each, it does not: DRAM).
+// Every FMA lane needs one fresh float of B: 2 FLOP per 4 bytes.
+// Size cap: M·N·K ≤ 2048³ (under a second per run here), so the benchmark stays short.
 // Run just this: build/convlab run gemm/cpu/02_loop_reorder
 #include <cstdint>
 

@@ -19,8 +19,9 @@
 // once per depth block (K/BK times); A reread N/BN times. What this rung does
 // not fix: every FMA still loads its accumulator C(i, j) from L1 and stores
 // it back, and loads its B value from L2 — the core spends its time moving
-// data, not multiplying. Where all of B already fit the L3 (1024³) blocking
-// gains little; where it does not (2048³) 02 falls off and this does not.
+// data, not multiplying (about a third of peak). At 1024³, where all of B fits
+// the L3 anyway, blocking gains about a quarter over 02; at 2048³, where it
+// does not, about half.
 // Tunables: kBlockM/N/K in gemm_kernels.hpp (shared with 04, static_asserts there).
 // Run just this: build/convlab run gemm/cpu/03_cache_blocking
 #include <algorithm>
