@@ -7,8 +7,9 @@ A lesson marks where a table goes:
     ...generated, never edited by hand...
     <!-- /convlab:results -->
 
-and this script fills it from the newest committed Google Benchmark JSON under
-bench/results/ that has rows for that op, device and shape. Each row: variant,
+and this script fills it from the committed Google Benchmark JSON under
+bench/results/ with the most rows for that op, device and shape (the newest
+among equals). Each row: variant,
 median time, GFLOP/s, % of the measured peak, speed-up over the lesson's first
 rung (the 01_ variant) and ratio to the baseline libraries in the same run.
 
@@ -86,10 +87,16 @@ def render(rows, source, context):
 def fill(text, runs):
     def replace(m):
         args = dict(kv.split("=", 1) for kv in m.group("args").split())
-        for path, data in reversed(runs):  # newest file name last: results are dated folders
+        # Rows of one table always come from one run (ratios within a run only).
+        # The run with the most of the table's variants wins; among equals the
+        # newest (files sort by their dated folder).
+        best = None
+        for path, data in runs:
             rows = rows_for(data, args["op"], args["device"], args["shape"])
-            if rows:
-                return m.group(1) + render(rows, path, data.get("context", {})) + m.group(4)
+            if rows and (best is None or len(rows) >= len(best[1])):
+                best = (path, rows, data.get("context", {}))
+        if best:
+            return m.group(1) + render(best[1], best[0], best[2]) + m.group(4)
         return m.group(1) + "_No committed benchmark results for this table yet._\n" + m.group(4)
     return MARKER.sub(replace, text)
 
