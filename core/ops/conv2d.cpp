@@ -65,7 +65,8 @@ std::vector<ConvProblem> OpTraits<ConvProblem>::shapes(ShapeTable table, Device 
       return {gpu ? conv(32, 56, 56, 128, 128, 3, 3, 1, 1, 1) : conv(1, 56, 56, 64, 64, 3, 3, 1, 1, 1)};
     case ShapeTable::bench:
       if (gpu)
-        return {conv(32, 56, 56, 128, 128, 3, 3, 1, 1, 1), conv(128, 56, 56, 128, 128, 3, 3, 1, 1, 1, DType::f16),
+        return {conv(32, 56, 56, 128, 128, 3, 3, 1, 1, 1), conv(128, 56, 56, 128, 128, 3, 3, 1, 1, 1),
+                conv(128, 56, 56, 128, 128, 3, 3, 1, 1, 1, DType::f16),
                 conv(128, 28, 28, 256, 256, 3, 3, 1, 1, 1)};
       return {conv(1, 56, 56, 64, 64, 3, 3, 1, 1, 1), conv(8, 56, 56, 64, 64, 3, 3, 1, 1, 1),
               conv(8, 28, 28, 128, 128, 3, 3, 1, 1, 1)};

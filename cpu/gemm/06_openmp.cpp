@@ -46,58 +46,22 @@ using namespace cpu_gemm;
 
 int thread_count() { return omp_get_max_threads(); }
 
-constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
 std::size_t workspace_bytes(const GemmProblem& p) { return packed_workspace_bytes(p, thread_count()); }
 
 void run(const GemmProblem& p, const Args<GemmProblem>& args) {
-  const float* A = static_cast<const float*>(args.a);  // [M, K] row-major
-  const float* B = static_cast<const float*>(args.b);  // [K, N] row-major
-  float* C = static_cast<float*>(args.c);              // [M, N] row-major
-  const std::ptrdiff_t lda = p.K, ldb = p.N, ldc = p.N;
-  const MicroKernel kernel = selected_micro_kernel().kernel;
-
-  const int threads = thread_count();                      // as many as the workspace has A blocks for
-  float* bp = static_cast<float*>(args.workspace);         // the shared packed B panel
-  float* ap_all = bp + packed_b_floats(p);                 // then one packed A block per thread
-  const std::size_t ap_floats = packed_a_floats(p);
-
-  // Loop 3's row blocks, dealt out evenly: a multiple of `threads` blocks of
-  // at most MC rows, each a whole number of MR-row micro-panels.
-  const int row_blocks = ceil_div(ceil_div(p.M, kMC), threads) * threads;
-  const int block_rows = ceil_div(ceil_div(p.M, row_blocks), kMR) * kMR;  // ≤ MC
-
-#pragma omp parallel num_threads(threads)
-  {
-    float* ap = ap_all + std::size_t(omp_get_thread_num()) * ap_floats;  // this thread's A block
-
-    for (int jc = 0; jc < p.N; jc += kNC) {                // loop 5
-      const int nc = std::min(kNC, p.N - jc);
-      const int n_panels = ceil_div(nc, kNR);
-      for (int pc = 0; pc < p.K; pc += kKC) {              // loop 4
-        const int kc = std::min(kKC, p.K - pc);
-        // Pack B together: micro-panel jp goes to Bp + jp·NR·kc, whoever packs it.
-#pragma omp for schedule(static)
-        for (int jp = 0; jp < n_panels; ++jp)
-          pack_b_micropanel(kc, std::min(kNR, nc - jp * kNR), B + pc * ldb + jc + jp * kNR, ldb,
-                            bp + std::ptrdiff_t(jp) * kNR * kc);
-        // (implicit barrier at the end of `omp for`: the panel is complete)
-
-        // Loop 3, shared out: a thread takes the next row block when it is
-        // done with its last (dynamic), so a core slowed by something else
-        // running on it does fewer blocks instead of holding the others up.
-#pragma omp for schedule(dynamic, 1) nowait
-        for (int blk = 0; blk < row_blocks; ++blk) {
-          const int ic = blk * block_rows;
-          if (ic >= p.M) continue;                         // rounding left a spare block
-          const int mc = std::min(block_rows, p.M - ic);
-          pack_a(mc, kc, A + ic * lda + pc, lda, ap);
-          macro_kernel(mc, nc, kc, ap, bp, C + ic * ldc + jc, ldc, /*accumulate=*/pc > 0, kernel);  // loops 2, 1
-        }
-#pragma omp barrier  // nobody repacks B while another thread still reads it
-      }
-    }
-  }
+  // The parallel five-loop driver lives in gemm_kernels.hpp as
+  // gemm_packed_parallel(), because lesson 02's im2col conv calls the very same
+  // driver on views into larger tensors. Read it there: loop 5 and loop 4 run
+  // on every thread, the B panel is packed by all threads together (`omp for`
+  // over its micro-panels, then the implied barrier), and loop 3's row blocks
+  // of C are dealt out dynamically, each thread packing its own A block.
+  StridedGemm g;
+  g.M = p.M, g.N = p.N, g.K = p.K;
+  g.a = static_cast<const float*>(args.a), g.lda = p.K;  // [M, K] row-major
+  g.b = static_cast<const float*>(args.b), g.ldb = p.N;  // [K, N] row-major
+  g.c = static_cast<float*>(args.c), g.ldc = p.N;        // [M, N] row-major
+  gemm_packed_parallel(g, args.workspace, thread_count(), selected_micro_kernel().kernel);
 }
 
 const Register<GemmProblem> reg{{

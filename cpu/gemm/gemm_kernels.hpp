@@ -1,9 +1,11 @@
 // cpu/gemm/gemm_kernels.hpp — the shared pieces of lesson 03's CPU GEMM
 // ladder: every tunable (one block, below), the cache-block routines of rungs
 // 03–04, and the packing routines, micro-kernels (AVX2/FMA and portable),
-// macro-kernel and one-thread driver of rungs 05–06. Header-only, registers
-// nothing; each rung's file says which idea it adds and calls these, so a
-// later rung reuses an earlier one's code instead of copying it.
+// macro-kernel and one-thread driver of rungs 05–06, and (for lesson 02's
+// im2col convolution) packing from a transposed B plus rung 06's OpenMP
+// driver on strided views. Header-only, registers nothing; each rung's file
+// says which idea it adds and calls these, so a later rung reuses an earlier
+// one's code instead of copying it.
 //
 // Rungs 03–04: 02's (i, k, j) loops run inside blocks that fit the caches;
 // 04 first copies each block into a contiguous buffer.
@@ -28,6 +30,7 @@
 #pragma once
 
 #include <immintrin.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -203,6 +206,27 @@ inline void pack_b_micropanel(int kc, int cols, const float* b, std::ptrdiff_t l
 inline void pack_b(int kc, int nc, const float* b, std::ptrdiff_t ldb, float* bp) {
   for (int j0 = 0; j0 < nc; j0 += kNR)
     pack_b_micropanel(kc, std::min(kNR, nc - j0), b + j0, ldb, bp + std::ptrdiff_t(j0) * kc);
+}
+
+// B handed over transposed (lesson 02). Its source is Bᵀ: an [N, K] row-major
+// matrix (leading dim ldbt) whose row j is column j of B. A convolution's KRSC
+// weights are exactly that — w is [K, R·S·T] row-major, and the GEMM
+// y = patches · wᵀ needs B = wᵀ — so instead of transposing w into a buffer
+// first, the packing reads it transposed. Packing copies every element of B
+// once anyway; only the order of the reads changes:
+//
+//   Bp[panel][k][j] = Bt(panel·NR + j, k) = B(k, panel·NR + j)   (0 for columns past nc)
+//
+// Plain loop: for k, j: Bp[(j/NR)·NR·kc + k·NR + j%NR] = Bt[j·ldbt + k]
+// Reads run along rows of Bt (contiguous), writes land NR floats apart — the
+// mirror image of pack_a, and for the same reason: read the source in order.
+inline void pack_bt_micropanel(int kc, int cols, const float* bt, std::ptrdiff_t ldbt, float* bp) {
+  for (int j = 0; j < cols; ++j) {
+    const float* src = bt + j * ldbt;
+    for (int k = 0; k < kc; ++k) bp[k * kNR + j] = src[k];
+  }
+  for (int j = cols; j < kNR; ++j)  // edge: zero columns
+    for (int k = 0; k < kc; ++k) bp[k * kNR + j] = 0.f;
 }
 
 // ============================================================================
@@ -407,6 +431,80 @@ inline void gemm_packed(const GemmProblem& p, const float* a, const float* b, fl
         const int mc = std::min(kMC, p.M - ic);
         pack_a(mc, kc, a + ic * lda + pc, lda, ap);
         macro_kernel(mc, nc, kc, ap, bp, c + ic * ldc + jc, ldc, /*accumulate=*/pc > 0, kernel);  // loops 2, 1
+      }
+    }
+  }
+}
+
+// ============================================================================
+// Rung 06's OpenMP driver (cpu/gemm/06_openmp.cpp calls it), written for
+// operands that may be views into larger tensors (lesson 02: one group's patch
+// matrix, one group's rows of KRSC weights, one group's channel slice of an
+// NHWC output): B panel packed by all threads together, row blocks of C dealt
+// out dynamically, one A block per thread; explicit leading dimensions, and B
+// either as stored ([K, N]) or transposed ([N, K]).
+//
+//   C[M, N] (rows ldc apart) = A[M, K] (rows lda apart) · B
+//   B = b as [K, N], rows ldb apart            (b_transposed == false)
+//   B = bᵀ, b as [N, K], rows ldb apart         (b_transposed == true)
+//
+// C is only written (poison-safe), never read before the first depth slice.
+// Call from outside any parallel region: it opens its own, with `threads`
+// threads. `workspace` holds packed_workspace_bytes({M, N, K}, threads)
+// bytes, 64-byte aligned.
+// ============================================================================
+struct StridedGemm {
+  int M = 0, N = 0, K = 0;
+  const float* a = nullptr;      // A [M, K]
+  std::ptrdiff_t lda = 0;
+  const float* b = nullptr;      // B [K, N], or Bᵀ [N, K] when b_transposed
+  std::ptrdiff_t ldb = 0;
+  bool b_transposed = false;
+  float* c = nullptr;            // C [M, N]
+  std::ptrdiff_t ldc = 0;
+  GemmProblem problem() const { return {M, N, K, DType::f32}; }
+};
+
+inline void gemm_packed_parallel(const StridedGemm& g, void* workspace, int threads, MicroKernel kernel) {
+  const auto ceil_div = [](int a, int b) { return (a + b - 1) / b; };
+  const GemmProblem p = g.problem();
+  float* bp = static_cast<float*>(workspace);              // the shared packed B panel
+  float* ap_all = bp + packed_b_floats(p);                 // then one packed A block per thread
+  const std::size_t ap_floats = packed_a_floats(p);
+  const int row_blocks = ceil_div(ceil_div(p.M, kMC), threads) * threads;  // as in 06
+  const int block_rows = ceil_div(ceil_div(p.M, row_blocks), kMR) * kMR;   // ≤ MC
+
+#pragma omp parallel num_threads(threads)
+  {
+    float* ap = ap_all + std::size_t(omp_get_thread_num()) * ap_floats;
+    for (int jc = 0; jc < p.N; jc += kNC) {                // loop 5
+      const int nc = std::min(kNC, p.N - jc);
+      const int n_panels = ceil_div(nc, kNR);
+      for (int pc = 0; pc < p.K; pc += kKC) {              // loop 4
+        const int kc = std::min(kKC, p.K - pc);
+        // Pack B together: micro-panel jp goes to bp + jp·NR·kc, whoever packs it.
+#pragma omp for schedule(static)
+        for (int jp = 0; jp < n_panels; ++jp) {
+          const int j0 = jc + jp * kNR, cols = std::min(kNR, nc - jp * kNR);
+          float* dst = bp + std::ptrdiff_t(jp) * kNR * kc;
+          if (g.b_transposed)
+            pack_bt_micropanel(kc, cols, g.b + j0 * g.ldb + pc, g.ldb, dst);  // Bᵀ rows j0.., columns pc..
+          else
+            pack_b_micropanel(kc, cols, g.b + pc * g.ldb + j0, g.ldb, dst);
+        }
+        // (implicit barrier: the panel is complete)
+        // Loop 3, shared out: a thread takes the next row block when it is
+        // done with its last (dynamic), so a core slowed by something else
+        // running on it does fewer blocks instead of holding the others up.
+#pragma omp for schedule(dynamic, 1) nowait
+        for (int blk = 0; blk < row_blocks; ++blk) {
+          const int ic = blk * block_rows;
+          if (ic >= p.M) continue;
+          const int mc = std::min(block_rows, p.M - ic);
+          pack_a(mc, kc, g.a + ic * g.lda + pc, g.lda, ap);
+          macro_kernel(mc, nc, kc, ap, bp, g.c + ic * g.ldc + jc, g.ldc, /*accumulate=*/pc > 0, kernel);
+        }
+#pragma omp barrier  // nobody repacks B while another thread still reads it
       }
     }
   }

@@ -47,154 +47,20 @@
 #include "core/ops/gemm.hpp"
 #include "gpu/common/check.cuh"
 #include "gpu/common/gemm_tiles.cuh"
+#include "gpu/gemm/sgemm_double_buffered.cuh"
 
 namespace convlab {
 namespace {
 
-// ---- tunables (the tile shapes of rung 7, now with two stages) ----------------
-constexpr int kBlockM = 128, kBlockN = 128, kBlockK = 8;  // block tile of C, and the K slice
-constexpr int kWarpM = 64, kWarpN = 32;                   // warp tile of C
-constexpr int kLanesM = 8, kLanesN = 4;                   // a warp's lanes as an 8×4 grid
-constexpr int kPiece = 4;                                 // a lane's outputs come in 4×4 pieces (float4 wide)
-constexpr int kAPad = 4;                                  // floats of padding per As row
-constexpr int kStages = 2;                                // shared-memory buffers
-// derived
-constexpr int kWarpsM = kBlockM / kWarpM, kWarpsN = kBlockN / kWarpN;  // 2 × 4 warps
-constexpr int kThreads = kWarpsM * kWarpsN * 32;                        // 256
-constexpr int kRepeatM = kWarpM / (kLanesM * kPiece);                   // 2 pieces down
-constexpr int kRepeatN = kWarpN / (kLanesN * kPiece);                   // 2 pieces across
-constexpr int kThreadM = kRepeatM * kPiece, kThreadN = kRepeatN * kPiece;  // 8 × 8 outputs per thread
-static_assert(kBlockM % kWarpM == 0 && kBlockN % kWarpN == 0, "warp tiles must tile the block tile");
-static_assert(kLanesM * kLanesN == 32, "the lane grid is one warp");
-static_assert(kWarpM % (kLanesM * kPiece) == 0 && kWarpN % (kLanesN * kPiece) == 0,
-              "the lanes' 4×4 pieces must tile the warp tile");
-static_assert(kLanesM * kPiece * 4 == 128, "one A fragment read per warp = 128 contiguous bytes: conflict-free");
-static_assert(kPiece == 4, "fragments and C stores are float4s");
-static_assert(kBlockM * kBlockK / 4 == kThreads, "each thread fetches exactly one float4 of the A tile");
-static_assert(kBlockK * kBlockN / 4 == kThreads, "each thread fetches exactly one float4 of the B tile");
-static_assert(kAPad % 4 == 0, "padding must keep every As row 16-byte aligned for float4 reads");
-static_assert((kBlockM + kAPad) % 32 == 4, "row stride ≡ 4 banks: As[j][r] and As[j+4][r] land 16 banks apart");
-static_assert(kStages == 2, "the loop below alternates between exactly two stages");
-static_assert(kStages * kBlockK * (kBlockM + kAPad + kBlockN) * sizeof(float) <= 48 * 1024,
-              "static shared memory is capped at 48 KiB (and 2 blocks must fit in an SM)");
-
-// One thread's share of a K slice, between the global fetch and the shared store.
-struct SliceInFlight {
-  float4 a;  // A[row0 + a_row][k0 + a_col ..+3]
-  float4 b;  // B[k0 + b_row][col0 + b_col ..+3]
-};
-
-// Kernel contract:
-//   A [M,K], B [K,N], C [M,N] row-major fp32; 1-D blocks of 256 threads.
-//   kVectorized = true requires gpu::can_use_float4(K, N, A, B, C); false
-//   requires nothing. Block (bx, by) owns the 128×128 tile of C at
-//   (by·128, bx·128); warp w the 64×32 warp tile at ((w / 4)·64, (w % 4)·32);
-//   lane (lm, ln) = (lane / 4, lane % 4) owns the 4×4 pieces at rows
-//   {0, 32} + lm·4 and columns {0, 16} + ln·4 of its warp tile (the picture
-//   in 07_warp_tiling). Per K slice k0, thread t fetches
-//   A[row0 + t/2][k0 + (t%2)·4 ..+3] and B[k0 + t/32][col0 + (t%32)·4 ..+3].
-//
-//     stage 0: As[0][k][m], Bs[0][k][n]   ← being read by slice s   (s even)
-//     stage 1: As[1][k][m], Bs[1][k][n]   ← being filled with slice s+1
-//
-//   Edge duties: elements outside A or B are fetched as 0 (so the last,
-//   partial slice adds zeros); every thread fetches and meets every barrier;
-//   outputs outside C are not stored.
-template <bool kVectorized>
-__global__ void __launch_bounds__(kThreads, 2)
-    gemm_double_buffering(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
-                          float* __restrict__ C) {
-  __shared__ __align__(16) float As[kStages][kBlockK][kBlockM + kAPad];  // As[stage][k][m]: A transposed
-  __shared__ __align__(16) float Bs[kStages][kBlockK][kBlockN];          // Bs[stage][k][n]
-
-  const int t = threadIdx.x, warp = t / 32, lane = t % 32;
-  const int row0 = blockIdx.y * kBlockM, col0 = blockIdx.x * kBlockN;
-  const int warp_row = (warp / kWarpsN) * kWarpM, warp_col = (warp % kWarpsN) * kWarpN;
-  const int lane_row = (lane / kLanesN) * kPiece, lane_col = (lane % kLanesN) * kPiece;
-  const int a_row = t / (kBlockK / 4), a_col = (t % (kBlockK / 4)) * 4;  // my float4 of the A tile
-  const int b_row = t / (kBlockN / 4), b_col = (t % (kBlockN / 4)) * 4;  // my float4 of the B tile
-
-  const auto fetch = [&](int k0) {
-    return SliceInFlight{gpu::load4_or_zero<kVectorized>(A, M, K, row0 + a_row, k0 + a_col),
-                         gpu::load4_or_zero<kVectorized>(B, K, N, k0 + b_row, col0 + b_col)};
-  };
-  const auto store = [&](int stage, const SliceInFlight& s) {
-    As[stage][a_col + 0][a_row] = s.a.x;  // A is transposed on its way into shared memory
-    As[stage][a_col + 1][a_row] = s.a.y;
-    As[stage][a_col + 2][a_row] = s.a.z;
-    As[stage][a_col + 3][a_row] = s.a.w;
-    *reinterpret_cast<float4*>(&Bs[stage][b_row][b_col]) = s.b;
-  };
-  // Fragments of k-step kk: a[i·4 + q] = row warp_row + i·32 + lane_row + q of the tile, likewise b.
-  float a[2][kThreadM], b[2][kThreadN];
-  const auto read_fragments = [&](int stage, int kk, float* a_frag, float* b_frag) {
-    #pragma unroll
-    for (int i = 0; i < kRepeatM; ++i)
-      *reinterpret_cast<float4*>(&a_frag[i * kPiece]) =
-          *reinterpret_cast<const float4*>(&As[stage][kk][warp_row + i * kLanesM * kPiece + lane_row]);
-    #pragma unroll
-    for (int j = 0; j < kRepeatN; ++j)
-      *reinterpret_cast<float4*>(&b_frag[j * kPiece]) =
-          *reinterpret_cast<const float4*>(&Bs[stage][kk][warp_col + j * kLanesN * kPiece + lane_col]);
-  };
-
-  float acc[kThreadM][kThreadN] = {};
-
-  store(0, fetch(0));  // prologue: slice 0 into stage 0
-  __syncthreads();
-
-  int stage = 0;
-  for (int k0 = 0; k0 < K; k0 += kBlockK, stage ^= 1) {
-    const bool has_next = k0 + kBlockK < K;  // the same for every thread: no divergence
-    SliceInFlight next{};
-    if (has_next) next = fetch(k0 + kBlockK);  // issued now, consumed after the math
-
-    read_fragments(stage, 0, a[0], b[0]);
-    #pragma unroll
-    for (int kk = 0; kk < kBlockK; ++kk) {
-      // TUTORIAL: fragments of kk+1 are requested before the FMAs of kk use
-      // the other register set; with the loop unrolled, [kk % 2] is a fixed register name.
-      if (kk + 1 < kBlockK) read_fragments(stage, kk + 1, a[(kk + 1) % 2], b[(kk + 1) % 2]);
-      #pragma unroll
-      for (int i = 0; i < kThreadM; ++i)
-        #pragma unroll
-        for (int j = 0; j < kThreadN; ++j) acc[i][j] += a[kk % 2][i] * b[kk % 2][j];
-    }
-
-    if (has_next) store(stage ^ 1, next);  // stage^1 was last read in the previous slice: safe
-    __syncthreads();                       // slice s+1 is complete; stage is free again
-  }
-
-  #pragma unroll
-  for (int i = 0; i < kThreadM; ++i) {
-    const int row = row0 + warp_row + (i / kPiece) * kLanesM * kPiece + lane_row + i % kPiece;
-    #pragma unroll
-    for (int j = 0; j < kThreadN; j += kPiece) {
-      const int col = col0 + warp_col + (j / kPiece) * kLanesN * kPiece + lane_col;
-      gpu::store4_if_inside<kVectorized>(C, M, N, row, col,
-                                         make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]));
-    }
-  }
-}
-
-dim3 grid_for(const GemmProblem& p) {
-  return dim3(unsigned(gpu::ceil_div(p.N, kBlockN)), unsigned(gpu::ceil_div(p.M, kBlockM)));
-}
+using namespace gpu::double_buffered;  // tunables, kernel and launch: gpu/gemm/sgemm_double_buffered.cuh
 
 bool supports(const GemmProblem& p) {
   return p.dtype == DType::f32 && gpu::ceil_div<int64_t>(p.M, kBlockM) <= gpu::kMaxGridYZ;
 }
 
 void run(const GemmProblem& p, const Args<GemmProblem>& a) {
-  const auto* A = static_cast<const float*>(a.a);
-  const auto* B = static_cast<const float*>(a.b);
-  auto* C = static_cast<float*>(a.c);
-  if (gpu::can_use_float4(p.K, p.N, A, B, C)) {
-    gemm_double_buffering<true><<<grid_for(p), kThreads>>>(p.M, p.N, p.K, A, B, C);
-  } else {
-    gemm_double_buffering<false><<<grid_for(p), kThreads>>>(p.M, p.N, p.K, A, B, C);
-  }
-  gpu::check_launch("gemm_double_buffering");
+  gpu::double_buffered::launch(p.M, p.N, p.K, static_cast<const float*>(a.a), static_cast<const float*>(a.b),
+                               static_cast<float*>(a.c));
 }
 
 const Register<GemmProblem> reg{{

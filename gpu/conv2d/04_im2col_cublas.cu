@@ -1,0 +1,117 @@
+// gpu/conv2d/04_im2col_cublas.cu — lesson 02, GPU rung 4: im2col + cuBLAS.
+//
+// Idea over 03_im2col_gemm: the same im2col kernel (gpu/conv2d/im2col.cuh),
+// and the matrix product handed to NVIDIA's cuBLAS instead of the suite's own
+// SGEMM. This is the classic Caffe recipe (im2col + one cublasSgemm per
+// group), and it separates two questions: how much does materialising the
+// patch matrix cost (the same here as in 03), and how much is left on the
+// table by our GEMM compared with the vendor's (the difference between 03
+// and 04)?
+//
+// cuBLAS takes transposes and leading dimensions as arguments, so neither of
+// 03's adapter kernels is needed. cuBLAS is column-major; a row-major matrix
+// is the column-major view of its transpose (gpu/gemm/cublas.cu explains the
+// trick). We want, per group g,
+//
+//   row-major     y_g [M, K/G] (ld K)  =  A [M, R·S·T] (ld lda)  ·  w_gᵀ      w_g = [K/G, R·S·T] (ld R·S·T)
+//   column-major  y_gᵀ [K/G, M]        =  w_g [K/G, R·S·T]       ·  Aᵀ [R·S·T, M]
+//
+// In column-major terms the bytes of w_g are a [R·S·T, K/G] matrix (= w_gᵀ),
+// so the first operand is that matrix with CUBLAS_OP_T; the bytes of A are
+// already Aᵀ [R·S·T, M] (CUBLAS_OP_N, ld lda); the bytes of y_g are y_gᵀ
+// [K/G, M] with ld K — a column slice of NHWC y, written in place:
+//
+//   cublasGemmEx(OP_T, OP_N, m = K/G, n = M, k = R·S·T,
+//                w + g·(K/G)·R·S·T, ld R·S·T,   A, ld lda,   y + g·K/G, ld K)
+//
+// 1x1, stride 1, pad 0 (any groups): no im2col. Group g's patch matrix is x
+// itself from column g·T on, rows C apart — cuBLAS's leading dimension takes
+// the stride, so the view works even with groups (03's GEMM cannot).
+//
+// fp32 runs on a handle with TF32 off (gpu/common/cublas_handle.cuh): plain
+// IEEE FMAs, as the fp32 tolerance demands. fp16 copies fp16 patches and runs
+// on tensor cores with fp32 accumulation (CUBLAS_COMPUTE_32F) and fp16
+// output, reduced-precision reductions forbidden by the handle.
+// Cost: cuBLAS's GEMM plus the patch matrix written and read once (see 03).
+// Workspace: one group's patch matrix, N·P·Q·R·S·T elements (0 for the 1x1 view).
+// Not yet run on a GPU when written: compiled for sm_90, unmeasured.
+// Run just this: build/convlab run conv2d/cuda/04_im2col_cublas
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <type_traits>
+
+#include "core/ops/conv2d.hpp"
+#include "gpu/common/check.cuh"
+#include "gpu/common/conv_geometry.cuh"
+#include "gpu/common/cublas_handle.cuh"
+#include "gpu/common/element.cuh"
+#include "gpu/conv2d/im2col.cuh"
+
+namespace convlab {
+namespace {
+
+bool patch_matrix_is_a_view(const ConvProblem& p) { return p.R == 1 && p.S == 1 && p.stride == 1 && p.pad == 0; }
+int64_t patch_rows(const ConvProblem& p) { return int64_t(p.N) * p.P() * p.Q(); }
+int64_t patch_cols(const ConvProblem& p) { return int64_t(p.R) * p.S * p.T(); }
+
+std::size_t workspace_bytes(const ConvProblem& p) {
+  if (patch_matrix_is_a_view(p)) return 0;
+  return std::size_t(patch_rows(p) * patch_cols(p)) * dtype_size(p.dtype);
+}
+
+bool supports(const ConvProblem& p) {
+  // cuBLAS's m, n, k and leading dimensions are int.
+  return (p.dtype == DType::f32 || p.dtype == DType::f16) && patch_rows(p) < (int64_t(1) << 31) &&
+         patch_cols(p) < (int64_t(1) << 31);
+}
+
+void run(const ConvProblem& p, const Args<ConvProblem>& a) {
+  if (!patch_matrix_is_a_view(p) && !a.workspace)
+    throw std::runtime_error("conv2d/cuda/04_im2col_cublas: missing workspace");
+  const gpu::ConvGeometry g = gpu::geometry_of(p);
+  const int M = int(patch_rows(p)), depth = int(patch_cols(p)), Kg = p.K_per_group();
+  const float alpha = 1.f, beta = 0.f;  // beta = 0: y is not read (it holds NaN poison)
+
+  gpu::visit_dtype<float, __half>(p.dtype, [&](auto tag) {
+    using Element = typename decltype(tag)::type;
+    const cudaDataType_t type = std::is_same_v<Element, float> ? CUDA_R_32F : CUDA_R_16F;
+    const auto* x = static_cast<const Element*>(a.x);  // [N, H, W, C]        NHWC
+    const auto* w = static_cast<const Element*>(a.w);  // [K, R, S, C/groups] KRSC
+    auto* y = static_cast<Element*>(a.y);              // [N, P, Q, K]        NHWC = [N·P·Q, K]
+    auto* patches = static_cast<Element*>(a.workspace);  // [N·P·Q, R·S·T] one group
+
+    for (int group = 0; group < p.groups; ++group) {
+      const Element* A = x + int64_t(group) * p.T();   // 1x1 view: x's columns g·T …, rows C apart
+      int lda = p.C;
+      if (!patch_matrix_is_a_view(p)) {
+        gpu::im2col(g, group, x, patches);
+        A = patches;
+        lda = depth;
+      }
+      const Element* w_g = w + int64_t(group) * Kg * depth;  // [K/G, R·S·T] row-major
+      Element* y_g = y + int64_t(group) * Kg;                // [M, K/G] slice of y, ld K
+      gpu::check_cublas(cublasGemmEx(gpu::cublas_handle(), CUBLAS_OP_T, CUBLAS_OP_N,
+                                     /*m=*/Kg, /*n=*/M, /*k=*/depth, &alpha,
+                                     /*w_g's bytes: [R·S·T, K/G] col-major, transposed*/ w_g, type, /*ld=*/depth,
+                                     /*A's bytes: Aᵀ [R·S·T, M] col-major*/ A, type, /*ld=*/lda, &beta,
+                                     /*y_g's bytes: y_gᵀ [K/G, M] col-major*/ y_g, type, /*ld=*/p.K,
+                                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                        "cublasGemmEx");
+      gpu::check_launch("cublasGemmEx");
+    }
+  });
+}
+
+const Register<ConvProblem> reg{{
+    .name = "04_im2col_cublas",
+    .device = Device::cuda,
+    .lesson = 2,
+    .supports = supports,
+    .run = run,
+    .workspace_bytes = workspace_bytes,
+    .idea = "im2col kernel + one cublasGemmEx per group, transposes by cuBLAS flags (fp32 without TF32; fp16)",
+}};
+
+}  // namespace
+}  // namespace convlab
