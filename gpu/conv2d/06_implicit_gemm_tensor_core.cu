@@ -47,8 +47,8 @@
 // 554 TFLOP/s in bench/results/2026-11-30-h200. NOT YET RUN ON A GPU.
 //
 // Supported: f16 and bf16, any shape, stride, pad and groups; fast path when
-// T % 8 == 0 with 16-byte aligned x and w. Limits: N·P·Q < 2³¹,
-// N·H·W·C + (R+S+1)·W·C < 2³¹, K·RST < 2³¹, groups ≤ 65535.
+// T % 8 == 0 with 16-byte aligned x and w. Limits: N·P·Q ≤ 2³¹ − 1 − 128,
+// N·H·W·C + (R + 2·pad + 34)·(W + 1)·C < 2³¹, K·RST < 2³¹, groups ≤ 65535.
 // Run just this: build/convlab run conv2d/cuda/06_implicit_gemm_tensor_core --shape N=128,H=56,C=128,K=128,R=3,pad=1,dtype=f16
 #include <climits>
 #include <cstdint>
@@ -405,8 +405,13 @@ int64_t gemm_rows(const ConvProblem& p) { return int64_t(p.N) * p.P() * p.Q(); }
 
 bool supports(const ConvProblem& p) {
   const int64_t tiles = gpu::ceil_div<int64_t>(gemm_rows(p), kBlockM) * gpu::ceil_div(p.K_per_group(), kBlockN);
-  const int64_t x_reach = int64_t(p.N) * p.H * p.W * p.C + int64_t(p.R + p.S + 1) * p.W * p.C;  // int offsets
-  return (p.dtype == DType::f16 || p.dtype == DType::bf16) && gemm_rows(p) <= INT_MAX && tiles <= gpu::kMaxGridX &&
+  // int offsets into x: a row's offset (tap (0, 0), possibly in the padding) lies within (pad + 1)·(W + 1)·C
+  // of x, and the cursor's tap offset (r·W + s)·C + t stays below (R + 33)·(W + 1)·C (j runs up to RST + 31).
+  const int64_t x_reach =
+      int64_t(p.N) * p.H * p.W * p.C + int64_t(p.R + 2 * p.pad + kBlockK + 2) * (p.W + 1) * p.C;
+  // M + kBlockM must fit an int: ceil_div(M, kBlockM) and the last tile's row indices.
+  return (p.dtype == DType::f16 || p.dtype == DType::bf16) && gemm_rows(p) <= INT_MAX - kBlockM &&
+         tiles <= gpu::kMaxGridX &&
          x_reach <= INT_MAX && int64_t(p.K) * p.R * p.S * p.T() <= INT_MAX && p.groups <= gpu::kMaxGridYZ;
 }
 
