@@ -31,17 +31,6 @@ TimingOptions RepetitionPolicy::options() const {
   return o;
 }
 
-namespace {
-
-// Poison, run, compare: the one correctness check, used before and after timing.
-CompareResult checked_run(ICase& c) {
-  c.poison_outputs();
-  c.run();
-  return c.verify();
-}
-
-}  // namespace
-
 void check_and_time(ICase& c, const RepetitionPolicy& reps, Measurement& m) {
   m.variant = c.variant();
   m.spec = c.spec();

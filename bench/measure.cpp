@@ -60,10 +60,8 @@ ICase* prepare_case(benchmark::State& state, const BenchTarget& t, const std::st
   std::unique_ptr<ICase> c = t.op->make_case(t.variant, t.spec, t.seed);
 
   const auto first_run_start = std::chrono::steady_clock::now();
-  c->poison_outputs();
-  c->run();
+  const CompareResult before = checked_run(*c);  // its run doubles as the first warm-up run
   const double first_run_seconds = seconds_since(first_run_start);
-  const CompareResult before = c->verify();
   if (!before.ok) {
     state.SkipWithError(("wrong before timing: " + describe(before) + " [seed " + std::to_string(t.seed) + "]").c_str());
     return nullptr;
@@ -143,9 +141,7 @@ void measure_case(benchmark::State& state, const BenchTarget& t) {
       total_ms += ms;
     }
 
-    c->poison_outputs();
-    c->run();
-    const CompareResult after = c->verify();
+    const CompareResult after = checked_run(*c);
     if (!after.ok) {
       current_slot() = {};
       state.SkipWithError(("wrong after timing: " + describe(after) + " [seed " + std::to_string(t.seed) + "]").c_str());

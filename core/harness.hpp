@@ -54,6 +54,14 @@ class ICase {
   virtual std::vector<TensorSpec> output_specs() const = 0;
 };
 
+// The one correctness check: poison every output, run once, compare with the
+// reference. Tests, benchmarks (before and after timing) and the app all use it.
+inline CompareResult checked_run(ICase& c) {
+  c.poison_outputs();
+  c.run();
+  return c.verify();
+}
+
 class OpHandle {
  public:
   virtual ~OpHandle() = default;

@@ -45,18 +45,6 @@ std::vector<GemmProblem> boundary_shapes() {
 
 std::string spec_of(const GemmProblem& p) { return OpTraits<GemmProblem>::spec(p); }
 
-// Poison, run, verify — twice, so a run cannot lean on the previous output.
-void check_case(ICase& c, const std::string& what) {
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    c.poison_outputs();
-    c.run();
-    const CompareResult r = c.verify();
-    INFO(what << ", run " << attempt + 1 << ": " << (r.ok ? "ok" : r.message) << " (rel L2 " << r.rel_l2
-              << ", CONVLAB_SEED=" << testing::base_seed() << ")");
-    CHECK(r.ok);
-  }
-}
-
 // Sets an environment variable for one scope and restores what was there.
 class ScopedEnv {
  public:
@@ -91,7 +79,7 @@ TEST_CASE("gemm/cpu ladder: every rung across the blocking boundaries", "[gemm][
       const std::string spec = spec_of(p);
       if (!op->unsupported_reason(i, spec).empty()) continue;
       auto c = op->make_case(i, spec, testing::base_seed() ^ std::hash<std::string>{}(spec));
-      check_case(*c, v.id() + " on " + spec);
+      testing::check_twice(*c, v.id() + " on " + spec);
     }
   }
   CHECK(rungs >= 6);  // 01_naive … 06_openmp
@@ -139,7 +127,7 @@ TEST_CASE("gemm/cpu/05_microkernel: portable fallback through the harness", "[ge
   for (const GemmProblem& p : shapes) {
     const uint64_t seed = testing::base_seed() ^ std::hash<std::string>{}(spec_of(p));
     Case<GemmProblem> c(v, info, p, random_inputs(p, seed), "");
-    check_case(c, info.id() + " on " + spec_of(p));
+    testing::check_twice(c, info.id() + " on " + spec_of(p));
   }
 }
 

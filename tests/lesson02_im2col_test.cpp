@@ -50,14 +50,7 @@ TEST_CASE("conv2d/cpu lesson 02: im2col rungs across slab and depth boundaries",
       const std::string spec = OpTraits<ConvProblem>::spec(p);
       REQUIRE(op->unsupported_reason(index, spec).empty());
       auto c = op->make_case(index, spec, testing::base_seed() ^ std::hash<std::string>{}(spec));
-      for (int attempt = 0; attempt < 2; ++attempt) {  // twice: a run cannot lean on the previous output
-        c->poison_outputs();
-        c->run();
-        const CompareResult r = c->verify();
-        INFO(name << " on " << spec << ", run " << attempt + 1 << ": " << (r.ok ? "ok" : r.message)
-                  << " (CONVLAB_SEED=" << testing::base_seed() << ")");
-        CHECK(r.ok);
-      }
+      testing::check_twice(*c, std::string(name) + " on " + spec);
     }
   }
 }

@@ -25,6 +25,15 @@ bool skip_without_gpu() {
   return true;
 }
 
+void check_twice(ICase& c, const std::string& what) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const CompareResult r = checked_run(c);
+    INFO(what << ", run " << attempt + 1 << ": " << (r.ok ? "ok" : r.message) << " (rel L2 " << r.rel_l2
+              << ", CONVLAB_SEED=" << base_seed() << ")");
+    CHECK(r.ok);
+  }
+}
+
 void check_variant_on_table(const OpHandle& op, std::size_t index) {
   const VariantInfo v = op.variants().at(index);
   if (v.device == Device::cuda && skip_without_gpu()) return;
@@ -35,13 +44,7 @@ void check_variant_on_table(const OpHandle& op, std::size_t index) {
     const uint64_t seed = base_seed() ^ std::hash<std::string>{}(spec);
     INFO(v.id() << " on " << spec << " (replay: CONVLAB_SEED=" << base_seed() << ")");
     auto c = op.make_case(index, spec, seed);
-    for (int attempt = 0; attempt < 2; ++attempt) {  // twice: a second run must not rely on the first's output
-      c->poison_outputs();
-      c->run();
-      const CompareResult r = c->verify();
-      INFO("run " << attempt + 1 << ": " << (r.ok ? "ok" : r.message) << " (rel L2 " << r.rel_l2 << ")");
-      CHECK(r.ok);
-    }
+    check_twice(*c, v.id() + " on " + spec);
   }
   INFO(v.id() << " supports none of the " << op.name() << " test shapes");
   CHECK(tested > 0);

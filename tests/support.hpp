@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "core/harness.hpp"
 
@@ -16,6 +17,10 @@ uint64_t base_seed();
 // True (and prints CONVLAB-SKIP, which CTest reports as skipped) when a GPU
 // test cannot run here.
 bool skip_without_gpu();
+
+// checked_run twice (a run must not lean on the previous run's output),
+// failing the Catch test with `what` and the replay seed on a mismatch.
+void check_twice(ICase& c, const std::string& what);
 
 // Runs variant `index` of `op` on every supported test shape: poison, run,
 // verify; fails the Catch test on any mismatch, and if the variant supports

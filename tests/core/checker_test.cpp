@@ -60,9 +60,7 @@ template <class P> std::pair<int, int> run_on_f32_table(const Variant<P>& v) {
     if (p.dtype != DType::f32) continue;
     const uint64_t seed = testing::base_seed() + uint64_t(tried);
     Case<P> c(v, info, p, random_inputs(p, seed), "");
-    c.poison_outputs();
-    c.run();
-    const CompareResult r = c.verify();
+    const CompareResult r = checked_run(c);
     INFO(v.name << " on " << OpTraits<P>::spec(p) << ": " << (r.ok ? "accepted" : r.message)
                 << " (CONVLAB_SEED=" << testing::base_seed() << ")");
     passed += r.ok;
