@@ -31,14 +31,31 @@
 // s−1 before any thread writes. What slice s+1 reads was written before the
 // barrier that ends slice s.
 //
-// Cost: twice the shared memory (16.6 KiB per block: still 2+ blocks per SM),
-// 8 more registers for the prefetched float4s and 16 more for the second set
-// of fragments, all within the 128 registers that __launch_bounds__(256, 2)
-// allows (ptxas, sm_90: exactly 128 registers, 0 bytes spilled, both paths).
-// Prediction at 4096³ on an H200: ~43-48 TFLOP/s (≈ 85-95% of cuBLAS's ~51):
-// the FMA pipe is now the limit, less the overhead of ~0.25 LDS.128 per 16
-// FMAs, index math and the tail of the last wave (1024 blocks over 132 SMs ×
-// 2 = 3.9 waves).
+// Cost: twice the shared memory and registers for the prefetched float4s and
+// the second set of fragments.
+//
+// Then, with the latency hidden, re-choose the tiles. With rung 7's shape
+// (128×128 block, BK = 8, eight 64×32 warps, 8×8 outputs per lane, 128
+// registers) double buffering measured 41.0 TFLOP/s at 4096³ on the H200,
+// 81% of cuBLAS, under the predicted 43–48: the FMA pipe was not yet the limit.
+// Per 64 FMAs a lane still issues 4 LDS.128, and every 8 k-steps a barrier,
+// the global fetches and the transposed stores. bench/tune_sgemm_tiles.cu
+// sweeps ten shapes of this same kernel (gpu/gemm/sgemm_double_buffered.cuh
+// takes them as a template parameter) in one GPU call. Measured at 4096³ / 8192³
+// (bench/results/2026-11-30-h200-2/tune-sgemm.txt):
+//
+//   tiles (block × BK, warp, blocks/SM)     TFLOP/s       vs cuBLAS
+//   128×128×8,  64×32, 2   (rung 7's)       41.0 / 41.6   0.81 / 0.82
+//   128×128×16, 64×32, 2                    43.0 / 43.3   0.84 / 0.85   half the barriers per FMA
+//   128×128×8,  32×64, 2                    38.4 / 38.8   0.76 / 0.76
+//   128×128×16, 64×64, 2   (128 threads)    44.0 / 44.4   0.86 / 0.87   ← DefaultTiles
+//   128×256×8,  64×64, 1                    44.3 / 44.6   0.87 / 0.88
+//
+// The winners share an 8×16 lane tile: 128 FMAs per 6 LDS.128 instead of 64
+// per 4, at 225–255 registers, so only 8 warps fit per SM and the two-stage
+// pipeline must hide the latency on its own. 128×256 is a hair faster but
+// wastes half its tile on the 128-column GEMMs of lesson 02's convolutions,
+// so the default is 128×128×16.
 //
 // Supported: fp32, any M, N, K (float4 path when K % 4 == 0 and N % 4 == 0
 // with 16-byte aligned buffers, predicated scalar path otherwise; both tested);
