@@ -6,10 +6,11 @@
 // (cpu/conv2d/winograd_cpu.hpp), now with 36 GEMMs.
 //
 // Cost: the transforms are no longer only ±1: Bᵀ has 4s and 5s, Aᵀ has 2, 4
-// and 8, G has 1/4, 1/6, 1/12, 1/24. Per channel an input tile costs ≈ 2·6·(6
-// terms) = 144 flops for 16 outputs (F(2×2): 32 for 4), so transforms weigh
-// relatively more; V is 36/16 = 2.25× x and M 2.25× y (F(2×2): 4×), so less
-// traffic per output. Accuracy is the price: the evaluation points ±2 make
+// and 8, G has 1/4, 1/6, 1/12, 1/24. Per channel an input tile costs 336
+// flops (as compiled here: no common subexpressions shared) and an output
+// tile 200, i.e. 21 + 12.5 per output pixel against F(2×2)'s 8 + 6; at
+// C = K = 64 the transforms are ≈ 12% of the GEMMs' FLOPs (F(2×2): 2.7%).
+// V is 36/16 = 2.25× x and M 2.25× y (F(2×2): 4×), so less traffic per output. Accuracy is the price: the evaluation points ±2 make
 // Bᵀ and Aᵀ entries up to 8 and G's entries fractions that do not fit a
 // binary float exactly, so rounding errors are amplified more — the measured
 // fp32 error is several times F(2×2)'s (table in lessons/05-winograd).
