@@ -9,7 +9,8 @@ A lesson marks where a table goes:
 
 and this script fills it from the committed Google Benchmark JSON under
 bench/results/ with the most rows for that op, device and shape (the newest
-among equals). Each row: variant,
+among equals); `file=bench-winograd.json` in the marker restricts the choice
+to runs saved under that file name. Each row: variant,
 median time, GFLOP/s, % of the measured peak, speed-up over the lesson's first
 rung (the 01_ variant) and ratio to the baseline libraries in the same run.
 
@@ -90,8 +91,12 @@ def fill(text, runs):
         # Rows of one table always come from one run (ratios within a run only).
         # The run with the most of the table's variants wins; among equals the
         # newest (files sort by their dated folder).
+        # file=NAME limits the choice to runs saved as NAME (a lesson whose
+        # rungs were measured in their own run, beside the earlier rungs).
         best = None
         for path, data in runs:
+            if "file" in args and os.path.basename(path) != args["file"]:
+                continue
             rows = rows_for(data, args["op"], args["device"], args["shape"])
             if rows and (best is None or len(rows) >= len(best[1])):
                 best = (path, rows, data.get("context", {}))

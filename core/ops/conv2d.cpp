@@ -46,9 +46,12 @@ std::vector<ConvProblem> test_shapes() {
       conv(1, 16, 16, 64, 64, 3, 3, 1, 1, 1),  // a typical layer, tile-aligned
       conv(1, 15, 15, 64, 63, 3, 3, 1, 1, 1),  // tile − 1
       conv(1, 23, 19, 3, 8, 7, 7, 2, 3, 1),    // a network stem
+      conv(3, 9, 6, 5, 7, 3, 3, 1, 0, 1),      // 3x3 stride 1, no padding: odd/even tile edges (Winograd)
+      conv(2, 11, 10, 20, 13, 3, 3, 1, 2, 1),  // 3x3 pad 2: whole tiles of padding
   };
   for (ConvProblem p : {conv(2, 5, 7, 3, 5, 3, 3, 1, 1, 1), conv(1, 13, 11, 17, 31, 3, 3, 1, 1, 1),
-                        conv(1, 16, 16, 64, 64, 3, 3, 1, 1, 1), conv(2, 9, 9, 16, 32, 3, 3, 2, 1, 2)}) {
+                        conv(1, 16, 16, 64, 64, 3, 3, 1, 1, 1), conv(2, 9, 9, 16, 32, 3, 3, 2, 1, 2),
+                        conv(3, 9, 6, 5, 7, 3, 3, 1, 0, 1)}) {
     p.dtype = DType::f16;
     t.push_back(p);
   }

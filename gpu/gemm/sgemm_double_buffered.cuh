@@ -4,11 +4,16 @@
 // stages, register prefetch of the next K slice, double-buffered fragments),
 // kept here so that other variants can call the suite's own GEMM:
 // lesson 02's gpu/conv2d/03_im2col_gemm.cu runs it on the im2col patch
-// matrix. The idea, its cost and the measurements are told in 08's header;
+// matrix, and lesson 05's Winograd rungs (gpu/conv2d/winograd.cuh) run their
+// 16 or 36 per-point GEMMs as one batched launch (launch_batched, blockIdx.z
+// picks the product; the kernel body is shared with the plain launch).
+// The idea, its cost and the measurements are told in 08's header;
 // this file holds the tunables, the kernel with its contract, and its
 // launch (the float4-or-scalar choice). 08_double_buffering.cu keeps the
 // registration.
 #pragma once
+
+#include <cstdint>
 
 #include "gpu/common/check.cuh"
 #include "gpu/common/gemm_tiles.cuh"
@@ -93,10 +98,13 @@ struct SliceInFlight {
 //   Edge duties: elements outside A or B are fetched as 0 (so the last,
 //   partial slice adds zeros); every thread fetches and meets every barrier;
 //   outputs outside C are not stored.
+//
+//   The body is a device function so that the plain kernel and the batched
+//   one (below: lesson 05's Winograd GEMMs, one per blockIdx.z) are the same
+//   code; it is inlined into each.
 template <class Cfg, bool kVectorized>
-__global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
-    gemm_double_buffering(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
-                          float* __restrict__ C) {
+__device__ __forceinline__ void gemm_block_tile(int M, int N, int K, const float* __restrict__ A,
+                                                const float* __restrict__ B, float* __restrict__ C) {
   constexpr int BM = Cfg::kBlockM, BN = Cfg::kBlockN, BK = Cfg::kBlockK;
   constexpr int kPiece = Cfg::kPiece, kLanesM = Cfg::kLanesM, kLanesN = Cfg::kLanesN;
   constexpr int kThreadM = Cfg::kThreadM, kThreadN = Cfg::kThreadN;
@@ -186,6 +194,25 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   }
 }
 
+template <class Cfg, bool kVectorized>
+__global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
+    gemm_double_buffering(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
+                          float* __restrict__ C) {
+  gemm_block_tile<Cfg, kVectorized>(M, N, K, A, B, C);
+}
+
+// A batch of equally shaped products, C_z = A_z · B_z for z = blockIdx.z, the
+// operands stride_a / stride_b / stride_c floats apart (a stride of 0 shares
+// one operand among all z).
+template <class Cfg, bool kVectorized>
+__global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
+    gemm_double_buffering_batched(int M, int N, int K, const float* __restrict__ A, int64_t stride_a,
+                                  const float* __restrict__ B, int64_t stride_b, float* __restrict__ C,
+                                  int64_t stride_c) {
+  const int64_t z = blockIdx.z;
+  gemm_block_tile<Cfg, kVectorized>(M, N, K, A + z * stride_a, B + z * stride_b, C + z * stride_c);
+}
+
 // C = A·B on the default stream with the tile shapes Cfg: A [M,K], B [K,N],
 // C [M,N] row-major fp32, float4 kernel when gpu::can_use_float4 allows,
 // predicated scalar kernel otherwise. Requires ceil(M/BM) ≤ gpu::kMaxGridYZ.
@@ -203,6 +230,24 @@ void launch_tiles(int M, int N, int K, const float* A, const float* B, float* C)
 // The same with DefaultTiles: what rung 08 and lesson 02's GPU rung call.
 inline void launch(int M, int N, int K, const float* A, const float* B, float* C) {
   launch_tiles<DefaultTiles>(M, N, K, A, B, C);
+}
+
+// `batch` products C_z = A_z · B_z (z < batch) in one launch with DefaultTiles,
+// operands stride_* floats apart; float4 kernel when every A_z, B_z, C_z allows it.
+// Requires ceil(M/BM) ≤ gpu::kMaxGridYZ and batch ≤ gpu::kMaxGridYZ.
+inline void launch_batched(int batch, int M, int N, int K, const float* A, int64_t stride_a, const float* B,
+                           int64_t stride_b, float* C, int64_t stride_c) {
+  using Cfg = DefaultTiles;
+  const dim3 grid(unsigned(gpu::ceil_div(N, Cfg::kBlockN)), unsigned(gpu::ceil_div(M, Cfg::kBlockM)),
+                  unsigned(batch));
+  const bool strides_keep_alignment = stride_a % 4 == 0 && stride_b % 4 == 0 && stride_c % 4 == 0;
+  if (gpu::can_use_float4(K, N, A, B, C) && strides_keep_alignment) {
+    gemm_double_buffering_batched<Cfg, true><<<grid, Cfg::kThreads>>>(M, N, K, A, stride_a, B, stride_b, C, stride_c);
+  } else {
+    gemm_double_buffering_batched<Cfg, false>
+        <<<grid, Cfg::kThreads>>>(M, N, K, A, stride_a, B, stride_b, C, stride_c);
+  }
+  gpu::check_launch("gemm_double_buffering_batched");
 }
 
 }  // namespace convlab::gpu::double_buffered

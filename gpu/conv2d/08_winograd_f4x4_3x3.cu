@@ -1,0 +1,44 @@
+// gpu/conv2d/08_winograd_f4x4_3x3.cu — lesson 05, GPU rung 8: Winograd F(4×4, 3×3), fp32 and fp16.
+//
+// Idea over 07_winograd_f2x2_3x3: bigger tiles, the same four launches
+// (gpu/conv2d/winograd.cuh). A 4×4 output tile from a 6×6 input tile: 36
+// multiplies per (c, k) pair instead of 144 — 4× fewer than direct — and V,
+// M are 36/16 = 2.25× x and y instead of 4×, so the traffic that held rung 07
+// back shrinks too. The price is accuracy (entries up to 8 in Bᵀ and Aᵀ,
+// 1/6 and 1/12 in G; the measured table is in lessons/05-winograd).
+//
+// Count first, N=32 56×56 C=K=128 3×3 pad 1 fp32 on an H200 (tiles =
+// 32·14·14 = 6 272):
+//   FLOPs   GEMMs 36 · 2 · 6 272 · 128 · 128 = 7.4 GFLOP (direct: 29.6);
+//           transforms ≈ 0.4 GFLOP of adds and small multiplies
+//   bytes   x 51 MB, V 116 MB written + read, M 116 MB written + read, y 51 MB: ≈ 0.57 GB
+//   floors  GEMMs at 30–40 TFLOP/s: 0.19–0.25 ms; transforms ≈ 0.33 GB at ~3.5 TB/s: 0.09 ms
+//   predicted 0.30–0.40 ms: about 2× faster than 05_implicit_gemm_f32 (0.735 ms).
+// NOT YET RUN ON A GPU.
+//
+// fp16: x, w, y in half, everything in between in fp32; the only fp16
+// rounding is the output's, so F(4×4) passes the fp16 bound honestly (an
+// fp16 V would not be safe: see the lesson's error table).
+// Supported: f32 and f16, 3×3, stride 1, one group, any N, H, W, C, K, pad.
+// Run just this: build/convlab run conv2d/cuda/08_winograd_f4x4_3x3
+#include "gpu/conv2d/winograd.cuh"
+
+namespace convlab {
+namespace {
+
+void run(const ConvProblem& p, const Args<ConvProblem>& a) {
+  gpu::winograd::run<4>(p, a, "conv2d/cuda/08_winograd_f4x4_3x3");
+}
+
+const Register<ConvProblem> reg{{
+    .name = "08_winograd_f4x4_3x3",
+    .device = Device::cuda,
+    .lesson = 5,
+    .supports = gpu::winograd::supports<4>,
+    .run = run,
+    .workspace_bytes = gpu::winograd::workspace_bytes<4>,
+    .idea = "Winograd F(4x4,3x3): 36 GEMMs over blockIdx.z, 4x fewer multiplies than direct; f32/f16 with fp32 inside",
+}};
+
+}  // namespace
+}  // namespace convlab
