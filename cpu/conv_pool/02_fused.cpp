@@ -119,23 +119,32 @@ struct WindowView {
 };
 
 void pack_a_windows(const WindowView& v, int64_t m0, int mc, int k0, int kc, float* ap) {
-  const int64_t windows_per_image = int64_t(v.P2) * v.Q2;
+  // supports() keeps N·P·Q (≥ every row index) below 2³¹: 32-bit arithmetic, and a
+  // window is decoded once for its four rows (two divisions per window, not per row).
+  const int windows_per_image = v.P2 * v.Q2;
+  int decoded_window = -1, n = 0, p0 = 0, q0 = 0;  // the last window decoded: image n, top-left pixel (p0, q0)
   for (int i0 = 0; i0 < mc; i0 += kMR, ap += std::ptrdiff_t(kMR) * kc) {
     const int rows = std::min(kMR, mc - i0);
     for (int i = 0; i < rows; ++i) {
-      const int64_t m = m0 + i0 + i;
-      const int64_t window = m / kWindowRows;
-      const int corner = int(m % kWindowRows);  // 2a + b
-      const int n = int(window / windows_per_image);
-      const int ij = int(window % windows_per_image);
-      const int p = 2 * (ij / v.Q2) + corner / 2, q = 2 * (ij % v.Q2) + corner % 2;
+      const int m = int(m0) + i0 + i;
+      const int window = m / kWindowRows, corner = m % kWindowRows;  // corner = 2a + b
+      if (window != decoded_window) {
+        decoded_window = window;
+        n = window / windows_per_image;
+        const int ij = window - n * windows_per_image;
+        const int wi = ij / v.Q2;
+        p0 = 2 * wi, q0 = 2 * (ij - wi * v.Q2);
+      }
+      const int p = p0 + corner / 2, q = q0 + corner % 2;
       const int ih0 = p * v.stride - v.pad, iw0 = q * v.stride - v.pad;
       const float* image = v.x + int64_t(n) * v.H * v.W * v.C + v.channel0;
       float* dst_row = ap + i;
-      int tap = k0 / v.T, t = k0 % v.T;
-      for (int k = 0; k < kc; t = 0, ++tap) {
+      // (r, s, t) of reduction index k0 + k, stepped tap by tap (no division per tap).
+      const int tap0 = k0 / v.T;
+      int r = tap0 / v.S, s = tap0 % v.S, t = k0 % v.T;
+      for (int k = 0; k < kc; t = 0, s = s + 1 == v.S ? 0 : s + 1, r += s == 0) {
         const int run = std::min(v.T - t, kc - k);
-        const int ih = ih0 + tap / v.S, iw = iw0 + tap % v.S;
+        const int ih = ih0 + r, iw = iw0 + s;
         float* dst = dst_row + std::ptrdiff_t(k) * kMR;
         if (ih >= 0 && ih < v.H && iw >= 0 && iw < v.W) {
           const float* src = image + (int64_t(ih) * v.W + iw) * v.C + t;
