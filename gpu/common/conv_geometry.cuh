@@ -6,6 +6,15 @@
 
 #include "core/problems.hpp"
 
+// The row-order maps below are plain arithmetic, callable on the host too so
+// that tests (tests/lesson07_fusion_test.cpp) can check them without a GPU.
+// Same definition as gpu/common/mma.cuh's (an identical redefinition is allowed).
+#if defined(__CUDACC__)
+#define CONVLAB_HOST_DEVICE __host__ __device__
+#else
+#define CONVLAB_HOST_DEVICE
+#endif
+
 namespace convlab::gpu {
 
 struct ConvGeometry {
@@ -30,14 +39,14 @@ struct OutputPixel {
 };
 
 // m = (n·P + p)·Q + q, all N·P·Q pixels.
-__device__ __forceinline__ OutputPixel pixel_order(const ConvGeometry& cg, int m) {
+CONVLAB_HOST_DEVICE inline OutputPixel pixel_order(const ConvGeometry& cg, int m) {
   const int pq = m % (cg.P * cg.Q);
   return {m / (cg.P * cg.Q), pq / cg.Q, pq % cg.Q};
 }
 
 // m = ((n·P2 + i)·Q2 + j)·4 + 2a + b  →  pixel (n, 2i + a, 2j + b), P2 = P/2, Q2 = Q/2:
 // only the 4·N·P2·Q2 pixels a floor 2x2 pooling reads (an odd last row / column is no row).
-__device__ __forceinline__ OutputPixel window_order(const ConvGeometry& cg, int m) {
+CONVLAB_HOST_DEVICE inline OutputPixel window_order(const ConvGeometry& cg, int m) {
   const int P2 = cg.P / 2, Q2 = cg.Q / 2;
   const int window = m / 4, corner = m % 4;
   const int ij = window % (P2 * Q2);
