@@ -104,6 +104,11 @@ void set_counters(benchmark::State& state, const BenchTarget& t, const ICase& c,
   state.counters["peak_gflops"] = Counter(peak_gflops);  // the denominators, so plots need only the JSON
   state.counters["peak_gbs"] = Counter(peak_gbs);
   state.counters["workspace_bytes"] = Counter(double(c.workspace_bytes()));
+  // The variant's own traffic model (min_bytes unless the variant declares
+  // more, e.g. layer-by-layer passes through an intermediate tensor).
+  const double model_bytes = c.model_bytes();
+  state.counters["model_bytes"] = Counter(model_bytes);
+  state.counters["model_bytes/s"] = Counter(model_bytes * iterations, Counter::kIsRate);
 }
 
 }  // namespace

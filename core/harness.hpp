@@ -44,6 +44,7 @@ class ICase {
   virtual std::string label() const = 0;       // "n8_56x56_c64_k64_3x3_s1p1g1_f32" (for names)
   virtual double flops() const = 0;
   virtual double min_bytes() const = 0;        // compulsory DRAM traffic (Eq. 23)
+  virtual double model_bytes() const = 0;      // what this variant moves by design (>= min_bytes)
   virtual int64_t reduction_depth() const = 0;
   virtual std::size_t workspace_bytes() const = 0;
   virtual void poison_outputs() = 0;           // NaN into every output element
@@ -107,6 +108,7 @@ template <class P> class Case final : public ICase {
   std::string label() const override { return OpTraits<P>::label(p_); }
   double flops() const override { return p_.flops(); }
   double min_bytes() const override { return p_.min_bytes(); }
+  double model_bytes() const override { return v_.model_bytes ? v_.model_bytes(p_) : p_.min_bytes(); }
   int64_t reduction_depth() const override { return p_.reduction_depth(); }
   std::size_t workspace_bytes() const override { return ws_bytes_; }
   std::vector<TensorSpec> output_specs() const override { return out_specs_; }

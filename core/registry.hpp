@@ -40,6 +40,10 @@ template <class P> struct Variant {
   Threads threads = Threads::single;
   const char* idea = "";                         // one line for `convlab list`
   bool baseline = false;                         // a vendor/library reference point
+  // The DRAM bytes this variant's algorithm moves by design, when that is more
+  // than the problem's compulsory min_bytes() (e.g. a layer-by-layer variant
+  // that stores and re-reads an intermediate tensor). nullptr: min_bytes().
+  double (*model_bytes)(const P&) = nullptr;
 };
 
 // What the type-erased side (app, tests, benchmarks) knows about a variant.

@@ -7,7 +7,8 @@ A lesson marks where a table goes:
     ...generated, never edited by hand...
     <!-- /convlab:results -->
 
-and this script fills it from the committed Google Benchmark JSON under
+(add `bytes=1` to the marker for two more columns: each variant's modelled
+traffic, counter `model_bytes`, and its rate) and this script fills it from the committed Google Benchmark JSON under
 bench/results/ with the most rows for that op, device and shape (the newest
 among equals); `file=bench-winograd.json` in the marker restricts the choice
 to runs saved under that file name. Each row: variant,
@@ -44,18 +45,27 @@ def load_runs():
 
 
 def rows_for(data, op, device, shape):
-    rows = []
+    # With --benchmark_repetitions a run holds one iteration row per repetition
+    # and aggregates: use each benchmark's median then, its single row otherwise.
+    medians = {b.get("run_name", b["name"]): b for b in data["benchmarks"]
+               if b.get("run_type") == "aggregate" and b.get("aggregate_name") == "median"}
+    rows, seen = [], set()
     for b in data["benchmarks"]:
         if b.get("run_type", "iteration") != "iteration" or b.get("error_occurred"):
             continue
-        parts = b["name"].split("/")
-        if len(parts) < 4 or parts[0] != op or parts[1] != device or parts[3] != shape:
+        run_name = b.get("run_name", b["name"])
+        parts = run_name.split("/")
+        if len(parts) < 4 or parts[0] != op or parts[1] != device or parts[3] != shape or run_name in seen:
             continue
+        seen.add(run_name)
+        b = medians.get(run_name, b)
         rows.append({
             "variant": parts[2],
             "ms": b["real_time"] * UNIT_TO_MS[b.get("time_unit", "ns")],
             "gflops": b.get("FLOP/s", 0) / 1e9,
             "pct_peak": b.get("pct_peak", 0),
+            "model_bytes": b.get("model_bytes"),      # the variant's own traffic model (absent in old runs)
+            "model_bps": b.get("model_bytes/s"),
         })
     return rows
 
@@ -63,11 +73,14 @@ def rows_for(data, op, device, shape):
 BASELINES = {"cublas", "cudnn", "eigen", "openblas", "onednn", "torch_inductor"}
 
 
-def render(rows, source, context):
+def render(rows, source, context, show_bytes=False):
     first = next((r for r in sorted(rows, key=lambda r: r["variant"]) if r["variant"] not in BASELINES), None)
     bases = [r for r in rows if r["variant"] in BASELINES]
     head = "| variant | time (ms) | GFLOP/s | % of peak | vs first rung |"
     sep = "|---|---:|---:|---:|---:|"
+    if show_bytes:  # a marker's bytes=1: each variant's modelled traffic (counter model_bytes) and its rate
+        head += " MB moved (model) | GB/s (model) |"
+        sep += "---:|---:|"
     for b in bases:
         head += f" vs {b['variant']} |"
         sep += "---:|"
@@ -75,6 +88,10 @@ def render(rows, source, context):
     for r in sorted(rows, key=lambda r: (r["variant"] in BASELINES, r["variant"])):
         speedup = f"{first['ms'] / r['ms']:.2f}x" if first else "-"
         line = f"| {r['variant']} | {r['ms']:.3f} | {r['gflops']:.1f} | {r['pct_peak']:.1f} | {speedup} |"
+        if show_bytes:
+            mb = f"{r['model_bytes'] / 1e6:.1f}" if r["model_bytes"] is not None else "-"
+            gbs = f"{r['model_bps'] / 1e9:.1f}" if r["model_bps"] is not None else "-"
+            line += f" {mb} | {gbs} |"
         for b in bases:
             line += f" {b['ms'] / r['ms']:.2f}x |"
         lines.append(line)
@@ -101,7 +118,7 @@ def fill(text, runs):
             if rows and (best is None or len(rows) >= len(best[1])):
                 best = (path, rows, data.get("context", {}))
         if best:
-            return m.group(1) + render(best[1], best[0], best[2]) + m.group(4)
+            return m.group(1) + render(best[1], best[0], best[2], args.get("bytes") == "1") + m.group(4)
         return m.group(1) + "_No committed benchmark results for this table yet._\n" + m.group(4)
     return MARKER.sub(replace, text)
 

@@ -1,0 +1,228 @@
+// gpu/conv_pool/02_fused.cu — lesson 07, GPU rung 2: conv, scale/bias, ReLU and 2x2 max-pool in one kernel.
+//
+// Idea over 01_layer_by_layer: rung 01's kernels 2 and 3 only ever touch
+// values that kernel 1 had in registers a moment earlier. So finish the layer
+// there: after the implicit GEMM's main loop, each thread scales, biases and
+// pools its accumulators, and stores only the pooled outputs. y_full never
+// reaches memory; traffic falls to the fused floor (ConvPoolProblem::min_bytes:
+// x, w, scale, bias once, y_pool once) — 899 MB → 77 MB on the bench shape.
+//
+// The main loops are lesson 04's, unchanged and not copied: the fp32 kernel of
+// conv2d/cuda/05 (gpu/conv2d/implicit_gemm_f32.cuh) and the tensor-core kernel
+// of conv2d/cuda/06 (gpu/conv2d/implicit_gemm_tensor_core.cuh), instantiated
+// here with an output policy that pools. Two things make that possible:
+//
+//   1. Row order. A 2x2 window's four pixels are scattered over two image
+//      rows, i.e. GEMM rows m and m + Q apart in lesson 04's pixel order —
+//      usually in different CTAs. So number the GEMM rows by WINDOW instead
+//      (gpu::window_order):  m = ((n·P2 + i)·Q2 + j)·4 + 2a + b  ↔  pixel (n, 2i+a, 2j+b).
+//      The im2col view just decodes m differently; everything else is the
+//      same GEMM. Four consecutive rows are one window, a 128-row CTA tile is
+//      32 whole windows, and the odd last row / column of the conv output
+//      (which floor pooling drops) is no GEMM row at all: M = 4·N·P2·Q2.
+//
+//   2. Where a window's four rows sit. 
+//        fp32 kernel: a thread owns rows m_piece + 0..3 (m_piece a multiple
+//          of 4) of every 4x4 piece: a whole window in ONE thread's registers.
+//          The pool is four fmaxf per channel, no communication.
+//        tensor-core kernel: the mma.m16n8k16 accumulator puts row g of a
+//          16-row tile in lanes 4g .. 4g+3 (gpu::mma_c_coord). A window's rows
+//          4w .. 4w+3 are therefore in lanes that differ only in lane bits 2
+//          and 3: two __shfl_xor_sync (by 4, then by 8) leave every lane with
+//          the window's maximum, and the lanes with g % 4 == 0 store it.
+//
+// The scale is applied to each of the four values BEFORE the max (a negative
+// scale reverses the order); the ReLU may come after (it commutes with max).
+// Output stores shrink 4× and are 32-bit (f16 pairs) or float4 (fp32).
+//
+// Prediction (bench/NOTES.md, lesson 07), n64 112x112 C16 → K128 3x3 f16 on an
+// H200: the conv's compute, ~120 µs at 250 TFLOP/s, with 77 MB moved under it
+// (19 µs at 4 TB/s): ≈ 2.4× faster than rung 01's ≈ 290 µs (≥ 1.5× expected even
+// if the conv runs at half that speed). f32 same shape: conv ~850 µs at 35 TFLOP/s,
+// rung 01 adds ~2×(205 MB·2)/4 TB/s ≈ 0.2 ms + the conv's own y_full store
+// → ≈ 1.25×. Contrast n32 56x56 C=K=128 f16 (compute-bound): ≈ 1.2×.
+// NOT YET RUN ON A GPU.
+// Supported: f32 (any shape, vectorized when T, K/groups % 4 == 0 and aligned)
+// and f16 (fast loads when T % 8 == 0), within the lesson 04 kernels' limits.
+// Run just this: build/convlab run conv_bias_relu_pool/cuda/02_fused --shape N=64,H=112,C=16,K=128,R=3,pad=1,dtype=f16
+#include <cstdint>
+#include <cmath>
+
+#include "core/ops/conv_pool.hpp"
+#include "gpu/common/check.cuh"
+#include "gpu/common/conv_geometry.cuh"
+#include "gpu/common/element.cuh"
+#include "gpu/common/gemm_tiles.cuh"
+#include "gpu/conv2d/implicit_gemm_f32.cuh"
+#include "gpu/conv2d/implicit_gemm_tensor_core.cuh"
+
+namespace convlab {
+namespace {
+
+using gpu::ConvGeometry;
+using gpu::OutputPixel;
+
+constexpr int kWindowRows = 4;  // GEMM rows per 2x2 window in window order
+static_assert(gpu::igemm_f32::kPiece == kWindowRows,
+              "fp32 kernel: a thread's 4-row piece must be exactly one window");
+static_assert(gpu::igemm_f32::kBlockM % kWindowRows == 0 && gpu::igemm_tc::kBlockM % kWindowRows == 0,
+              "CTA tiles must hold whole windows");
+static_assert(gpu::igemm_tc::kMmaM == 16 && gpu::igemm_tc::kWarpM % 16 == 0,
+              "tensor-core kernel: rows g and g+8 of 16-row mma tiles (lane = 4g + t), windows = g / 4");
+
+// ---- the pooling epilogue of the fp32 kernel ----------------------------------------------
+//
+// Plain form, for the thread's piece of rows m0 .. m0+3 (= window m0 / 4) and column k:
+//   y[window, g·Kg + k] = max(max_d (acc[m0 + d][k]·scale + bias), 0)
+struct PoolF32 {
+  float* y;            // [N, P/2, Q/2, K] NHWC = [windows, K]
+  const float* scale;  // [K]
+  const float* bias;   // [K]
+
+  __device__ static OutputPixel pixel(const ConvGeometry& cg, int m) { return gpu::window_order(cg, m); }
+
+  template <bool kVectorized>
+  __device__ void store(const ConvGeometry& cg, int M, int group,
+                        const float (&acc)[gpu::igemm_f32::kThreadM][gpu::igemm_f32::kThreadN],
+                        const int (&m_piece)[gpu::igemm_f32::kRepeatM],
+                        const int (&k_piece)[gpu::igemm_f32::kRepeatN]) const {
+    using namespace gpu::igemm_f32;  // kRepeatM, kRepeatN, kPiece
+    const int Kg = cg.K_per_group;
+    const float* group_scale = scale + group * Kg;
+    const float* group_bias = bias + group * Kg;
+#pragma unroll
+    for (int ip = 0; ip < kRepeatM; ++ip) {
+      const int m0 = m_piece[ip];  // a multiple of 4; M is too: the piece is all in or all out
+      if (m0 >= M) continue;
+      float* y_row = y + int64_t(m0 / kWindowRows) * cg.K + group * Kg;
+#pragma unroll
+      for (int jp = 0; jp < kRepeatN; ++jp) {
+        const int k = k_piece[jp];
+        float v[kPiece];
+#pragma unroll
+        for (int e = 0; e < kPiece; ++e) {
+          const int col = jp * kPiece + e;
+          const float s = k + e < Kg ? group_scale[k + e] : 0.f, b = k + e < Kg ? group_bias[k + e] : 0.f;
+          float best = acc[ip * kPiece][col] * s + b;
+#pragma unroll
+          for (int d = 1; d < kWindowRows; ++d) best = fmaxf(best, acc[ip * kPiece + d][col] * s + b);
+          v[e] = fmaxf(best, 0.f);
+        }
+        if constexpr (kVectorized) {  // Kg % 4 == 0: all four inside or none; K % 4 == 0 and y aligned
+          if (k < Kg) *reinterpret_cast<float4*>(y_row + k) = make_float4(v[0], v[1], v[2], v[3]);
+        } else {
+#pragma unroll
+          for (int e = 0; e < kPiece; ++e)
+            if (k + e < Kg) y_row[k + e] = v[e];
+        }
+      }
+    }
+  }
+};
+
+// ---- the pooling epilogue of the tensor-core kernel ----------------------------------------
+//
+// Lane 4g + t holds, per 16-row mma tile mi and n8 tile ni, rows g and g + 8 at
+// columns 2t, 2t + 1 (gpu::mma_c_coord). In window order, rows 4w .. 4w+3 of a
+// tile are window w, held by g = 4w' .. 4w'+3, i.e. lanes l, l^4, l^8, l^12:
+//
+//   v = acc·scale + bias                      each lane, its own rows
+//   v = max(v, shfl_xor(v, 4))                rows g and g^1
+//   v = max(v, shfl_xor(v, 8))                and g^2, g^3: the window's max, in all four lanes
+//   if g % 4 == 0: y[window, k] = max(v, 0)   one lane of four stores
+//
+// The shuffles run on all 32 lanes (full mask), outside every branch.
+template <class Element> struct PoolTensorCore {
+  Element* y;            // [N, P/2, Q/2, K] NHWC = [windows, K]
+  const Element* scale;  // [K]
+  const Element* bias;   // [K]
+  bool pair_stores;      // Kg even and y 4-byte aligned: (k, k+1) is one aligned 32-bit store
+
+  __device__ static OutputPixel pixel(const ConvGeometry& cg, int m) { return gpu::window_order(cg, m); }
+
+  __device__ void store(const ConvGeometry& cg, int M, int group, int warp_m, int warp_n, int lane,
+                        const float (&acc)[gpu::igemm_tc::kMmaTilesM][gpu::igemm_tc::kMmaTilesN][4]) const {
+    using namespace gpu::igemm_tc;  // kMmaTilesM, kMmaTilesN, kMmaM, kMmaN
+    constexpr unsigned kAllLanes = 0xffffffffu;
+    const int Kg = cg.K_per_group;
+    const int g = lane / 4, t = lane % 4;
+    const bool storing_lane = g % kWindowRows == 0;
+#pragma unroll
+    for (int ni = 0; ni < kMmaTilesN; ++ni) {
+      const int k = warp_n + ni * kMmaN + 2 * t;  // this lane's two columns k, k + 1 (within the group)
+      const bool in0 = k < Kg, in1 = k + 1 < Kg;
+      const float s0 = in0 ? gpu::to_float(scale[group * Kg + k]) : 0.f;
+      const float b0 = in0 ? gpu::to_float(bias[group * Kg + k]) : 0.f;
+      const float s1 = in1 ? gpu::to_float(scale[group * Kg + k + 1]) : 0.f;
+      const float b1 = in1 ? gpu::to_float(bias[group * Kg + k + 1]) : 0.f;
+#pragma unroll
+      for (int mi = 0; mi < kMmaTilesM; ++mi)
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          float v0 = acc[mi][ni][2 * half] * s0 + b0, v1 = acc[mi][ni][2 * half + 1] * s1 + b1;
+          v0 = fmaxf(v0, __shfl_xor_sync(kAllLanes, v0, 4));
+          v1 = fmaxf(v1, __shfl_xor_sync(kAllLanes, v1, 4));
+          v0 = fmaxf(v0, __shfl_xor_sync(kAllLanes, v0, 8));
+          v1 = fmaxf(v1, __shfl_xor_sync(kAllLanes, v1, 8));
+          const int m = warp_m + mi * kMmaM + g + 8 * half;  // storing lanes: the window's first row
+          if (!storing_lane || m >= M) continue;
+          Element* y_row = y + int64_t(m / kWindowRows) * cg.K + int64_t(group) * Kg;
+          v0 = fmaxf(v0, 0.f);
+          v1 = fmaxf(v1, 0.f);
+          if (pair_stores) {
+            if (in0) *reinterpret_cast<uint32_t*>(y_row + k) = gpu::pack_pair<Element>(v0, v1);
+          } else {
+            if (in0) y_row[k] = gpu::from_float<Element>(v0);
+            if (in1) y_row[k + 1] = gpu::from_float<Element>(v1);
+          }
+        }
+    }
+  }
+};
+
+// GEMM rows in window order: every pixel some window reads, and no other.
+int64_t window_rows(const ConvPoolProblem& p) { return int64_t(kWindowRows) * p.N * p.P2() * p.Q2(); }
+
+bool supports(const ConvPoolProblem& p) {
+  if (!p.valid()) return false;
+  if (p.dtype == DType::f32) return gpu::igemm_f32::fits(window_rows(p), p.conv());
+  if (p.dtype == DType::f16) return gpu::igemm_tc::fits(window_rows(p), p.conv());
+  return false;
+}
+
+void run(const ConvPoolProblem& p, const Args<ConvPoolProblem>& a) {
+  const ConvGeometry cg = gpu::geometry_of(p.conv());
+  const int M = int(window_rows(p));
+  if (p.dtype == DType::f32) {
+    const auto* x = static_cast<const float*>(a.x);
+    const auto* w = static_cast<const float*>(a.w);
+    auto* y = static_cast<float*>(a.y);
+    const bool vectorized = cg.T % 4 == 0 && cg.K_per_group % 4 == 0 && gpu::aligned_16(x) && gpu::aligned_16(w) &&
+                            gpu::aligned_16(y);
+    gpu::igemm_f32::launch(cg, M, x, w,
+                           PoolF32{y, static_cast<const float*>(a.scale), static_cast<const float*>(a.bias)},
+                           vectorized);
+    return;
+  }
+  gpu::visit_dtype<__half>(p.dtype, [&](auto tag) {
+    using Element = typename decltype(tag)::type;
+    auto* y = static_cast<Element*>(a.y);
+    const bool pair_stores = cg.K_per_group % 2 == 0 && reinterpret_cast<uintptr_t>(y) % 4 == 0;
+    gpu::igemm_tc::launch(cg, M, static_cast<const Element*>(a.x), static_cast<const Element*>(a.w),
+                          PoolTensorCore<Element>{y, static_cast<const Element*>(a.scale),
+                                                  static_cast<const Element*>(a.bias), pair_stores});
+  });
+}
+
+const Register<ConvPoolProblem> reg{{
+    .name = "02_fused",
+    .device = Device::cuda,
+    .lesson = 7,
+    .supports = supports,
+    .run = run,
+    .idea = "lesson 04's implicit-GEMM kernels with GEMM rows in 2x2-window order; scale/bias/ReLU and the "
+            "max-pool in registers (f16: two warp shuffles), only the pooled y stored",
+}};
+
+}  // namespace
+}  // namespace convlab

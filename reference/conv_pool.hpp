@@ -1,0 +1,20 @@
+// reference/conv_pool.hpp — the scalar oracle of lesson 07's fused layer:
+// conv → per-channel scale/bias → ReLU → 2x2 max-pool, in one set of plain loops.
+#pragma once
+
+#include "core/problems.hpp"
+
+namespace convlab::ref {
+
+// y[n, i, j, k] = max over a, b ∈ {0, 1} of
+//                   relu(conv2d(x, w)[n, 2i+a, 2j+b, k]·scale[k] + bias[k])
+// for i < P/2, j < Q/2 (floor: an odd last conv row / column is never read).
+//   x [N,H,W,C] NHWC, w [K,R,S,C/groups] KRSC, scale [K], bias [K], y [N,P/2,Q/2,K] NHWC.
+// Written as its own loops (each pooled output sums its four windows' convs
+// directly), so that tests can hold it against the composition
+// ref::conv2d → ref::channel_scale_bias → ref::relu → ref::maxpool2x2.
+// Throws std::invalid_argument when !p.valid() or a buffer is null.
+void conv_bias_relu_pool(const ConvPoolProblem& p, const double* x, const double* w, const double* scale,
+                         const double* bias, double* y);
+
+}  // namespace convlab::ref
