@@ -12,6 +12,8 @@ bench/results/ with the most rows for that op, device and shape (the newest
 among equals). Each row: variant,
 median time, GFLOP/s, % of the measured peak, speed-up over the lesson's first
 rung (the 01_ variant) and ratio to the baseline libraries in the same run.
+An optional `source=NAME` in the marker restricts the table to JSON files whose
+name contains NAME (lesson 09 shows bench/sdpa_torch.py's runs that way).
 
     python3 scripts/lesson_tables.py            # rewrite every lesson in place
     python3 scripts/lesson_tables.py --check    # exit 1 if any table is stale
@@ -59,7 +61,7 @@ def rows_for(data, op, device, shape):
     return rows
 
 
-BASELINES = {"cublas", "cudnn", "eigen", "openblas", "onednn", "torch_inductor"}
+BASELINES = {"cublas", "cudnn", "eigen", "openblas", "onednn", "torch_inductor", "torch_sdpa_flash", "torch_sdpa_cudnn"}
 
 
 def render(rows, source, context):
@@ -92,6 +94,9 @@ def fill(text, runs):
         # newest (files sort by their dated folder).
         best = None
         for path, data in runs:
+            # source=NAME: only files whose name contains NAME (e.g. a PyTorch run kept apart).
+            if "source" in args and args["source"] not in os.path.basename(path):
+                continue
             rows = rows_for(data, args["op"], args["device"], args["shape"])
             if rows and (best is None or len(rows) >= len(best[1])):
                 best = (path, rows, data.get("context", {}))

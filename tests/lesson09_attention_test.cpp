@@ -10,12 +10,18 @@
 //      path (poisoned output, double reference, the one tolerance).
 //   2. The fused CPU attention keeps O(tile) memory: its workspace is the same
 //      for N = 64 and N = 4096, while the naive form's grows as N².
+//   3. The checker catches attention's typical mistakes on the test table:
+//      bottom-right causal alignment (right whenever Nq == Nk), a dropped last
+//      key, and a P·V accumulated in fp16 — while a correct variant that sums
+//      the keys in reverse order passes.
+#include <cmath>
 #include <cstddef>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "core/harness.hpp"
+#include "core/ops/attention.hpp"
 #include "tests/catch_compat.hpp"
 #include "tests/support.hpp"
 
@@ -44,13 +50,16 @@ Tensor large_logits(int rows, int cols, DType dtype, uint64_t seed) {
   return t;
 }
 
-TEST_CASE("lesson 09: every softmax variant survives logits of magnitude 1e4", "[softmax][lesson09]") {
+// Every softmax variant on `device` (whole test skipped without a GPU for cuda).
+void check_large_logits(Device device) {
+  if (device == Device::cuda && testing::skip_without_gpu()) return;
   OpHandle* op = find_op("softmax");
   REQUIRE(op != nullptr);
   const auto variants = op->variants();
+  int tested = 0;
   for (std::size_t i = 0; i < variants.size(); ++i) {
     const VariantInfo& v = variants[i];
-    if (v.device == Device::cuda && testing::skip_without_gpu()) continue;
+    if (v.device != device) continue;
     for (DType dtype : {DType::f32, DType::f16}) {
       for (int cols : {1, 33, 1000, 4099}) {
         const int rows = 8;
@@ -64,9 +73,19 @@ TEST_CASE("lesson 09: every softmax variant survives logits of magnitude 1e4", "
         auto c = op->make_case_from(i, std::move(in), "");
         INFO(v.id() << " on " << spec << " with |x| ~ 1e4 (CONVLAB_SEED=" << testing::base_seed() << ")");
         testing::check_twice(*c, v.id() + " on large logits " + spec);
+        ++tested;
       }
     }
   }
+  CHECK(tested > 0);
+}
+
+TEST_CASE("lesson 09: every CPU softmax variant survives logits of magnitude 1e4", "[softmax][cpu][lesson09]") {
+  check_large_logits(Device::cpu);
+}
+
+TEST_CASE("lesson 09: every GPU softmax variant survives logits of magnitude 1e4", "[softmax][gpu][lesson09]") {
+  check_large_logits(Device::cuda);
 }
 
 std::size_t attention_workspace(const std::string& variant, const std::string& spec) {
@@ -87,6 +106,91 @@ TEST_CASE("lesson 09: the fused CPU attention's workspace does not grow with N",
   CHECK(large == small);
   // The naive form materialises S: 4096² floats = 64 MiB for one head.
   CHECK(attention_workspace("01_naive", "B=1,H=1,N=4096,d=64") == std::size_t(4096) * 4096 * 4);
+}
+
+// ---- the checker on deliberately wrong attention variants --------------------------
+
+enum class AttentionDefect { none_reversed_keys, bottom_right_causal, skip_last_key, f16_accumulator };
+
+template <AttentionDefect defect> void wrong_attention(const AttentionProblem& p, const Args<AttentionProblem>& a) {
+  const float* q = static_cast<const float*>(a.q);
+  const float* k = static_cast<const float*>(a.k);
+  const float* v = static_cast<const float*>(a.v);
+  float* o = static_cast<float*>(a.o);
+  const int d = p.d;
+  std::vector<float> w(p.Nk);
+  for (int64_t bh = 0; bh < int64_t(p.B) * p.H; ++bh)
+    for (int i = 0; i < p.Nq; ++i) {
+      int visible = p.causal ? std::min(i + 1, p.Nk) : p.Nk;
+      if (p.causal && defect == AttentionDefect::bottom_right_causal)
+        visible = std::max(0, std::min(i + 1 + p.Nk - p.Nq, p.Nk));
+      if (defect == AttentionDefect::skip_last_key && visible == p.Nk) --visible;
+      float m = -INFINITY, l = 0.f;
+      for (int j = 0; j < visible; ++j) {
+        float dot = 0.f;
+        for (int t = 0; t < d; ++t) dot += q[(bh * p.Nq + i) * d + t] * k[(bh * p.Nk + j) * d + t];
+        w[j] = dot * float(p.scale());
+        m = std::fmax(m, w[j]);
+      }
+      for (int j = 0; j < visible; ++j) l += (w[j] = std::exp(w[j] - m));
+      for (int t = 0; t < d; ++t) {
+        float acc = 0.f;
+        for (int jj = 0; jj < visible; ++jj) {
+          const int j = defect == AttentionDefect::none_reversed_keys ? visible - 1 - jj : jj;
+          acc += w[j] * v[(bh * p.Nk + j) * d + t];
+          if (defect == AttentionDefect::f16_accumulator) acc = float(round_to(DType::f16, acc));
+        }
+        o[(bh * p.Nq + i) * d + t] = acc / l;  // 0/0 = NaN for a row left with no key
+      }
+    }
+}
+
+// Passed and tried shapes of the f32 attention test table.
+template <AttentionDefect defect> std::pair<int, int> run_attention_on_f32_table() {
+  Variant<AttentionProblem> v;
+  v.name = "wrong_attention";
+  v.run = wrong_attention<defect>;
+  const VariantInfo info{"attention", v.name, Device::cpu, 0, Threads::single, "", false};
+  int passed = 0, tried = 0;
+  for (const AttentionProblem& p : OpTraits<AttentionProblem>::shapes(ShapeTable::test, Device::cpu)) {
+    if (p.dtype != DType::f32) continue;
+    Case<AttentionProblem> c(v, info, p, random_inputs(p, testing::base_seed() + uint64_t(tried)), "");
+    const CompareResult r = checked_run(c);
+    INFO(OpTraits<AttentionProblem>::spec(p) << ": " << (r.ok ? "accepted" : r.message));
+    passed += r.ok;
+    ++tried;
+  }
+  return {passed, tried};
+}
+
+TEST_CASE("lesson 09: the checker accepts attention summed in another key order", "[checker][attention][lesson09]") {
+  const auto [passed, tried] = run_attention_on_f32_table<AttentionDefect::none_reversed_keys>();
+  REQUIRE(tried > 10);
+  CHECK(passed == tried);
+}
+
+TEST_CASE("lesson 09: the checker rejects wrong attention variants", "[checker][attention][lesson09]") {
+  SECTION("bottom-right causal alignment: wrong exactly where Nq != Nk and causal") {
+    const auto [passed, tried] = run_attention_on_f32_table<AttentionDefect::bottom_right_causal>();
+    int mismatched = 0;  // shapes where the two alignments differ
+    for (const AttentionProblem& p : OpTraits<AttentionProblem>::shapes(ShapeTable::test, Device::cpu))
+      mismatched += p.dtype == DType::f32 && p.causal && p.Nq != p.Nk;
+    REQUIRE(mismatched >= 2);
+    CHECK(passed == tried - mismatched);
+  }
+  SECTION("the last key dropped: wrong wherever some query sees that key") {
+    const auto [passed, tried] = run_attention_on_f32_table<AttentionDefect::skip_last_key>();
+    int unseen = 0;  // top-left causal with Nq < Nk: no query reaches key Nk − 1, dropping it is harmless
+    for (const AttentionProblem& p : OpTraits<AttentionProblem>::shapes(ShapeTable::test, Device::cpu))
+      unseen += p.dtype == DType::f32 && p.causal && p.Nq < p.Nk;
+    CHECK(passed == unseen);
+    CHECK(tried > 10);
+  }
+  SECTION("P·V accumulated in fp16") {
+    const auto [passed, tried] = run_attention_on_f32_table<AttentionDefect::f16_accumulator>();
+    CHECK(passed == 0);
+    CHECK(tried > 10);
+  }
 }
 
 }  // namespace
