@@ -14,6 +14,9 @@
 //      bottom-right causal alignment (right whenever Nq == Nk), a dropped last
 //      key, and a P·V accumulated in fp16 — while a correct variant that sums
 //      the keys in reverse order passes.
+//   4. gpu/attention/03_flash_tensor_core reuses the S accumulators as the A
+//      operand of P·V without moving data; that the two fragment layouts line
+//      up is checked here on the host, against gpu/common/mma.cuh's maps.
 #include <cmath>
 #include <cstddef>
 #include <random>
@@ -22,6 +25,7 @@
 
 #include "core/harness.hpp"
 #include "core/ops/attention.hpp"
+#include "gpu/common/mma.cuh"
 #include "tests/catch_compat.hpp"
 #include "tests/support.hpp"
 
@@ -191,6 +195,21 @@ TEST_CASE("lesson 09: the checker rejects wrong attention variants", "[checker][
     CHECK(passed == 0);
     CHECK(tried > 10);
   }
+}
+
+TEST_CASE("lesson 09: two m16n8 C fragments of S are one m16k16 A fragment of P", "[mma][cpu][lesson09]") {
+  // The kernel packs p_frag[r] = (s_acc[2kk + (r >> 1)][2·(r & 1)], [2·(r & 1) + 1]):
+  // register r, half h of the A fragment comes from n8 key tile r >> 1, C element 2·(r & 1) + h.
+  for (int lane = 0; lane < 32; ++lane)
+    for (int reg = 0; reg < 4; ++reg)
+      for (int half = 0; half < 2; ++half) {
+        const gpu::MatrixCoord want = gpu::mma_a_coord(lane, reg, half);  // {query row, key within 16}
+        const int key_tile = reg >> 1;
+        const gpu::MatrixCoord got = gpu::mma_c_coord(lane, 2 * (reg & 1) + half);  // {row, key within 8}
+        INFO("lane " << lane << " reg " << reg << " half " << half);
+        CHECK(got.row == want.row);
+        CHECK(8 * key_tile + got.col == want.col);
+      }
 }
 
 }  // namespace
