@@ -70,7 +70,7 @@ def rows_for(data, op, device, shape):
     return rows
 
 
-BASELINES = {"cublas", "cudnn", "eigen", "openblas", "onednn", "torch_inductor"}
+BASELINES = {"cublas", "cudnn", "eigen", "openblas", "onednn", "torch_inductor", "torch_sdpa_flash", "torch_sdpa_cudnn"}
 
 
 def render(rows, source, context, show_bytes=False):

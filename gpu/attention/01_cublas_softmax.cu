@@ -1,0 +1,121 @@
+// gpu/attention/01_cublas_softmax.cu — lesson 09, GPU baseline: attention unfused, as three library-grade steps.
+//
+// What it is: the formula, each step done as well as a library does it.
+//
+//   1. S = scale · Q·Kᵀ        cuBLAS strided-batched GEMM, one per (b, h); fp32 S
+//   2. P = softmax_rows(S)      one warp per row (gpu/softmax/warp_softmax.cuh),
+//                               causal keys j > i written as 0; P in the problem's dtype
+//   3. O = P·V                  cuBLAS strided-batched GEMM, fp32 accumulation
+//
+// Workspace: S as fp32 and P in the problem's dtype, each [B, H, Nq, Nk] —
+// 6 bytes per score at fp16: 6.4 GB at B·H = 64, N = 4096. S is fp32 because
+// it is the GEMM's fp32 accumulator written out; P must match V's type for
+// the second GEMM (cuBLAS takes one input type). This is the path every
+// framework took before fused attention, and the yardstick of rung 03.
+//
+// Bytes, fp16, B·H = 64, N = 4096, d = 128: S written (4.3 GB), read by the
+// softmax (4.3 GB), P written (2.1 GB) and read (2.1 GB): 12.9 GB, ≈ 3.1 ms at
+// the measured 4.2 TB/s — against 0.27 GB of compulsory bytes. The two GEMMs'
+// 550 GFLOP add ≈ 0.8 ms at cuBLAS's ~690 TFLOP/s, but the first is bound by
+// writing S anyway. Predicted ≈ 3.5–4 ms, i.e. 140–160 "TFLOP/s".
+// Causal: S and P·V are computed in full (a GEMM cannot skip a triangle), so
+// with the causal FLOP convention (half) it reports half the rate.
+//
+// The row-major / column-major trick of gpu/gemm/cublas.cu, per head:
+//   S[Nq,Nk] row-major = Sᵀ col-major = K·Qᵀ:  A = K seen as (Kᵀ col-major, ld d) transposed,
+//                                               B = Q as Qᵀ col-major (ld d), m = Nk, n = Nq, k = d
+//   O[Nq,d]  row-major = Oᵀ col-major = Vᵀ·Pᵀ: A = V as Vᵀ col-major (ld d), B = P as Pᵀ (ld Nk),
+//                                               m = d, n = Nq, k = Nk
+// Supported: f32 (plain fp32 GEMMs, no TF32), f16, bf16; any sizes.
+// Run just this: build/convlab run attention/cuda/01_cublas_softmax --shape B=4,H=16,N=4096,d=128,dtype=f16
+#include <cstdint>
+
+#include "core/ops/attention.hpp"
+#include "gpu/common/check.cuh"
+#include "gpu/common/cublas_handle.cuh"
+#include "gpu/softmax/warp_softmax.cuh"
+
+namespace convlab {
+namespace {
+
+constexpr int kWarpsPerBlock = 8;  // softmax: 8 rows per block
+
+std::size_t scores(const AttentionProblem& p) { return std::size_t(p.B) * p.H * p.Nq * p.Nk; }
+std::size_t s_bytes(const AttentionProblem& p) { return (sizeof(float) * scores(p) + 255) / 256 * 256; }  // P starts 256-aligned
+std::size_t workspace_bytes(const AttentionProblem& p) { return s_bytes(p) + dtype_size(p.dtype) * scores(p); }
+
+// P[row] = softmax of S[row] over its visible prefix; row = (b·H + h)·Nq + i.
+template <class Element>
+__global__ void __launch_bounds__(32 * kWarpsPerBlock)
+    masked_softmax_kernel(int64_t rows, int Nq, int Nk, bool causal, const float* __restrict__ s,
+                          Element* __restrict__ p) {
+  const int64_t row = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  if (row >= rows) return;  // whole warps leave together
+  const int i = int(row % Nq);
+  const int visible = causal ? min(i + 1, Nk) : Nk;  // top-left causal: keys 0 .. i
+  gpu::warp_softmax_row(s + row * Nk, p + row * Nk, Nk, visible);
+}
+
+cudaDataType_t cuda_type(DType t) {
+  switch (t) {
+    case DType::f32: return CUDA_R_32F;
+    case DType::f16: return CUDA_R_16F;
+    case DType::bf16: return CUDA_R_16BF;
+  }
+  throw std::invalid_argument("01_cublas_softmax: unknown dtype");
+}
+
+bool supports(const AttentionProblem& p) {
+  const int64_t rows = int64_t(p.B) * p.H * p.Nq;
+  return gpu::ceil_div<int64_t>(rows, kWarpsPerBlock) <= gpu::kMaxGridX && int64_t(p.B) * p.H <= INT32_MAX;
+}
+
+void run(const AttentionProblem& p, const Args<AttentionProblem>& a) {
+  const cudaDataType_t type = cuda_type(p.dtype);
+  const int batch = p.B * p.H;
+  float* s = static_cast<float*>(a.workspace);  // [B, H, Nq, Nk] fp32
+  void* prob = static_cast<unsigned char*>(a.workspace) + s_bytes(p);  // [B, H, Nq, Nk] problem dtype
+  const float scale = float(p.scale()), one = 1.f, zero = 0.f;  // beta = 0: S and O (NaN poison) are not read
+
+  // 1. Sᵀ (Nk x Nq, col-major) = K (Nk x d) · Qᵀ (d x Nq), per head.
+  gpu::check_cublas(cublasGemmStridedBatchedEx(gpu::cublas_handle(), CUBLAS_OP_T, CUBLAS_OP_N,
+                                               /*m=*/p.Nk, /*n=*/p.Nq, /*k=*/p.d, &scale,
+                                               a.k, type, /*lda=*/p.d, /*strideA=*/int64_t(p.Nk) * p.d,
+                                               a.q, type, /*ldb=*/p.d, /*strideB=*/int64_t(p.Nq) * p.d, &zero,
+                                               s, CUDA_R_32F, /*ldc=*/p.Nk, /*strideC=*/int64_t(p.Nq) * p.Nk,
+                                               batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                    "cublasGemmStridedBatchedEx (S = QK^T)");
+
+  // 2. P = masked row softmax of S.
+  const int64_t rows = int64_t(batch) * p.Nq;
+  const int64_t blocks = gpu::ceil_div<int64_t>(rows, kWarpsPerBlock);
+  gpu::visit_dtype<float, __half, __nv_bfloat16>(p.dtype, [&](auto tag) {
+    using Element = typename decltype(tag)::type;
+    masked_softmax_kernel<Element><<<unsigned(blocks), 32 * kWarpsPerBlock>>>(rows, p.Nq, p.Nk, p.causal, s,
+                                                                            static_cast<Element*>(prob));
+    gpu::check_launch("masked_softmax_kernel");
+  });
+
+  // 3. Oᵀ (d x Nq, col-major) = Vᵀ (d x Nk) · Pᵀ (Nk x Nq), per head.
+  gpu::check_cublas(cublasGemmStridedBatchedEx(gpu::cublas_handle(), CUBLAS_OP_N, CUBLAS_OP_N,
+                                               /*m=*/p.d, /*n=*/p.Nq, /*k=*/p.Nk, &one,
+                                               a.v, type, /*lda=*/p.d, /*strideA=*/int64_t(p.Nk) * p.d,
+                                               prob, type, /*ldb=*/p.Nk, /*strideB=*/int64_t(p.Nq) * p.Nk, &zero,
+                                               a.o, type, /*ldc=*/p.d, /*strideC=*/int64_t(p.Nq) * p.d,
+                                               batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                    "cublasGemmStridedBatchedEx (O = PV)");
+}
+
+const Register<AttentionProblem> reg{{
+    .name = "01_cublas_softmax",
+    .device = Device::cuda,
+    .lesson = 9,
+    .supports = supports,
+    .run = run,
+    .workspace_bytes = workspace_bytes,
+    .idea = "unfused: cuBLAS S = QK^T (fp32 S), warp-per-row softmax to P, cuBLAS O = PV; S and P in DRAM",
+    .baseline = true,
+}};
+
+}  // namespace
+}  // namespace convlab
