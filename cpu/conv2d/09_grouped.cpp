@@ -11,35 +11,40 @@
 // are full.
 //
 // So vectorise along the Kg output channels of one group (8 = one AVX2
-// vector, 32 = two AVX-512 vectors) and keep kPixels output pixels of one
-// row in flight, so each weight vector loaded is used kPixels times and each
-// input value x[.., t] broadcast once per pixel:
+// vector, 32 = four) and keep a row of output pixels in flight (8 when Kg ≤
+// 16, else 4), so each weight vector loaded is used once per pixel and each
+// input value x[.., t] is one broadcast per pixel:
 //
 //   plain loops (the reference):                 here, per output row (n, p) and group g:
 //     for n, p, q, k (group g = k / Kg):           wt[g][r][s][t][0..Kg) = w[g·Kg + j][r][s][t]   (transposed once)
-//       acc = 0                                    for q0 step kPixels:
-//       for r, s, t:                                 acc[kPixels][Kg] = 0                          registers
-//         acc += x[n, ih, iw, g·T + t]               for r, s:   for t < T:
-//              · w[k, r, s, t]                         wv = wt[g][r][s][t][:]                     one vector load
-//       y[n, p, q, k] = acc                            for i < kPixels (tap inside the image):
-//                                                        acc[i][:] += x[.., q0+i's pixel, g·T + t] · wv   broadcast · vector
+//       acc = 0                                    for q0 step kPix:
+//       for r, s, t:                                 acc[kPix][Kg] = 0                             registers
+//         acc += x[n, ih, iw, g·T + t]               for r, s:   src[i] = pixel of output q0+i at (r, s), or a zero row
+//              · w[k, r, s, t]                         for t < T:
+//       y[n, p, q, k] = acc                              wv = wt[g][r][s][t][:]                     one vector load
+//                                                        for i < kPix: acc[i][:] += src[i][t] · wv  broadcast · vector
 //                                                    y[n, p, q0 + i, g·Kg : g·Kg + Kg) = acc[i]
 //
-// Kg is a template parameter for the common widths (8, 16, 32, 64) so the
-// accumulator tile is registers; any other Kg ≤ 64 takes a run-time width.
+// A tap in the padding reads a row of zeros instead of x, so the t loop has
+// no branch: for Kg = 8 it compiles to one vector load and eight FMAs with
+// broadcast memory operands per t. Kg is a template parameter for the common
+// widths (8, 16, 32, 64), the accumulators GCC vectors (Vec8) kept in
+// registers; any other Kg ≤ 64 takes a run-time width.
 //
-// Cost: exactly 2·N·P·Q·K·T·R·S flops, nothing wasted on padding or on empty
-// vector lanes (for Kg a multiple of the vector width). Per FMA: one
-// broadcast of x shared by Kg/16 vectors, one weight vector shared by
-// kPixels pixels; that load traffic keeps it below the FMA peak for Kg = 8.
+// Cost: 2·N·P·Q·K·T·R·S flops plus multiplications by zero for the taps in
+// the left and right padding (1/42 of them at 28 wide, 3x3; padding rows are
+// skipped), no empty vector lanes for Kg a multiple of 8. Per tap the pixel pointers are recomputed, which for T = 8 is paid
+// over only 8 iterations of the t loop: that setup, not the FMAs, is what
+// keeps T = 8 further from the peak than T = 32.
 // Supported: f32, groups > 1 with T ≥ 2 or Kg ≥ 2 (depthwise proper is
-// 08's), Kg ≤ 64, any R, S, stride, pad. Workspace: K·R·S·T floats.
+// 08's), Kg ≤ 64, any R, S, stride, pad. Workspace: K·R·S·T + C floats.
 // Run just this: build/convlab run conv2d/cpu/09_grouped --shape N=8,H=28,C=128,K=128,R=3,pad=1,groups=16
 #include <omp.h>
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "core/ops/conv2d.hpp"
 
@@ -47,57 +52,93 @@ namespace convlab {
 namespace {
 
 // ---- tunables --------------------------------------------------------------------
-constexpr int kPixels = 4;   // output pixels along q sharing each weight vector
-constexpr int kMaxKg = 64;   // widest group of output channels the accumulator tile holds
-static_assert(kPixels * kMaxKg <= 256, "the accumulator tile should stay near the register file (32 AVX-512 registers)");
+constexpr int kMaxKg = 64;     // widest group of output channels the accumulator tile holds
+constexpr int kMaxPixels = 8;  // output pixels along q sharing each weight vector (narrow groups)
+// Pixels per tile: the accumulators (pixels × Kg floats) should fill about 8
+// vector registers — 8 pixels of one AVX2 vector for Kg = 8, 4 pixels of
+// two AVX-512 vectors for Kg = 32 — enough independent FMAs to cover the FMA
+// latency, few enough to leave registers for the broadcasts.
+template <int kKg> constexpr int pixels_for() { return kKg > 0 && kKg <= 16 ? kMaxPixels : 4; }
+
+// Eight floats as one value (GCC/Clang vector extension: one AVX register with
+// -march=native, two SSE registers without). A local float array indexed in a
+// loop tends to live on the stack, every FMA then a load and a store; an array
+// of these, with every index a constant after unrolling, is kept in registers.
+typedef float Vec8 __attribute__((vector_size(32)));
+inline Vec8 load8(const float* p) {
+  Vec8 v;
+  std::memcpy(&v, p, sizeof v);  // unaligned load
+  return v;
+}
+inline void store8(float* p, Vec8 v) { std::memcpy(p, &v, sizeof v); }
+static_assert(kMaxPixels * 16 <= 128 && 4 * kMaxKg <= 256, "the accumulator tile should stay near the register file");
 
 bool supports(const ConvProblem& p) {
   const bool depthwise = p.T() == 1 && p.K_per_group() == 1;
   return p.dtype == DType::f32 && p.groups > 1 && !depthwise && p.K_per_group() <= kMaxKg;
 }
 
-std::size_t workspace_bytes(const ConvProblem& p) {
-  return std::size_t(p.K) * p.R * p.S * p.T() * sizeof(float);
-}
+// Transposed weights, then a row of C zeros that stands in for a pixel in the padding.
+std::size_t weight_floats(const ConvProblem& p) { return std::size_t(p.K) * p.R * p.S * p.T(); }
+std::size_t workspace_bytes(const ConvProblem& p) { return (weight_floats(p) + p.C) * sizeof(float); }
 
-// Outputs y[n, op, q0 .. q0 + npix, g·Kg .. + Kg) for one group. kKg == 0: run-time width `Kg`.
+// Outputs y[n, op, q0 .. q0 + npix, g·Kg .. + Kg) for one group. kKg == 0: run-time width `Kg_runtime`.
+// A pixel in the padding (or past npix) reads the zero row instead of x: no branch in the t loop.
 template <int kKg>
-void group_pixels(const ConvProblem& pr, const float* image, const float* wtg, int op, int q0, int npix, int g,
-                  int Kg_runtime, float* out_row) {
+void group_pixels(const ConvProblem& pr, const float* image, const float* zeros, const float* wtg, int op, int q0,
+                  int npix, int g, int Kg_runtime, float* out_row) {
   constexpr int kWidth = kKg > 0 ? kKg : kMaxKg;
+  constexpr int kPix = pixels_for<kKg>();
   const int Kg = kKg > 0 ? kKg : Kg_runtime;
   const int T = pr.T(), C = pr.C;
-  float acc[kPixels][kWidth] = {};
+  float acc[kPix][kWidth] = {};                    // run-time width
+  Vec8 vacc[kPix][kKg > 0 ? kKg / 8 : 1] = {};     // fixed widths: registers
   const int ih0 = op * pr.stride - pr.pad;
   for (int r = 0; r < pr.R; ++r) {
     const int ih = ih0 + r;
     if (ih < 0 || ih >= pr.H) continue;  // the whole tap row is padding
     const float* row = image + std::ptrdiff_t(ih) * pr.W * C + std::ptrdiff_t(g) * T;
     for (int s = 0; s < pr.S; ++s) {
-      const float* src[kPixels];  // the pixel each output reads at this tap, or nullptr in the padding
-      for (int i = 0; i < kPixels; ++i) {
+      const float* src[kPix];  // the T channels each output reads at this tap (zeros in the padding)
+      for (int i = 0; i < kPix; ++i) {
         const int iw = (q0 + i) * pr.stride - pr.pad + s;
-        src[i] = (i < npix && iw >= 0 && iw < pr.W) ? row + std::ptrdiff_t(iw) * C : nullptr;
+        src[i] = (i < npix && iw >= 0 && iw < pr.W) ? row + std::ptrdiff_t(iw) * C : zeros;
       }
       const float* wtap = wtg + std::ptrdiff_t(r * pr.S + s) * T * Kg;
       for (int t = 0; t < T; ++t) {
         const float* __restrict wv = wtap + std::ptrdiff_t(t) * Kg;
-        for (int i = 0; i < kPixels; ++i) {
-          if (src[i] == nullptr) continue;
-          const float xv = src[i][t];
-#pragma omp simd
-          for (int j = 0; j < (kKg > 0 ? kKg : Kg); ++j) acc[i][j] += xv * wv[j];
+        if constexpr (kKg > 0) {
+          static_assert(kKg % 8 == 0, "the fixed widths are whole Vec8s");
+          Vec8 w8[kKg / 8];
+#pragma GCC unroll 8
+          for (int b = 0; b < kKg / 8; ++b) w8[b] = load8(wv + 8 * b);
+#pragma GCC unroll 8
+          for (int i = 0; i < kPix; ++i) {
+            const float xv = src[i][t];  // broadcast
+#pragma GCC unroll 8
+            for (int b = 0; b < kKg / 8; ++b) vacc[i][b] += xv * w8[b];
+          }
+        } else {
+          for (int i = 0; i < kPix; ++i) {
+            const float xv = src[i][t];
+            for (int j = 0; j < Kg; ++j) acc[i][j] += xv * wv[j];
+          }
         }
       }
     }
   }
   for (int i = 0; i < npix; ++i) {
     float* out = out_row + std::ptrdiff_t(q0 + i) * pr.K + std::ptrdiff_t(g) * Kg;
-    for (int j = 0; j < Kg; ++j) out[j] = acc[i][j];
+    if constexpr (kKg > 0) {
+      for (int b = 0; b < kKg / 8; ++b) store8(out + 8 * b, vacc[i][b]);
+    } else {
+      for (int j = 0; j < Kg; ++j) out[j] = acc[i][j];
+    }
   }
 }
 
-template <int kKg> void run_width(const ConvProblem& p, const float* x, const float* wt, float* y) {
+template <int kKg> void run_width(const ConvProblem& p, const float* x, const float* wt, const float* zeros, float* y) {
+  constexpr int kPix = pixels_for<kKg>();
   const int P = p.P(), Q = p.Q(), Kg = p.K_per_group();
   const std::ptrdiff_t group_weights = std::ptrdiff_t(Kg) * p.R * p.S * p.T();
 #pragma omp for collapse(2) schedule(static)
@@ -105,9 +146,9 @@ template <int kKg> void run_width(const ConvProblem& p, const float* x, const fl
     for (int op = 0; op < P; ++op) {
       const float* image = x + std::ptrdiff_t(n) * p.H * p.W * p.C;
       float* out_row = y + (std::ptrdiff_t(n) * P + op) * Q * p.K;
-      for (int q0 = 0; q0 < Q; q0 += kPixels)
+      for (int q0 = 0; q0 < Q; q0 += kPix)
         for (int g = 0; g < p.groups; ++g)
-          group_pixels<kKg>(p, image, wt + g * group_weights, op, q0, std::min(kPixels, Q - q0), g, Kg, out_row);
+          group_pixels<kKg>(p, image, zeros, wt + g * group_weights, op, q0, std::min(kPix, Q - q0), g, Kg, out_row);
     }
 }
 
@@ -116,6 +157,7 @@ void run(const ConvProblem& p, const Args<ConvProblem>& a) {
   const float* w = static_cast<const float*>(a.w);  // [K, R, S, T]        KRSC, T = C/groups
   float* y = static_cast<float*>(a.y);              // [N, P, Q, K]        NHWC
   float* wt = static_cast<float*>(a.workspace);     // [groups, R, S, T, Kg] output channel innermost
+  float* zeros = wt + weight_floats(p);             // [C] zeros: the padding's "pixel"
   const int Kg = p.K_per_group(), T = p.T(), RS = p.R * p.S;
 
 #pragma omp parallel
@@ -128,13 +170,15 @@ void run(const ConvProblem& p, const Args<ConvProblem>& a) {
         for (int t = 0; t < T; ++t)
           wt[((std::ptrdiff_t(g) * RS + tap) * T + t) * Kg + j] = w[(std::ptrdiff_t(k) * RS + tap) * T + t];
     }
+#pragma omp for schedule(static)
+    for (int c = 0; c < p.C; ++c) zeros[c] = 0.f;
     // (implicit barrier)
     switch (Kg) {
-      case 8: run_width<8>(p, x, wt, y); break;
-      case 16: run_width<16>(p, x, wt, y); break;
-      case 32: run_width<32>(p, x, wt, y); break;
-      case 64: run_width<64>(p, x, wt, y); break;
-      default: run_width<0>(p, x, wt, y); break;
+      case 8: run_width<8>(p, x, wt, zeros, y); break;
+      case 16: run_width<16>(p, x, wt, zeros, y); break;
+      case 32: run_width<32>(p, x, wt, zeros, y); break;
+      case 64: run_width<64>(p, x, wt, zeros, y); break;
+      default: run_width<0>(p, x, wt, zeros, y); break;
     }
   }
 }
@@ -147,7 +191,7 @@ const Register<ConvProblem> reg{{
     .run = run,
     .workspace_bytes = workspace_bytes,
     .threads = Threads::all,
-    .idea = "grouped, narrow groups: SIMD across a group's Kg outputs, 4 pixels per weight vector, no padded lanes",
+    .idea = "grouped, narrow groups: SIMD across a group's Kg outputs, 4-8 pixels per weight vector, no padded lanes",
 }};
 
 }  // namespace
