@@ -83,6 +83,7 @@ std::vector<ConvProblem> OpTraits<ConvProblem>::shapes(ShapeTable table, Device 
                 conv(128, 28, 28, 256, 256, 3, 3, 1, 1, 1),
                 conv(128, 28, 28, 384, 384, 3, 3, 1, 1, 384, DType::f16),  // depthwise: memory bound
                 conv(128, 28, 28, 384, 384, 3, 3, 1, 1, 384),
+                conv(128, 28, 28, 256, 256, 3, 3, 1, 1, 256, DType::f16),  // depthwise half of a separable C=K=256
                 conv(128, 28, 28, 256, 256, 3, 3, 1, 1, 32, DType::f16),   // grouped T = 8 (ConvFirst)
                 conv(128, 28, 28, 256, 256, 3, 3, 1, 1, 32),
                 conv(128, 28, 28, 256, 256, 3, 3, 1, 1, 8, DType::f16),    // grouped T = 32

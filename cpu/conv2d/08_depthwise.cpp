@@ -6,7 +6,7 @@
 // a block of A for every group to multiply it with a single weight column,
 // and its 6×16 micro-kernel keeps 15 of its 16 columns idle. Every output
 // element costs R·S multiply-adds and reads R·S inputs, so per byte of x
-// there are only ~R·S/2 flops to do (Eq. 26): the job is to stream x once
+// there are only R·S/4 flops to do at fp32 (Eq. 27: 2.25 for 3x3): the job is to stream x once
 // and do those flops on the way, with every SIMD lane busy.
 //
 // The lanes come from the channel axis. In NHWC the C channels of one pixel

@@ -6,9 +6,9 @@
 // Kg = K/groups by R·S·T, and with Kg = 8 its 6×16 micro-kernel computes 16
 // columns of which 8 exist — half the FMAs are thrown away — and it packs a
 // fresh A block for each group's 8 columns of work. The work per output is
-// T·R·S multiply-adds (72 for T = 8, 3×3), enough to be compute bound (Eq.
-// 25: intensity ~T·R·S/2 flops per byte at fp32), but only if the vectors
-// are full.
+// T·R·S multiply-adds (72 for T = 8, 3×3), enough to be compute bound on
+// this CPU (Eq. 24 with K = C: intensity T·R·S/4 = 18 flops per byte at fp32,
+// against a ridge of ~8), but only if the vectors are full.
 //
 // So vectorise along the Kg output channels of one group (8 = one AVX2
 // vector, 32 = four) and keep a row of output pixels in flight (8 when Kg ≤

@@ -15,7 +15,7 @@
 // rung does is see that, and call the GEMM (cpu/gemm/gemm_kernels.hpp,
 // gemm_packed_parallel: Goto's five loops, AVX2 6×16 micro-kernel, OpenMP).
 //
-// Cost: 2·M·K·C flops at the GEMM's rate. The intensity (Eq. 27) is
+// Cost: 2·M·K·C flops at the GEMM's rate. The intensity (Eq. 26) is
 // ~1/(1/C + 1/K) · 2/bytes-per-element flops per byte — for C = K = 128 fp32
 // about 32 flop/B, above this CPU's ridge (235 GFLOP/s / 30 GB/s ≈ 8), so
 // pointwise is compute bound where depthwise is not: in a separable block the

@@ -3,7 +3,7 @@
 // Idea over 06_implicit_gemm_tensor_core: a depthwise conv (groups = C = K,
 // T = 1) has nothing for tensor cores to do. Per output element it does R·S
 // multiply-adds and the compulsory traffic is one read of x and one write of
-// y, so its intensity is R·S/2 flops per byte at fp16 (Eq. 26: 4.5 for 3x3)
+// y, so its intensity is R·S/2 flops per byte at fp16 (Eq. 27: 4.5 for 3x3)
 // against an H200 ridge of ~175: it is memory bound by a factor of ~40, and
 // the only goal is to move x and y at the copy bandwidth. Everything below is
 // about bytes:

@@ -2,7 +2,7 @@
 //
 // Idea over 08_depthwise: with a group width T = 8 (ConvFirst) or 32
 // (ResNeXt) each output does T·R·S = 72 or 288 multiply-adds — 16× or 64×
-// a depthwise conv's — and the intensity (Eq. 25: T·R·S/2 = 36 flop/B at
+// a depthwise conv's — and the intensity (Eq. 24 with K = C: T·R·S/2 = 36 flop/B at
 // fp16 for T = 8) is below the H200's ridge (~175) but far above
 // depthwise's 4.5: both the bytes and the FMAs now matter. fp32 FMA on the
 // CUDA cores tops out near 50 TFLOP/s; the tensor cores do not, and one
