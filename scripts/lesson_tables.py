@@ -54,9 +54,19 @@ def load_runs():
 
 
 def rows_for(data, op, device, shape):
+    """One row per variant: the median aggregate when the run was repeated
+    (--benchmark_repetitions), else the single iteration entry."""
+    medians = {b["name"].split("/")[2] for b in data["benchmarks"]
+                if b.get("run_type") == "aggregate" and b.get("aggregate_name") == "median"}
     rows = []
     for b in data["benchmarks"]:
-        if b.get("run_type", "iteration") != "iteration" or b.get("error_occurred"):
+        if b.get("error_occurred"):
+            continue
+        run_type = b.get("run_type", "iteration")
+        if run_type == "aggregate":
+            if b.get("aggregate_name") != "median":
+                continue
+        elif run_type != "iteration" or b["name"].split("/")[2] in medians:
             continue
         parts = b["name"].split("/")
         if len(parts) < 4 or parts[0] != op or parts[1] != device or parts[3] != shape:
