@@ -54,6 +54,7 @@
 // with R·S ≤ 1024, any stride and pad; C ≤ 65535.
 // Run just this: build/convlab run conv2d/cuda/08_depthwise --shape N=128,H=28,C=384,K=384,R=3,pad=1,groups=384,dtype=f16
 #include <cstdint>
+#include <climits>
 #include <cstring>
 #include <type_traits>
 
@@ -150,6 +151,24 @@ __device__ void stage_weights(const ConvGeometry& g, const Element* __restrict__
   }
 }
 
+// item → (inner index, middle index, outer index) for item = (outer·middle +
+// middle index)·inner + inner index. 64-bit division is a long software
+// sequence on the GPU; items below 2³¹ (every realistic layer) take the 32-bit
+// one instead.
+__device__ __forceinline__ void split_item(int64_t item, int inner, int middle, int& i, int& m, int& o) {
+  if (item <= INT32_MAX) {
+    const unsigned it = unsigned(item), rest = it / unsigned(inner);
+    i = int(it - rest * unsigned(inner));
+    m = int(rest % unsigned(middle));
+    o = int(rest / unsigned(middle));
+  } else {
+    const int64_t rest = item / inner;
+    i = int(item - rest * inner);
+    m = int(rest % middle);
+    o = int(rest / middle);
+  }
+}
+
 // Kernel contract (both kernels):
 //   x [N, H, W, C], w [C, R, S, 1], y [N, P, Q, C]; K == C == groups.
 //   blockDim = (lanes, kThreads / lanes); blockIdx.y = channel slab of
@@ -175,9 +194,8 @@ __global__ void __launch_bounds__(kThreads)
 
   for (int64_t item = int64_t(blockIdx.x) * blockDim.y + threadIdx.y; item < items;
        item += int64_t(gridDim.x) * blockDim.y) {
-    const int strip = int(item % strips);
-    const int64_t row_index = item / strips;  // n·P + p
-    const int p = int(row_index % g.P), n = int(row_index / g.P);
+    int strip, p, n;
+    split_item(item, strips, g.P, strip, p, n);  // item = (n·P + p)·strips + strip
     const int q0 = strip * kStrip;
     const int iw0 = q0 * kStride - g.pad;
     const Element* image = x + int64_t(n) * g.H * g.W * g.C + c0;
@@ -238,9 +256,8 @@ __global__ void __launch_bounds__(kThreads)
 
   for (int64_t item = int64_t(blockIdx.x) * blockDim.y + threadIdx.y; item < items;
        item += int64_t(gridDim.x) * blockDim.y) {
-    const int q = int(item % g.Q);
-    const int64_t row_index = item / g.Q;
-    const int p = int(row_index % g.P), n = int(row_index / g.P);
+    int q, p, n;
+    split_item(item, g.Q, g.P, q, p, n);  // item = (n·P + p)·Q + q
     const Element* image = x + int64_t(n) * g.H * g.W * g.C + c0;
     float acc[kVec];
 #pragma unroll
