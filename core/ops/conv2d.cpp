@@ -53,13 +53,15 @@ std::vector<ConvProblem> test_shapes() {
       conv(2, 7, 5, 24, 24, 3, 3, 1, 1, 3),    // grouped T = 8, K/groups = 8 (ConvFirst), odd sizes
       conv(1, 9, 11, 64, 64, 3, 3, 2, 1, 2),   // grouped T = 32, stride 2
       conv(3, 5, 7, 13, 21, 1, 1, 1, 0, 1),    // pointwise, odd M = 105, C = 13, K = 21
+      conv(1, 9, 9, 24, 24, 5, 5, 2, 2, 24),   // depthwise 5x5, stride 2, C a multiple of 8
+      conv(1, 6, 7, 16, 80, 3, 3, 1, 1, 2),    // grouped, wide groups: K/groups = 40
   };
   for (ConvProblem p : {conv(2, 5, 7, 3, 5, 3, 3, 1, 1, 1), conv(1, 13, 11, 17, 31, 3, 3, 1, 1, 1),
                         conv(1, 16, 16, 64, 64, 3, 3, 1, 1, 1), conv(2, 9, 9, 16, 32, 3, 3, 2, 1, 2),
                         conv(2, 7, 9, 24, 24, 3, 3, 1, 1, 24), conv(1, 6, 5, 13, 13, 3, 3, 2, 1, 13),
                         conv(1, 11, 13, 40, 40, 3, 3, 2, 1, 40), conv(2, 7, 5, 24, 24, 3, 3, 1, 1, 3),
                         conv(1, 9, 11, 64, 64, 3, 3, 2, 1, 2), conv(3, 5, 7, 13, 21, 1, 1, 1, 0, 1),
-                        conv(2, 5, 7, 24, 40, 1, 1, 1, 0, 1)}) {
+                        conv(2, 5, 7, 24, 40, 1, 1, 1, 0, 1), conv(1, 9, 9, 24, 24, 5, 5, 2, 2, 24)}) {
     p.dtype = DType::f16;
     t.push_back(p);
   }
