@@ -24,7 +24,9 @@ void print_help(std::ostream& out) {
          "Checks TARGET against the double-precision reference and times it: one line per\n"
          "variant with the shape, ok/FAIL, relative L2 error, median time, GFLOP/s, GB/s\n"
          "(compulsory bytes / time), % of this machine's measured peak, operational\n"
-         "intensity (flop per compulsory byte) and workspace.\n"
+         "intensity (flop per compulsory byte), the roofline's attainable rate for that\n"
+         "intensity (min(peak, intensity x bandwidth), Eq. 10) and the % of it reached,\n"
+         "and workspace.\n"
          "\n"
          "TARGET   OP/DEVICE/NAME  one variant, e.g. conv2d/cpu/02_openmp\n"
          "         OP/DEVICE       every variant of OP on DEVICE (cpu or cuda), e.g. conv2d/cpu\n"
@@ -76,6 +78,8 @@ StreamingTable make_table(std::size_t id_width, std::size_t spec_width) {
                                     {"GB/s", 6, true},
                                     {"% peak", 6, true},
                                     {"flop/B", 6, true},
+                                    {"roof GF/s", 9, true},
+                                    {"% roof", 6, true},
                                     {"workspace", 9, true}});
 }
 
@@ -88,7 +92,8 @@ void print_row(StreamingTable& table, const Measurement& m) {
   std::vector<std::string> cells = lead;
   for (const std::string& cell :
        {format_sci(m.rel_l2), format_ms(m.median_ms), format_rate(m.gflops), format_rate(m.gbs),
-        format_percent(m.percent_of_peak), format_fixed(m.intensity, 1), format_bytes(double(m.workspace_bytes))})
+        format_percent(m.percent_of_peak), format_fixed(m.intensity, 1), format_rate(m.attainable_gflops),
+        format_percent(m.percent_of_roofline), format_bytes(double(m.workspace_bytes))})
     cells.push_back(cell);
   table.print_row(cells);
   if (m.status == Status::fail)

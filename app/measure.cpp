@@ -1,6 +1,7 @@
 // app/measure.cpp — check, time and rate one variant (see app/measure.hpp).
 #include "app/measure.hpp"
 
+#include "analysis/waterline.hpp"
 #include "core/json.hpp"
 #include "core/probe.hpp"
 
@@ -67,6 +68,11 @@ void check_and_time(ICase& c, const RepetitionPolicy& reps, Measurement& m) {
   m.peak_gbs = peaks.peak_gbs(m.variant.device, m.variant.threads);
   if (m.peak_gflops > 0 && m.gflops > 0) m.percent_of_peak = 100 * m.gflops / m.peak_gflops;
   if (m.peak_gbs > 0 && m.gbs > 0) m.percent_of_bandwidth = 100 * m.gbs / m.peak_gbs;
+  if (m.peak_gflops > 0 && m.peak_gbs > 0) {
+    m.attainable_gflops =
+        analysis::attainable_ops_per_s(m.flops, m.min_bytes, {m.peak_gflops * 1e9, m.peak_gbs * 1e9}) / 1e9;
+    if (m.gflops > 0) m.percent_of_roofline = 100 * m.gflops / m.attainable_gflops;
+  }
 
   const CompareResult after = checked_run(c);
   if (!after.ok) {
@@ -139,6 +145,8 @@ std::string measurement_json(const Measurement& m) {
   add("pct_peak", number_or_null(m.percent_of_peak));
   add("peak_gbs", json_number(m.peak_gbs));
   add("pct_bandwidth", number_or_null(m.percent_of_bandwidth));
+  add("attainable_gflops", number_or_null(m.attainable_gflops));
+  add("pct_roofline", number_or_null(m.percent_of_roofline));
   add("workspace_bytes", std::to_string(m.workspace_bytes));
   add("speedup_over_first_rung", number_or_null(m.speedup));
   return j + "}";

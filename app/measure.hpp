@@ -31,6 +31,8 @@ struct Measurement {
   double gflops = -1, gbs = -1, intensity = -1;
   double peak_gflops = 0, percent_of_peak = -1;  // against the peak of this device, dtype and thread count
   double peak_gbs = 0, percent_of_bandwidth = -1;
+  double attainable_gflops = -1;    // roofline (Eq. 10): min(peak, intensity × bandwidth) for this shape
+  double percent_of_roofline = -1;  // gflops / attainable_gflops
   std::size_t workspace_bytes = 0;
   double speedup = -1;      // set by the tour: over the lesson's first rung
 };

@@ -9,6 +9,13 @@
 //   5. poison outputs, run once more, verify again — the timed code path must
 //      be the checked one;
 //   6. counters computed from the time accumulated in step 4.
+//
+// Besides the two ceilings (pct_peak: arithmetic, pct_bandwidth: memory) every
+// benchmark gets the roofline's verdict on its own shape (Eq. 10): attainable
+// = min(peak, intensity × bandwidth), and pct_roofline = achieved ÷ attainable.
+// A memory-bound kernel (depthwise conv, intensity ~R·S/2) is judged against
+// the bandwidth line, a compute-bound one against the peak, with no per-variant
+// choice of which percentage to read.
 #include "bench/measure.hpp"
 
 #include <chrono>
@@ -17,6 +24,7 @@
 #include <memory>
 #include <string>
 
+#include "analysis/waterline.hpp"
 #include "core/probe.hpp"
 #include "core/timing.hpp"
 
@@ -103,6 +111,13 @@ void set_counters(benchmark::State& state, const BenchTarget& t, const ICase& c,
   state.counters["pct_bandwidth"] = Counter(peak_gbs > 0 ? 100.0 * achieved_gbs / peak_gbs : 0.0);
   state.counters["peak_gflops"] = Counter(peak_gflops);  // the denominators, so plots need only the JSON
   state.counters["peak_gbs"] = Counter(peak_gbs);
+  // Roofline (Eq. 10) for this shape on this machine, and the share of it reached.
+  if (peak_gflops > 0 && peak_gbs > 0) {
+    const analysis::Roof roof{peak_gflops * 1e9, peak_gbs * 1e9};
+    const double attainable_gflops = analysis::attainable_ops_per_s(flops, bytes, roof) / 1e9;
+    state.counters["attainable_gflops"] = Counter(attainable_gflops);
+    state.counters["pct_roofline"] = Counter(100.0 * achieved_gflops / attainable_gflops);
+  }
   state.counters["workspace_bytes"] = Counter(double(c.workspace_bytes()));
   // The variant's own traffic model (min_bytes unless the variant declares
   // more, e.g. layer-by-layer passes through an intermediate tensor).

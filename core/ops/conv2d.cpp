@@ -48,10 +48,23 @@ std::vector<ConvProblem> test_shapes() {
       conv(1, 23, 19, 3, 8, 7, 7, 2, 3, 1),    // a network stem
       conv(3, 9, 6, 5, 7, 3, 3, 1, 0, 1),      // 3x3 stride 1, no padding: odd/even tile edges (Winograd)
       conv(2, 11, 10, 20, 13, 3, 3, 1, 2, 1),  // 3x3 pad 2: whole tiles of padding
+      // lesson 06's degenerate kinds, at the sizes that break their tilings:
+      conv(2, 7, 9, 13, 13, 3, 3, 1, 1, 13),   // depthwise, odd C (no vector of channels), odd W
+      conv(1, 11, 13, 40, 40, 3, 3, 2, 1, 40), // depthwise, stride 2, odd sizes
+      conv(1, 9, 9, 17, 17, 5, 5, 1, 2, 17),   // depthwise 5x5
+      conv(2, 7, 5, 24, 24, 3, 3, 1, 1, 3),    // grouped T = 8, K/groups = 8 (ConvFirst), odd sizes
+      conv(1, 9, 11, 64, 64, 3, 3, 2, 1, 2),   // grouped T = 32, stride 2
+      conv(3, 5, 7, 13, 21, 1, 1, 1, 0, 1),    // pointwise, odd M = 105, C = 13, K = 21
+      conv(1, 9, 9, 24, 24, 5, 5, 2, 2, 24),   // depthwise 5x5, stride 2, C a multiple of 8
+      conv(1, 6, 7, 16, 80, 3, 3, 1, 1, 2),    // grouped, wide groups: K/groups = 40
   };
   for (ConvProblem p : {conv(2, 5, 7, 3, 5, 3, 3, 1, 1, 1), conv(1, 13, 11, 17, 31, 3, 3, 1, 1, 1),
                         conv(1, 16, 16, 64, 64, 3, 3, 1, 1, 1), conv(2, 9, 9, 16, 32, 3, 3, 2, 1, 2),
-                        conv(3, 9, 6, 5, 7, 3, 3, 1, 0, 1)}) {
+                        conv(3, 9, 6, 5, 7, 3, 3, 1, 0, 1),
+                        conv(2, 7, 9, 24, 24, 3, 3, 1, 1, 24), conv(1, 6, 5, 13, 13, 3, 3, 2, 1, 13),
+                        conv(1, 11, 13, 40, 40, 3, 3, 2, 1, 40), conv(2, 7, 5, 24, 24, 3, 3, 1, 1, 3),
+                        conv(1, 9, 11, 64, 64, 3, 3, 2, 1, 2), conv(3, 5, 7, 13, 21, 1, 1, 1, 0, 1),
+                        conv(2, 5, 7, 24, 40, 1, 1, 1, 0, 1), conv(1, 9, 9, 24, 24, 5, 5, 2, 2, 24)}) {
     p.dtype = DType::f16;
     t.push_back(p);
   }
@@ -67,12 +80,27 @@ std::vector<ConvProblem> OpTraits<ConvProblem>::shapes(ShapeTable table, Device 
     case ShapeTable::tour:
       return {gpu ? conv(32, 56, 56, 128, 128, 3, 3, 1, 1, 1) : conv(1, 56, 56, 64, 64, 3, 3, 1, 1, 1)};
     case ShapeTable::bench:
+      // Lesson 06's rows (depthwise, grouped T = 8 and 32, pointwise) sit beside a
+      // dense 3x3 of the same C -> K, so a separable block can be compared with it.
       if (gpu)
         return {conv(32, 56, 56, 128, 128, 3, 3, 1, 1, 1), conv(128, 56, 56, 128, 128, 3, 3, 1, 1, 1),
                 conv(128, 56, 56, 128, 128, 3, 3, 1, 1, 1, DType::f16),
-                conv(128, 28, 28, 256, 256, 3, 3, 1, 1, 1)};
+                conv(128, 28, 28, 256, 256, 3, 3, 1, 1, 1),
+                conv(128, 28, 28, 384, 384, 3, 3, 1, 1, 384, DType::f16),  // depthwise: memory bound
+                conv(128, 28, 28, 384, 384, 3, 3, 1, 1, 384),
+                conv(128, 28, 28, 256, 256, 3, 3, 1, 1, 256, DType::f16),  // depthwise half of a separable C=K=256
+                conv(128, 28, 28, 256, 256, 3, 3, 1, 1, 32, DType::f16),   // grouped T = 8 (ConvFirst)
+                conv(128, 28, 28, 256, 256, 3, 3, 1, 1, 32),
+                conv(128, 28, 28, 256, 256, 3, 3, 1, 1, 8, DType::f16),    // grouped T = 32
+                conv(128, 28, 28, 256, 256, 1, 1, 1, 0, 1, DType::f16),    // pointwise
+                conv(128, 28, 28, 256, 256, 1, 1, 1, 0, 1),
+                conv(128, 28, 28, 256, 256, 3, 3, 1, 1, 1, DType::f16)};   // dense, for the separable ratio
       return {conv(1, 56, 56, 64, 64, 3, 3, 1, 1, 1), conv(8, 56, 56, 64, 64, 3, 3, 1, 1, 1),
-              conv(8, 28, 28, 128, 128, 3, 3, 1, 1, 1)};
+              conv(8, 28, 28, 128, 128, 3, 3, 1, 1, 1),
+              conv(8, 28, 28, 128, 128, 3, 3, 1, 1, 128),  // depthwise
+              conv(8, 28, 28, 128, 128, 3, 3, 1, 1, 16),   // grouped T = 8
+              conv(8, 28, 28, 128, 128, 3, 3, 1, 1, 4),    // grouped T = 32
+              conv(8, 28, 28, 128, 128, 1, 1, 1, 0, 1)};   // pointwise
   }
   return {};
 }

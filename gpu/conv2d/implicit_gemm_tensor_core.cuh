@@ -8,11 +8,17 @@
 //   out.store(cg, M, group, warp_m, warp_n, lane, acc)
 //                       what to do with a warp's finished 64×64 accumulators
 // StoreY (lesson 04) stores them to y; lesson 07's policy pools them first.
+//
+// At the end, gpu::tensor_core_conv::supports/run: lesson 04's whole variant
+// (06's own supports() and run()), for rungs that want the conv as it is —
+// lesson 06's 10_pointwise hands it 1x1 convolutions, for which the im2col
+// view is the identity and the kernel is a plain GEMM.
 #pragma once
 
 #include <climits>
 #include <cstdint>
 
+#include "core/ops/conv2d.hpp"
 #include "core/problems.hpp"
 #include "gpu/common/check.cuh"
 #include "gpu/common/conv_geometry.cuh"
@@ -420,3 +426,13 @@ void launch(const ConvGeometry& cg, int M, const Element* x, const Element* w, O
 }
 
 }  // namespace convlab::gpu::igemm_tc
+
+namespace convlab::gpu::tensor_core_conv {
+
+// f16 or bf16, and the size limits of 06's header (defined in 06_implicit_gemm_tensor_core.cu).
+bool supports(const ConvProblem& p);
+// Asynchronous on the default stream, as every variant's run().
+void run(const ConvProblem& p, const Args<ConvProblem>& args);
+
+}  // namespace convlab::gpu::tensor_core_conv
+

@@ -1,0 +1,358 @@
+// gpu/conv2d/08_depthwise.cu — lesson 06, GPU rung 8: depthwise convolution at memory speed.
+//
+// Idea over 06_implicit_gemm_tensor_core: a depthwise conv (groups = C = K,
+// T = 1) has nothing for tensor cores to do. Per output element it does R·S
+// multiply-adds and the compulsory traffic is one read of x and one write of
+// y, so its intensity is R·S/2 flops per byte at fp16 (Eq. 27: 4.5 for 3x3)
+// against an H200 ridge of ~175: it is memory bound by a factor of ~40, and
+// the only goal is to move x and y at the copy bandwidth. Everything below is
+// about bytes:
+//
+//   1. Wide, coalesced accesses along C. In NHWC the channels of a pixel are
+//      contiguous and channel c of y depends on channel c of x only, so a
+//      thread owns a chunk of kVec channels — 16 bytes: 8 halves or 4 floats —
+//      loaded with one 128-bit load, and neighbouring lanes own neighbouring
+//      chunks: a warp reads whole 128-byte lines.
+//   2. Register reuse along W. A thread computes kStrip = 4 output pixels of
+//      one output row. For each of the R input rows it walks the
+//      (kStrip − 1)·stride + S input columns once, converting each chunk to
+//      fp32 once and adding it into every output of the strip that uses it
+//      (3x3, stride 1: 6 loads feed 12 tap-products instead of 12 loads).
+//      The R-fold reuse across output rows is left to L1/L2: the rows a block
+//      needs are read by its neighbours at the same time.
+//   3. Weights in shared memory, transposed. w is [C, R, S]; the block's
+//      channel slab of it goes to shared memory as [tap][channel] floats
+//      once per block, so a tap's kVec weights are one 16- or 32-byte read.
+//   4. fp32 accumulation (9 products: fp16 accumulation would pass, but
+//      costs nothing to avoid), one rounding to fp16 per output.
+//
+//   plain loops:                                   one thread, 3x3 path:
+//     for n, p, q, c:                                (n, p, q0) = item; c0 = chunk·kVec
+//       acc = Σ_{r,s in image} x[n, ih, iw, c]         for r < 3 (row in the image):
+//                            · w[c, r, s]                 wr[s][:] = wsm[r·3 + s][c0 ..]       3 × kVec floats
+//       y[n, p, q, c] = acc                              for j < (kStrip−1)·stride + 3:          input columns
+//                                                           v = x[n, ih, q0·stride − pad + j, c0 .. c0+kVec)  (0 outside)
+//                                                           for i < kStrip with s = j − i·stride in [0, 3):
+//                                                             acc[i][:] += wr[s][:] · v
+//                                                       y[n, p, q0 + i, c0 ..] = acc[i]      (q0 + i < Q)
+//
+// Grid: blockIdx.y = channel slab (blockDim.x chunks of kVec channels),
+// blockIdx.x and threadIdx.y = (n, p, strip) items, grid-stride. Filters other
+// than 3x3 or strides other than 1 and 2 run a generic kernel with run-time
+// loops and one output per thread (same chunks, same shared weights). C not a
+// multiple of kVec, or misaligned tensors, run the same kernels with kVec = 1.
+//
+// Floor and prediction, N=128 28×28 C=384 3x3 s1 fp16 on an H200: x and y are
+// 77.1 MB each, w 6.9 KB: 154.2 MB compulsory, 0.69 GFLOP. At the probe's
+// 4.22 TB/s copy rate that is 36.5 µs; the FMA floor is ~14 µs (fp32 FMA at
+// ~50 TFLOP/s), far below. Expected here: x re-read ~4.5× from L2 (3 rows ×
+// 1.5 columns), DRAM traffic ~1×: 50–60 µs, 2.6–3.1 TB/s of compulsory bytes
+// (62–73% of copy), against cuDNN's 1.95 TB/s in the same kind of run. fp32,
+// same shape: 308 MB, floor 73 µs, expected ~110 µs. NOT YET RUN ON A GPU.
+//
+// Supported: f32 and f16; groups == C == K (no channel multiplier); any R, S
+// with R·S ≤ 1024, any stride and pad; C ≤ 65535.
+// Run just this: build/convlab run conv2d/cuda/08_depthwise --shape N=128,H=28,C=384,K=384,R=3,pad=1,groups=384,dtype=f16
+#include <cstdint>
+#include <climits>
+#include <cstring>
+#include <type_traits>
+
+#include "core/ops/conv2d.hpp"
+#include "gpu/common/check.cuh"
+#include "gpu/common/conv_geometry.cuh"
+#include "gpu/common/element.cuh"
+
+namespace convlab {
+namespace {
+
+using gpu::ConvGeometry;
+
+// ---- tunables --------------------------------------------------------------------
+constexpr int kThreads = 256;              // per block: blockDim.x (channel chunks) × blockDim.y (items)
+constexpr int kStrip = 4;                  // output pixels along W per thread on the 3x3 path
+constexpr int kMaxLanes = 32;              // channel chunks per block (blockDim.x)
+constexpr int kMaxTaps = 1024;             // R·S limit: the shared weight slab must fit 48 KiB
+constexpr int kSharedLimit = 48 * 1024;    // static-size default, no opt-in needed
+static_assert(kThreads % kMaxLanes == 0, "blockDim.y = kThreads / lanes must be whole");
+static_assert(kMaxTaps * 8 * int(sizeof(float)) <= kSharedLimit,
+              "with one lane of 8 channels the largest filter's weights still fit");
+
+// ---- chunks of kVec channels: one 16-byte access, or one element ---------------------
+template <class Element, int kVec> __device__ __forceinline__ void load_chunk(const Element* p, float (&v)[kVec]) {
+  if constexpr (kVec == 1) {
+    v[0] = gpu::to_float(p[0]);
+  } else {
+    static_assert(kVec * sizeof(Element) == 16, "a chunk is one 128-bit access");
+    const uint4 raw = __ldg(reinterpret_cast<const uint4*>(p));
+    const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+    if constexpr (std::is_same_v<Element, float>) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) v[i] = __uint_as_float(words[i]);
+    } else {
+      static_assert(std::is_same_v<Element, __half>, "f32 or f16");
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        __half2 h;
+        static_assert(sizeof(h) == sizeof(words[i]));
+        memcpy(&h, &words[i], sizeof(h));
+        const float2 f = __half22float2(h);
+        v[2 * i] = f.x;
+        v[2 * i + 1] = f.y;
+      }
+    }
+  }
+}
+
+template <class Element, int kVec> __device__ __forceinline__ void store_chunk(Element* p, const float (&v)[kVec]) {
+  if constexpr (kVec == 1) {
+    p[0] = gpu::from_float<Element>(v[0]);
+  } else {
+    uint32_t words[4];
+    if constexpr (std::is_same_v<Element, float>) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) words[i] = __float_as_uint(v[i]);
+    } else {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const __half2 h = __floats2half2_rn(v[2 * i], v[2 * i + 1]);  // round to nearest even, as from_float
+        memcpy(&words[i], &h, sizeof(h));
+      }
+    }
+    *reinterpret_cast<uint4*>(p) = make_uint4(words[0], words[1], words[2], words[3]);
+  }
+}
+
+// kVec weights of one tap from the shared slab (16-byte aligned when kVec ≥ 4).
+template <int kVec> __device__ __forceinline__ void load_weights(const float* p, float (&v)[kVec]) {
+  if constexpr (kVec % 4 == 0) {
+#pragma unroll
+    for (int i = 0; i < kVec / 4; ++i) {
+      const float4 f = reinterpret_cast<const float4*>(p)[i];
+      v[4 * i] = f.x, v[4 * i + 1] = f.y, v[4 * i + 2] = f.z, v[4 * i + 3] = f.w;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) v[i] = p[i];
+  }
+}
+
+// The block's channel slab of w, transposed to wsm[tap][slab channel] as floats
+// (0 past C). Every thread of the block takes part; the caller syncs after.
+template <class Element>
+__device__ void stage_weights(const ConvGeometry& g, const Element* __restrict__ w, float* wsm, int slab_channels,
+                              int c_base) {
+  const int taps = g.R * g.S;
+  const int tid = threadIdx.y * blockDim.x + threadIdx.x, nthreads = blockDim.x * blockDim.y;
+  for (int i = tid; i < taps * slab_channels; i += nthreads) {
+    const int cl = i / taps, tap = i % taps;  // consecutive i read consecutive w: w[c][tap] is [C, R·S]
+    const int c = c_base + cl;
+    wsm[tap * slab_channels + cl] = c < g.C ? gpu::to_float(w[int64_t(c) * taps + tap]) : 0.f;
+  }
+}
+
+// item → (inner index, middle index, outer index) for item = (outer·middle +
+// middle index)·inner + inner index. 64-bit division is a long software
+// sequence on the GPU; items below 2³¹ (every realistic layer) take the 32-bit
+// one instead.
+__device__ __forceinline__ void split_item(int64_t item, int inner, int middle, int& i, int& m, int& o) {
+  if (item <= INT32_MAX) {
+    const unsigned it = unsigned(item), rest = it / unsigned(inner);
+    i = int(it - rest * unsigned(inner));
+    m = int(rest % unsigned(middle));
+    o = int(rest / unsigned(middle));
+  } else {
+    const int64_t rest = item / inner;
+    i = int(item - rest * inner);
+    m = int(rest % middle);
+    o = int(rest / middle);
+  }
+}
+
+// Kernel contract (both kernels):
+//   x [N, H, W, C], w [C, R, S, 1], y [N, P, Q, C]; K == C == groups.
+//   blockDim = (lanes, kThreads / lanes); blockIdx.y = channel slab of
+//   lanes·kVec channels; thread (tx, ty) owns chunk blockIdx.y·lanes + tx
+//   (channels c0 = chunk·kVec .. c0 + kVec − 1; kVec > 1 requires C % kVec ==
+//   0 and 16-byte aligned x, y) and items blockIdx.x·blockDim.y + ty, then
+//   every gridDim.x·blockDim.y-th after. Dynamic shared memory: R·S·lanes·kVec
+//   floats. Edge duties: chunks past C return after the one barrier; taps in
+//   the padding read nothing; outputs past Q are not stored.
+template <class Element, int kVec, int kStride>
+__global__ void __launch_bounds__(kThreads)
+    depthwise_3x3(ConvGeometry g, int chunks, int strips, int64_t items, const Element* __restrict__ x,
+                  const Element* __restrict__ w, Element* __restrict__ y) {
+  extern __shared__ __align__(16) float wsm[];  // [9][slab channels]
+  const int slab_channels = blockDim.x * kVec;
+  stage_weights(g, w, wsm, slab_channels, blockIdx.y * slab_channels);
+  __syncthreads();
+  const int chunk = blockIdx.y * blockDim.x + threadIdx.x;
+  if (chunk >= chunks) return;  // no barrier below
+  const int c0 = chunk * kVec;
+  const float* my_weights = wsm + threadIdx.x * kVec;  // tap t at my_weights + t·slab_channels
+  constexpr int kCols = (kStrip - 1) * kStride + 3;    // input columns a strip reads per row
+
+  for (int64_t item = int64_t(blockIdx.x) * blockDim.y + threadIdx.y; item < items;
+       item += int64_t(gridDim.x) * blockDim.y) {
+    int strip, p, n;
+    split_item(item, strips, g.P, strip, p, n);  // item = (n·P + p)·strips + strip
+    const int q0 = strip * kStrip;
+    const int iw0 = q0 * kStride - g.pad;
+    const Element* image = x + int64_t(n) * g.H * g.W * g.C + c0;
+
+    float acc[kStrip][kVec];
+#pragma unroll
+    for (int i = 0; i < kStrip; ++i)
+#pragma unroll
+      for (int v = 0; v < kVec; ++v) acc[i][v] = 0.f;
+
+#pragma unroll
+    for (int r = 0; r < 3; ++r) {
+      const int ih = p * kStride - g.pad + r;
+      if (ih < 0 || ih >= g.H) continue;  // a padding row: nothing to add
+      float wr[3][kVec];
+#pragma unroll
+      for (int s = 0; s < 3; ++s) load_weights<kVec>(my_weights + (r * 3 + s) * slab_channels, wr[s]);
+      const Element* row = image + int64_t(ih) * g.W * g.C;
+#pragma unroll
+      for (int j = 0; j < kCols; ++j) {
+        const int iw = iw0 + j;
+        float v[kVec];
+        if (iw >= 0 && iw < g.W) {
+          load_chunk<Element, kVec>(row + int64_t(iw) * g.C, v);
+        } else {
+#pragma unroll
+          for (int e = 0; e < kVec; ++e) v[e] = 0.f;  // padding column
+        }
+#pragma unroll
+        for (int i = 0; i < kStrip; ++i) {
+          const int s = j - i * kStride;  // compile-time after unrolling
+          if (s >= 0 && s < 3) {
+#pragma unroll
+            for (int e = 0; e < kVec; ++e) acc[i][e] = fmaf(wr[s][e], v[e], acc[i][e]);
+          }
+        }
+      }
+    }
+    Element* out = y + ((int64_t(n) * g.P + p) * g.Q + q0) * g.C + c0;
+#pragma unroll
+    for (int i = 0; i < kStrip; ++i)
+      if (q0 + i < g.Q) store_chunk<Element, kVec>(out + int64_t(i) * g.C, acc[i]);
+  }
+}
+
+template <class Element, int kVec>
+__global__ void __launch_bounds__(kThreads)
+    depthwise_generic(ConvGeometry g, int chunks, int64_t items, const Element* __restrict__ x,
+                      const Element* __restrict__ w, Element* __restrict__ y) {
+  extern __shared__ __align__(16) float wsm[];  // [R·S][slab channels]
+  const int slab_channels = blockDim.x * kVec;
+  stage_weights(g, w, wsm, slab_channels, blockIdx.y * slab_channels);
+  __syncthreads();
+  const int chunk = blockIdx.y * blockDim.x + threadIdx.x;
+  if (chunk >= chunks) return;
+  const int c0 = chunk * kVec;
+  const float* my_weights = wsm + threadIdx.x * kVec;
+
+  for (int64_t item = int64_t(blockIdx.x) * blockDim.y + threadIdx.y; item < items;
+       item += int64_t(gridDim.x) * blockDim.y) {
+    int q, p, n;
+    split_item(item, g.Q, g.P, q, p, n);  // item = (n·P + p)·Q + q
+    const Element* image = x + int64_t(n) * g.H * g.W * g.C + c0;
+    float acc[kVec];
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) acc[e] = 0.f;
+    for (int r = 0; r < g.R; ++r) {
+      const int ih = p * g.stride - g.pad + r;
+      if (ih < 0 || ih >= g.H) continue;
+      for (int s = 0; s < g.S; ++s) {
+        const int iw = q * g.stride - g.pad + s;
+        if (iw < 0 || iw >= g.W) continue;
+        float v[kVec], wv[kVec];
+        load_chunk<Element, kVec>(image + (int64_t(ih) * g.W + iw) * g.C, v);
+        load_weights<kVec>(my_weights + (r * g.S + s) * slab_channels, wv);
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) acc[e] = fmaf(wv[e], v[e], acc[e]);
+      }
+    }
+    store_chunk<Element, kVec>(y + ((int64_t(n) * g.P + p) * g.Q + q) * g.C + c0, acc);
+  }
+}
+
+bool supports(const ConvProblem& p) {
+  return (p.dtype == DType::f32 || p.dtype == DType::f16) && p.groups == p.C && p.K == p.C && p.T() == 1 &&
+         p.R * p.S <= kMaxTaps && p.C <= gpu::kMaxGridYZ;  // one slab per ≥ 1 channel: slabs ≤ 65535
+}
+
+bool aligned_16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// Chunks per block: the largest power of two ≤ 32 that divides the chunk count
+// (no idle lanes in the last slab) and is at least 8, else 32 — halved while
+// the slab's weights would not fit the shared-memory limit.
+int lanes_for(int chunks, int taps, int vec) {
+  int lanes = kMaxLanes;
+  for (int l = kMaxLanes; l >= 8; l /= 2)
+    if (chunks % l == 0) {
+      lanes = l;
+      break;
+    }
+  while (lanes > 1 && lanes / 2 >= chunks) lanes /= 2;  // narrow C: fewer idle lanes
+  while (lanes > 1 && int64_t(taps) * lanes * vec * int(sizeof(float)) > kSharedLimit) lanes /= 2;
+  return lanes;
+}
+
+template <class Element, int kVec> void launch(const ConvProblem& p, const Args<ConvProblem>& args) {
+  const ConvGeometry g = gpu::geometry_of(p);
+  const int chunks = p.C / kVec, taps = p.R * p.S;
+  const int lanes = lanes_for(chunks, taps, kVec);
+  const dim3 block(unsigned(lanes), unsigned(kThreads / lanes));
+  const int slabs = gpu::ceil_div(chunks, lanes);
+  if (slabs > gpu::kMaxGridYZ) throw Unsupported("conv2d/cuda/08_depthwise: too many channel slabs");
+  const std::size_t shared = std::size_t(taps) * lanes * kVec * sizeof(float);
+  const auto* x = static_cast<const Element*>(args.x);
+  const auto* w = static_cast<const Element*>(args.w);
+  auto* y = static_cast<Element*>(args.y);
+
+  const auto grid_for = [&](int64_t items) {
+    const int64_t blocks = gpu::ceil_div<int64_t>(items, block.y);
+    return dim3(unsigned(blocks < gpu::kMaxGridX ? blocks : gpu::kMaxGridX), unsigned(slabs));
+  };
+  if (p.R == 3 && p.S == 3 && (p.stride == 1 || p.stride == 2)) {
+    const int strips = gpu::ceil_div(p.Q(), kStrip);
+    const int64_t items = int64_t(p.N) * p.P() * strips;
+    if (p.stride == 1)
+      depthwise_3x3<Element, kVec, 1><<<grid_for(items), block, shared>>>(g, chunks, strips, items, x, w, y);
+    else
+      depthwise_3x3<Element, kVec, 2><<<grid_for(items), block, shared>>>(g, chunks, strips, items, x, w, y);
+    gpu::check_launch("depthwise_3x3");
+  } else {
+    const int64_t items = int64_t(p.N) * p.P() * p.Q();
+    depthwise_generic<Element, kVec><<<grid_for(items), block, shared>>>(g, chunks, items, x, w, y);
+    gpu::check_launch("depthwise_generic");
+  }
+}
+
+void run(const ConvProblem& p, const Args<ConvProblem>& args) {
+  const bool aligned = aligned_16(args.x) && aligned_16(args.y);
+  gpu::visit_dtype<float, __half>(p.dtype, [&](auto tag) {
+    using Element = typename decltype(tag)::type;
+    constexpr int kVec = int(16 / sizeof(Element));  // 4 floats or 8 halves: one 16-byte chunk
+    if (aligned && p.C % kVec == 0)
+      launch<Element, kVec>(p, args);
+    else
+      launch<Element, 1>(p, args);
+  });
+}
+
+const Register<ConvProblem> reg{{
+    .name = "08_depthwise",
+    .device = Device::cuda,
+    .lesson = 6,
+    .supports = supports,
+    .run = run,
+    .idea = "depthwise: 16-byte chunks along C, 4 outputs along W per thread from one pass over the input "
+            "columns, weights [tap][c] in smem; memory bound by design",
+}};
+
+}  // namespace
+}  // namespace convlab
