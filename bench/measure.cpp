@@ -104,6 +104,7 @@ void set_counters(benchmark::State& state, const BenchTarget& t, const ICase& c,
   state.counters["peak_gflops"] = Counter(peak_gflops);  // the denominators, so plots need only the JSON
   state.counters["peak_gbs"] = Counter(peak_gbs);
   state.counters["workspace_bytes"] = Counter(double(c.workspace_bytes()));
+  for (const auto& [key, value] : c.counters()) state.counters[key] = Counter(value);  // e.g. ffn's layer_by_layer_bytes
 }
 
 }  // namespace
