@@ -7,7 +7,9 @@ A lesson marks where a table goes:
     ...generated, never edited by hand...
     <!-- /convlab:results -->
 
-and this script fills it from the committed Google Benchmark JSON under
+(an optional `baseline=NAME[,NAME]` adds ratio columns for rungs that are
+library baselines without being named after the library, e.g. lesson 08's
+02_layer_by_layer_cublas) and this script fills it from the committed Google Benchmark JSON under
 bench/results/ with the most rows for that op, device and shape (the newest
 among equals). Each row: variant,
 median time, GFLOP/s, % of the measured peak, speed-up over the lesson's first
@@ -62,16 +64,17 @@ def rows_for(data, op, device, shape):
 BASELINES = {"cublas", "cudnn", "eigen", "openblas", "onednn", "torch_inductor"}
 
 
-def render(rows, source, context):
-    first = next((r for r in sorted(rows, key=lambda r: r["variant"]) if r["variant"] not in BASELINES), None)
-    bases = [r for r in rows if r["variant"] in BASELINES]
+def render(rows, source, context, extra_baselines=()):
+    baselines = BASELINES | set(extra_baselines)
+    first = next((r for r in sorted(rows, key=lambda r: r["variant"]) if r["variant"] not in baselines), None)
+    bases = [r for r in rows if r["variant"] in baselines]
     head = "| variant | time (ms) | GFLOP/s | % of peak | vs first rung |"
     sep = "|---|---:|---:|---:|---:|"
     for b in bases:
         head += f" vs {b['variant']} |"
         sep += "---:|"
     lines = [head, sep]
-    for r in sorted(rows, key=lambda r: (r["variant"] in BASELINES, r["variant"])):
+    for r in sorted(rows, key=lambda r: (r["variant"] in baselines, r["variant"])):
         speedup = f"{first['ms'] / r['ms']:.2f}x" if first else "-"
         line = f"| {r['variant']} | {r['ms']:.3f} | {r['gflops']:.1f} | {r['pct_peak']:.1f} | {speedup} |"
         for b in bases:
@@ -96,7 +99,8 @@ def fill(text, runs):
             if rows and (best is None or len(rows) >= len(best[1])):
                 best = (path, rows, data.get("context", {}))
         if best:
-            return m.group(1) + render(best[1], best[0], best[2]) + m.group(4)
+            extra = [b for b in args.get("baseline", "").split(",") if b]
+            return m.group(1) + render(best[1], best[0], best[2], extra) + m.group(4)
         return m.group(1) + "_No committed benchmark results for this table yet._\n" + m.group(4)
     return MARKER.sub(replace, text)
 
