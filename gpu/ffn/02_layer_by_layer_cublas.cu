@@ -17,7 +17,7 @@
 // Row-major through column-major cuBLAS: C = A·B row-major is Cᵀ = Bᵀ·Aᵀ
 // column-major, so each call passes B first (see gpu/gemm/cublas.cu).
 // Supported: f32 (IEEE fp32, no TF32: see cublas_handle.cuh), f16, bf16; any sizes.
-// Run just this: build/convlab run ffn/cuda/02_layer_by_layer_cublas
+// Run just this: build/convlab run ffn/cuda/02_layer_by_layer_cublas --shape P=401408,C=64,dtype=f16
 #include <cstddef>
 #include <stdexcept>
 

@@ -54,7 +54,8 @@
 // and φ(0 + 0) = 0 times zero rows of V adds nothing); any P ≥ 1 (the last
 // row tile is zero-filled and its extra rows never stored); 16-byte-aligned
 // buffers. Everything else runs on 02_layer_by_layer_cublas.
-// Run just this: build/convlab run ffn/cuda/03_fused_tensor_core
+// Run just this: build/convlab run ffn/cuda/03_fused_tensor_core --shape P=401408,C=64,dtype=f16
+// (the tour shape is fp32, which this rung does not take).
 #include <cstdint>
 
 #include "core/ops/ffn.hpp"
