@@ -25,7 +25,9 @@
 // so H_r is rounded to the element type in registers and fed on, with no
 // shared-memory round trip and no shuffle. Each warp owns whole rows (all TH
 // hidden columns of its rows, all C_out output columns), which is what makes
-// the hand-over warp-local.
+// the hand-over warp-local. tests/lesson08_ffn_test.cpp emulates one warp of
+// this kernel on the host (its index expressions, PTX semantics of each
+// instruction) and requires exact results on integer data.
 //
 // ---- the floor, counted before writing the kernel (H200: cuBLAS HGEMM ≈ 736
 // TFLOP/s, HBM ≈ 4.2 TB/s). P = 401408, α = 4, f16, C_out = C:
