@@ -330,6 +330,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 
 // ---- launcher ------------------------------------------------------------------------
 
+// The supported set: f16/bf16; C = C_out ∈ {16, 32, 64, 128, 256} (one
+// FusedConfig each); hidden % 8 == 0 (whole 16-byte pieces); any P ≥ 1.
 bool supports(const FfnProblem& p) {
   const bool width = p.C == 16 || p.C == 32 || p.C == 64 || p.C == 128 || p.C == 256;
   return (p.dtype == DType::f16 || p.dtype == DType::bf16) && width && p.C_out == p.C && p.hidden % kChunkElems == 0 &&
