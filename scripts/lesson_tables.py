@@ -7,13 +7,19 @@ A lesson marks where a table goes:
     ...generated, never edited by hand...
     <!-- /convlab:results -->
 
-(add `bytes=1` to the marker for two more columns: each variant's modelled
-traffic, counter `model_bytes`, and its rate) and this script fills it from the committed Google Benchmark JSON under
+and this script fills it from the committed Google Benchmark JSON under
 bench/results/ with the most rows for that op, device and shape (the newest
-among equals); `file=bench-winograd.json` in the marker restricts the choice
-to runs saved under that file name. Each row: variant,
-median time, GFLOP/s, % of the measured peak, speed-up over the lesson's first
-rung (the 01_ variant) and ratio to the baseline libraries in the same run.
+among equals). Each row: variant, median time, GFLOP/s, % of the measured
+peak, speed-up over the lesson's first rung (the 01_ variant) and ratio to the
+baseline libraries in the same run. Options in the marker:
+
+    file=NAME               only runs saved under that file name (e.g. bench-winograd.json)
+    bytes=1                 two more columns: each variant's modelled traffic
+                            (counter model_bytes) and its rate
+    baseline=NAME[,NAME]    ratio columns for rungs that are library baselines
+                            without being named after the library
+                            (lesson 08's 02_layer_by_layer_cublas)
+    columns=roofline        see below
 
 With `columns=roofline` the table also shows GB/s (compulsory bytes / time)
 and % of the roofline-attainable rate (the pct_roofline counter), the numbers
@@ -98,9 +104,10 @@ def footer(source, context):
             f"({context.get('date', '?')}, {machine})._")
 
 
-def render(rows, source, context, show_bytes=False, roofline=False):
-    first = next((r for r in sorted(rows, key=lambda r: r["variant"]) if r["variant"] not in BASELINES), None)
-    bases = [r for r in rows if r["variant"] in BASELINES]
+def render(rows, source, context, show_bytes=False, roofline=False, extra_baselines=()):
+    baselines = BASELINES | set(extra_baselines)
+    first = next((r for r in sorted(rows, key=lambda r: r["variant"]) if r["variant"] not in baselines), None)
+    bases = [r for r in rows if r["variant"] in baselines]
     head = "| variant | time (ms) | GFLOP/s | % of peak | vs first rung |"
     sep = "|---|---:|---:|---:|---:|"
     if roofline:  # a marker's columns=roofline: GB/s and % of the roofline after GFLOP/s
@@ -113,7 +120,7 @@ def render(rows, source, context, show_bytes=False, roofline=False):
         head += f" vs {b['variant']} |"
         sep += "---:|"
     lines = [head, sep]
-    for r in sorted(rows, key=lambda r: (r["variant"] in BASELINES, r["variant"])):
+    for r in sorted(rows, key=lambda r: (r["variant"] in baselines, r["variant"])):
         speedup = f"{first['ms'] / r['ms']:.2f}x" if first else "-"
         if roofline:
             line = (f"| {r['variant']} | {r['ms']:.3f} | {r['gflops']:.1f} | {r['gbs']:.1f} | {r['pct_peak']:.1f} | "
@@ -182,8 +189,9 @@ def fill(text, runs):
             if rows and (best is None or len(rows) >= len(best[1])):
                 best = (path, rows, data.get("context", {}))
         if best:
+            extra = [b for b in args.get("baseline", "").split(",") if b]
             return m.group(1) + render(best[1], best[0], best[2], args.get("bytes") == "1",
-                                       args.get("columns") == "roofline") + m.group(4)
+                                       args.get("columns") == "roofline", extra) + m.group(4)
         return m.group(1) + "_No committed benchmark results for this table yet._\n" + m.group(4)
     def replace_separable(m):
         args = dict(kv.split("=", 1) for kv in m.group("args").split())

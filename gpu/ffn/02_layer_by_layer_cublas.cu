@@ -1,0 +1,83 @@
+// gpu/ffn/02_layer_by_layer_cublas.cu — lesson 08, baseline: Eq. 30 layer by layer on cuBLAS.
+//
+// What a framework's eager mode does (PyTorch's nn.Linear → GELU → nn.Linear):
+// two cuBLAS GEMMs with fp32 accumulation (cublasGemmEx, CUBLAS_COMPUTE_32F;
+// fp16/bf16 inputs run on the tensor cores), and element-wise passes between:
+//
+//   H = X·U            cublasGemmEx → H [P, hidden] in the workspace, problem dtype
+//   H = φ(H + a)       bias_activate_kernel, in place
+//   Z = H·V            cublasGemmEx
+//   Z = Z + b          bias_activate_kernel (identity)
+//
+// Each GEMM is as fast as NVIDIA makes it; what the form costs is the hidden
+// tensor: 4 passes over P·hidden values (written, read and written, read),
+// 822 MB at P = 401408, hidden = 256 in fp16, against 103 MB of x and z.
+// This is the yardstick gpu/ffn/03_fused_tensor_core must beat by 2x.
+//
+// Row-major through column-major cuBLAS: C = A·B row-major is Cᵀ = Bᵀ·Aᵀ
+// column-major, so each call passes B first (see gpu/gemm/cublas.cu).
+// Supported: f32 (IEEE fp32, no TF32: see cublas_handle.cuh), f16, bf16; any sizes.
+// Run just this: build/convlab run ffn/cuda/02_layer_by_layer_cublas --shape P=401408,C=64,dtype=f16
+#include <cstddef>
+#include <stdexcept>
+
+#include "core/ops/ffn.hpp"
+#include "gpu/common/check.cuh"
+#include "gpu/common/cublas_handle.cuh"
+#include "gpu/common/element.cuh"
+#include "gpu/ffn/ffn_epilogue.cuh"
+
+namespace convlab {
+namespace {
+
+cudaDataType_t cuda_type(DType t) {
+  switch (t) {
+    case DType::f32: return CUDA_R_32F;
+    case DType::f16: return CUDA_R_16F;
+    case DType::bf16: return CUDA_R_16BF;
+  }
+  throw std::invalid_argument("ffn cublas: unknown dtype");
+}
+
+// C[M,N] = A[M,K]·B[K,N], row-major, elements of `type`, fp32 accumulation.
+// beta = 0: C is not read (it may hold poison).
+void gemm_row_major(int M, int N, int K, const void* A, const void* B, void* C, cudaDataType_t type) {
+  const float alpha = 1.f, beta = 0.f;
+  gpu::check_cublas(cublasGemmEx(gpu::cublas_handle(), CUBLAS_OP_N, CUBLAS_OP_N, /*m=*/N, /*n=*/M, /*k=*/K, &alpha,
+                                 B, type, /*ld=*/N, A, type, /*ld=*/K, &beta, C, type, /*ld=*/N, CUBLAS_COMPUTE_32F,
+                                 CUBLAS_GEMM_DEFAULT),
+                    "cublasGemmEx");
+}
+
+std::size_t workspace_bytes(const FfnProblem& p) { return std::size_t(p.P) * p.hidden * dtype_size(p.dtype); }
+
+void run(const FfnProblem& p, const Args<FfnProblem>& args) {
+  const cudaDataType_t type = cuda_type(p.dtype);
+  void* h = args.workspace;  // [P, hidden] row-major, problem dtype: the hidden tensor
+  gemm_row_major(p.P, p.hidden, p.C, args.x, args.u, h, type);
+  gpu::visit_dtype<float, __half, __nv_bfloat16>(p.dtype, [&](auto tag) {
+    using Element = typename decltype(tag)::type;
+    gpu::ffn::bias_activate(p.P, p.hidden, static_cast<Element*>(h), static_cast<const Element*>(args.a),
+                            p.activation);
+  });
+  gemm_row_major(p.P, p.C_out, p.hidden, h, args.v, args.z, type);
+  gpu::visit_dtype<float, __half, __nv_bfloat16>(p.dtype, [&](auto tag) {
+    using Element = typename decltype(tag)::type;
+    gpu::ffn::bias_activate(p.P, p.C_out, static_cast<Element*>(args.z), static_cast<const Element*>(args.b),
+                            FfnActivation::identity);
+  });
+}
+
+const Register<FfnProblem> reg{{
+    .name = "02_layer_by_layer_cublas",
+    .device = Device::cuda,
+    .lesson = 8,
+    .supports = any_dtype<FfnProblem>,
+    .run = run,
+    .workspace_bytes = workspace_bytes,
+    .idea = "baseline: cuBLAS GemmEx (fp32 accumulation) twice, bias+φ passes; hidden tensor in DRAM",
+    .baseline = true,
+}};
+
+}  // namespace
+}  // namespace convlab
