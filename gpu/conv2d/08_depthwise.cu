@@ -70,11 +70,7 @@ using gpu::ConvGeometry;
 
 // ---- tunables --------------------------------------------------------------------
 constexpr int kThreads = 256;              // per block: blockDim.x (channel chunks) × blockDim.y (items)
-// Output pixels along W per thread on the 3x3 path. fp16 threads hold 8 channels,
-// twice fp32's 4, so a 4-pixel strip costs them 120 registers (2 blocks per SM,
-// 16 warps: too few loads in flight, 1.07 TB/s measured on the H200); 2 pixels
-// keep the registers near fp32's.
-template <class Element> constexpr int kStrip = sizeof(Element) == 2 ? 2 : 4;
+constexpr int kStrip = 4;                  // output pixels along W per thread on the 3x3 path
 constexpr int kMaxLanes = 32;              // channel chunks per block (blockDim.x)
 constexpr int kMaxTaps = 1024;             // R·S limit: the shared weight slab must fit 48 KiB
 constexpr int kSharedLimit = 48 * 1024;    // static-size default, no opt-in needed
@@ -194,20 +190,19 @@ __global__ void __launch_bounds__(kThreads)
   if (chunk >= chunks) return;  // no barrier below
   const int c0 = chunk * kVec;
   const float* my_weights = wsm + threadIdx.x * kVec;  // tap t at my_weights + t·slab_channels
-  constexpr int kStripW = kStrip<Element>;
-  constexpr int kCols = (kStripW - 1) * kStride + 3;    // input columns a strip reads per row
+  constexpr int kCols = (kStrip - 1) * kStride + 3;    // input columns a strip reads per row
 
   for (int64_t item = int64_t(blockIdx.x) * blockDim.y + threadIdx.y; item < items;
        item += int64_t(gridDim.x) * blockDim.y) {
     int strip, p, n;
     split_item(item, strips, g.P, strip, p, n);  // item = (n·P + p)·strips + strip
-    const int q0 = strip * kStripW;
+    const int q0 = strip * kStrip;
     const int iw0 = q0 * kStride - g.pad;
     const Element* image = x + int64_t(n) * g.H * g.W * g.C + c0;
 
-    float acc[kStripW][kVec];
+    float acc[kStrip][kVec];
 #pragma unroll
-    for (int i = 0; i < kStripW; ++i)
+    for (int i = 0; i < kStrip; ++i)
 #pragma unroll
       for (int v = 0; v < kVec; ++v) acc[i][v] = 0.f;
 
@@ -230,7 +225,7 @@ __global__ void __launch_bounds__(kThreads)
           for (int e = 0; e < kVec; ++e) v[e] = 0.f;  // padding column
         }
 #pragma unroll
-        for (int i = 0; i < kStripW; ++i) {
+        for (int i = 0; i < kStrip; ++i) {
           const int s = j - i * kStride;  // compile-time after unrolling
           if (s >= 0 && s < 3) {
 #pragma unroll
@@ -241,7 +236,7 @@ __global__ void __launch_bounds__(kThreads)
     }
     Element* out = y + ((int64_t(n) * g.P + p) * g.Q + q0) * g.C + c0;
 #pragma unroll
-    for (int i = 0; i < kStripW; ++i)
+    for (int i = 0; i < kStrip; ++i)
       if (q0 + i < g.Q) store_chunk<Element, kVec>(out + int64_t(i) * g.C, acc[i]);
   }
 }
@@ -323,7 +318,7 @@ template <class Element, int kVec> void launch(const ConvProblem& p, const Args<
     return dim3(unsigned(blocks < gpu::kMaxGridX ? blocks : gpu::kMaxGridX), unsigned(slabs));
   };
   if (p.R == 3 && p.S == 3 && (p.stride == 1 || p.stride == 2)) {
-    const int strips = gpu::ceil_div(p.Q(), kStrip<Element>);
+    const int strips = gpu::ceil_div(p.Q(), kStrip);
     const int64_t items = int64_t(p.N) * p.P() * strips;
     if (p.stride == 1)
       depthwise_3x3<Element, kVec, 1><<<grid_for(items), block, shared>>>(g, chunks, strips, items, x, w, y);
