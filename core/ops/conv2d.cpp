@@ -125,9 +125,9 @@ void validate(const ConvProblem& p) {
 }
 }  // namespace
 
-ConvProblem OpTraits<ConvProblem>::parse(const std::string& text) {
+ConvProblem parse_conv_fields(const std::string& text, const std::string& op) {
   const KeyValues kv(text);
-  kv.require_only({"N", "H", "W", "C", "K", "R", "S", "stride", "pad", "groups", "dtype"}, "conv2d");
+  kv.require_only({"N", "H", "W", "C", "K", "R", "S", "stride", "pad", "groups", "dtype"}, op);
   ConvProblem p;
   p.N = kv.get_int("N", 1);
   p.H = kv.get_int("H", 8);
@@ -140,6 +140,19 @@ ConvProblem OpTraits<ConvProblem>::parse(const std::string& text) {
   p.pad = kv.get_int("pad", 0);
   p.groups = kv.get_int("groups", 1);
   p.dtype = parse_dtype(kv.get("dtype", "f32"));
+  return p;
+}
+
+ConvProblem conv_from_x_w(const Shape& x, const Shape& w, DType dtype, const KeyValues& options) {
+  if (w[3] <= 0 || x[3] % w[3] != 0)
+    throw SpecError("w's last dimension (" + std::to_string(w[3]) + ") must divide x's channels (" +
+                    std::to_string(x[3]) + "): it is C/groups");
+  return {int(x[0]), int(x[1]), int(x[2]), int(x[3]), int(w[0]), int(w[1]), int(w[2]),
+          options.get_int("stride", 1), options.get_int("pad", 0), int(x[3] / w[3]), dtype};
+}
+
+ConvProblem OpTraits<ConvProblem>::parse(const std::string& text) {
+  const ConvProblem p = parse_conv_fields(text, "conv2d");
   validate(p);
   return p;
 }
@@ -149,13 +162,7 @@ ConvProblem OpTraits<ConvProblem>::from_input_shapes(const std::vector<Shape>& s
   options.require_only({"stride", "pad"}, "conv2d with --in (shapes come from the files)");
   if (shapes.size() != 2 || shapes[0].size() != 4 || shapes[1].size() != 4)
     throw SpecError("conv2d takes two 4-d inputs: x [N,H,W,C] (NHWC) and w [K,R,S,C/groups] (KRSC)");
-  const Shape& x = shapes[0];
-  const Shape& w = shapes[1];
-  if (w[3] <= 0 || x[3] % w[3] != 0)
-    throw SpecError("w's last dimension (" + std::to_string(w[3]) + ") must divide x's channels (" +
-                    std::to_string(x[3]) + "): it is C/groups");
-  ConvProblem p{int(x[0]), int(x[1]), int(x[2]), int(x[3]), int(w[0]), int(w[1]), int(w[2]),
-                options.get_int("stride", 1), options.get_int("pad", 0), int(x[3] / w[3]), dtype};
+  const ConvProblem p = conv_from_x_w(shapes[0], shapes[1], dtype, options);
   validate(p);
   return p;
 }

@@ -17,6 +17,17 @@ template <> struct Args<ConvProblem> {
   void* workspace;  // workspace_bytes(problem) bytes, or nullptr
 };
 
+// The text and file forms of a convolution's shape, shared by the operations
+// built on one (conv2d, conv_bias_relu_pool). `op` names the operation in
+// error messages; neither function checks ConvProblem::valid().
+//   parse_conv_fields   keys N, H, W, C, K, R, S, stride, pad, groups, dtype
+//                       (missing: N=1, H=8, W=H, C=8, K=C, R=3, S=R, stride=1, pad=0,
+//                       groups=1, dtype=f32); any other key is an error
+//   conv_from_x_w       from x [N,H,W,C] and w [K,R,S,C/groups]: groups = C / w's
+//                       last dim, stride and pad from `options`
+ConvProblem parse_conv_fields(const std::string& text, const std::string& op);
+ConvProblem conv_from_x_w(const Shape& x, const Shape& w, DType dtype, const KeyValues& options);
+
 template <> struct OpTraits<ConvProblem> {
   static constexpr const char* name = "conv2d";
   static std::vector<TensorSpec> inputs(const ConvProblem& p);

@@ -98,26 +98,18 @@ std::string OpTraits<ConvPoolProblem>::label(const ConvPoolProblem& p) {
 }
 
 namespace {
+// The layer whose conv is c (the pool is fixed: 2x2, stride 2).
+ConvPoolProblem with_pool(const ConvProblem& c) {
+  return {c.N, c.H, c.W, c.C, c.K, c.R, c.S, c.stride, c.pad, c.groups, c.dtype};
+}
+
 void validate(const ConvPoolProblem& p) {
   if (!p.valid()) throw SpecError("invalid conv_bias_relu_pool problem: " + p.invalid_reason());
 }
 }  // namespace
 
 ConvPoolProblem OpTraits<ConvPoolProblem>::parse(const std::string& text) {
-  const KeyValues kv(text);
-  kv.require_only({"N", "H", "W", "C", "K", "R", "S", "stride", "pad", "groups", "dtype"}, "conv_bias_relu_pool");
-  ConvPoolProblem p;
-  p.N = kv.get_int("N", 1);
-  p.H = kv.get_int("H", 8);
-  p.W = kv.get_int("W", p.H);
-  p.C = kv.get_int("C", 8);
-  p.K = kv.get_int("K", p.C);
-  p.R = kv.get_int("R", 3);
-  p.S = kv.get_int("S", p.R);
-  p.stride = kv.get_int("stride", 1);
-  p.pad = kv.get_int("pad", 0);
-  p.groups = kv.get_int("groups", 1);
-  p.dtype = parse_dtype(kv.get("dtype", "f32"));
+  const ConvPoolProblem p = with_pool(parse_conv_fields(text, "conv_bias_relu_pool"));
   validate(p);
   return p;
 }
@@ -128,13 +120,7 @@ ConvPoolProblem OpTraits<ConvPoolProblem>::from_input_shapes(const std::vector<S
   if (shapes.size() != 4 || shapes[0].size() != 4 || shapes[1].size() != 4 || shapes[2].size() != 1 ||
       shapes[3].size() != 1)
     throw SpecError("conv_bias_relu_pool takes x [N,H,W,C] (NHWC), w [K,R,S,C/groups] (KRSC), scale [K], bias [K]");
-  const Shape& x = shapes[0];
-  const Shape& w = shapes[1];
-  if (w[3] <= 0 || x[3] % w[3] != 0)
-    throw SpecError("w's last dimension (" + std::to_string(w[3]) + ") must divide x's channels (" +
-                    std::to_string(x[3]) + "): it is C/groups");
-  ConvPoolProblem p{int(x[0]), int(x[1]), int(x[2]), int(x[3]), int(w[0]), int(w[1]), int(w[2]),
-                    options.get_int("stride", 1), options.get_int("pad", 0), int(x[3] / w[3]), dtype};
+  const ConvPoolProblem p = with_pool(conv_from_x_w(shapes[0], shapes[1], dtype, options));
   validate(p);
   return p;
 }

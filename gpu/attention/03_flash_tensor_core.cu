@@ -53,6 +53,19 @@
 // needs ≤ 1.2 ms, i.e. ≥ 460 TFLOP/s, cuDNN's (wgmma, TMA) territory. See
 // bench/NOTES.md.
 //
+// MEASURED (H200, bench/results/2026-11-30-h200-3/bench-attention.json; tests
+// pass, memcheck 0 errors, racecheck did not complete inside its time limit):
+// 2.140 ms = 257 TFLOP/s — top of the predicted range, issue goal ≥ 150 met —
+// against 4.303 ms unfused: 2.01x, so the ≥ 3x goal is NOT met, as counted
+// above (against the measured baseline 3x needs ≤ 1.43 ms, ≈ 384 TFLOP/s).
+// Causal 1.133 ms = 243 TFLOP/s (0.53x the non-causal time; predicted ≈ 0.6x),
+// 2.98x; d = 64 1.230 ms = 224 TFLOP/s (predicted 150–220), 3.42x,
+// because the unfused path's N² traffic does not shrink with d; bf16 2.119 ms
+// = 259 TFLOP/s. PyTorch SDPA (bench/sdpa_torch.py) was not run yet, so the
+// comparison with FA2/cuDNN is still open. Next steps toward 3x: 128-query
+// CTAs (halve K/V shared reads per FLOP), separate K and V cp.async groups,
+// then wgmma + TMA.
+//
 // Supported: f16, bf16; d ∈ {64, 128}; any Nq, Nk ≥ 1 (partial tiles masked
 // and zero-filled), causal (top-left) or not; B·H ≤ 65535.
 // Run just this: build/convlab run attention/cuda/03_flash_tensor_core --shape B=4,H=16,N=4096,d=128,dtype=f16

@@ -22,10 +22,21 @@
 //   only just: K = C = 128 gives the SGEMM 16 K-slices per tile, so its
 //   prologue and epilogue weigh more than at 4096³; a GEMM at 25 TFLOP/s
 //   makes this rung 0.7 ms. F(4×4) (rung 08) is the one with real margin.
-// NOT YET RUN ON A GPU.
+// Measured (H200, bench/results/2026-11-30-h200-3/bench-conv2d.json): 0.507 ms,
+//   1.45× faster than 05_implicit_gemm_f32 (0.734 ms) and 1.54× cuDNN's fp32
+//   FMA algorithm (0.780 ms) — the fast end of the prediction, so the short-K
+//   SGEMM did not drop to the feared 25 TFLOP/s (no per-launch profile taken).
+//   The bench reports 58.4 TFLOP/s, an *effective* rate: it counts the direct
+//   convolution's 29.6 GFLOP, not the 13.2 this rung does. N=128: 1.909 ms
+//   (05: 2.916); N=128 28×28 C=K=256: 1.563 ms (05: 2.895). All tests pass;
+//   error table (fp32 as the CPU rung, fp16 = output rounding only):
+//   bench/results/2026-11-30-h200-3/winograd-error.txt.
 //
 // fp16: x, w, y in half; transforms, V, M and accumulation in fp32 (so the
 // same kernels, the same GEMM, twice the read bandwidth saved on x only).
+// Measured N=128 56×56 C=K=128 fp16: 2.001 ms (fp32: 1.909) — 5.1× slower than
+// 06_implicit_gemm_tensor_core (0.389 ms): a 2.25× cut in multiplies on the
+// CUDA cores cannot match tensor cores' ~7× higher rate (lesson 05, "Speed").
 // Supported: f32 and f16, 3×3, stride 1, one group, any N, H, W, C, K, pad;
 // float4 GEMM path when C % 4 == 0 and K % 4 == 0. Limits: tiles ≤ 65535·128.
 // Run just this: build/convlab run conv2d/cuda/07_winograd_f2x2_3x3

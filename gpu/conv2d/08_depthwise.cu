@@ -48,7 +48,31 @@
 // ~50 TFLOP/s), far below. Expected here: x re-read ~4.5× from L2 (3 rows ×
 // 1.5 columns), DRAM traffic ~1×: 50–60 µs, 2.6–3.1 TB/s of compulsory bytes
 // (62–73% of copy), against cuDNN's 1.95 TB/s in the same kind of run. fp32,
-// same shape: 308 MB, floor 73 µs, expected ~110 µs. NOT YET RUN ON A GPU.
+// same shape: 308 MB, floor 73 µs, expected ~110 µs.
+//
+// Measured on the H200 (bench/results/2026-11-30-h200-3/bench-conv2d.json;
+// all tests pass, memcheck 0 errors, racecheck 0 hazards):
+//
+//   shape (N=128 28×28 3x3)   08_depthwise                cuDNN
+//   C=384 fp32                0.116 ms  2.67 TB/s (63%)   2.06 ms   0.15 TB/s
+//   C=384 fp16                0.144 ms  1.07 TB/s (25%)   0.084 ms  1.83 TB/s (2.23 in a later run)
+//   C=256 fp16                0.104 ms  0.99 TB/s         0.067 ms  1.54 TB/s
+//
+// fp32 lands where predicted (116 against ~110 µs, 63% of copy, 18× cuDNN).
+// fp16 does not: 2.4–2.9× the predicted time, 0.59× cuDNN, and the goal of
+// ≥ 60% of copy (2.5 TB/s) is NOT MET. The cause is still open. Not the
+// limit: occupancy — 2-pixel fp16 strips (120 → 80 registers, 2 → 3 blocks
+// per SM; bench-conv-pool-and-depthwise-strip2.json, reverted) gave 1.10
+// TB/s. Unlikely on its own: the block structure — fp32 has the same
+// one-strip-per-thread blocks with the same per-block weight staging and
+// barrier, and reaches 63%. Left to
+// test: what only fp16 does — 8 channels per thread (twice fp32's FMAs and
+// accumulators per 16-byte load, so half the loads in flight for the same
+// arithmetic), the half→float conversions, and 16-lane blocks at C=384 (48
+// chunks: a warp spans two items; but C=256 runs 32-lane blocks and is no
+// faster). Next: Nsight Compute on both dtypes (memory workload, warp stall
+// reasons), then e.g. fp16 threads owning 4 channels (8-byte chunks), or
+// several strips per thread with the weights staged once per block.
 //
 // Supported: f32 and f16; groups == C == K (no channel multiplier); any R, S
 // with R·S ≤ 1024, any stride and pad; C ≤ 65535.

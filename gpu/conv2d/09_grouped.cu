@@ -49,7 +49,27 @@
 // ~17 µs of issue on 132 SMs. x is read ~1.6× through L2 (row and column
 // halo). Expected: 40–70 µs, 50–90 TFLOP/s, 1.6–2.8× cuDNN. T = 32: 14.8
 // GFLOP, 4 n-tiles per A fragment, expected ~150–250 TFLOP/s.
-// NOT YET RUN ON A GPU.
+//
+// Measured on the H200 (bench/results/2026-11-30-h200-3/bench-conv2d.json;
+// all tests pass, memcheck 0 errors, racecheck 0 hazards), N=128 28×28
+// C=K=256 3x3 fp16:
+//
+//   T = 8  (groups=32)   09 0.165 ms  22.5 TFLOP/s   cuDNN 0.119 ms  31.2 TFLOP/s   09/cuDNN 0.72×
+//   T = 32 (groups=8)    09 0.359 ms  41.2 TFLOP/s   cuDNN 0.087 ms   169 TFLOP/s   (06: 0.210 ms, 70.5)
+//
+// Both are far under the prediction (T = 8: 2.4–4× the predicted time;
+// T = 32: 3.6–6×), and the goal for T = 8, at least cuDNN's speed, is NOT MET.
+// The time is ~10× the issue estimate above, so the warps are waiting,
+// not issuing. Likely causes, not yet measured: each mma's B fragment is a
+// global (L1/L2) load issued just before it, inside a k-loop that is not
+// software-pipelined, and a warp has one (m-tile, group) task in flight; a
+// block stages its tile, passes one barrier and computes, with no overlap
+// of the next tile's loads. At T = 32 (8 LDG + 4 LDS per 4 mma) lesson 04's
+// pipelined tensor-core GEMM (06: ldmatrix, cp.async ring) is already 1.7×
+// faster. Next steps: keep B in registers (T = 8: 5 k-steps × 2 registers
+// per lane cover a group's whole filter) and let a warp sweep several
+// m-tiles of one group with it; prefetch the next k-step's A; overlap
+// staging with compute (cp.async, two tiles); check with Nsight Compute.
 //
 // fp32, and fp16 shapes the mma path cannot take (T not in {8, 16, 32, 64},
 // K/groups not a multiple of 8 up to 32, unaligned tensors), run an FMA
@@ -57,7 +77,11 @@
 // group's K/groups ≤ 32 accumulators in registers, weights read as warp-wide
 // broadcasts (wider groups: one thread per output). Prediction for the T = 8
 // fp32 shape: load-issue bound at about one weight load per FMA, ~10–20
-// TFLOP/s (0.2–0.4 ms), against a 74 µs floor at the SGEMM rate.
+// TFLOP/s (0.2–0.4 ms), against a 74 µs floor at the SGEMM rate. Measured:
+// 1.354 ms, 2.7 TFLOP/s — 1.03× cuDNN (1.393 ms) and 1.10× 05_implicit_gemm
+// (1.489 ms), but 4–7× under the prediction. A likely cause: the threads of
+// a warp are consecutive pixels, so each x load touches 32 sectors 1 KiB
+// apart (C floats), and y is written the same way.
 // Supported: f32 and f16, groups > 1 and not depthwise (T = Kg = 1 is 08's);
 // any R·S ≤ 64 taps (mma path; the plain path has no limit), stride, pad.
 // Run just this: build/convlab run conv2d/cuda/09_grouped --shape N=128,H=28,C=256,K=256,R=3,pad=1,groups=32,dtype=f16

@@ -15,6 +15,9 @@
 // variant rounds only its inputs (as given) and its outputs — the GEMM runs on
 // the CUDA cores, not on tensor cores: V in fp16 would add a rounding of the
 // transformed input, which the F(4×4) transform amplifies (see the lesson).
+// Measured on the H200 (bench/results/2026-11-30-h200-3): this costs the fp16
+// variants 3.4–5.1× against 06_implicit_gemm_tensor_core, while in fp32 both
+// sizes beat 05_implicit_gemm_f32 (1.45× and 2.32× at N=32 56×56 C=K=128).
 //
 // Transform code: the matrices come from the CPU's header
 // (cpu/conv2d/winograd_transforms.hpp), read at compile time: static_for

@@ -41,7 +41,18 @@
 // if the conv runs at half that speed). f32 same shape: conv ~850 µs at 35 TFLOP/s,
 // rung 01 adds ~2×(205 MB·2)/4 TB/s ≈ 0.2 ms + the conv's own y_full store
 // → ≈ 1.25×. Contrast n32 56x56 C=K=128 f16 (compute-bound): ≈ 1.2×.
-// NOT YET RUN ON A GPU.
+// Measured, H200 (bench/results/2026-11-30-h200-3/bench-conv-pool-and-depthwise-strip2.json;
+// tests, memcheck and racecheck clean), fused over rung 01:
+//   bench shape f16  272 µs (110 TFLOP/s) vs 380 µs: 1.40×, not 1.7–2.4×; f32 758 vs 1107 µs: 1.46×
+//   n32 56x56 f16    108 vs 120 µs: 1.11×
+//   1x1 C=K=64 f16   215 vs 197 µs: 0.92×, SLOWER — the 128 MB floor moves at only 0.6 TB/s
+//                    (K = 64 half-fills the 128-wide N tile; depth 64 = two pipeline stages).
+// Rung 01's passes need ≥ |moved| / 4.2 TB/s, which bounds its conv (this main loop with a
+// plain store) at ≤ 221 µs (3x3 f16) and ≤ 118 µs (1x1): in f16 this kernel is ≥ 50 / ≥ 97 µs
+// slower than the same conv unfused (window order, shuffles, 32-bit pooled stores: not yet
+// profiled); in f32 it is not (758 vs ≤ 790 µs). The ≥ 1.5× goal is NOT met yet. Next: time
+// the conv alone, profile the pooled epilogue, a 64-wide N tile for K ≤ 64, and a memory-bound
+// shape where the conv itself is efficient (e.g. C = 32 → K = 128). See lesson 07.
 // Supported: f32 (any shape, vectorized when T, K/groups % 4 == 0 and aligned)
 // and f16 (fast loads when T % 8 == 0), within the lesson 04 kernels' limits.
 // Run just this: build/convlab run conv_bias_relu_pool/cuda/02_fused --shape N=64,H=112,C=16,K=128,R=3,pad=1,dtype=f16
