@@ -5,8 +5,10 @@ function(convlab_warnings target)
   # GCC 12 reports hundreds of false "may be used uninitialized" warnings inside
   # its own AVX-512 intrinsics header (_mm512_undefined_*) when Eigen is built
   # with -march=native (GCC bug 105593, fixed in 13): silence that one there.
+  # GCC 12 also warns -Wrestrict inside libstdc++'s std::string operator+
+  # (GCC bug 105329, fixed in 13): a false positive on plain string building.
   if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
-    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wno-maybe-uninitialized>)
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wno-maybe-uninitialized -Wno-restrict>)
   endif()
 endfunction()
 
