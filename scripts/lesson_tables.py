@@ -59,6 +59,10 @@ def load_runs():
             continue
         if isinstance(data, dict) and "benchmarks" in data:
             runs.append((path, data))
+    # Oldest first, by the run's own timestamp (the path breaks ties), so that
+    # "the newest among equals" below is the last one seen. Sorting by path
+    # alone would put results/DATE-gpu-2/ before results/DATE-gpu/ ('-' < '/').
+    runs.sort(key=lambda run: (run[1].get("context", {}).get("date", ""), run[0]))
     return runs
 
 
@@ -178,7 +182,7 @@ def fill(text, runs):
         args = dict(kv.split("=", 1) for kv in m.group("args").split())
         # Rows of one table always come from one run (ratios within a run only).
         # The run with the most of the table's variants wins; among equals the
-        # newest (files sort by their dated folder).
+        # newest (load_runs sorts them by date).
         # file=NAME limits the choice to runs saved as NAME (a lesson whose
         # rungs were measured in their own run, beside the earlier rungs).
         best = None
