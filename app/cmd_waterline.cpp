@@ -144,16 +144,6 @@ void reject(const ParsedArgs& parsed, const std::vector<std::string>& options, c
     if (parsed.has(o)) throw UsageError("option " + o + " does not apply to " + mode);
 }
 
-// Where `convlab probe` caches its JSON: $CONVLAB_PROBE_FILE, else probe.json
-// beside the executable (core/probe.hpp).
-std::string default_probe_path() {
-  if (const char* env = std::getenv("CONVLAB_PROBE_FILE"); env && *env) return env;
-  std::error_code ec;
-  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec || exe.empty()) return "probe.json";
-  return (exe.parent_path() / "probe.json").string();
-}
-
 // The machine (--machine, --probe) and element type (--dtype) every report needs.
 struct MachineAndType {
   analysis::Machine machine;

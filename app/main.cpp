@@ -28,6 +28,7 @@ const Command* const kCommands[] = {
     &tour_command,
     &probe_command,
     &waterline_command,
+    &roofline_command,
 };
 
 const Command* find_command(const std::string& name) {

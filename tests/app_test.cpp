@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/harness.hpp"
+#include "core/json.hpp"
 #include "core/npy.hpp"
 #include "core/problems.hpp"
 #include "reference/conv2d.hpp"
@@ -83,6 +84,8 @@ ProgramResult run_convlab(const std::string& args) {
 }
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+bool near(double value, double expected) { return std::abs(value - expected) <= 1e-9 * std::abs(expected); }
 
 Tensor random_tensor(const Shape& shape, uint64_t seed) {
   Tensor t(shape, DType::f32);
@@ -200,9 +203,75 @@ TEST_CASE("app: bad input gives one error line and the documented exit status", 
   }
 }
 
+TEST_CASE("app: roofline reads benchmark JSON and puts each row under its roof", "[app][cpu]") {
+  if (skip_without_program()) return;
+  const auto dir = work_dir();
+  // Peaks of the run: R = 10 000 GFLOP/s, B = 1 000 GB/s, ridge 10 FLOP/B.
+  //   mem: I = 2, 1 000 GFLOP/s achieved → roof 2 000 (memory), 50%
+  //   cmp: I = 100, repeated: iterations at 4 and 6 TFLOP/s, median 5 → roof 10 000 (compute), 50%
+  //   bad: an error row, counted and left out
+  std::ofstream(dir / "bench.json") << R"({"context": {}, "benchmarks": [
+    {"name": "conv2d/cuda/mem/n1_f16/manual_time", "run_type": "iteration", "real_time": 2.0, "time_unit": "ms",
+     "FLOP/s": 1e12, "intensity": 2, "peak_gflops": 10000, "peak_gbs": 1000},
+    {"name": "gemm/cuda/cmp/64x64x64_f32/manual_time", "run_name": "gemm/cuda/cmp/64x64x64_f32/manual_time",
+     "run_type": "iteration", "real_time": 1.0, "time_unit": "ms", "FLOP/s": 4e12, "intensity": 100,
+     "peak_gflops": 10000, "peak_gbs": 1000},
+    {"name": "gemm/cuda/cmp/64x64x64_f32/manual_time", "run_name": "gemm/cuda/cmp/64x64x64_f32/manual_time",
+     "run_type": "iteration", "real_time": 1.0, "time_unit": "ms", "FLOP/s": 6e12, "intensity": 100,
+     "peak_gflops": 10000, "peak_gbs": 1000},
+    {"name": "gemm/cuda/cmp/64x64x64_f32/manual_time_median", "run_name": "gemm/cuda/cmp/64x64x64_f32/manual_time",
+     "run_type": "aggregate", "aggregate_name": "median", "real_time": 1.0, "time_unit": "ms", "FLOP/s": 5e12,
+     "intensity": 100, "peak_gflops": 10000, "peak_gbs": 1000},
+    {"name": "gemm/cuda/bad/64x64x64_f32/manual_time", "run_type": "iteration", "error_occurred": true,
+     "error_message": "boom"}]})";
+  const std::string file = (dir / "bench.json").string();
+
+  const ProgramResult r = run_convlab("roofline " + file + " --json");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const json::Value doc = json::parse(r.out);
+  const json::Value* rows = doc.find("rows");
+  REQUIRE(rows != nullptr);
+  REQUIRE(rows->items.size() == 2);
+  const json::Value& mem = rows->items[0];
+  const json::Value& cmp = rows->items[1];
+  CHECK(mem.find("name")->text == "conv2d/cuda/mem/n1_f16");
+  CHECK(mem.find("dtype")->text == "f16");
+  CHECK(mem.find("bound")->text == "memory");
+  CHECK(near(mem.find("ridge")->number, 10.0));
+  CHECK(near(mem.find("attainable_gflops")->number, 2000.0));
+  CHECK(near(mem.find("pct_of_attainable")->number, 50.0));
+  CHECK(cmp.find("bound")->text == "compute");
+  CHECK(near(cmp.find("gflops")->number, 5000.0));  // the median, not the first repetition
+  CHECK(near(cmp.find("attainable_gflops")->number, 10000.0));
+  CHECK(doc.find("failed")->number == 1);
+
+  // A preset replaces the run's peaks: the H200 datasheet's 4.8 TB/s.
+  const ProgramResult h = run_convlab("roofline " + file + " --machine h200 --filter mem --json");
+  INFO(h.err);
+  REQUIRE(h.status == 0);
+  const json::Value hdoc = json::parse(h.out);
+  REQUIRE(hdoc.find("rows")->items.size() == 1);
+  CHECK(near(hdoc.find("rows")->items[0].find("peak_gbs")->number, 4800.0));
+
+  for (const auto& [args, status] : std::vector<std::pair<std::string, int>>{
+           {"roofline", 2},
+           {"roofline " + file + " --machine nosuch", 2},
+           {"roofline " + file + " --filter (", 2},
+           {"roofline " + file + " --filter nothing_matches", 1},
+           {"roofline " + (dir / "missing.json").string(), 1}}) {
+    const ProgramResult e = run_convlab(args);
+    INFO("convlab " << args << "\nstderr: " << e.err);
+    CHECK(e.status == status);
+    CHECK(e.err.rfind("convlab: error: ", 0) == 0);
+    CHECK(std::count(e.err.begin(), e.err.end(), '\n') == 1);
+  }
+}
+
 TEST_CASE("app: help for the program and for each command", "[app][cpu]") {
   if (skip_without_program()) return;
-  for (const std::string args : {"help", "--help", "run --help", "help tour", "list -h", "probe --help"}) {
+  for (const std::string args :
+       {"help", "--help", "run --help", "help tour", "list -h", "probe --help", "roofline --help"}) {
     const ProgramResult r = run_convlab(args);
     INFO("convlab " << args << ": " << r.err);
     CHECK(r.status == 0);

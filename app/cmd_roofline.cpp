@@ -1,0 +1,246 @@
+// app/cmd_roofline.cpp — `convlab roofline FILE.json ...`: the roofline of
+// single variants, read back from benchmark JSON (lesson 13, issue 6).
+//
+// Every benchmark convlab_bench writes carries what a roofline needs: the
+// achieved FLOP/s, the operational intensity I = FLOPs / compulsory bytes
+// (the problem descriptor's flops() and min_bytes()), and the peaks the same
+// run measured (counters peak_gflops and peak_gbs, from the probe the program
+// ran at start, for the benchmark's device and dtype). This command puts them
+// side by side (Eq. 10–11):
+//
+//   attainable = min(R, I·B)      bound = memory when I < R/B (the ridge), else compute
+//   share      = achieved / attainable
+//
+// with R and B from that same run (the default, --machine run) or from a
+// preset of analysis/machine.hpp (a5000, h100, h200, or measured with --probe),
+// to ask "what would this kernel's intensity allow on the paper's GPU?".
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <map>
+#include <regex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "analysis/machine.hpp"
+#include "app/commands.hpp"
+#include "app/common.hpp"
+#include "core/dtype.hpp"
+#include "core/json.hpp"
+
+namespace convlab::app {
+namespace {
+
+void print_help(std::ostream& out) {
+  out << "usage: convlab roofline FILE.json [FILE.json ...] [--filter REGEX] [--machine NAME]\n"
+         "                        [--probe FILE] [--json]\n"
+         "\n"
+         "The roofline (Eq. 10-11) of each benchmark in Google Benchmark JSON written by\n"
+         "convlab_bench (e.g. bench/results/*/bench-*.json): achieved GFLOP/s, operational\n"
+         "intensity I = FLOPs / compulsory bytes, the machine's ridge R/B, whether the\n"
+         "kernel is memory- or compute-bound, the attainable rate min(R, I*B) and the\n"
+         "share of it achieved.\n"
+         "\n"
+         "--filter REGEX  only benchmarks whose name (op/device/variant/shape) matches\n"
+         "--machine NAME  run (default): R and B measured in the same run as the benchmark\n"
+         "                (its peak_gflops and peak_gbs counters); or a preset: "
+      << [] {
+           std::string names;
+           for (const std::string& n : analysis::machine_names()) names += (names.empty() ? "" : ", ") + n;
+           return names;
+         }()
+      << "\n"
+         "--probe FILE    probe JSON for --machine measured (default: $CONVLAB_PROBE_FILE,\n"
+         "                else probe.json beside the convlab program)\n"
+         "--json          JSON instead of the table\n";
+}
+
+struct Row {
+  std::string name;  // op/device/variant/shape
+  DType dtype = DType::f32;
+  double ms = 0, gflops = 0, intensity = 0;
+  double peak_gflops = 0, peak_gbs = 0;  // the roof used for this row (GFLOP/s, GB/s)
+};
+
+double counter(const json::Value& b, const std::string& key) {
+  const json::Value* v = b.find(key);
+  return v && v->is_number() ? v->number : NAN;
+}
+
+double to_ms(double time, const std::string& unit) {
+  if (unit == "ns") return time * 1e-6;
+  if (unit == "us") return time * 1e-3;
+  if (unit == "ms") return time;
+  if (unit == "s") return time * 1e3;
+  throw std::runtime_error("unknown time_unit '" + unit + "'");
+}
+
+// "conv2d/cuda/05_implicit_gemm_f32/n32..._f32/manual_time" → the first four parts.
+std::string benchmark_id(const std::string& name) {
+  const std::vector<std::string> parts = split(name, '/');
+  if (parts.size() < 4) return name;
+  return parts[0] + "/" + parts[1] + "/" + parts[2] + "/" + parts[3];
+}
+
+// The dtype a convlab label ends with: "..._f16", "..._causal_bf16", "4096x4096x4096_f32".
+DType label_dtype(const std::string& id) {
+  const std::size_t cut = id.rfind('_');
+  if (cut == std::string::npos) return DType::f32;
+  try {
+    return parse_dtype(id.substr(cut + 1));
+  } catch (const std::exception&) {
+    return DType::f32;
+  }
+}
+
+// One row per benchmark of one file: its median when the run was repeated,
+// else its single entry; benchmarks that failed are counted, not shown.
+std::vector<Row> read_rows(const std::string& path, const std::regex* filter, int& failed) {
+  const json::Value doc = json::parse_file(path);
+  const json::Value* list = doc.find("benchmarks");
+  if (!list || list->kind != json::Value::Kind::array)
+    throw std::runtime_error(path + ": not Google Benchmark JSON (no \"benchmarks\" list)");
+  std::map<std::string, const json::Value*> chosen;  // id → entry
+  std::vector<std::string> order;
+  for (const json::Value& b : list->items) {
+    const json::Value* name = b.find("run_name");
+    if (!name) name = b.find("name");
+    if (!name || !name->is_string()) continue;
+    const std::string id = benchmark_id(name->text);
+    if (filter && !std::regex_search(id, *filter)) continue;
+    if (const json::Value* e = b.find("error_occurred"); e && e->boolean) {
+      ++failed;
+      continue;
+    }
+    const json::Value* type = b.find("run_type");
+    const json::Value* aggregate = b.find("aggregate_name");
+    const bool is_median = type && type->text == "aggregate" && aggregate && aggregate->text == "median";
+    const bool is_iteration = !type || type->text == "iteration";
+    if (!is_median && !is_iteration) continue;
+    if (!chosen.count(id)) order.push_back(id);
+    if (is_median || !chosen.count(id)) chosen[id] = &b;  // a median replaces the repetitions
+  }
+  std::vector<Row> rows;
+  for (const std::string& id : order) {
+    const json::Value& b = *chosen[id];
+    Row r;
+    r.name = id;
+    r.dtype = label_dtype(id);
+    const json::Value* time = b.find("real_time");
+    const json::Value* unit = b.find("time_unit");
+    r.ms = time && time->is_number() ? to_ms(time->number, unit && unit->is_string() ? unit->text : "ns") : NAN;
+    r.gflops = counter(b, "FLOP/s") * 1e-9;
+    r.intensity = counter(b, "intensity");
+    if (!std::isfinite(r.intensity)) r.intensity = counter(b, "FLOP/s") / counter(b, "bytes/s");
+    r.peak_gflops = counter(b, "peak_gflops");
+    r.peak_gbs = counter(b, "peak_gbs");
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+struct Roof {
+  double ridge = NAN, attainable = NAN, share = NAN;
+  std::string bound = "-";
+};
+
+Roof roof_of(const Row& r) {
+  Roof out;
+  if (!(r.peak_gflops > 0) || !(r.peak_gbs > 0) || !std::isfinite(r.intensity)) return out;
+  out.ridge = r.peak_gflops / r.peak_gbs;
+  out.attainable = std::min(r.peak_gflops, r.intensity * r.peak_gbs);
+  out.share = 100.0 * r.gflops / out.attainable;
+  out.bound = r.intensity < out.ridge ? "memory" : "compute";
+  return out;
+}
+
+int run(const std::vector<std::string>& args) {
+  const ParsedArgs parsed =
+      parse_args(args, {{"--filter", true}, {"--machine", true}, {"--probe", true}, {"--json", false}}, "roofline");
+  if (parsed.positional.empty()) throw UsageError("roofline needs at least one benchmark JSON file");
+  std::regex filter;
+  const bool filtered = parsed.has("--filter");
+  if (filtered) {
+    try {
+      filter = std::regex(parsed.get("--filter"));
+    } catch (const std::regex_error& e) {
+      throw UsageError("--filter: '" + parsed.get("--filter") + "' is not a regular expression: " + e.what());
+    }
+  }
+  const std::string machine_name = parsed.get("--machine", "run");
+  const bool own_run = machine_name == "run";
+  analysis::Machine machine;
+  if (!own_run) {
+    try {
+      machine = analysis::machine_by_name(machine_name, parsed.get("--probe", default_probe_path()));
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string(e.what()) + ", or run (the benchmark's own measured peaks)");
+    }
+  }
+
+  std::vector<Row> rows;
+  int failed = 0;
+  for (const std::string& path : parsed.positional) {
+    std::vector<Row> more = read_rows(path, filtered ? &filter : nullptr, failed);
+    rows.insert(rows.end(), more.begin(), more.end());
+  }
+  if (!own_run) {
+    for (Row& r : rows) {
+      try {
+        r.peak_gflops = machine.peak_ops(r.dtype) * 1e-9;
+      } catch (const std::invalid_argument&) {
+        r.peak_gflops = NAN;  // this preset has no rate for the dtype: no roof for the row
+      }
+      r.peak_gbs = machine.bandwidth_bytes_per_s * 1e-9;
+    }
+  }
+  if (rows.empty())  // main prints it as one error line, exit status 1
+    throw std::runtime_error("no benchmark" + (filtered ? " matches '" + parsed.get("--filter") + "'" : std::string()) +
+                             " in the file(s)" + (failed ? " (" + std::to_string(failed) + " failed)" : ""));
+
+  if (parsed.has("--json")) {
+    std::cout << "{\"machine\": " << json::quote(own_run ? "run" : machine.name) << ", \"rows\": [";
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const Row& r = rows[i];
+      const Roof f = roof_of(r);
+      std::cout << (i ? "," : "") << "\n  {\"name\": " << json::quote(r.name) << ", \"dtype\": "
+                << json::quote(dtype_name(r.dtype)) << ", \"ms\": " << json_number(r.ms)
+                << ", \"gflops\": " << json_number(r.gflops) << ", \"intensity\": " << json_number(r.intensity)
+                << ", \"peak_gflops\": " << json_number(r.peak_gflops) << ", \"peak_gbs\": "
+                << json_number(r.peak_gbs) << ", \"ridge\": " << json_number(f.ridge)
+                << ", \"bound\": " << json::quote(f.bound) << ", \"attainable_gflops\": "
+                << json_number(f.attainable) << ", \"pct_of_attainable\": " << json_number(f.share) << "}";
+    }
+    std::cout << "\n], \"failed\": " << failed << "}\n";
+    return 0;
+  }
+
+  int width = 9;
+  for (const Row& r : rows) width = std::max(width, int(r.name.size()));
+  StreamingTable table(std::cout, {{"benchmark", width},
+                                   {"ms", 9, true},
+                                   {"GFLOP/s", 10, true},
+                                   {"flop/B", 8, true},
+                                   {"ridge", 7, true},
+                                   {"bound", 7},
+                                   {"roof GF/s", 10, true},
+                                   {"% roof", 7, true}});
+  std::cout << "roofline: R, B " << (own_run ? "measured in each benchmark's own run" : "of " + machine.name)
+            << "; attainable = min(R, I*B)\n";
+  table.print_header();
+  for (const Row& r : rows) {
+    const Roof f = roof_of(r);
+    table.print_row({r.name, format_ms(r.ms), format_rate(r.gflops), format_fixed(r.intensity, 1),
+                     format_fixed(f.ridge, 1), f.bound, format_rate(f.attainable), format_percent(f.share)});
+  }
+  if (failed) table.print_note(std::to_string(failed) + " benchmark(s) failed in the file(s) and are not shown");
+  return 0;
+}
+
+}  // namespace
+
+const Command roofline_command{"roofline", "roofline of benchmarked variants, from benchmark JSON (lesson 13)",
+                               print_help, run};
+
+}  // namespace convlab::app
