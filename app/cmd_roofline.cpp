@@ -28,6 +28,7 @@
 #include "app/common.hpp"
 #include "core/dtype.hpp"
 #include "core/json.hpp"
+#include "core/probe.hpp"
 
 namespace convlab::app {
 namespace {
@@ -173,7 +174,7 @@ int run(const std::vector<std::string>& args) {
   analysis::Machine machine;
   if (!own_run) {
     try {
-      machine = analysis::machine_by_name(machine_name, parsed.get("--probe", default_probe_path()));
+      machine = analysis::machine_by_name(machine_name, parsed.get("--probe", probe_file_path()));
     } catch (const std::invalid_argument& e) {
       throw UsageError(std::string(e.what()) + ", or run (the benchmark's own measured peaks)");
     }

@@ -14,11 +14,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <exception>
-#include <filesystem>
 #include <iostream>
 #include <stdexcept>
 #include <string>
-#include <system_error>
 #include <vector>
 
 #include "analysis/cli.hpp"
@@ -28,6 +26,7 @@
 #include "app/commands.hpp"
 #include "app/common.hpp"
 #include "core/dtype.hpp"
+#include "core/probe.hpp"
 
 namespace convlab::app {
 namespace {
@@ -155,7 +154,7 @@ MachineAndType machine_and_type(const ParsedArgs& parsed) {
   try {
     m.dtype = parse_dtype(parsed.get("--dtype", "fp16"));
     m.machine =
-        analysis::machine_by_name(parsed.get("--machine", "a5000"), parsed.get("--probe", default_probe_path()));
+        analysis::machine_by_name(parsed.get("--machine", "a5000"), parsed.get("--probe", probe_file_path()));
     m.machine.peak_ops(m.dtype);  // fail now if this machine has no rate for the dtype
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());  // unknown machine or dtype: the message lists the valid names

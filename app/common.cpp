@@ -6,8 +6,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
-#include <system_error>
 
 namespace convlab::app {
 
@@ -227,13 +225,5 @@ void StreamingTable::print_row(const std::vector<std::string>& cells, const std:
 void StreamingTable::print_note(const std::string& text) { out_ << "      -> " << text << std::endl; }
 
 void StreamingTable::print_break() { out_ << std::endl; }
-
-std::string default_probe_path() {
-  if (const char* env = std::getenv("CONVLAB_PROBE_FILE"); env && *env) return env;
-  std::error_code ec;
-  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec || exe.empty()) return "probe.json";
-  return (exe.parent_path() / "probe.json").string();
-}
 
 }  // namespace convlab::app

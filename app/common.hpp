@@ -75,10 +75,6 @@ Device parse_device(const std::string& text);  // "cpu" | "cuda"; UsageError oth
 // "no CUDA device visible" (and why, when this build has no CUDA at all).
 std::string no_gpu_reason();
 
-// Where `convlab probe` caches its JSON: $CONVLAB_PROBE_FILE, else probe.json
-// beside the executable (core/probe.hpp). The --probe default of the analysis commands.
-std::string default_probe_path();
-
 // ---- formatting ------------------------------------------------------------------------
 
 std::string format_fixed(double value, int decimals);  // "12.35"; "-" when not finite or negative
