@@ -124,7 +124,6 @@ void set_counters(benchmark::State& state, const BenchTarget& t, const ICase& c,
   const double model_bytes = c.model_bytes();
   state.counters["model_bytes"] = Counter(model_bytes);
   state.counters["model_bytes/s"] = Counter(model_bytes * iterations, Counter::kIsRate);
-  for (const auto& [key, value] : c.counters()) state.counters[key] = Counter(value);  // e.g. ffn's layer_by_layer_bytes
 }
 
 }  // namespace

@@ -11,7 +11,9 @@
 # the next one still runs, except after a failed build. The summary is printed
 # last; the exit status is 0 only if every stage passed.
 #
-#   --only REGEX   which tests/benchmarks to run (default '/cuda/': all GPU variants),
+#   --only REGEX   which tests/benchmarks to run (default '/cuda/|GPU|Winograd': every GPU
+#                  variant's test and benchmark, plus the lesson tests that need a GPU or
+#                  print GPU rows: "...every GPU softmax variant...", "...error of Winograd..."),
 #                  matched against names such as gemm/cuda/05_register_blocking
 #   --no-tests, --no-bench   skip a stage (e.g. a build-only first call)
 #   --sanitize     also compute-sanitizer memcheck + racecheck on `convlab_tests "[gpu]"`
@@ -36,7 +38,7 @@ set -euo pipefail
 sanitize=0
 run_tests=1
 run_bench=1
-only='/cuda/'
+only='/cuda/|GPU|Winograd'
 while (($#)); do
   case "$1" in
     --sanitize) sanitize=1 ;;
@@ -44,7 +46,7 @@ while (($#)); do
     --no-bench) run_bench=0 ;;
     --only) only="$2"; shift ;;
     --only=*) only="${1#--only=}" ;;
-    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     *) echo "run_gpu.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
   shift

@@ -24,6 +24,7 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/device.hpp"
@@ -36,15 +37,16 @@ using namespace convlab;
 namespace db = convlab::gpu::double_buffered;
 
 struct Candidate {
-  const char* name;
+  std::string name;
   void (*launch)(int, int, int, const float*, const float*, float*);
   const void* kernel;  // the float4 instance, for cudaFuncGetAttributes
   int threads;
 };
 
+// The row of DefaultTiles (whichever shape it is) is marked "(default)".
 template <class Cfg>
 Candidate candidate(const char* name) {
-  return {name, db::launch_tiles<Cfg>, reinterpret_cast<const void*>(db::gemm_double_buffering<Cfg, true>),
+  return {std::string(name) + (std::is_same_v<Cfg, db::DefaultTiles> ? " (default)" : ""), db::launch_tiles<Cfg>, reinterpret_cast<const void*>(db::gemm_double_buffering<Cfg, true>),
           Cfg::kThreads};
 }
 
@@ -52,7 +54,7 @@ Candidate candidate(const char* name) {
 std::vector<Candidate> candidates() {
   using db::Tiles;
   return {
-      candidate<db::DefaultTiles>("default 128x128x8 w64x32 b2"),
+      candidate<Tiles<128, 128, 8, 64, 32, 2>>("128x128x8 w64x32 b2 (rung 07's)"),
       candidate<Tiles<128, 128, 16, 64, 32, 2>>("128x128x16 w64x32 b2"),
       candidate<Tiles<128, 128, 8, 32, 64, 2>>("128x128x8 w32x64 b2"),
       candidate<Tiles<128, 128, 16, 32, 64, 2>>("128x128x16 w32x64 b2"),
@@ -177,7 +179,7 @@ int main(int argc, char** argv) {
   const double t_cublas = median_ms([&] { cublas_sgemm(size, size, size, big.A, big.B, big.C); }, reps);
   std::printf("%d^3 fp32, median of %d; cuBLAS %.3f ms = %.1f TFLOP/s\n", size, reps, t_cublas,
               flops / t_cublas * 1e-9);
-  std::printf("%-34s %9s %8s %8s %6s %6s %9s %9s\n", "tiles", "ms", "TFLOP/s", "/cuBLAS", "regs", "spill",
+  std::printf("%-40s %9s %8s %8s %6s %6s %9s %9s\n", "tiles", "ms", "TFLOP/s", "/cuBLAS", "regs", "spill",
               "err(big)", "err(odd)");
 
   std::ofstream json;
@@ -191,13 +193,14 @@ int main(int argc, char** argv) {
     cudaFuncAttributes attr{};
     check(cudaFuncGetAttributes(&attr, c.kernel), "cudaFuncGetAttributes");
     const double err_big = run_and_compare(big, c.launch), err_odd = run_and_compare(odd, c.launch);
-    const bool ok = err_big < 1e-5 && err_odd < 1e-5;  // fp32, K ≤ 16384: ~1e-7 expected
-    all_ok = all_ok && ok;
+    // fp32, K ≤ 16384: ~1e-7 expected (0 when both sum k in order with FMA, as seen on the H200).
+    bool ok = err_big < 1e-5 && err_odd < 1e-5;
     const double t = median_ms([&] { c.launch(size, size, size, big.A, big.B, big.C); }, reps);
     const double err_after = rel_l2_vs_cublas(big);  // the last timed run's output, checked too
-    all_ok = all_ok && err_after < 1e-5;
-    std::printf("%-34s %9.3f %8.1f %8.3f %6d %6zu %9.2e %9.2e%s\n", c.name, t, flops / t * 1e-9, t_cublas / t,
-                attr.numRegs, size_t(attr.localSizeBytes), err_big, err_odd, ok && err_after < 1e-5 ? "" : "  WRONG");
+    ok = ok && err_after < 1e-5;
+    all_ok = all_ok && ok;
+    std::printf("%-40s %9.3f %8.1f %8.3f %6d %6zu %9.2e %9.2e%s\n", c.name.c_str(), t, flops / t * 1e-9, t_cublas / t,
+                attr.numRegs, size_t(attr.localSizeBytes), err_big, err_odd, ok ? "" : "  WRONG");
     if (json) {
       json << (first ? "" : ",") << "\n  {\"tiles\": \"" << c.name << "\", \"ms\": " << t
            << ", \"tflops\": " << flops / t * 1e-9 << ", \"vs_cublas\": " << t_cublas / t

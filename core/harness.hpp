@@ -54,8 +54,6 @@ class ICase {
   virtual CompareResult verify() = 0;          // outputs against the double reference
   virtual std::vector<Tensor> host_outputs() = 0;
   virtual std::vector<TensorSpec> output_specs() const = 0;
-  // Op-specific benchmark counters (OpTraits<P>::counters, when the op has one).
-  virtual std::vector<std::pair<std::string, double>> counters() const { return {}; }
 };
 
 // The one correctness check: poison every output, run once, compare with the
@@ -115,12 +113,6 @@ template <class P> class Case final : public ICase {
   int64_t reduction_depth() const override { return p_.reduction_depth(); }
   std::size_t workspace_bytes() const override { return ws_bytes_; }
   std::vector<TensorSpec> output_specs() const override { return out_specs_; }
-  std::vector<std::pair<std::string, double>> counters() const override {
-    if constexpr (requires { OpTraits<P>::counters(p_); })
-      return OpTraits<P>::counters(p_);
-    else
-      return {};
-  }
 
   void poison_outputs() override {
     for (Tensor& t : out_) t.poison();

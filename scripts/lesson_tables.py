@@ -10,7 +10,8 @@ A lesson marks where a table goes:
 and this script fills it from the committed Google Benchmark JSON under
 bench/results/ with the most rows for that op, device and shape (the newest
 among equals). Each row: variant, median time, GFLOP/s, % of the measured
-peak, speed-up over the lesson's first rung (the 01_ variant) and ratio to the
+peak, speed-up over the first rung in the table (the non-baseline variant
+whose name sorts first: the lesson's 01_ rung when the run has it) and ratio to the
 baseline libraries in the same run. Options in the marker:
 
     file=NAME               only runs saved under that file name (e.g. bench-winograd.json)
@@ -158,9 +159,6 @@ def render_separable(args, found, source, context):
         gflop = max(r["flops"] for r in rows) / 1e9
         totals[kind] = (gflop, own["ms"] if own else None, lib["ms"] if lib else None)
         lines.append(f"| {kind} `{args[kind]}` | {gflop:.3f} | {own['variant'] if own else '-'} | "
-                     f"{own['ms']:.3f} | {lib['variant'] if lib else '-'} | {lib['ms']:.3f} |"
-                     if own and lib else
-                     f"| {kind} `{args[kind]}` | {gflop:.3f} | {own['variant'] if own else '-'} | "
                      f"{own['ms'] if own else float('nan'):.3f} | {lib['variant'] if lib else '-'} | "
                      f"{lib['ms'] if lib else float('nan'):.3f} |")
 

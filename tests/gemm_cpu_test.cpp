@@ -78,7 +78,7 @@ TEST_CASE("gemm/cpu ladder: every rung across the blocking boundaries", "[gemm][
     for (const GemmProblem& p : boundary_shapes()) {
       const std::string spec = spec_of(p);
       if (!op->unsupported_reason(i, spec).empty()) continue;
-      auto c = op->make_case(i, spec, testing::base_seed() ^ std::hash<std::string>{}(spec));
+      auto c = op->make_case(i, spec, testing::seed_for(spec));
       testing::check_twice(*c, v.id() + " on " + spec);
     }
   }
@@ -125,7 +125,7 @@ TEST_CASE("gemm/cpu/05_microkernel: portable fallback through the harness", "[ge
   for (const GemmProblem& p : OpTraits<GemmProblem>::shapes(ShapeTable::test, Device::cpu))
     if (p.dtype == DType::f32) shapes.push_back(p);
   for (const GemmProblem& p : shapes) {
-    const uint64_t seed = testing::base_seed() ^ std::hash<std::string>{}(spec_of(p));
+    const uint64_t seed = testing::seed_for(spec_of(p));
     Case<GemmProblem> c(v, info, p, random_inputs(p, seed), "");
     testing::check_twice(c, info.id() + " on " + spec_of(p));
   }

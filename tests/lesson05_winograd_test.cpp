@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/harness.hpp"
@@ -26,8 +27,11 @@
 namespace convlab {
 namespace {
 
-// y = Aᵀ [(G_num g) ⊙ (Bᵀ d)] in integers; equals G_den · (d ⋆ g).
-template <int m> std::vector<int64_t> winograd_1d(const std::vector<int64_t>& d, const std::vector<int64_t>& g) {
+// y = Aᵀ [(G_num g) ⊙ (Bᵀ d)] in integers; equals G_den · (d ⋆ g). Adds the
+// number of data-times-filter multiplies it did (the ⊙) to *multiplies if given.
+template <int m>
+std::vector<int64_t> winograd_1d(const std::vector<int64_t>& d, const std::vector<int64_t>& g,
+                                 int* multiplies = nullptr) {
   using T = winograd::Transform<m>;
   constexpr int alpha = T::alpha;
   int64_t product[alpha];
@@ -36,6 +40,7 @@ template <int m> std::vector<int64_t> winograd_1d(const std::vector<int64_t>& d,
     for (int r = 0; r < 3; ++r) u += T::G_num[e][r] * g[r];
     for (int i = 0; i < alpha; ++i) v += T::BT[e][i] * d[i];
     product[e] = u * v;  // the one multiply per point
+    if (multiplies) ++*multiplies;
   }
   std::vector<int64_t> y(m, 0);
   for (int i = 0; i < m; ++i)
@@ -44,7 +49,10 @@ template <int m> std::vector<int64_t> winograd_1d(const std::vector<int64_t>& d,
 }
 
 // Y = Aᵀ [(G_num g G_numᵀ) ⊙ (Bᵀ d B)] A in integers; equals G_den² · (d ⋆ g).
-template <int m> std::vector<int64_t> winograd_2d(const std::vector<int64_t>& d, const std::vector<int64_t>& g) {
+// Counts its ⊙ multiplies into *multiplies as winograd_1d does.
+template <int m>
+std::vector<int64_t> winograd_2d(const std::vector<int64_t>& d, const std::vector<int64_t>& g,
+                                 int* multiplies = nullptr) {
   using T = winograd::Transform<m>;
   constexpr int a = T::alpha;
   int64_t U[a][a] = {}, V[a][a] = {}, Mm[a][a];
@@ -55,6 +63,7 @@ template <int m> std::vector<int64_t> winograd_2d(const std::vector<int64_t>& d,
       for (int k = 0; k < a; ++k)
         for (int l = 0; l < a; ++l) V[i][j] += T::BT[i][k] * d[k * a + l] * T::BT[j][l];
       Mm[i][j] = U[i][j] * V[i][j];
+      if (multiplies) ++*multiplies;
     }
   std::vector<int64_t> Y(m * m, 0);
   for (int i = 0; i < m; ++i)
@@ -122,16 +131,26 @@ TEST_CASE("lesson 05: F(2x2,3x3) and F(4x4,3x3) are exact in integer arithmetic"
 }
 
 TEST_CASE("lesson 05: multiplies per tile", "[winograd][cpu][lesson05]") {
-  using F2 = winograd::Transform<2>;
-  using F4 = winograd::Transform<4>;
-  // 1-D: α multiplies for m outputs, direct needs 3·m.
-  STATIC_REQUIRE(F2::alpha == 4);
-  STATIC_REQUIRE(3 * F2::m == 6);
-  STATIC_REQUIRE(F4::alpha == 6);
-  // 2-D: α² for m² outputs, direct 9·m²: 16 vs 36 (2.25×), 36 vs 144 (4×).
-  STATIC_REQUIRE(F2::alpha * F2::alpha * 9 == 4 * 36);
-  STATIC_REQUIRE(9 * F2::m * F2::m == 36);
-  STATIC_REQUIRE(9 * F4::m * F4::m == 4 * F4::alpha * F4::alpha);
+  // Count the data-times-filter multiplies the integer algorithms above do for
+  // one tile (the transforms multiply by constants only), against direct
+  // correlation's 3 per output in 1-D and 9 per output in 2-D.
+  std::mt19937_64 rng(5);
+  const auto count_1d = [&](auto tag) {
+    constexpr int m = decltype(tag)::value;
+    int n = 0;
+    winograd_1d<m>(random_ints(rng, m + 2), random_ints(rng, 3), &n);
+    return n;
+  };
+  const auto count_2d = [&](auto tag) {
+    constexpr int m = decltype(tag)::value;
+    int n = 0;
+    winograd_2d<m>(random_ints(rng, (m + 2) * (m + 2)), random_ints(rng, 9), &n);
+    return n;
+  };
+  CHECK(count_1d(std::integral_constant<int, 2>{}) == 4);    // F(2,3): 4 instead of 6
+  CHECK(count_1d(std::integral_constant<int, 4>{}) == 6);    // F(4,3): 6 instead of 12
+  CHECK(count_2d(std::integral_constant<int, 2>{}) == 16);   // F(2x2,3x3): 16 instead of 36, 2.25x
+  CHECK(count_2d(std::integral_constant<int, 4>{}) == 36);   // F(4x4,3x3): 36 instead of 144, 4x
 }
 
 // ---- the error table ----------------------------------------------------------

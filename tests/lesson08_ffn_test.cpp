@@ -1,7 +1,7 @@
 // tests/lesson08_ffn_test.cpp — lesson 08's claims that the registry tests do not check.
 //
 // The registry tests (tests/main.cpp) run every ffn variant on the test table
-// against the double reference, within the rounding bound. Three promises of
+// against the double reference, within the rounding bound. Four promises of
 // the lesson are sharper than that:
 //
 //   1. Loop fusion (Eq. 32) is an identity, not an approximation: on
@@ -112,12 +112,34 @@ TEST_CASE("lesson 08: FfnProblem counts the layer-by-layer bytes on top of the f
   CHECK(p.flops() == 2.0 * 401408 * (64.0 * 256 + 256.0 * 64));
 }
 
+TEST_CASE("lesson 08: every ffn variant declares the bytes its form moves", "[ffn][cpu][lesson08]") {
+  // From the registry, both devices, no case made: the layer-by-layer rungs
+  // move H (and z) through DRAM, the fused ones only the compulsory bytes.
+  const FfnProblem p{1000, 64, 256, 64, FfnActivation::relu, DType::f32};
+  int layer_by_layer = 0, fused = 0;
+  for (const Variant<FfnProblem>& v : Registry<FfnProblem>::variants()) {
+    INFO(v.name);
+    const double model = v.model_bytes ? v.model_bytes(p) : p.min_bytes();
+    if (v.name.find("layer_by_layer") != std::string::npos) {
+      CHECK(model == p.layer_by_layer_bytes());
+      ++layer_by_layer;
+    } else if (v.name.find("fused") != std::string::npos) {
+      CHECK(model == p.min_bytes());
+      ++fused;
+    }
+  }
+  CHECK(layer_by_layer >= 1);
+  CHECK(fused >= 1);
+}
+
 // ---- a host emulation of one warp of gpu/ffn/03_fused_tensor_core ---------------------
 //
 // Shared memory is an array of 2-byte slots (holding floats, so NaN marks a
 // slot never written: any read of one poisons the result). The expressions
 // that compute shared offsets, ldmatrix row addresses and fragment indices are
-// the kernel's, character for character; the instructions are modelled from
+// the kernel's, character for character — a transcription: a change to the
+// kernel's indexing must be copied here, or this test checks the old one (the
+// kernel itself is checked on a GPU by the registry tests); the instructions are modelled from
 // the PTX ISA (as gpu/common/mma.cuh describes them).
 using LaneRegs = std::array<std::array<std::array<float, 2>, 4>, 32>;  // [lane][register][half]
 
@@ -298,6 +320,7 @@ template <int C, int TH, int WarpRows> void emulate_fused_warp() {
 TEST_CASE("lesson 08: one warp of the fused tensor-core kernel, emulated on the host, is exact on integers",
           "[mma][cpu][lesson08]") {
   emulate_fused_warp<16, 64, 32>();   // Config16: X and V rows padded to 32 elements
+  emulate_fused_warp<32, 64, 32>();   // Config32
   emulate_fused_warp<64, 64, 32>();   // Config64
   emulate_fused_warp<128, 64, 16>();  // Config128
   emulate_fused_warp<256, 32, 16>();  // Config256: 64-byte U rows

@@ -1,7 +1,7 @@
 // tests/lesson09_attention_test.cpp — lesson 09's claims that the registry tests do not check.
 //
 // The registry tests (tests/main.cpp) run every softmax and attention variant
-// on its whole test table with uniform(−1, 1) inputs. Two promises need other
+// on its whole test table with uniform(−1, 1) inputs. Four promises need other
 // inputs or other questions:
 //
 //   1. Softmax never overflows: rows of logits around ±1e4 (exp(1e4) is far

@@ -18,6 +18,8 @@ uint64_t base_seed() {
   return seed;
 }
 
+uint64_t seed_for(const std::string& spec) { return base_seed() ^ std::hash<std::string>{}(spec); }
+
 bool skip_without_gpu() {
   if (cuda_device_count() > 0) return false;
   std::cout << "CONVLAB-SKIP: no CUDA device visible"
@@ -41,7 +43,7 @@ void check_variant_on_table(const OpHandle& op, std::size_t index) {
   for (const std::string& spec : op.shapes(ShapeTable::test, v.device)) {
     if (!op.unsupported_reason(index, spec).empty()) continue;
     ++tested;
-    const uint64_t seed = base_seed() ^ std::hash<std::string>{}(spec);
+    const uint64_t seed = seed_for(spec);
     INFO(v.id() << " on " << spec << " (replay: CONVLAB_SEED=" << base_seed() << ")");
     auto c = op.make_case(index, spec, seed);
     check_twice(*c, v.id() + " on " + spec);

@@ -13,6 +13,9 @@ namespace convlab::testing {
 // The run's base seed: $CONVLAB_SEED if set, otherwise fresh from the clock.
 // It is printed with every failure, so any failure can be replayed exactly.
 uint64_t base_seed();
+// The seed of one shape's inputs: base_seed() mixed with the shape's text, so
+// each shape draws different data and a failure replays with CONVLAB_SEED.
+uint64_t seed_for(const std::string& spec);
 
 // True (and prints CONVLAB-SKIP, which CTest reports as skipped) when a GPU
 // test cannot run here.

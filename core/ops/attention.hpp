@@ -15,9 +15,10 @@ namespace convlab {
 
 //   q: [B, H, Nq, d]   k: [B, H, Nk, d]   v: [B, H, Nk, d]   o: [B, H, Nq, d]
 // all row-major (d fastest), one dtype. Causal masking is TOP-LEFT aligned, as
-// in reference/attention.hpp: query i sees keys j <= i whatever Nq and Nk are
-// (FlashAttention and PyTorch's is_causal align bottom-right; the two agree
-// when Nq == Nk, which is every benchmark shape).
+// in reference/attention.hpp: query i sees keys j <= i whatever Nq and Nk are,
+// as PyTorch's scaled_dot_product_attention(is_causal=True) does (its mask is
+// ones(L, S).tril()). FlashAttention 2.1 and later align bottom-right; the two
+// agree when Nq == Nk, which is every benchmark shape.
 struct AttentionProblem {
   int B = 1, H = 1, Nq = 1, Nk = 1, d = 64;
   bool causal = false;

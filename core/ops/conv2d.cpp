@@ -57,6 +57,9 @@ std::vector<ConvProblem> test_shapes() {
       conv(3, 5, 7, 13, 21, 1, 1, 1, 0, 1),    // pointwise, odd M = 105, C = 13, K = 21
       conv(1, 9, 9, 24, 24, 5, 5, 2, 2, 24),   // depthwise 5x5, stride 2, C a multiple of 8
       conv(1, 6, 7, 16, 80, 3, 3, 1, 1, 2),    // grouped, wide groups: K/groups = 40
+      conv(1, 7, 9, 8, 16, 3, 3, 1, 1, 8),     // grouped T = 1 with a channel multiplier (K/groups = 2)
+      conv(1, 6, 5, 16, 128, 3, 3, 1, 1, 2),   // grouped, K/groups = 64
+      conv(1, 6, 6, 260, 8, 3, 3, 1, 1, 1),    // 3x3, C = 260: Winograd's U no longer prepacked
   };
   for (ConvProblem p : {conv(2, 5, 7, 3, 5, 3, 3, 1, 1, 1), conv(1, 13, 11, 17, 31, 3, 3, 1, 1, 1),
                         conv(1, 16, 16, 64, 64, 3, 3, 1, 1, 1), conv(2, 9, 9, 16, 32, 3, 3, 2, 1, 2),

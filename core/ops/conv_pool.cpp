@@ -54,6 +54,7 @@ std::vector<ConvPoolProblem> test_shapes() {
       layer(1, 15, 15, 64, 63, 3, 3, 1, 1, 1),  // tile − 1 channels, odd P and Q
       layer(1, 11, 10, 24, 40, 3, 3, 1, 1, 2),  // grouped: T = 12, K/groups = 20
       layer(1, 16, 16, 64, 64, 3, 3, 1, 1, 1),  // a typical layer, tile-aligned
+      layer(1, 6, 6, 8, 300, 3, 3, 1, 1, 1),    // K = 300: past the CPU's 256-wide channel tile
   };
   for (ConvPoolProblem p : {layer(2, 5, 7, 3, 5, 3, 3, 1, 1, 1), layer(1, 9, 11, 17, 31, 3, 3, 1, 1, 1),
                             layer(2, 33, 31, 16, 24, 3, 3, 1, 1, 1), layer(1, 12, 12, 16, 136, 3, 3, 1, 1, 1),

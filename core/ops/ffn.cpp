@@ -53,6 +53,7 @@ std::vector<FfnProblem> test_shapes() {
       ffn(1000, 16, 64, 16, relu, f32),
       ffn(37, 17, 45, 13, gelu, f32),  // odd everything, C_out != C
       ffn(5, 3, 7, 2, relu, f32),
+      ffn(37, 300, 45, 13, gelu, f32),  // C past one CPU depth slice (256): the sliced packing
       // f16: the cuBLAS path and the fused tensor-core kernel
       ffn(1, 16, 64, 16, relu, f16),
       ffn(37, 64, 256, 64, silu, f16),
@@ -60,6 +61,7 @@ std::vector<FfnProblem> test_shapes() {
       ffn(1000, 16, 64, 16, relu, f16),
       ffn(129, 64, 256, 64, relu, f16),
       ffn(300, 64, 200, 64, relu, f16),      // hidden not a multiple of the 64-wide chunk
+      ffn(37, 32, 128, 32, silu, f16),       // the C = 32 configuration
       ffn(130, 128, 512, 128, gelu, f16),    // the C = 128 configuration
       ffn(70, 256, 1024, 256, silu, f16),    // the C = 256 configuration
       ffn(37, 24, 40, 32, gelu, f16),        // multiples of 8, not of 16, C_out != C: cuBLAS only
@@ -116,7 +118,7 @@ FfnActivation parse_activation(const std::string& s) {
 }
 
 void validate(const FfnProblem& p) {
-  if (!p.valid()) throw SpecError("invalid ffn problem: P, C, hidden and C_out must be positive");
+  if (!p.valid()) throw SpecError("invalid ffn problem: P, C, hidden and C_out must be positive, act relu, silu or gelu");
 }
 
 }  // namespace
@@ -148,8 +150,5 @@ FfnProblem OpTraits<FfnProblem>::from_input_shapes(const std::vector<Shape>& sha
   return p;
 }
 
-std::vector<std::pair<std::string, double>> OpTraits<FfnProblem>::counters(const FfnProblem& p) {
-  return {{"layer_by_layer_bytes", p.layer_by_layer_bytes()}};
-}
 
 }  // namespace convlab

@@ -77,7 +77,13 @@ struct FfnProblem {
   // to hide anything.
   int reduction_depth() const { return C + hidden; }
 
-  bool valid() const { return P > 0 && C > 0 && hidden > 0 && C_out > 0; }
+  // φ is one of the FFN's three (ref::Activation also has identity and
+  // gelu_tanh, which the variants' epilogues do not implement).
+  bool valid() const {
+    return P > 0 && C > 0 && hidden > 0 && C_out > 0 &&
+           (activation == FfnActivation::relu || activation == FfnActivation::silu ||
+            activation == FfnActivation::gelu);
+  }
 };
 
 template <> struct Args<FfnProblem> {
@@ -107,8 +113,6 @@ template <> struct OpTraits<FfnProblem> {
   // From the user's x [P,C], u [C,hidden], a [hidden], v [hidden,C_out], b [C_out];
   // the activation from `options` (act=relu by default).
   static FfnProblem from_input_shapes(const std::vector<Shape>& shapes, DType dtype, const KeyValues& options);
-  // Extra benchmark counters: the layer-by-layer bytes, for comparison with min_bytes.
-  static std::vector<std::pair<std::string, double>> counters(const FfnProblem& p);
 };
 
 }  // namespace convlab

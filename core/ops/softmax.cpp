@@ -29,7 +29,7 @@ std::vector<SoftmaxProblem> OpTraits<SoftmaxProblem>::shapes(ShapeTable table, D
   switch (table) {
     case ShapeTable::test:
       // One element, one row, a warp ± 1, rows longer than a block's worth of
-      // registers, primes. (Large-magnitude rows: tests/softmax_attention_test.cpp.)
+      // registers, primes. (Large-magnitude rows: tests/lesson09_attention_test.cpp.)
       return {{1, 1, f32},   {1, 31, f32},   {3, 33, f32},   {7, 1000, f32}, {64, 4096, f32},
               {5, 4099, f32}, {128, 257, f32}, {3, 33, f16},  {17, 1025, f16}, {9, 200, bf16}};
     case ShapeTable::tour: return {gpu ? SoftmaxProblem{65536, 4096, f32} : SoftmaxProblem{4096, 1024, f32}};

@@ -242,8 +242,9 @@ void transform_inputs(const ConvProblem& p, const Geometry<m>& geo, const float*
         for (int j = 0; j < alpha; ++j) {
           const int h = h0 + i, wc = w0 + j;
           const bool inside = h >= 0 && h < p.H && wc >= 0 && wc < p.W;
-          const float* src = x + ((int64_t(n) * p.H + h) * p.W + wc) * C + c0;  // x[n, h, wc, c0…]  NHWC
-          copy_block(inside ? src : nullptr, cb, d[i][j]);
+          // x[n, h, wc, c0…] NHWC; formed only inside the image (h or wc < 0 would point before x)
+          const float* src = inside ? x + ((int64_t(n) * p.H + h) * p.W + wc) * C + c0 : nullptr;
+          copy_block(src, cb, d[i][j]);
         }
       float bd[alpha][alpha][kChannelBlock], v_tile[alpha][alpha][kChannelBlock];
       left_multiply<alpha, alpha, alpha>(T::BT, d, bd);                // Bᵀ d

@@ -142,7 +142,7 @@ void pack_a_windows(const WindowView& v, int64_t m0, int mc, int k0, int kc, flo
       // (r, s, t) of reduction index k0 + k, stepped tap by tap (no division per tap).
       const int tap0 = k0 / v.T;
       int r = tap0 / v.S, s = tap0 % v.S, t = k0 % v.T;
-      for (int k = 0; k < kc; t = 0, s = s + 1 == v.S ? 0 : s + 1, r += s == 0) {
+      for (int k = 0; k < kc;) {
         const int run = std::min(v.T - t, kc - k);
         const int ih = ih0 + r, iw = iw0 + s;
         float* dst = dst_row + std::ptrdiff_t(k) * kMR;
@@ -153,6 +153,13 @@ void pack_a_windows(const WindowView& v, int64_t m0, int mc, int k0, int kc, flo
           for (int e = 0; e < run; ++e) dst[e * kMR] = 0.f;
         }
         k += run;
+        // Next tap: channels restart at 0; s steps along the filter row, and
+        // wrapping to the next row (s back to 0) moves r down one.
+        t = 0;
+        if (++s == v.S) {
+          s = 0;
+          ++r;
+        }
       }
     }
     for (int i = rows; i < kMR; ++i)  // rows past mc: zero, so the micro-kernel never sees an edge

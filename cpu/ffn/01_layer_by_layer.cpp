@@ -87,6 +87,7 @@ const Register<FfnProblem> reg{{
     .workspace_bytes = workspace_bytes,
     .threads = Threads::all,
     .idea = "two calls of lesson 03's OpenMP GEMM, bias+φ pass between; hidden tensor P·αC in the workspace",
+    .model_bytes = [](const FfnProblem& p) { return p.layer_by_layer_bytes(); },  // H and z through DRAM
 }};
 
 }  // namespace

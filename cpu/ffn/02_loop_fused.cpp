@@ -26,7 +26,8 @@
 // Workspace: C·hidden + hidden·C_out floats of packed weights plus a few
 // TM × max(C, TH) tiles per thread — independent of P. The layer-by-layer
 // rung needed P·hidden floats (6.4 MB at P = 6272, hidden = 256; 411 MB at
-// P = 401408); this one needs ~0.25 MB at any P (2 threads, C = 64).
+// P = 401408); this one needs ~0.37 MB at any P (2 threads, C = 64: 128 KiB of packed
+// weights and 120 KiB of tiles per thread).
 //
 // Cost: the same FLOPs, plus re-packing each H tile (TM·hidden floats per
 // tile, 1/(2·C_out) of the tile's FLOPs in copies), and the GEMMs run on

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 
 #include "core/ops/ffn.hpp"
 
@@ -34,7 +35,7 @@ inline void bias_activate(int64_t rows, int cols, float* m, std::ptrdiff_t ld, c
     case FfnActivation::relu: pass(relu); break;
     case FfnActivation::silu: pass(silu); break;
     case FfnActivation::gelu: pass(gelu); break;
-    default: pass([](float x) { return x; }); break;  // identity (not in FFN's tables)
+    default: throw std::invalid_argument("ffn: activation not implemented (FfnProblem::valid admits relu, silu, gelu)");
   }
 }
 

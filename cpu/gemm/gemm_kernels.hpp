@@ -471,7 +471,9 @@ inline void gemm_packed_parallel(const StridedGemm& g, void* workspace, int thre
   float* bp = static_cast<float*>(workspace);              // the shared packed B panel
   float* ap_all = bp + packed_b_floats(p);                 // then one packed A block per thread
   const std::size_t ap_floats = packed_a_floats(p);
-  const int row_blocks = ceil_div(ceil_div(p.M, kMC), threads) * threads;  // as in 06
+  // Row blocks: a multiple of the thread count (every thread gets the same
+  // number), each at most MC rows and made of whole MR-row micro-panels.
+  const int row_blocks = ceil_div(ceil_div(p.M, kMC), threads) * threads;
   const int block_rows = ceil_div(ceil_div(p.M, row_blocks), kMR) * kMR;   // ≤ MC
 
 #pragma omp parallel num_threads(threads)

@@ -335,8 +335,6 @@ bool supports(const AttentionProblem& p) {
          int64_t(p.B) * p.H <= gpu::kMaxGridYZ && gpu::ceil_div<int64_t>(p.Nq, kBlockQ) <= gpu::kMaxGridX;
 }
 
-bool aligned_16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
-
 template <class Element, int kHeadDim> void launch(const AttentionProblem& p, const Args<AttentionProblem>& a) {
   const auto kernel = flash_tensor_core_kernel<Element, kHeadDim>;
   constexpr int kShared = Tile<kHeadDim>::kSharedBytes;
@@ -357,7 +355,7 @@ template <class Element, int kHeadDim> void launch(const AttentionProblem& p, co
 void run(const AttentionProblem& p, const Args<AttentionProblem>& a) {
   // 16-byte cp.async of row pieces: rows are d·2 = 128 or 256 bytes, so only
   // the bases must be 16-byte aligned (the harness's cudaMalloc gives 256).
-  if (!aligned_16(a.q) || !aligned_16(a.k) || !aligned_16(a.v) || !aligned_16(a.o))
+  if (!gpu::aligned_16(a.q) || !gpu::aligned_16(a.k) || !gpu::aligned_16(a.v) || !gpu::aligned_16(a.o))
     throw Unsupported("03_flash_tensor_core needs 16-byte aligned q, k, v and o");
   gpu::visit_dtype<__half, __nv_bfloat16>(p.dtype, [&](auto tag) {
     using Element = typename decltype(tag)::type;

@@ -30,6 +30,9 @@ template <class Int> __host__ __device__ constexpr Int ceil_div(Int count, Int p
   return (count + per_block - 1) / per_block;
 }
 
+// True when p may be read or written in 16-byte (float4 / uint4 / cp.async.16) pieces.
+inline bool aligned_16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
 // CUDA's limits on a launch grid (x may be large, y and z are 16-bit).
 inline constexpr int64_t kMaxGridX = 2147483647;
 inline constexpr int64_t kMaxGridYZ = 65535;

@@ -28,6 +28,8 @@
 
 #include <cstdint>
 
+#include "gpu/common/check.cuh"
+
 namespace convlab::gpu {
 
 // ---- scalar ------------------------------------------------------------------
@@ -77,8 +79,6 @@ __device__ __forceinline__ void store4_if_inside(float* __restrict__ m, int rows
 }
 
 // ---- host side: which flavour a launch may use -------------------------------
-
-inline bool aligned_16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 // True when A [M,K], B [K,N] and C [M,N] may all be read and written in 16-byte
 // pieces: every row of each starts on a 16-byte boundary and has a multiple of

@@ -123,8 +123,8 @@ CONVLAB_HOST_DEVICE constexpr MatrixCoord ldmatrix_x4_source(int lane, int reg, 
 //
 // For rows of ≥ 128 bytes the phase is row % 8: eight consecutive rows read
 // eight different bank groups. For 64-byte rows (kRowChunks = 4) two rows
-// share a line and the phase is (row / 2) % 8; rows r..r+7 then hit bank group
-// 4·(r%2) + (chunk ^ (r/2 % 4)), again all different. It is CUTLASS's
+// share a line and the phase is (row / 2) % 8; rows r..r+7 (r even) then hit
+// bank group (4·(r%2) + chunk) ^ ((r/2) % 8), again all different. It is CUTLASS's
 // Swizzle<3,4,3> generalised to wide rows. XOR with a value that does not
 // depend on the low bits is its own inverse: a bijection on every line.
 template <int kRowChunks> struct ChunkSwizzle {

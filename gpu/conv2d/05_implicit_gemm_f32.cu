@@ -10,9 +10,11 @@
 //   B[j, k] = w[g·Kg + k, j]              KRSC w is [K, RST] row-major: B column-major
 //   Y[m, k] = y[m, g·Kg + k]              NHWC y is [N·P·Q, K] row-major
 //
-// so take lesson 03's best SIMT GEMM (gpu/gemm/08_double_buffering: 128×128
-// block tiles, K slices of 8, 8×8 outputs per thread, two shared stages,
-// register prefetch) and change only its two tile loaders. A's loader no
+// so take lesson 03's best SIMT GEMM (gpu/gemm/08_double_buffering as it was
+// written: 128×128 block tiles, K slices of 8, 8×8 outputs per thread, two
+// shared stages, register prefetch; rung 08 has since been re-tiled to
+// 128×128×16 with 8×16 per lane, which this kernel has not tried) and change
+// only its two tile loaders. A's loader no
 // longer reads a stored matrix: it computes, for its row m and its 4 columns
 // j..j+3, where in x those values live — the im2col matrix is a virtual view,
 // never written (workspace 0; lesson 02 wrote R·S copies of x first). B's
@@ -29,8 +31,8 @@
 // neighbouring output pixels, whose inputs sit C·4 bytes apart (stride 1), one
 // 32-byte sector each — every sector fully used, but spread over 16 lines.
 //
-// Prediction, N=32 56×56 C=K=128 3×3 on an H200: rung 08's GEMM reaches
-// 41 TFLOP/s at 4096³; here M = 100 352, Kg = 128 (one column tile), RST = 1152,
+// Prediction, N=32 56×56 C=K=128 3×3 on an H200: rung 08's GEMM reached
+// 41 TFLOP/s at 4096³ with these tiles (44 after its re-tiling); here M = 100 352, Kg = 128 (one column tile), RST = 1152,
 // 784 blocks ≈ 3 waves of 264 resident blocks, plus the loader overhead:
 // ~32–38 TFLOP/s, 85–100% of cuDNN's fp32 FMA algorithm (38 TFLOP/s in
 // bench/results/2026-11-30-h200). Measured: 40.3 TFLOP/s (0.734 ms), above the
@@ -78,7 +80,7 @@ const Register<ConvProblem> reg{{
     .lesson = 4,
     .supports = supports,
     .run = run,
-    .idea = "gemm rung 08 (128x128x8, 8x8/thread, double-buffered) with an A loader that reads x through "
+    .idea = "gemm rung 08's pipeline with its first tiles (128x128x8, 8x8/thread, double-buffered) with an A loader that reads x through "
             "the im2col address map; no workspace",
 }};
 

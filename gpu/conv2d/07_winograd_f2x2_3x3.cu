@@ -19,7 +19,8 @@
 //           (x + V + M + y ≈ 0.51 GB) at ~3.5 TB/s: 0.15 ms; the GEMMs'
 //           own V/M traffic (0.41 GB) overlaps their math.
 //   predicted 0.50–0.65 ms — ahead of 05_implicit_gemm_f32 (0.735 ms), but
-//   only just: K = C = 128 gives the SGEMM 16 K-slices per tile, so its
+//   only just (written for the SGEMM's first tiles, BK = 8; the measured run
+//   used its re-tiled BK = 16, 8 slices): K = C = 128 gives the SGEMM 16 K-slices per tile, so its
 //   prologue and epilogue weigh more than at 4096³; a GEMM at 25 TFLOP/s
 //   makes this rung 0.7 ms. F(4×4) (rung 08) is the one with real margin.
 // Measured (H200, bench/results/2026-11-30-h200-3/bench-conv2d.json): 0.507 ms,

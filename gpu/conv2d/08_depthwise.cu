@@ -308,8 +308,6 @@ bool supports(const ConvProblem& p) {
          p.R * p.S <= kMaxTaps && p.C <= gpu::kMaxGridYZ;  // one slab per ≥ 1 channel: slabs ≤ 65535
 }
 
-bool aligned_16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
 // Chunks per block: the largest power of two ≤ 32 that divides the chunk count
 // (no idle lanes in the last slab) and is at least 8, else 32 — halved while
 // the slab's weights would not fit the shared-memory limit.
@@ -357,7 +355,7 @@ template <class Element, int kVec> void launch(const ConvProblem& p, const Args<
 }
 
 void run(const ConvProblem& p, const Args<ConvProblem>& args) {
-  const bool aligned = aligned_16(args.x) && aligned_16(args.y);
+  const bool aligned = gpu::aligned_16(args.x) && gpu::aligned_16(args.y);
   gpu::visit_dtype<float, __half>(p.dtype, [&](auto tag) {
     using Element = typename decltype(tag)::type;
     constexpr int kVec = int(16 / sizeof(Element));  // 4 floats or 8 halves: one 16-byte chunk

@@ -350,8 +350,6 @@ bool supports(const ConvProblem& p) {
          int64_t(p.K) * p.R * p.S * p.T() <= INT_MAX;
 }
 
-bool aligned_16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
-
 template <int kT> void launch_mma(const ConvProblem& p, const Args<ConvProblem>& args) {
   const auto kernel = grouped_mma<kT>;
   static const bool opted_in = [&] {
@@ -372,7 +370,7 @@ template <int kT> void launch_mma(const ConvProblem& p, const Args<ConvProblem>&
 void run(const ConvProblem& p, const Args<ConvProblem>& args) {
   // The mma path also needs w's rows and y's pairs 4-byte aligned: R·S·T and
   // K are even there, so the base pointers decide.
-  if (mma_eligible(p) && aligned_16(args.x) && aligned_16(args.w) && aligned_16(args.y)) {
+  if (mma_eligible(p) && gpu::aligned_16(args.x) && gpu::aligned_16(args.w) && gpu::aligned_16(args.y)) {
     switch (p.T()) {
       case 8: launch_mma<8>(p, args); return;
       case 16: launch_mma<16>(p, args); return;

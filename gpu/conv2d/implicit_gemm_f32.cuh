@@ -19,7 +19,7 @@
 
 namespace convlab::gpu::igemm_f32 {
 
-// ---- tunables (rung 08's tile shapes, unchanged) --------------------------------------
+// ---- tunables (rung 08's tile shapes before its re-tiling: rung 07's) ------------------
 constexpr int kBlockM = 128, kBlockN = 128, kBlockK = 8;  // block tile of Y, and the reduction slice
 constexpr int kWarpM = 64, kWarpN = 32;                   // warp tile of Y
 constexpr int kLanesM = 8, kLanesN = 4;                   // a warp's lanes as an 8×4 grid
@@ -83,7 +83,7 @@ struct SliceInFlight {
 //   256 threads; grid (ceil(Kg/128), ceil(M/128), groups). Block (bx, by, g)
 //   owns the 128×128 tile of group g's Y at (by·128, bx·128), i.e. outputs
 //   y[m, g·Kg + k] for m in by·128 + [0,128), k in bx·128 + [0,128); warps
-//   and lanes split it exactly as in rung 08 (8×8 outputs per thread).
+//   and lanes split it as rung 07 does (8×8 outputs per thread).
 //   kVectorized = true requires T % 4 == 0, Kg % 4 == 0 and 16-byte aligned
 //   x, w, y; false requires nothing.
 //

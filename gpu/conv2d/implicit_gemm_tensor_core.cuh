@@ -395,8 +395,6 @@ inline bool fits(int64_t M, const ConvProblem& p) {
          int64_t(p.K) * p.R * p.S * p.T() <= INT_MAX && p.groups <= kMaxGridYZ;
 }
 
-inline bool aligned_16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
 // Launches one instantiation for M GEMM rows (in Out's order) on the default stream.
 template <class Element, bool kFastLoads, class Out>
 void launch_kernel(const ConvGeometry& cg, int M, const Element* x, const Element* w, Out out) {

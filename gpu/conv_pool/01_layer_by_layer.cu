@@ -52,11 +52,19 @@ const char* conv_name(DType dtype) {
   return dtype == DType::f32 ? "05_implicit_gemm_f32" : "06_implicit_gemm_tensor_core";
 }
 
-const Variant<ConvProblem>& conv_variant(DType dtype) {
+const Variant<ConvProblem>& find_conv_variant(DType dtype) {
   for (const Variant<ConvProblem>& v : Registry<ConvProblem>::variants())
     if (v.device == Device::cuda && v.name == conv_name(dtype)) return v;
   throw std::logic_error(std::string("conv_bias_relu_pool/cuda/01_layer_by_layer: conv2d/cuda/") + conv_name(dtype) +
                          " is not registered");
+}
+
+// Looked up once per dtype (the registry is complete once main runs), so that
+// run() does no string search inside the timed region.
+const Variant<ConvProblem>& conv_variant(DType dtype) {
+  static const Variant<ConvProblem>& f16 = find_conv_variant(DType::f16);
+  static const Variant<ConvProblem>& f32 = find_conv_variant(DType::f32);
+  return dtype == DType::f32 ? f32 : f16;
 }
 
 // ---- 16-byte vectors of elements ----------------------------------------------------
@@ -64,8 +72,6 @@ template <class Element> struct alignas(16) Vec {
   static constexpr int kSize = 16 / sizeof(Element);  // 4 floats or 8 halves
   Element v[kSize];
 };
-
-bool aligned_16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 // ---- kernel 2: scale, bias, ReLU, in place ------------------------------------------
 // Contract: y_full [pixels, K] (NHWC), scale/bias [K]. kVectorized: thread handles
@@ -169,7 +175,7 @@ void run(const ConvPoolProblem& p, const Args<ConvPoolProblem>& a) {
     const auto* scale = static_cast<const Element*>(a.scale);
     const auto* bias = static_cast<const Element*>(a.bias);
     const int64_t count = int64_t(p.full_elems());
-    const bool vectorized = p.K % Vec<Element>::kSize == 0 && aligned_16(full) && aligned_16(y);
+    const bool vectorized = p.K % Vec<Element>::kSize == 0 && gpu::aligned_16(full) && gpu::aligned_16(y);
     const int lanes = vectorized ? Vec<Element>::kSize : 1;
     const int64_t pool_items = int64_t(p.N) * p.P2() * p.Q2() * (p.K / lanes);
     if (vectorized) {

@@ -54,6 +54,7 @@ const Register<FfnProblem> reg{{
     .run = run,
     .workspace_bytes = workspace_bytes,
     .idea = "lesson 03's fp32 SGEMM twice with bias+φ passes; hidden tensor P·αC in DRAM",
+    .model_bytes = [](const FfnProblem& p) { return p.layer_by_layer_bytes(); },  // H and z through DRAM
 }};
 
 }  // namespace

@@ -82,6 +82,7 @@ const Register<FfnProblem> reg{{
     .workspace_bytes = workspace_bytes,
     .idea = "baseline: cuBLAS GemmEx (fp32 accumulation) twice, bias+φ passes; hidden tensor in DRAM",
     .baseline = true,
+    .model_bytes = [](const FfnProblem& p) { return p.layer_by_layer_bytes(); },  // H and z through DRAM
 }};
 
 }  // namespace

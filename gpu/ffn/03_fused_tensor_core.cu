@@ -358,8 +358,6 @@ bool supports(const FfnProblem& p) {
          p.P >= 1;  // P is an int: ceil(P / 128) blocks always fit the grid's x (2^31 − 1)
 }
 
-bool aligned_16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
 template <class Cfg, class Element> void launch(const FfnProblem& p, const Args<FfnProblem>& args) {
   const auto kernel = fused_ffn_kernel<Cfg, Element>;
   // More than 48 KB of dynamic shared memory must be asked for, once per kernel.
@@ -381,8 +379,8 @@ void run(const FfnProblem& p, const Args<FfnProblem>& args) {
   // cp.async moves 16-byte pieces: the buffers must start on 16-byte
   // boundaries (the harness's are cudaMalloc'ed, 256-byte aligned), and the
   // epilogue's 32-bit stores need z 4-byte aligned.
-  if (!aligned_16(args.x) || !aligned_16(args.u) || !aligned_16(args.v) || !aligned_16(args.z))
-    throw std::invalid_argument("ffn/cuda/03_fused_tensor_core: x, u, v and z must be 16-byte aligned");
+  if (!gpu::aligned_16(args.x) || !gpu::aligned_16(args.u) || !gpu::aligned_16(args.v) || !gpu::aligned_16(args.z))
+    throw Unsupported("ffn/cuda/03_fused_tensor_core: x, u, v and z must be 16-byte aligned");
   gpu::visit_dtype<__half, __nv_bfloat16>(p.dtype, [&](auto tag) {
     using Element = typename decltype(tag)::type;
     switch (p.C) {
@@ -391,7 +389,7 @@ void run(const FfnProblem& p, const Args<FfnProblem>& args) {
       case 64: launch<Config64, Element>(p, args); break;
       case 128: launch<Config128, Element>(p, args); break;
       case 256: launch<Config256, Element>(p, args); break;
-      default: throw std::invalid_argument("ffn/cuda/03_fused_tensor_core: C must be 16, 32, 64, 128 or 256");
+      default: throw Unsupported("ffn/cuda/03_fused_tensor_core: C must be 16, 32, 64, 128 or 256");
     }
   });
 }

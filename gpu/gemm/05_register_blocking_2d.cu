@@ -46,7 +46,7 @@ static_assert(kBlockM % kThreadM == 0 && kBlockN % kThreadN == 0, "micro-tiles m
 static_assert(kBlockM * kBlockK % kThreads == 0, "the A tile must split evenly over the threads");
 static_assert(kBlockK * kBlockN % kThreads == 0, "the B tile must split evenly over the threads");
 static_assert(kThreads % 32 == 0 && kThreads <= 1024, "whole warps, at most 1024 threads per block");
-static_assert(kThreadM * kThreadN <= 64, "more accumulators than 64 would push past 128 registers and spill");
+static_assert(kThreadM * kThreadN <= 64, "64 accumulators and 16 operands already take ~147 registers (1 block per SM); more would near the 255 limit and spill");
 
 // Kernel contract:
 //   A [M,K], B [K,N], C [M,N] row-major fp32; 1-D blocks of kThreads = 256.

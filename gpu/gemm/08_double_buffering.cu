@@ -86,7 +86,8 @@ const Register<GemmProblem> reg{{
     .lesson = 3,
     .supports = supports,
     .run = run,
-    .idea = "rung 7 with two shared stages, register prefetch of the next slice and double-buffered fragments",
+    .idea = "rung 7 with two shared stages, register prefetch of the next slice and double-buffered fragments, "
+            "re-tiled by a sweep to 128x128x16 with 64x64 warps (8x16 outputs per lane)",
 }};
 
 }  // namespace

@@ -343,8 +343,6 @@ bool supports(const GemmProblem& p) {
   return (p.dtype == DType::f16 || p.dtype == DType::bf16) && blocks <= gpu::kMaxGridX;
 }
 
-bool aligned_16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
 template <class Element, bool kVectorLoads> void launch(const GemmProblem& p, const Args<GemmProblem>& args) {
   const auto kernel = tensor_core_pipelined_kernel<Element, kVectorLoads>;
   // More than 48 KB of dynamic shared memory must be asked for, once per kernel.
@@ -364,7 +362,7 @@ void run(const GemmProblem& p, const Args<GemmProblem>& args) {
   // 16-byte chunks of rows: rows of A (K elements) and of B (N elements) must
   // start on 16-byte boundaries. The harness's buffers are cudaMalloc'ed (256-byte aligned).
   const bool vector_loads =
-      p.K % kChunkElems == 0 && p.N % kChunkElems == 0 && aligned_16(args.a) && aligned_16(args.b) && aligned_16(args.c);
+      p.K % kChunkElems == 0 && p.N % kChunkElems == 0 && gpu::aligned_16(args.a) && gpu::aligned_16(args.b) && gpu::aligned_16(args.c);
   gpu::visit_dtype<__half, __nv_bfloat16>(p.dtype, [&](auto tag) {
     using Element = typename decltype(tag)::type;
     if (vector_loads)

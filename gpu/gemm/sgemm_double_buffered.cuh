@@ -22,7 +22,7 @@ namespace convlab::gpu::double_buffered {
 
 // ---- tunables -------------------------------------------------------------------
 // The tile shapes are a template parameter so that they can be swept
-// (bench/tune_sgemm.cu runs several on the GPU in one go) and so that an
+// (bench/tune_sgemm_tiles.cu runs several on the GPU in one go) and so that an
 // exercise can change them without touching the kernel. DefaultTiles, below,
 // is what rung 08 and lesson 02's GPU rung use.
 //
@@ -57,7 +57,9 @@ struct Tiles {
   static_assert(kAPad % 4 == 0, "padding must keep every As row 16-byte aligned for float4 reads");
   // With a row stride ≡ 4 banks, the transposed stores As[k][m] of one warp hit
   // 32 different banks when BK = 8 (k ∈ {0, 4}: 16 banks apart, m over 16 rows);
-  // for BK = 16 they collide in pairs, which costs 2 of ~70 shared accesses per slice.
+  // for BK = 16 they collide in pairs: the 16 scalar stores of a slice cost 32
+  // wavefronts instead of 16, next to the slice's ~100 conflict-free vector
+  // accesses (4 STS.128 and, for DefaultTiles, 16 k-steps × 6 LDS.128).
   static_assert((BM + kAPad) % 32 == 4, "row stride ≡ 4 banks (see above)");
   static_assert(2 * BK * (BM + kAPad + BN) * sizeof(float) <= 48 * 1024,
                 "static shared memory is capped at 48 KiB");
@@ -88,7 +90,7 @@ struct SliceInFlight {
 //   (by·BM, bx·BN); warp w the WM×WN warp tile at ((w / kWarpsN)·WM, (w % kWarpsN)·WN);
 //   lane (lm, ln) = (lane / 4, lane % 4) owns the 4×4 pieces at rows
 //   i·32 + lm·4 and columns j·16 + ln·4 of its warp tile (the picture
-//   in 07_warp_tiling, for DefaultTiles i, j ∈ {0, 1}). Per K slice k0, float4
+//   in 07_warp_tiling; for DefaultTiles i ∈ {0, 1}, j ∈ {0, 1, 2, 3}). Per K slice k0, float4
 //   number f = t + l·kThreads of the A tile is A[row0 + f / (BK/4)][k0 + (f % (BK/4))·4 ..+3],
 //   and of the B tile B[k0 + f / (BN/4)][col0 + (f % (BN/4))·4 ..+3].
 //
