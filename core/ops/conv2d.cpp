@@ -60,6 +60,9 @@ std::vector<ConvProblem> test_shapes() {
       conv(1, 7, 9, 8, 16, 3, 3, 1, 1, 8),     // grouped T = 1 with a channel multiplier (K/groups = 2)
       conv(1, 6, 5, 16, 128, 3, 3, 1, 1, 2),   // grouped, K/groups = 64
       conv(1, 6, 6, 260, 8, 3, 3, 1, 1, 1),    // 3x3, C = 260: Winograd's U no longer prepacked
+      // depthwise with more strips than one wave of the GPU kernel's resident
+      // threads hold (~4–8 K on an H200): its blocks loop over items
+      conv(16, 58, 57, 64, 64, 3, 3, 1, 1, 64),
   };
   for (ConvProblem p : {conv(2, 5, 7, 3, 5, 3, 3, 1, 1, 1), conv(1, 13, 11, 17, 31, 3, 3, 1, 1, 1),
                         conv(1, 16, 16, 64, 64, 3, 3, 1, 1, 1), conv(2, 9, 9, 16, 32, 3, 3, 2, 1, 2),
@@ -67,7 +70,8 @@ std::vector<ConvProblem> test_shapes() {
                         conv(2, 7, 9, 24, 24, 3, 3, 1, 1, 24), conv(1, 6, 5, 13, 13, 3, 3, 2, 1, 13),
                         conv(1, 11, 13, 40, 40, 3, 3, 2, 1, 40), conv(2, 7, 5, 24, 24, 3, 3, 1, 1, 3),
                         conv(1, 9, 11, 64, 64, 3, 3, 2, 1, 2), conv(3, 5, 7, 13, 21, 1, 1, 1, 0, 1),
-                        conv(2, 5, 7, 24, 40, 1, 1, 1, 0, 1), conv(1, 9, 9, 24, 24, 5, 5, 2, 2, 24)}) {
+                        conv(2, 5, 7, 24, 40, 1, 1, 1, 0, 1), conv(1, 9, 9, 24, 24, 5, 5, 2, 2, 24),
+                        conv(16, 58, 57, 64, 64, 3, 3, 1, 1, 64)}) {
     p.dtype = DType::f16;
     t.push_back(p);
   }

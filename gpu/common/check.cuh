@@ -8,6 +8,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -32,6 +33,19 @@ template <class Int> __host__ __device__ constexpr Int ceil_div(Int count, Int p
 
 // True when p may be read or written in 16-byte (float4 / uint4 / cp.async.16) pieces.
 inline bool aligned_16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// How many blocks of `kernel` (with `threads` threads and `shared` bytes of
+// dynamic shared memory) the current device runs at once: its SM count times
+// the blocks one SM holds. A grid of this size is one full wave, the size of a
+// "persistent" grid whose blocks loop over the work.
+template <class Kernel> int resident_blocks(Kernel kernel, int threads, std::size_t shared) {
+  int device = 0, sms = 0, per_sm = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute(SMs)");
+  check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared),
+             "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  return sms * (per_sm > 0 ? per_sm : 1);
+}
 
 // CUDA's limits on a launch grid (x may be large, y and z are 16-bit).
 inline constexpr int64_t kMaxGridX = 2147483647;

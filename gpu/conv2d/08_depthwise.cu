@@ -22,7 +22,8 @@
 //      needs are read by its neighbours at the same time.
 //   3. Weights in shared memory, transposed. w is [C, R, S]; the block's
 //      channel slab of it goes to shared memory as [tap][channel] floats
-//      once per block, so a tap's kVec weights are one 16- or 32-byte read.
+//      once per block, so a tap's kVec weights are one or two 16-byte reads
+//      (weight_slot below orders them so those reads are conflict-free).
 //   4. fp32 accumulation (9 products: fp16 accumulation would pass, but
 //      costs nothing to avoid), one rounding to fp16 per output.
 //
@@ -37,10 +38,12 @@
 //                                                       y[n, p, q0 + i, c0 ..] = acc[i]      (q0 + i < Q)
 //
 // Grid: blockIdx.y = channel slab (blockDim.x chunks of kVec channels),
-// blockIdx.x and threadIdx.y = (n, p, strip) items, grid-stride. Filters other
-// than 3x3 or strides other than 1 and 2 run a generic kernel with run-time
-// loops and one output per thread (same chunks, same shared weights). C not a
-// multiple of kVec, or misaligned tensors, run the same kernels with kVec = 1.
+// blockIdx.x and threadIdx.y = (n, p, strip) items. The grid is one wave of
+// resident blocks and each block loops over items (grid-stride), so a block
+// stages its weights once. Filters other than 3x3 or strides other than 1
+// and 2 run a generic kernel with run-time loops and one output per thread
+// (same chunks, same shared weights). C not a multiple of kVec, or
+// misaligned tensors, run the same kernels with kVec = 1.
 //
 // Floor and prediction, N=128 28×28 C=384 3x3 s1 fp16 on an H200: x and y are
 // 77.1 MB each, w 6.9 KB: 154.2 MB compulsory, 0.69 GFLOP. At the probe's
@@ -50,7 +53,7 @@
 // (62–73% of copy), against cuDNN's 1.95 TB/s in the same kind of run. fp32,
 // same shape: 308 MB, floor 73 µs, expected ~110 µs.
 //
-// Measured on the H200 (bench/results/2026-11-30-h200-3/bench-conv2d.json;
+// Measured on the H200, first version (bench/results/2026-11-30-h200-3/bench-conv2d.json;
 // all tests pass, memcheck 0 errors, racecheck 0 hazards):
 //
 //   shape (N=128 28×28 3x3)   08_depthwise                cuDNN
@@ -58,27 +61,30 @@
 //   C=384 fp16                0.144 ms  1.07 TB/s (25%)   0.084 ms  1.83 TB/s (2.23 in a later run)
 //   C=256 fp16                0.104 ms  0.99 TB/s         0.067 ms  1.54 TB/s
 //
-// fp32 lands where predicted (116 against ~110 µs, 63% of copy, 18× cuDNN).
-// fp16 does not: 2.4–2.9× the predicted time, 0.59× cuDNN, and the goal of
-// ≥ 60% of copy (2.5 TB/s) is NOT MET. The cause is still open. Not the
-// limit: occupancy — 2-pixel fp16 strips (120 → 80 registers, 2 → 3 blocks
-// per SM; bench-conv-pool-and-depthwise-strip2.json, reverted) gave 1.10
-// TB/s. Unlikely on its own: the block structure — fp32 has the same
-// one-strip-per-thread blocks with the same per-block weight staging and
-// barrier, and reaches 63%. Left to
-// test: what only fp16 does — 8 channels per thread (twice fp32's FMAs and
-// accumulators per 16-byte load, so half the loads in flight for the same
-// arithmetic), the half→float conversions, and 16-lane blocks at C=384 (48
-// chunks: a warp spans two items; but C=256 runs 32-lane blocks and is no
-// faster). Next: Nsight Compute on both dtypes (memory workload, warp stall
-// reasons), then e.g. fp16 threads owning 4 channels (8-byte chunks), or
-// several strips per thread with the weights staged once per block.
+// fp32 landed where predicted; fp16 took 2.4–2.9× the predicted time. Cutting
+// registers (2-pixel strips: 3 blocks per SM instead of 2) changed nothing.
+// Nsight Compute (bench/results/2026-11-30-h200-4/, profile of the fp16
+// shape) found why: the kernel was LATENCY bound, not bandwidth bound —
+// DRAM 20% busy, 0.56 eligible warps per scheduler, half of all stalls
+// waiting on global loads, 51 M warp instructions (42 per output value,
+// where the FMAs and conversions need ~14). Every one of the 18 loads of a
+// strip sat behind its own padding test (a branch and a reconvergence
+// point), so the loads went out a few at a time, and each block staged its
+// weights (with 9-way shared-memory bank conflicts) for one strip per
+// thread. fp32 hid this with half the FMAs per load and more warps. The
+// second version, above: interior strips take a branch-free path that issues
+// the strip's loads together; the grid is one persistent wave; the weights
+// are staged tap-major without conflicts and read as conflict-free quads.
+// Prediction for it: ~17 instructions per output (SASS of the interior
+// path: 546 for 32 outputs), ~20 M warp instructions, so the bytes bind
+// again: 50–65 µs, 2.4–3.1 TB/s in fp16; fp32 ~100 µs.
 //
 // Supported: f32 and f16; groups == C == K (no channel multiplier); any R, S
 // with R·S ≤ 1024, any stride and pad; C ≤ 65535.
 // Run just this: build/convlab run conv2d/cuda/08_depthwise --shape N=128,H=28,C=384,K=384,R=3,pad=1,groups=384,dtype=f16
-#include <cstdint>
+#include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <cstring>
 #include <type_traits>
 
@@ -147,31 +153,47 @@ template <class Element, int kVec> __device__ __forceinline__ void store_chunk(E
   }
 }
 
-// kVec weights of one tap from the shared slab (16-byte aligned when kVec ≥ 4).
-template <int kVec> __device__ __forceinline__ void load_weights(const float* p, float (&v)[kVec]) {
+// ---- the block's weights in shared memory, as floats ----------------------------------
+//
+// wsm[tap][slot]: one row per tap, one slot per channel of the block's slab.
+// A thread's kVec channels are read as float4s (kVec / 4 of them, kVec ≥ 4),
+// and quad i of lane tx sits at slot (i·lanes + tx)·4: the lanes' first
+// quads are contiguous, then their second quads, so eight lanes reading
+// their quad i touch 128 consecutive bytes (no bank conflict). For kVec ≤ 4
+// this is the plain order slot = channel.
+__device__ __forceinline__ int weight_slot(int channel_in_slab, int vec, int lanes) {
+  if (vec < 4) return channel_in_slab;
+  const int lane = channel_in_slab / vec, e = channel_in_slab % vec;
+  return ((e / 4) * lanes + lane) * 4 + e % 4;
+}
+
+// This thread's kVec weights of one tap; `tap_row` = wsm + tap·slab + tx·4 (kVec ≥ 4) or + tx.
+template <int kVec> __device__ __forceinline__ void load_weights(const float* tap_row, int lanes, float (&v)[kVec]) {
   if constexpr (kVec % 4 == 0) {
 #pragma unroll
     for (int i = 0; i < kVec / 4; ++i) {
-      const float4 f = reinterpret_cast<const float4*>(p)[i];
+      const float4 f = reinterpret_cast<const float4*>(tap_row + i * lanes * 4)[0];
       v[4 * i] = f.x, v[4 * i + 1] = f.y, v[4 * i + 2] = f.z, v[4 * i + 3] = f.w;
     }
   } else {
 #pragma unroll
-    for (int i = 0; i < kVec; ++i) v[i] = p[i];
+    for (int i = 0; i < kVec; ++i) v[i] = tap_row[i];
   }
 }
 
-// The block's channel slab of w, transposed to wsm[tap][slab channel] as floats
-// (0 past C). Every thread of the block takes part; the caller syncs after.
+// The block's channel slab of w, transposed to wsm[tap][weight_slot(channel)]
+// as floats (0 past C). Every thread of the block takes part; the caller
+// syncs after. Tap-major, so that consecutive threads write consecutive
+// slots; w[c][tap] is read with a stride of R·S elements (a few KiB, cached).
 template <class Element>
-__device__ void stage_weights(const ConvGeometry& g, const Element* __restrict__ w, float* wsm, int slab_channels,
+__device__ void stage_weights(const ConvGeometry& g, const Element* __restrict__ w, float* wsm, int vec, int lanes,
                               int c_base) {
-  const int taps = g.R * g.S;
+  const int taps = g.R * g.S, slab_channels = lanes * vec;
   const int tid = threadIdx.y * blockDim.x + threadIdx.x, nthreads = blockDim.x * blockDim.y;
   for (int i = tid; i < taps * slab_channels; i += nthreads) {
-    const int cl = i / taps, tap = i % taps;  // consecutive i read consecutive w: w[c][tap] is [C, R·S]
+    const int tap = i / slab_channels, cl = i % slab_channels;
     const int c = c_base + cl;
-    wsm[tap * slab_channels + cl] = c < g.C ? gpu::to_float(w[int64_t(c) * taps + tap]) : 0.f;
+    wsm[tap * slab_channels + weight_slot(cl, vec, lanes)] = c < g.C ? gpu::to_float(w[int64_t(c) * taps + tap]) : 0.f;
   }
 }
 
@@ -193,71 +215,98 @@ __device__ __forceinline__ void split_item(int64_t item, int inner, int middle, 
   }
 }
 
+// One strip: kStrip outputs along W of output row p, this thread's kVec
+// channels. `image` = x + n·H·W·C + c0, (ih0, iw0) = the strip's first input
+// pixel (tap (0, 0) of output q0, possibly in the padding), `weights` = this
+// thread's column of wsm (tap t at weights + t·slab_channels).
+//
+// kInterior: every input pixel the strip reads lies inside the image. Then
+// the loop has no tests and no branches, so the compiler can issue all
+// 3·kCols loads before the first FMA needs one of them — the memory-level
+// parallelism a memory-bound kernel lives on. The edge strips (image border
+// rows and columns, about a quarter of a 28×28 layer's strips) test every
+// row and column and read zeros for the padding; branches between the loads
+// serialise them, which is why that path is kept off the common case.
+template <class Element, int kVec, int kStride, bool kInterior>
+__device__ __forceinline__ void strip_3x3(const ConvGeometry& g, const Element* __restrict__ image, int ih0, int iw0,
+                                          const float* weights, int slab_channels, int lanes,
+                                          float (&acc)[kStrip][kVec]) {
+  constexpr int kCols = (kStrip - 1) * kStride + 3;  // input columns a strip reads per row
+#pragma unroll
+  for (int i = 0; i < kStrip; ++i)
+#pragma unroll
+    for (int v = 0; v < kVec; ++v) acc[i][v] = 0.f;
+
+#pragma unroll
+  for (int r = 0; r < 3; ++r) {
+    const int ih = ih0 + r;
+    if (!kInterior && (ih < 0 || ih >= g.H)) continue;  // a padding row: nothing to add
+    float wr[3][kVec];
+#pragma unroll
+    for (int s = 0; s < 3; ++s) load_weights<kVec>(weights + (r * 3 + s) * slab_channels, lanes, wr[s]);
+    const Element* row = image + (int64_t(ih) * g.W + iw0) * g.C;
+#pragma unroll
+    for (int j = 0; j < kCols; ++j) {
+      float v[kVec];
+      if (kInterior || (iw0 + j >= 0 && iw0 + j < g.W)) {
+        load_chunk<Element, kVec>(row + int64_t(j) * g.C, v);
+      } else {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) v[e] = 0.f;  // padding column
+      }
+#pragma unroll
+      for (int i = 0; i < kStrip; ++i) {
+        const int s = j - i * kStride;  // compile-time after unrolling
+        if (s >= 0 && s < 3) {
+#pragma unroll
+          for (int e = 0; e < kVec; ++e) acc[i][e] = fmaf(wr[s][e], v[e], acc[i][e]);
+        }
+      }
+    }
+  }
+}
+
 // Kernel contract (both kernels):
 //   x [N, H, W, C], w [C, R, S, 1], y [N, P, Q, C]; K == C == groups.
 //   blockDim = (lanes, kThreads / lanes); blockIdx.y = channel slab of
 //   lanes·kVec channels; thread (tx, ty) owns chunk blockIdx.y·lanes + tx
 //   (channels c0 = chunk·kVec .. c0 + kVec − 1; kVec > 1 requires C % kVec ==
 //   0 and 16-byte aligned x, y) and items blockIdx.x·blockDim.y + ty, then
-//   every gridDim.x·blockDim.y-th after. Dynamic shared memory: R·S·lanes·kVec
-//   floats. Edge duties: chunks past C return after the one barrier; taps in
-//   the padding read nothing; outputs past Q are not stored.
+//   every gridDim.x·blockDim.y-th after: the grid is one wave of resident
+//   blocks (gpu::resident_blocks), each looping over many items, so the
+//   weight staging and its barrier are paid once per block, not per strip.
+//   Dynamic shared memory: R·S·lanes·kVec floats. Edge duties: chunks past C
+//   return after the one barrier; taps in the padding read nothing; outputs
+//   past Q are not stored.
 template <class Element, int kVec, int kStride>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 2)
     depthwise_3x3(ConvGeometry g, int chunks, int strips, int64_t items, const Element* __restrict__ x,
                   const Element* __restrict__ w, Element* __restrict__ y) {
   extern __shared__ __align__(16) float wsm[];  // [9][slab channels]
-  const int slab_channels = blockDim.x * kVec;
-  stage_weights(g, w, wsm, slab_channels, blockIdx.y * slab_channels);
+  const int lanes = blockDim.x, slab_channels = lanes * kVec;
+  stage_weights(g, w, wsm, kVec, lanes, blockIdx.y * slab_channels);
   __syncthreads();
-  const int chunk = blockIdx.y * blockDim.x + threadIdx.x;
+  const int chunk = blockIdx.y * lanes + threadIdx.x;
   if (chunk >= chunks) return;  // no barrier below
   const int c0 = chunk * kVec;
-  const float* my_weights = wsm + threadIdx.x * kVec;  // tap t at my_weights + t·slab_channels
-  constexpr int kCols = (kStrip - 1) * kStride + 3;    // input columns a strip reads per row
+  const float* my_weights = wsm + threadIdx.x * (kVec >= 4 ? 4 : kVec);
+  constexpr int kCols = (kStrip - 1) * kStride + 3;
 
   for (int64_t item = int64_t(blockIdx.x) * blockDim.y + threadIdx.y; item < items;
        item += int64_t(gridDim.x) * blockDim.y) {
     int strip, p, n;
     split_item(item, strips, g.P, strip, p, n);  // item = (n·P + p)·strips + strip
     const int q0 = strip * kStrip;
-    const int iw0 = q0 * kStride - g.pad;
+    const int ih0 = p * kStride - g.pad, iw0 = q0 * kStride - g.pad;
     const Element* image = x + int64_t(n) * g.H * g.W * g.C + c0;
 
     float acc[kStrip][kVec];
-#pragma unroll
-    for (int i = 0; i < kStrip; ++i)
-#pragma unroll
-      for (int v = 0; v < kVec; ++v) acc[i][v] = 0.f;
+    const bool interior = ih0 >= 0 && ih0 + 3 <= g.H && iw0 >= 0 && iw0 + kCols <= g.W;
+    if (interior)
+      strip_3x3<Element, kVec, kStride, true>(g, image, ih0, iw0, my_weights, slab_channels, lanes, acc);
+    else
+      strip_3x3<Element, kVec, kStride, false>(g, image, ih0, iw0, my_weights, slab_channels, lanes, acc);
 
-#pragma unroll
-    for (int r = 0; r < 3; ++r) {
-      const int ih = p * kStride - g.pad + r;
-      if (ih < 0 || ih >= g.H) continue;  // a padding row: nothing to add
-      float wr[3][kVec];
-#pragma unroll
-      for (int s = 0; s < 3; ++s) load_weights<kVec>(my_weights + (r * 3 + s) * slab_channels, wr[s]);
-      const Element* row = image + int64_t(ih) * g.W * g.C;
-#pragma unroll
-      for (int j = 0; j < kCols; ++j) {
-        const int iw = iw0 + j;
-        float v[kVec];
-        if (iw >= 0 && iw < g.W) {
-          load_chunk<Element, kVec>(row + int64_t(iw) * g.C, v);
-        } else {
-#pragma unroll
-          for (int e = 0; e < kVec; ++e) v[e] = 0.f;  // padding column
-        }
-#pragma unroll
-        for (int i = 0; i < kStrip; ++i) {
-          const int s = j - i * kStride;  // compile-time after unrolling
-          if (s >= 0 && s < 3) {
-#pragma unroll
-            for (int e = 0; e < kVec; ++e) acc[i][e] = fmaf(wr[s][e], v[e], acc[i][e]);
-          }
-        }
-      }
-    }
     Element* out = y + ((int64_t(n) * g.P + p) * g.Q + q0) * g.C + c0;
 #pragma unroll
     for (int i = 0; i < kStrip; ++i)
@@ -270,13 +319,13 @@ __global__ void __launch_bounds__(kThreads)
     depthwise_generic(ConvGeometry g, int chunks, int64_t items, const Element* __restrict__ x,
                       const Element* __restrict__ w, Element* __restrict__ y) {
   extern __shared__ __align__(16) float wsm[];  // [R·S][slab channels]
-  const int slab_channels = blockDim.x * kVec;
-  stage_weights(g, w, wsm, slab_channels, blockIdx.y * slab_channels);
+  const int lanes = blockDim.x, slab_channels = lanes * kVec;
+  stage_weights(g, w, wsm, kVec, lanes, blockIdx.y * slab_channels);
   __syncthreads();
-  const int chunk = blockIdx.y * blockDim.x + threadIdx.x;
+  const int chunk = blockIdx.y * lanes + threadIdx.x;
   if (chunk >= chunks) return;
   const int c0 = chunk * kVec;
-  const float* my_weights = wsm + threadIdx.x * kVec;
+  const float* my_weights = wsm + threadIdx.x * (kVec >= 4 ? 4 : kVec);
 
   for (int64_t item = int64_t(blockIdx.x) * blockDim.y + threadIdx.y; item < items;
        item += int64_t(gridDim.x) * blockDim.y) {
@@ -294,7 +343,7 @@ __global__ void __launch_bounds__(kThreads)
         if (iw < 0 || iw >= g.W) continue;
         float v[kVec], wv[kVec];
         load_chunk<Element, kVec>(image + (int64_t(ih) * g.W + iw) * g.C, v);
-        load_weights<kVec>(my_weights + (r * g.S + s) * slab_channels, wv);
+        load_weights<kVec>(my_weights + (r * g.S + s) * slab_channels, lanes, wv);
 #pragma unroll
         for (int e = 0; e < kVec; ++e) acc[e] = fmaf(wv[e], v[e], acc[e]);
       }
@@ -335,21 +384,27 @@ template <class Element, int kVec> void launch(const ConvProblem& p, const Args<
   const auto* w = static_cast<const Element*>(args.w);
   auto* y = static_cast<Element*>(args.y);
 
-  const auto grid_for = [&](int64_t items) {
-    const int64_t blocks = gpu::ceil_div<int64_t>(items, block.y);
-    return dim3(unsigned(blocks < gpu::kMaxGridX ? blocks : gpu::kMaxGridX), unsigned(slabs));
+  // One wave of resident blocks per channel slab (or fewer, for small layers):
+  // the blocks loop over the items, so each stages its weights once.
+  const auto grid_for = [&](auto kernel, int64_t items) {
+    const int64_t needed = gpu::ceil_div<int64_t>(items, block.y);
+    const int64_t wave = std::max<int64_t>(1, gpu::resident_blocks(kernel, int(block.x * block.y), shared) / slabs);
+    return dim3(unsigned(std::min({needed, wave, gpu::kMaxGridX})), unsigned(slabs));
   };
-  if (p.R == 3 && p.S == 3 && (p.stride == 1 || p.stride == 2)) {
+  const auto launch_3x3 = [&](auto kernel) {
     const int strips = gpu::ceil_div(p.Q(), kStrip);
     const int64_t items = int64_t(p.N) * p.P() * strips;
-    if (p.stride == 1)
-      depthwise_3x3<Element, kVec, 1><<<grid_for(items), block, shared>>>(g, chunks, strips, items, x, w, y);
-    else
-      depthwise_3x3<Element, kVec, 2><<<grid_for(items), block, shared>>>(g, chunks, strips, items, x, w, y);
+    kernel<<<grid_for(kernel, items), block, shared>>>(g, chunks, strips, items, x, w, y);
     gpu::check_launch("depthwise_3x3");
+  };
+  if (p.R == 3 && p.S == 3 && p.stride == 1) {
+    launch_3x3(depthwise_3x3<Element, kVec, 1>);
+  } else if (p.R == 3 && p.S == 3 && p.stride == 2) {
+    launch_3x3(depthwise_3x3<Element, kVec, 2>);
   } else {
+    const auto kernel = depthwise_generic<Element, kVec>;
     const int64_t items = int64_t(p.N) * p.P() * p.Q();
-    depthwise_generic<Element, kVec><<<grid_for(items), block, shared>>>(g, chunks, items, x, w, y);
+    kernel<<<grid_for(kernel, items), block, shared>>>(g, chunks, items, x, w, y);
     gpu::check_launch("depthwise_generic");
   }
 }
