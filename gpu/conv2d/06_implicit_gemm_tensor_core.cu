@@ -98,7 +98,7 @@ const Register<ConvProblem> reg{{
 }  // namespace
 
 // The same conv, callable from other variants (gpu/conv2d/implicit_gemm_tensor_core.cuh):
-// lesson 06's 10_pointwise runs its fp16 1x1 convs here, where the view is the identity.
+// lesson 06's 11_pointwise runs its fp16 1x1 convs here, where the view is the identity.
 namespace gpu::tensor_core_conv {
 bool supports(const ConvProblem& p) { return ::convlab::supports(p); }
 void run(const ConvProblem& p, const Args<ConvProblem>& args) { ::convlab::run(p, args); }

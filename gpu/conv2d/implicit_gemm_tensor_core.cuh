@@ -11,7 +11,7 @@
 //
 // At the end, gpu::tensor_core_conv::supports/run: lesson 04's whole variant
 // (06's own supports() and run()), for rungs that want the conv as it is —
-// lesson 06's 10_pointwise hands it 1x1 convolutions, for which the im2col
+// lesson 06's 11_pointwise hands it 1x1 convolutions, for which the im2col
 // view is the identity and the kernel is a plain GEMM.
 #pragma once
 

@@ -1,6 +1,6 @@
-// gpu/conv2d/10_pointwise.cu — lesson 06, GPU rung 10: a pointwise (1x1) conv is the suite's GEMM.
+// gpu/conv2d/11_pointwise.cu — lesson 06, GPU rung 11: a pointwise (1x1) conv is the suite's GEMM.
 //
-// Idea over 09_grouped: with R = S = 1, stride 1, pad 0 and one group, NHWC
+// Idea over 10_grouped: with R = S = 1, stride 1, pad 0 and one group, NHWC
 // x is already the GEMM's A and KRSC w its Bᵀ:
 //
 //   Y[M, K] = X[M, C] · Wᵀ      M = N·H·W;  X = x as stored, W = w as [K, C], Y = y as stored
@@ -27,7 +27,7 @@
 // Measured on the H200 (bench/results/2026-11-30-h200-3/bench-conv2d.json;
 // all tests pass, memcheck 0 errors, racecheck 0 hazards):
 //
-//          10_pointwise               cuDNN      04_im2col_cublas (cuBLAS on x as stored)
+//          11_pointwise               cuDNN      04_im2col_cublas (cuBLAS on x as stored)
 //   fp32   0.327 ms   40.3 TFLOP/s    0.613 ms   0.289 ms   45.5 TFLOP/s
 //   fp16   0.068 ms    193 TFLOP/s    0.136 ms   0.035 ms    377 TFLOP/s (70% of roofline)
 //
@@ -41,7 +41,7 @@
 // reductions.
 // Supported: f32 (ceil(N·H·W / 128) ≤ 65535) and what 06 supports in f16;
 // R = S = 1, stride 1, pad 0, groups 1.
-// Run just this: build/convlab run conv2d/cuda/10_pointwise --shape N=128,H=28,C=256,K=256,R=1,dtype=f16
+// Run just this: build/convlab run conv2d/cuda/11_pointwise --shape N=128,H=28,C=256,K=256,R=1,dtype=f16
 #include <cstdint>
 
 #include "core/ops/conv2d.hpp"
@@ -96,7 +96,7 @@ void run(const ConvProblem& p, const Args<ConvProblem>& args) {
 }
 
 const Register<ConvProblem> reg{{
-    .name = "10_pointwise",
+    .name = "11_pointwise",
     .device = Device::cuda,
     .lesson = 6,
     .supports = supports,

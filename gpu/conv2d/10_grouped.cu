@@ -1,6 +1,6 @@
-// gpu/conv2d/09_grouped.cu — lesson 06, GPU rung 9: grouped convolution, one group per tensor-core tile.
+// gpu/conv2d/10_grouped.cu — lesson 06, GPU rung 10: grouped convolution, one group per tensor-core tile.
 //
-// Idea over 08_depthwise: with a group width T = 8 (ConvFirst) or 32
+// Idea over 09_depthwise: with a group width T = 8 (ConvFirst) or 32
 // (ResNeXt) each output does T·R·S = 72 or 288 multiply-adds — 16× or 64×
 // a depthwise conv's — and the intensity (Eq. 24 with K = C: T·R·S/2 = 36 flop/B at
 // fp16 for T = 8) is below the H200's ridge (~175) but far above
@@ -84,7 +84,7 @@
 // apart (C floats), and y is written the same way.
 // Supported: f32 and f16, groups > 1 and not depthwise (T = Kg = 1 is 08's);
 // any R·S ≤ 64 taps (mma path; the plain path has no limit), stride, pad.
-// Run just this: build/convlab run conv2d/cuda/09_grouped --shape N=128,H=28,C=256,K=256,R=3,pad=1,groups=32,dtype=f16
+// Run just this: build/convlab run conv2d/cuda/10_grouped --shape N=128,H=28,C=256,K=256,R=3,pad=1,groups=32,dtype=f16
 #include <climits>
 #include <cstdint>
 #include <cstring>
@@ -411,7 +411,7 @@ void run(const ConvProblem& p, const Args<ConvProblem>& args) {
 }
 
 const Register<ConvProblem> reg{{
-    .name = "09_grouped",
+    .name = "10_grouped",
     .device = Device::cuda,
     .lesson = 6,
     .supports = supports,
