@@ -33,7 +33,8 @@ inline ConvGeometry geometry_of(const ConvProblem& p) {
 // ---- which output pixel a GEMM row is ------------------------------------------
 // An implicit-GEMM conv computes Y[m, k] for GEMM rows m; the row order is a
 // choice. Lesson 04 numbers pixels row by row; lesson 07 numbers them by 2x2
-// pooling window, so four consecutive rows are one window.
+// pooling window: four consecutive rows are one window (fp32), or a warp's
+// 64 rows are 16 whole windows laid out for the mma accumulators (tensor cores).
 struct OutputPixel {
   int n, p, q;  // y[n, p, q, ·]
 };
@@ -44,13 +45,46 @@ CONVLAB_HOST_DEVICE inline OutputPixel pixel_order(const ConvGeometry& cg, int m
   return {m / (cg.P * cg.Q), pq / cg.Q, pq % cg.Q};
 }
 
-// m = ((n·P2 + i)·Q2 + j)·4 + 2a + b  →  pixel (n, 2i + a, 2j + b), P2 = P/2, Q2 = Q/2:
-// only the 4·N·P2·Q2 pixels a floor 2x2 pooling reads (an odd last row / column is no row).
-CONVLAB_HOST_DEVICE inline OutputPixel window_order(const ConvGeometry& cg, int m) {
+// The 2x2 windows of a floor pooling: N·P2·Q2 of them, P2 = P/2, Q2 = Q/2, numbered
+// like the pooled output's pixels, window = (n·P2 + i)·Q2 + j. Corner 2a + b of
+// window (n, i, j) is the conv output pixel (n, 2i + a, 2j + b).
+CONVLAB_HOST_DEVICE inline int window_count(const ConvGeometry& cg) { return cg.N * (cg.P / 2) * (cg.Q / 2); }
+
+CONVLAB_HOST_DEVICE inline OutputPixel window_corner(const ConvGeometry& cg, int window, int corner) {
   const int P2 = cg.P / 2, Q2 = cg.Q / 2;
-  const int window = m / 4, corner = m % 4;
   const int ij = window % (P2 * Q2);
   return {window / (P2 * Q2), 2 * (ij / Q2) + corner / 2, 2 * (ij % Q2) + corner % 2};
+}
+
+// m = window·4 + corner: only the 4·N·P2·Q2 pixels a floor 2x2 pooling reads
+// (an odd last row / column is no row).
+CONVLAB_HOST_DEVICE inline OutputPixel window_order(const ConvGeometry& cg, int m) {
+  return window_corner(cg, m / 4, m % 4);
+}
+
+// The tensor-core kernel's order (lesson 07, gpu/conv_pool/02_fused.cu). A warp
+// there owns 64 GEMM rows from a multiple of 64, and its lane with group g holds
+// rows 16·mi + 8·h + g of them (m16 tile mi = 0..3, h = 0..1; gpu::mma_c_coord).
+// Number those rows so that the tile index is the corner:
+//
+//   m = 64·block + 16·corner + 8·h + g   ↔   window 16·block + 2·g + h, corner
+//
+// and each lane holds the four corners of two whole windows, 16·block + 2g and
+// 16·block + 2g + 1. GEMM rows come in whole blocks: M = 4·window_count rounded
+// up to 64. A row whose window is past the last one is given a pixel just right
+// of the first image row (n = 0, p = 0, q·stride − pad ≥ W): its receptive field
+// is all padding, so it loads nothing and computes 0. Its offset into x lies
+// between pixel (0, 0, 0)'s and (2W + 2·pad)·C (Q ≥ 2 implies stride ≤ W + 2·pad),
+// well inside what gpu::igemm_tc::fits allows.
+constexpr int kWarpWindows = 16;                   // windows per block; rows per corner (an m16 tile)
+constexpr int kWarpWindowRows = 4 * kWarpWindows;  // rows per block: 4 corners × 16 windows
+
+CONVLAB_HOST_DEVICE inline OutputPixel warp_window_order(const ConvGeometry& cg, int m) {
+  const int block = m / kWarpWindowRows, corner = m % kWarpWindowRows / kWarpWindows;
+  const int h = m % kWarpWindows / 8, g = m % 8;
+  const int window = kWarpWindows * block + 2 * g + h;
+  if (window >= window_count(cg)) return {0, 0, (cg.W + cg.pad + cg.stride - 1) / cg.stride};
+  return window_corner(cg, window, corner);
 }
 
 }  // namespace convlab::gpu

@@ -164,7 +164,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
     const int m = block_m0 + copy_row + i * kRowStep;
     ih0[i] = kOutside, iw0[i] = 0, row_offset[i] = 0;
     if (m < M) {
-      const OutputPixel px = Out::pixel(cg, m);  // lesson 04: pixel_order; lesson 07: window_order
+      const OutputPixel px = Out::pixel(cg, m);  // lesson 04: pixel_order; lesson 07: warp_window_order
       ih0[i] = px.p * cg.stride - cg.pad;
       iw0[i] = px.q * cg.stride - cg.pad;
       row_offset[i] = ((px.n * cg.H + ih0[i]) * cg.W + iw0[i]) * cg.C + group * cg.T;

@@ -14,22 +14,32 @@
 //
 //   1. Row order. A 2x2 window's four pixels are scattered over two image
 //      rows, i.e. GEMM rows m and m + Q apart in lesson 04's pixel order —
-//      usually in different CTAs. So number the GEMM rows by WINDOW instead
-//      (gpu::window_order):  m = ((n·P2 + i)·Q2 + j)·4 + 2a + b  ↔  pixel (n, 2i+a, 2j+b).
+//      usually in different CTAs. So number the GEMM rows by WINDOW instead.
 //      The im2col view just decodes m differently; everything else is the
-//      same GEMM. Four consecutive rows are one window, a 128-row CTA tile is
-//      32 whole windows, and the odd last row / column of the conv output
-//      (which floor pooling drops) is no GEMM row at all: M = 4·N·P2·Q2.
+//      same GEMM. The fp32 kernel uses gpu::window_order:
+//        m = 4·window + 2a + b  ↔  pixel (n, 2i+a, 2j+b),  window = (n·P2 + i)·Q2 + j,
+//      four consecutive rows are one window, a 128-row CTA tile is 32 whole
+//      windows, and the odd last row / column of the conv output (which floor
+//      pooling drops) is no GEMM row at all: M = 4·N·P2·Q2. The tensor-core
+//      kernel reorders the rows within each 64-row block (point 2).
 //
-//   2. Where a window's four rows sit. 
+//   2. Where a window's four rows sit.
 //        fp32 kernel: a thread owns rows m_piece + 0..3 (m_piece a multiple
 //          of 4) of every 4x4 piece: a whole window in ONE thread's registers.
 //          The pool is four fmaxf per channel, no communication.
-//        tensor-core kernel: the mma.m16n8k16 accumulator puts row g of a
-//          16-row tile in lanes 4g .. 4g+3 (gpu::mma_c_coord). A window's rows
-//          4w .. 4w+3 are therefore in lanes that differ only in lane bits 2
-//          and 3: two __shfl_xor_sync (by 4, then by 8) leave every lane with
-//          the window's maximum, and the lanes with g % 4 == 0 store it.
+//        tensor-core kernel: a warp owns 64 rows from warp_m, a multiple of
+//          64, and the mma.m16n8k16 accumulator gives the lane with group g
+//          = lane / 4 eight of them: rows 16·mi + 8·h + g of its four m16
+//          tiles mi, halves h (gpu::mma_c_coord). In window order those eight
+//          rows are pieces of eight windows, so pooling needed rows from other
+//          lanes. gpu::warp_window_order picks the numbering that makes them
+//          two WHOLE windows instead: in block b (rows 64b .. 64b+63),
+//            m = 64·b + 16·corner + 8·h + g   ↔   corner `corner` of window 16·b + 2g + h,
+//          so tile mi IS the corner and half h picks one of the lane's two
+//          windows. As in fp32, the pool needs no other lane: three fmaxf per
+//          value, and every lane stores. The price is a partial last block:
+//          M = 4·N·P2·Q2 rounded up to 64; its rows past the last window decode
+//          to a pixel outside the image (they load nothing) and are not stored.
 //
 // The scale is applied to each of the four values BEFORE the max (a negative
 // scale reverses the order); the ReLU may come after (it commutes with max).
@@ -53,6 +63,14 @@
 // profiled); in f32 it is not (758 vs ≤ 790 µs). The ≥ 1.5× goal is NOT met yet. Next: time
 // the conv alone, profile the pooled epilogue, a 64-wide N tile for K ≤ 64, and a memory-bound
 // shape where the conv itself is efficient (e.g. C = 32 → K = 128). See lesson 07.
+// Those f16 numbers are of the FIRST tensor-core epilogue: rows in window_order, the pool
+// done across lanes l, l^4, l^8, l^12 by two __shfl_xor_sync rounds per value, one lane in
+// four storing. Nsight Compute on the bench shape then put it at 273 µs and 110.7 M warp
+// instructions against 210 µs and 63.2 M for lesson 04's plain conv (StoreY): ~1900 extra
+// instructions per warp, a dependent shuffle/max chain that 8 warps per SM could not hide.
+// warp_window_order replaced that epilogue after the measurement; the new kernel is NOT yet
+// measured. Prediction for it: fused ≈ the plain conv's time + a few µs, ≈ 215–230 µs on the
+// bench shape, ≈ 1.6–1.75× over rung 01 (≈ 373 µs in the profiled run).
 // Supported: f32 (any shape, vectorized when T, K/groups % 4 == 0 and aligned)
 // and f16 (fast loads when T % 8 == 0), within the lesson 04 kernels' limits.
 // Run just this: build/convlab run conv_bias_relu_pool/cuda/02_fused --shape N=64,H=112,C=16,K=128,R=3,pad=1,dtype=f16
@@ -73,13 +91,14 @@ namespace {
 using gpu::ConvGeometry;
 using gpu::OutputPixel;
 
-constexpr int kWindowRows = 4;  // GEMM rows per 2x2 window in window order
+constexpr int kWindowRows = 4;  // GEMM rows per 2x2 window: its four corners
 static_assert(gpu::igemm_f32::kPiece == kWindowRows,
               "fp32 kernel: a thread's 4-row piece must be exactly one window");
-static_assert(gpu::igemm_f32::kBlockM % kWindowRows == 0 && gpu::igemm_tc::kBlockM % kWindowRows == 0,
-              "CTA tiles must hold whole windows");
-static_assert(gpu::igemm_tc::kMmaM == 16 && gpu::igemm_tc::kWarpM % 16 == 0,
-              "tensor-core kernel: rows g and g+8 of 16-row mma tiles (lane = 4g + t), windows = g / 4");
+static_assert(gpu::igemm_f32::kBlockM % kWindowRows == 0, "fp32 kernel: CTA tiles must hold whole windows");
+static_assert(gpu::igemm_tc::kWarpM == gpu::kWarpWindowRows && gpu::igemm_tc::kBlockM % gpu::kWarpWindowRows == 0,
+              "tensor-core kernel: a warp's rows must be exactly one block of warp_window_order");
+static_assert(gpu::igemm_tc::kMmaTilesM == kWindowRows && gpu::igemm_tc::kMmaM == gpu::kWarpWindows,
+              "tensor-core kernel: a warp's m16 tile mi must be corner mi of the block's 16 windows");
 
 // ---- the pooling epilogue of the fp32 kernel ----------------------------------------------
 //
@@ -133,31 +152,33 @@ struct PoolF32 {
 
 // ---- the pooling epilogue of the tensor-core kernel ----------------------------------------
 //
-// Lane 4g + t holds, per 16-row mma tile mi and n8 tile ni, rows g and g + 8 at
-// columns 2t, 2t + 1 (gpu::mma_c_coord). In window order, rows 4w .. 4w+3 of a
-// tile are window w, held by g = 4w' .. 4w'+3, i.e. lanes l, l^4, l^8, l^12:
+// Rows in gpu::warp_window_order. Lane 4g + t holds acc[mi][ni][2h + e]: warp row
+// 16·mi + 8·h + g, column 2t + e of n8 tile ni (gpu::mma_c_coord), which is corner
+// mi of window 16·block + 2g + h (block = warp_m / 64). Plain form, per lane:
 //
-//   v = acc·scale + bias                      each lane, its own rows
-//   v = max(v, shfl_xor(v, 4))                rows g and g^1
-//   v = max(v, shfl_xor(v, 8))                and g^2, g^3: the window's max, in all four lanes
-//   if g % 4 == 0: y[window, k] = max(v, 0)   one lane of four stores
+//   for ni, h, e:   window = 16·block + 2g + h,  k = warp_n + 8·ni + 2t + e
+//     if window < N·P2·Q2:
+//       y[window, k] = max(max_mi (acc[mi][ni][2h + e]·scale[k] + bias[k]), 0)
 //
-// The shuffles run on all 32 lanes (full mask), outside every branch.
+// Every value a max needs is in the lane's own registers: three fmaxf per output,
+// no shuffles, and every lane stores its (k, k + 1) pair of each of its two windows.
 template <class Element> struct PoolTensorCore {
   Element* y;            // [N, P/2, Q/2, K] NHWC = [windows, K]
   const Element* scale;  // [K]
   const Element* bias;   // [K]
   bool pair_stores;      // Kg even and y 4-byte aligned: (k, k+1) is one aligned 32-bit store
 
-  __device__ static OutputPixel pixel(const ConvGeometry& cg, int m) { return gpu::window_order(cg, m); }
+  __device__ static OutputPixel pixel(const ConvGeometry& cg, int m) { return gpu::warp_window_order(cg, m); }
 
-  __device__ void store(const ConvGeometry& cg, int M, int group, int warp_m, int warp_n, int lane,
+  // M, whole 64-row blocks, bounds nothing here: the window count does.
+  __device__ void store(const ConvGeometry& cg, int /*M*/, int group, int warp_m, int warp_n, int lane,
                         const float (&acc)[gpu::igemm_tc::kMmaTilesM][gpu::igemm_tc::kMmaTilesN][4]) const {
-    using namespace gpu::igemm_tc;  // kMmaTilesM, kMmaTilesN, kMmaM, kMmaN
-    constexpr unsigned kAllLanes = 0xffffffffu;
+    using namespace gpu::igemm_tc;  // kMmaTilesM, kMmaTilesN, kMmaN
     const int Kg = cg.K_per_group;
     const int g = lane / 4, t = lane % 4;
-    const bool storing_lane = g % kWindowRows == 0;
+    const int windows = gpu::window_count(cg);
+    const int first_window = warp_m / gpu::kWarpWindowRows * gpu::kWarpWindows + 2 * g;  // h = 0; h = 1 is next
+    Element* y_group = y + int64_t(group) * Kg;
 #pragma unroll
     for (int ni = 0; ni < kMmaTilesN; ++ni) {
       const int k = warp_n + ni * kMmaN + 2 * t;  // this lane's two columns k, k + 1 (within the group)
@@ -167,44 +188,47 @@ template <class Element> struct PoolTensorCore {
       const float s1 = in1 ? gpu::to_float(scale[group * Kg + k + 1]) : 0.f;
       const float b1 = in1 ? gpu::to_float(bias[group * Kg + k + 1]) : 0.f;
 #pragma unroll
-      for (int mi = 0; mi < kMmaTilesM; ++mi)
+      for (int h = 0; h < 2; ++h) {
+        const int window = first_window + h;
+        if (window >= windows) continue;  // a padding row of the last block
+        float v0 = acc[0][ni][2 * h] * s0 + b0, v1 = acc[0][ni][2 * h + 1] * s1 + b1;
 #pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          float v0 = acc[mi][ni][2 * half] * s0 + b0, v1 = acc[mi][ni][2 * half + 1] * s1 + b1;
-          v0 = fmaxf(v0, __shfl_xor_sync(kAllLanes, v0, 4));
-          v1 = fmaxf(v1, __shfl_xor_sync(kAllLanes, v1, 4));
-          v0 = fmaxf(v0, __shfl_xor_sync(kAllLanes, v0, 8));
-          v1 = fmaxf(v1, __shfl_xor_sync(kAllLanes, v1, 8));
-          const int m = warp_m + mi * kMmaM + g + 8 * half;  // storing lanes: the window's first row
-          if (!storing_lane || m >= M) continue;
-          Element* y_row = y + int64_t(m / kWindowRows) * cg.K + int64_t(group) * Kg;
-          v0 = fmaxf(v0, 0.f);
-          v1 = fmaxf(v1, 0.f);
-          if (pair_stores) {
-            if (in0) *reinterpret_cast<uint32_t*>(y_row + k) = gpu::pack_pair<Element>(v0, v1);
-          } else {
-            if (in0) y_row[k] = gpu::from_float<Element>(v0);
-            if (in1) y_row[k + 1] = gpu::from_float<Element>(v1);
-          }
+        for (int corner = 1; corner < kMmaTilesM; ++corner) {
+          v0 = fmaxf(v0, acc[corner][ni][2 * h] * s0 + b0);
+          v1 = fmaxf(v1, acc[corner][ni][2 * h + 1] * s1 + b1);
         }
+        v0 = fmaxf(v0, 0.f);
+        v1 = fmaxf(v1, 0.f);
+        Element* y_row = y_group + int64_t(window) * cg.K;
+        if (pair_stores) {
+          if (in0) *reinterpret_cast<uint32_t*>(y_row + k) = gpu::pack_pair<Element>(v0, v1);
+        } else {
+          if (in0) y_row[k] = gpu::from_float<Element>(v0);
+          if (in1) y_row[k + 1] = gpu::from_float<Element>(v1);
+        }
+      }
     }
   }
 };
 
-// GEMM rows in window order: every pixel some window reads, and no other.
+// GEMM rows: every pixel some window reads, and no other (fp32, window_order) ...
 int64_t window_rows(const ConvPoolProblem& p) { return int64_t(kWindowRows) * p.N * p.P2() * p.Q2(); }
+// ... rounded up to whole 64-row blocks (tensor cores, warp_window_order).
+int64_t warp_window_rows(const ConvPoolProblem& p) {
+  return gpu::ceil_div<int64_t>(window_rows(p), gpu::kWarpWindowRows) * gpu::kWarpWindowRows;
+}
 
 bool supports(const ConvPoolProblem& p) {
   if (!p.valid()) return false;
   if (p.dtype == DType::f32) return gpu::igemm_f32::fits(window_rows(p), p.conv());
-  if (p.dtype == DType::f16) return gpu::igemm_tc::fits(window_rows(p), p.conv());
+  if (p.dtype == DType::f16) return gpu::igemm_tc::fits(warp_window_rows(p), p.conv());
   return false;
 }
 
 void run(const ConvPoolProblem& p, const Args<ConvPoolProblem>& a) {
   const ConvGeometry cg = gpu::geometry_of(p.conv());
-  const int M = int(window_rows(p));
   if (p.dtype == DType::f32) {
+    const int M = int(window_rows(p));
     const auto* x = static_cast<const float*>(a.x);
     const auto* w = static_cast<const float*>(a.w);
     auto* y = static_cast<float*>(a.y);
@@ -219,6 +243,7 @@ void run(const ConvPoolProblem& p, const Args<ConvPoolProblem>& a) {
     using Element = typename decltype(tag)::type;
     auto* y = static_cast<Element*>(a.y);
     const bool pair_stores = cg.K_per_group % 2 == 0 && reinterpret_cast<uintptr_t>(y) % 4 == 0;
+    const int M = int(warp_window_rows(p));
     gpu::igemm_tc::launch(cg, M, static_cast<const Element*>(a.x), static_cast<const Element*>(a.w),
                           PoolTensorCore<Element>{y, static_cast<const Element*>(a.scale),
                                                   static_cast<const Element*>(a.bias), pair_stores});
@@ -232,7 +257,7 @@ const Register<ConvPoolProblem> reg{{
     .supports = supports,
     .run = run,
     .idea = "lesson 04's implicit-GEMM kernels with GEMM rows in 2x2-window order; scale/bias/ReLU and the "
-            "max-pool in registers (f16: two warp shuffles), only the pooled y stored",
+            "max-pool in registers (f16: rows ordered so each lane holds whole windows), only the pooled y stored",
 }};
 
 }  // namespace
