@@ -12,10 +12,15 @@ function(convlab_warnings target)
   endif()
 endfunction()
 
-# A program gets every registered variant (the OBJECT library's objects) and the core.
+# A program gets every registered variant (the OBJECT libraries' objects) and the core.
+# An OBJECT library's objects reach only the targets that link it directly, so
+# the sm_90a one (CMakeLists.txt) is named here too.
 function(convlab_add_program name)
   add_executable(${name} ${ARGN})
   target_link_libraries(${name} PRIVATE convlab_variants convlab_core)
+  if(TARGET convlab_variants_sm90a)
+    target_link_libraries(${name} PRIVATE convlab_variants_sm90a)
+  endif()
   convlab_warnings(${name})
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
 endfunction()
@@ -43,4 +48,20 @@ function(convlab_register_tests target)
   catch_discover_tests(${target}
     PROPERTIES SKIP_REGULAR_EXPRESSION "CONVLAB-SKIP"
     DISCOVERY_TIMEOUT 60)
+endfunction()
+
+# CONVLAB_CUDA_ARCHS with every 90 (90-real, 90-virtual) turned into 90a, for
+# the files that use sm_90a's arch-specific instructions (wgmma). Code built
+# for 90a runs on compute capability 9.0 only — the H100/H200 this suite
+# targets. Entries other than 90 stay as they are: there those files build
+# their fallback (the wgmma wrappers trap, and run() refuses to launch).
+function(convlab_sm90a_archs out_var)
+  set(archs "")
+  foreach(arch IN LISTS CONVLAB_CUDA_ARCHS)
+    if(arch MATCHES "^90a?(-real|-virtual)?$")
+      string(REGEX REPLACE "^90a?" "90a" arch "${arch}")
+    endif()
+    list(APPEND archs "${arch}")
+  endforeach()
+  set(${out_var} "${archs}" PARENT_SCOPE)
 endfunction()
