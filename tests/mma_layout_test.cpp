@@ -81,6 +81,18 @@ TEST_CASE("ldmatrix.x4.trans on a row-major B tile delivers the B fragments of t
       }
 }
 
+TEST_CASE("ldmatrix_source (any address map) agrees with ldmatrix_x4_source (the 16x16 tile map)", "[mma][cpu]") {
+  for (int lane = 0; lane < 32; ++lane)
+    for (int reg = 0; reg < 4; ++reg)
+      for (int half = 0; half < 2; ++half) {
+        const LdmatrixSource src = ldmatrix_source(lane, reg, half);
+        const MatrixCoord row_start = ldmatrix_x4_row_address(src.lane);
+        INFO("lane " << lane << " reg " << reg << " half " << half);
+        CHECK(ldmatrix_x4_source(lane, reg, half, /*trans=*/false) ==
+              MatrixCoord{row_start.row, row_start.col + src.element});
+      }
+}
+
 TEST_CASE("ldmatrix row addresses are 16-byte aligned row starts", "[mma][cpu]") {
   for (int lane = 0; lane < 32; ++lane) {
     const MatrixCoord a = ldmatrix_x4_row_address(lane);

@@ -74,16 +74,16 @@ CONVLAB_HOST_DEVICE constexpr MatrixCoord mma_b_coord(int lane, int reg, int hal
 //   index i  ->  row = g + 8·(i >> 1), n = 2t + (i & 1)
 CONVLAB_HOST_DEVICE constexpr MatrixCoord mma_c_coord(int lane, int i) { return {lane / 4 + 8 * (i >> 1), 2 * (lane % 4) + (i & 1)}; }
 
-// ---- ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16 ------------------------
+// ---- ldmatrix.sync.aligned.m8n8.{x2,x4}[.trans].shared.b16 -------------------
 //
-// Loads four 8x8 matrices of 16-bit elements. Lane 8·m + r supplies the shared
-// address of row r of matrix m (8 contiguous elements, 16 bytes, 16-byte
-// aligned). Every lane receives one register per matrix: register m of lane
-// 4·r + w holds
+// Loads four (.x4) or two (.x2) 8x8 matrices of 16-bit elements. Lane 8·m + r
+// supplies the shared address of row r of matrix m (8 contiguous elements, 16
+// bytes, 16-byte aligned). Every lane receives one register per matrix:
+// register m of lane 4·r + w holds
 //   without .trans: row r, elements 2w and 2w+1 of matrix m
 //   with    .trans: elements (2w, r) and (2w+1, r) of matrix m — the transpose.
 //
-// convlab always loads a 16x16 tile with one x4, matrices ordered
+// convlab loads a 16x16 tile with one x4, matrices ordered
 //   m0 = rows 0-7 / cols 0-7,  m1 = rows 8-15 / cols 0-7,
 //   m2 = rows 0-7 / cols 8-15, m3 = rows 8-15 / cols 8-15,
 // so lane l supplies the address of tile row (l % 16), starting at column 8·(l / 16).
@@ -95,6 +95,19 @@ CONVLAB_HOST_DEVICE constexpr MatrixCoord mma_c_coord(int lane, int i) { return 
 // (see mma_b_coord): the transpose is what turns "B stored k-major" into the
 // "col" operand the mma wants.
 CONVLAB_HOST_DEVICE constexpr MatrixCoord ldmatrix_x4_row_address(int lane) { return {lane % 16, 8 * (lane / 16)}; }
+
+// The instruction itself, for any address map (.x1, .x2 or .x4, without
+// .trans): register `reg`, half `half`, of `lane` is element
+// 2·(lane % 4) + half of the 8-element row whose address lane 8·reg + lane / 4
+// supplied. An .x2 reads the addresses of lanes 0-15 only, an .x1 of 0-7.
+struct LdmatrixSource {
+  int lane;     // the lane that supplied the row's address
+  int element;  // 0..7 within that row
+  constexpr bool operator==(const LdmatrixSource&) const = default;
+};
+CONVLAB_HOST_DEVICE constexpr LdmatrixSource ldmatrix_source(int lane, int reg, int half) {
+  return {8 * reg + lane / 4, 2 * (lane % 4) + half};
+}
 
 // Where (in the 16x16 tile) the element in register `reg`, half `half`, of
 // `lane` came from, given the addresses above. The model of the instruction
@@ -216,6 +229,16 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t row_addre
 __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t row_address) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(row_address)
+               : "memory");
+}
+
+// Two 8x8 b16 matrices: lanes 0-15 pass row addresses (lane 8·m + r: row r
+// of matrix m; the addresses of lanes 16-31 are not read). Register m =
+// matrix m, row lane / 4, elements 2·(lane % 4) and +1 (ldmatrix_source).
+__device__ __forceinline__ void ldmatrix_x2(uint32_t (&r)[2], uint32_t row_address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1])
                : "r"(row_address)
                : "memory");
 }

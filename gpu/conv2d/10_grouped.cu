@@ -13,66 +13,98 @@
 //   one mma = 16 output pixels × 8 output channels × 16 reduction indices
 //           = (T = 8)  2 taps × 8 channels       (T ≥ 16)  16 channels of one tap
 //
-// In the mma's A fragment (gpu/common/mma.cuh) lane 4g + t holds, for rows
-// (pixels) g and g + 8, the reduction pairs k = 2t, 2t+1 and 8 + 2t, 9 + 2t:
-// with k ↔ (tap, channel) as above, every pair is TWO ADJACENT CHANNELS of one
-// pixel at one tap — one 32-bit word of NHWC x. So A needs no ldmatrix and no
-// im2col: each fragment register is one 32-bit shared-memory load from a
-// staged tile of x, and the tap only moves the pixel address. Likewise B's
-// pairs are two adjacent t of one row of w (KRSC: [K, R, S, T]), one 32-bit
-// load, and C's pairs are two adjacent output channels: one half2 store.
+// A is never built. With T % 8 == 0 the reduction indices j .. j+7 (j a
+// multiple of 8) are 8 consecutive channels of ONE tap of ONE input pixel:
+// 16 contiguous, aligned bytes of NHWC x, which is exactly one row of an
+// ldmatrix 8x8 matrix. So a block stages its tile of x in shared memory as it
+// is (pixels × channels, no im2col), and each lane hands ldmatrix.x4 the
+// address of the row it supplies: its output pixel's window corner, moved by
+// the tap. One ldmatrix.x4 loads an mma's whole A fragment. B = W_gᵀ is w's
+// own rows (KRSC: [Kg][R·S·T]), staged once per block and read with
+// ldmatrix.x2, no .trans; C's pairs are adjacent output channels, one half2
+// store. The index arithmetic lives in gpu/conv2d/grouped_indexing.cuh and
+// is checked on the host by tests/lesson06_grouped_test.cpp.
 //
-//   plain loops:                              one block:
-//     for n, p, q, k (g = k / Kg):              stage x[n, rows of the tile + halo, cols + halo, slab of 64 channels]
-//       acc = Σ_{r,s,t} x[.., g·T + t]            into shared memory (16-byte loads, zeros in the padding)
-//                     · w[k, r, s, t]           each warp, for its (16-pixel m-tile, group) tasks:
-//       y[n, p, q, k] = acc                       for each k16 step of the R·S·T reduction:
-//                                                   a[4]  ← 4 × 32-bit shared loads (2 pixels × 2 pairs)
-//                                                   for each 8-channel n-tile of the group:
-//                                                     b[2] ← 2 × 32-bit loads of w (L1-resident)
-//                                                     mma.sync m16n8k16, fp32 accumulators
-//                                                 round to fp16, half2 stores
+//   plain loops:                              one block (8 warps):
+//     for n, p, q, k (g = k / Kg):              cp.async x[n, 8 output rows + halo, ≤ 32 columns + halo,
+//       acc = Σ_{r,s,t} x[.., g·T + t]                      64 channels] and w[the slab's outputs, R·S·T]
+//                     · w[k, r, s, t]             into shared memory, zeros in the padding; one barrier
+//       y[n, p, q, k] = acc                       each warp, for its run of (column, 16-pixel m-tile) tasks:
+//                                                   for each k-step of 16 reduction indices:
+//                                                     a[4] ← ldmatrix.x4 (16 pixels × 16 indices)
+//                                                     per n8 tile: b[2] (ldmatrix.x2 or registers), mma.sync
+//                                                   round to fp16, half2 stores
 //
-// Tile: kTileP = 4 output rows × up to kTileQ = 32 output columns (the rows
-// of a 28-wide layer are 112 pixels = 7 m-tiles, no waste), a channel slab
-// of 64 input channels (8 groups of 8, 2 of 32) and their outputs. The shared
-// tile's pixels are 64·2 + 16 bytes apart: 36 words, so the 8 pixels a
-// fragment load touches fall in 8 different 4-bank groups (conflict-free at
-// stride 1, 2-way at stride 2).
+// Two k loops (the kernel's comments show both). Resident, for a 3x3 filter
+// with T = 8 or 16: the k loop is compiled in (5 or 9 k-steps), every lane's
+// tap offsets are computed once per block, and a warp holds one n8 tile's
+// whole B (10 or 18 registers) while it sweeps m-tiles: per k-step one
+// ldmatrix, one add and one mma. Streamed, for everything else: a cursor
+// walks the tap offsets by additions, and per k-step one A fragment feeds all
+// Kg/8 n-tiles, each with its own ldmatrix.x2 of B.
 //
-// Floor and prediction, N=128 28×28 C=K=256 T=8 3x3 s1 fp16 on an H200:
-// 3.70 GFLOP, 102.8 MB compulsory (intensity 36). Memory floor at 4.22 TB/s:
-// 24.4 µs; the tensor-core floor is ~6 µs (mma.sync at ~600 TFLOP/s), and the
-// CUDA-core fp32 floor ~74 µs — why FMA cannot reach cuDNN's 32 TFLOP/s
-// (116 µs) with room to spare and mma can. Per m-tile × group task a warp
-// issues 5 k-steps × (4 LDS + 2 LDG + 1 mma): ~18 M warp instructions in all,
-// ~17 µs of issue on 132 SMs. x is read ~1.6× through L2 (row and column
-// halo). Expected: 40–70 µs, 50–90 TFLOP/s, 1.6–2.8× cuDNN. T = 32: 14.8
-// GFLOP, 4 n-tiles per A fragment, expected ~150–250 TFLOP/s.
+// Tile: kTileP = 8 output rows × up to kTileQ = 32 output columns (a 28-wide
+// layer: 224 pixels = 14 m-tiles, no waste), a slab of 64 input channels (8
+// groups of 8, 2 of 32) and their outputs. Staged pixels are 64·2 + 16 = 144
+// bytes apart, an odd number (9) of 16-byte chunks, so the 8 rows of one
+// ldmatrix phase (8 consecutive output pixels) fall in 8 different bank
+// groups at stride 1 (2-way at stride 2); staged filter rows are padded the
+// same way. Shared memory for the T = 8 layer: 10 × 30 pixels × 144 B + 64
+// filter rows × 176 B = 53 KiB: four blocks of 256 threads per SM.
 //
-// Measured on the H200 (bench/results/2026-11-30-h200-3/bench-conv2d.json;
-// all tests pass, memcheck 0 errors, racecheck 0 hazards), N=128 28×28
-// C=K=256 3x3 fp16:
+// Floor, N=128 28×28 C=K=256 T=8 3x3 s1 fp16 on an H200: 3.70 GFLOP, 102.8
+// MB compulsory (intensity 36). Memory floor at 4.22 TB/s: 24.4 µs; the
+// tensor-core floor is ~6 µs (mma.sync at ~600 TFLOP/s), and the CUDA-core
+// fp32 floor ~74 µs — why FMA cannot reach cuDNN's 32 TFLOP/s (116 µs) with
+// room to spare and mma can.
+//
+// The previous design of this rung (kept in git history) built each A
+// register from a 32-bit shared load (two adjacent channels of one pixel at
+// one tap, via a shared tap-offset table), loaded B from global memory with
+// two 32-bit loads per mma, ran a runtime-length k loop, staged x through
+// registers with two divisions per 16-byte chunk, and used 4-row tiles.
+// It predicted 40–70 µs (~18 M warp instructions) and measured, on the H200
+// (bench/results/2026-11-30-h200-3/bench-conv2d.json; all tests pass,
+// memcheck 0 errors, racecheck 0 hazards), N=128 28×28 C=K=256 3x3 fp16:
 //
 //   T = 8  (groups=32)   09 0.165 ms  22.5 TFLOP/s   cuDNN 0.119 ms  31.2 TFLOP/s   09/cuDNN 0.72×
 //   T = 32 (groups=8)    09 0.359 ms  41.2 TFLOP/s   cuDNN 0.087 ms   169 TFLOP/s   (06: 0.210 ms, 70.5)
 //
-// Both are far under the prediction (T = 8: 2.4–4× the predicted time;
-// T = 32: 3.6–6×), and the goal for T = 8, at least cuDNN's speed, is NOT MET.
-// The time is ~10× the issue estimate above, so the warps are waiting,
-// not issuing. Likely causes, not yet measured: each mma's B fragment is a
-// global (L1/L2) load issued just before it, inside a k-loop that is not
-// software-pipelined, and a warp has one (m-tile, group) task in flight; a
-// block stages its tile, passes one barrier and computes, with no overlap
-// of the next tile's loads. At T = 32 (8 LDG + 4 LDS per 4 mma) lesson 04's
-// pipelined tensor-core GEMM (06: ldmatrix, cp.async ring) is already 1.7×
-// faster. Next steps: keep B in registers (T = 8: 5 k-steps × 2 registers
-// per lane cover a group's whole filter) and let a warp sweep several
-// m-tiles of one group with it; prefetch the next k-step's A; overlap
-// staging with compute (cp.async, two tiles); check with Nsight Compute.
+// The goal for T = 8, at least cuDNN's speed, was NOT MET. Nsight Compute
+// on the T = 8 layer: instruction bound, 113 M warp instructions for ~1.0 M
+// mma (~110 per mma, 6× the estimate), issue slots 73 % busy, 80
+// registers, 3 blocks per SM, L1 hit rate 84 %.
+//
+// Prediction for this version, NOT YET MEASURED (T = 8 layer, 1.0 M mma:
+// 6272 m-tiles × 32 groups × 5 k-steps, the 5th half empty):
+//   issue      the resident loop is ~52 SASS instructions per m-tile of 5
+//              mma (5 ldmatrix, 5 mma, 5 address adds, the pixel walk, two
+//              shuffles and two half2 stores): ~10 per mma, against ~110.
+//              Per warp and block, once: staging (~10 cp.async per thread,
+//              ~15 instructions each), index setup and 5 ldmatrix.x2 of B,
+//              ~550 instructions over 14 m-tiles. ~19 per mma in all, ~20 M
+//              warp instructions: ~21 µs of issue at 1.75 GHz on 132 SMs.
+//   shared     ldmatrix reads 461 B per mma (4 x4 + 1 x2 per m-tile), the
+//              staging writes 53 KiB per block: ~600 MB, ~20 µs at 128 B per
+//              clock per SM.
+//   L2 → SM    x staged 1.38× (10 input rows per 8 output rows, 30 columns
+//              per 28; 6 rows per 4 in the last tile): 71 MB; filters 9 KiB
+//              per block, 19 MB; y 51 MB written.
+//   DRAM       ~103 MB: 24 µs.
+// Three limits of 20–25 µs that overlap only in part, in blocks that stage
+// and then compute (four per SM hide each other's staging; no double
+// buffering within a block): expected 35–60 µs, 62–106 TFLOP/s, 2.0–3.4×
+// cuDNN's 0.119 ms. T = 32 (streamed path; 3.6 M mma, ~11 instructions per
+// mma in its k loop and ~12 in all ≈ 47 µs of issue, 384 B of ldmatrix per
+// mma ≈ 47 µs of shared-memory bandwidth, 79 KiB per block: two blocks per
+// SM): expected 70–110 µs, 135–210 TFLOP/s, 0.8–1.2× cuDNN. If the T = 8
+// time lands near the issue or shared-memory estimate, the next step is a
+// persistent block that double-buffers its tiles (cp.async into one while it
+// computes the other) and stages the filter slab once.
 //
 // fp32, and fp16 shapes the mma path cannot take (T not in {8, 16, 32, 64},
-// K/groups not a multiple of 8 up to 32, unaligned tensors), run an FMA
+// K/groups not a multiple of 8 up to 32, unaligned tensors, a tile and
+// filter slab over 227 KiB of shared memory), run an FMA
 // kernel on the CUDA cores: one thread per (group, output pixel) with the
 // group's K/groups ≤ 32 accumulators in registers, weights read as warp-wide
 // broadcasts (wider groups: one thread per output). Prediction for the T = 8
@@ -82,77 +114,130 @@
 // (1.489 ms), but 4–7× under the prediction. A likely cause: the threads of
 // a warp are consecutive pixels, so each x load touches 32 sectors 1 KiB
 // apart (C floats), and y is written the same way.
-// Supported: f32 and f16, groups > 1 and not depthwise (T = Kg = 1 is 08's);
-// any R·S ≤ 64 taps (mma path; the plain path has no limit), stride, pad.
+// Supported: f32 and f16, groups > 1 and not depthwise (T = Kg = 1 is 09's);
+// any R·S ≤ 64 taps whose tile and filter slab fit in shared memory (mma
+// path; the other paths have no limit), stride, pad.
 // Run just this: build/convlab run conv2d/cuda/10_grouped --shape N=128,H=28,C=256,K=256,R=3,pad=1,groups=32,dtype=f16
 #include <climits>
 #include <cstdint>
-#include <cstring>
 
 #include "core/ops/conv2d.hpp"
 #include "gpu/common/check.cuh"
 #include "gpu/common/conv_geometry.cuh"
 #include "gpu/common/element.cuh"
 #include "gpu/common/mma.cuh"
+#include "gpu/conv2d/grouped_indexing.cuh"  // the view's index arithmetic (checked on the host)
 
 namespace convlab {
 namespace {
 
 using gpu::ConvGeometry;
+using gpu::grouped::kMmaK;
+using gpu::grouped::ReductionCursor;
+using gpu::grouped::RowMajorCursor;
+using gpu::grouped::TapLayout;
 
 // ---- tunables --------------------------------------------------------------------
 constexpr int kThreads = 256;                  // 8 warps
 constexpr int kWarps = kThreads / 32;
-constexpr int kTileP = 4;                      // output rows per block tile
+constexpr int kTileP = 8;                      // output rows per block tile
 constexpr int kTileQ = 32;                     // most output columns per block tile
 constexpr int kSlabChannels = 64;              // input channels per block (whole groups)
 constexpr int kPixelBytes = kSlabChannels * 2 + 16;  // shared-memory stride of one staged pixel
+constexpr int kMmaM = 16, kMmaN = 8;           // output pixels × output channels of one mma
 constexpr int kMaxNTiles = 4;                  // K/groups ≤ 32: accumulators kMaxNTiles × 4 floats
-constexpr int kMaxTaps = 64;                   // R·S of the mma path (tap offset table size)
-constexpr int kMaxShared = 160 * 1024;         // staged tile limit (dynamic, opted in)
-constexpr int kStageBatch = 4;                 // 16-byte loads in flight per thread while staging
+constexpr int kResidentTaps = 9;               // R·S compiled into the resident path: 3x3
+constexpr int kMaxResidentSteps = 9;           // resident B: ≤ 9 k-steps × 2 registers per lane
+constexpr int kMaxTaps = 64;                   // R·S of the mma path (shared-memory sizes stay small ints)
+constexpr int kMaxShared = 227 * 1024;         // sm_90's opt-in limit per block: filter slab + staged tile
 constexpr int kMaxFmaKg = 32;                  // FMA path: accumulators per thread (one group's outputs)
-static_assert(kPixelBytes % 16 == 0, "staged pixels start 16-byte aligned (16-byte stores)");
-static_assert((kPixelBytes / 4) % 32 == 4, "pixel stride ≡ 4 banks: 8 consecutive pixels, 8 bank groups");
-static_assert((kTileP * kTileQ) % 16 == 0, "a full tile is whole m16 tiles");
+constexpr int kChunksPerPixel = kSlabChannels / 8;      // 16-byte chunks of a staged pixel
+constexpr int kPixelsPerPass = kThreads / kChunksPerPixel;  // staged pixels the block's threads copy at once
+static_assert(kPixelBytes % 16 == 0, "staged pixels start 16-byte aligned (ldmatrix rows, cp.async)");
+static_assert((kPixelBytes / 16) % 2 == 1, "odd number of 16-byte chunks: 8 consecutive pixels, 8 bank groups");
+static_assert(kThreads % kChunksPerPixel == 0, "a thread stages the same chunk of every pixel it visits");
+static_assert((kTileP * kTileQ) % kMmaM == 0, "a full tile is whole m16 tiles");
 static_assert(kSlabChannels % 8 == 0, "the slab is whole 16-byte chunks");
 
+// A block's shared memory, [filter slab][staged x tile]:
+//   filter slab  [filter_rows][filter_row_bytes]  w rows of the slab's output channels, the
+//                reduction padded with zeros to whole k-steps, plus 16 bytes so that a row is an
+//                odd number of 16-byte chunks (8 rows of one ldmatrix phase, 8 bank groups)
+//   x tile       [rows_in][cols_in] pixels, kPixelBytes each (the slab's 64 channels + 16 bytes)
 struct TileShape {
-  int tile_q;        // output columns per tile: min(Q, kTileQ)
-  int rows_in;       // staged input rows:    (kTileP − 1)·stride + R
-  int cols_in;       // staged input columns: (tile_q − 1)·stride + S
-  std::size_t shared_bytes() const { return std::size_t(rows_in) * cols_in * kPixelBytes; }
+  int tile_q;            // output columns per tile: min(Q, kTileQ)
+  int rows_in;           // staged input rows:    (kTileP − 1)·stride + R
+  int cols_in;           // staged input columns: (tile_q − 1)·stride + S
+  int k_steps;           // ceil(R·S·T / 16)
+  int filter_rows;       // output channels of a full slab: (kSlabChannels / T)·K/groups
+  int filter_row_bytes;  // k_steps·32 + 16
+  RowMajorCursor m_step;       // 16 pixels (one m-tile) in tile_q-wide rows: at(16, tile_q)
+  RowMajorCursor filter_pass;  // kThreads staged filter chunks in 2·k_steps-chunk rows
+  __host__ __device__ int filter_bytes() const { return filter_rows * filter_row_bytes; }
+  std::size_t shared_bytes() const { return filter_bytes() + std::size_t(rows_in) * cols_in * kPixelBytes; }
 };
 
 TileShape tile_shape(const ConvProblem& p) {
   const int tile_q = p.Q() < kTileQ ? p.Q() : kTileQ;
-  return {tile_q, (kTileP - 1) * p.stride + p.R, (tile_q - 1) * p.stride + p.S};
+  const int k_steps = gpu::ceil_div(p.R * p.S * p.T(), kMmaK);
+  return {tile_q,
+          (kTileP - 1) * p.stride + p.R,
+          (tile_q - 1) * p.stride + p.S,
+          k_steps,
+          kSlabChannels / p.T() * p.K_per_group(),
+          k_steps * kMmaK * 2 + 16,
+          RowMajorCursor::at(kMmaM, tile_q),
+          RowMajorCursor::at(kThreads, 2 * k_steps)};
 }
 
 bool mma_eligible(const ConvProblem& p) {
   const int T = p.T(), Kg = p.K_per_group();
   return p.dtype == DType::f16 && (T == 8 || T == 16 || T == 32 || T == 64) && Kg % 8 == 0 &&
-         Kg <= 8 * kMaxNTiles && p.R * p.S <= kMaxTaps && tile_shape(p).shared_bytes() <= kMaxShared &&
+         Kg <= kMmaN * kMaxNTiles && p.R * p.S <= kMaxTaps && tile_shape(p).shared_bytes() <= kMaxShared &&
+         int64_t(kTileP) * p.Q() * p.K <= INT_MAX &&  // a tile's y byte offsets fit a uint32_t
          int64_t(p.N) * gpu::ceil_div(p.P(), kTileP) * gpu::ceil_div(p.Q(), kTileQ) <= gpu::kMaxGridX &&
          gpu::ceil_div(p.C, kSlabChannels) <= gpu::kMaxGridYZ;
 }
 
+// A of a k-step whose upper 8 reduction indices lie past R·S·T (T = 8 and R·S
+// odd: 72 = 4·16 + 8 for a 3x3): ldmatrix.x2 loads a0, a1 (k 0–7, rows 0–7
+// and 8–15, from the addresses of lanes 0–15) and a2 = a3 = 0 stand for the
+// missing half. Zeros in registers, not zeros read from somewhere: whatever
+// lies past the tile could be Inf or NaN, and NaN·0 is NaN.
+__device__ __forceinline__ void load_a_lower_half(uint32_t (&a)[4], uint32_t row_address) {
+  uint32_t lower[2];
+  gpu::ldmatrix_x2(lower, row_address);
+  a[0] = lower[0];
+  a[1] = lower[1];
+  a[2] = a[3] = 0u;
+}
+
 // Kernel contract (mma path):
-//   x [N, H, W, C], w [K, R, S, T], y [N, P, Q, K], fp16, x 16-byte aligned,
+//   x [N, H, W, C], w [K, R, S, T], y [N, P, Q, K], fp16, 16-byte aligned,
 //   T ∈ {8, 16, 32, 64} (so C % 8 == 0), Kg = K/groups ∈ {8, 16, 24, 32}.
+//   kTaps = R·S compiled in (kResidentTaps, resident path), or 0: R·S from g (streamed path).
 //   blockIdx.x = (n, tile row, tile column) of kTileP × tile_q output pixels;
 //   blockIdx.y = slab of kSlabChannels input channels = kSlabChannels/T groups
-//   (fewer in the last slab when C is not a multiple). Dynamic shared memory:
-//   the staged input tile, rows_in × cols_in pixels, kPixelBytes apart.
+//   (fewer in the last slab when C is not a multiple) and their outputs.
+//   Dynamic shared memory: ts.shared_bytes(), laid out as TileShape says.
 //   Edge duties: staged pixels outside the image and channels past C are
-//   zeros; m-tile rows past the tile or the image compute on pixel 0 and are
-//   not stored; reduction indices past R·S·T read zeros.
-template <int kT>
+//   zeros (cp.async zero-fill), and so are the filter columns past R·S·T;
+//   m-tile rows past the tile or the image compute on staged pixel 0 and are
+//   not stored; reduction indices past R·S·T are zero A registers
+//   (load_a_lower_half).
+template <int kT, int kTaps>
 __global__ void __launch_bounds__(kThreads)
     grouped_mma(ConvGeometry g, TileShape ts, int tiles_p, int tiles_q, const __half* __restrict__ x,
                 const __half* __restrict__ w, __half* __restrict__ y) {
-  extern __shared__ __align__(16) unsigned char tile[];  // [rows_in][cols_in] pixels, kPixelBytes each
-  __shared__ int tap_offset[kMaxTaps];                   // tap (r, s) → (r·cols_in + s) pixels
+  constexpr bool kResident = kTaps > 0;
+  constexpr int kResidentSteps = kResident ? gpu::ceil_div(kTaps * kT, kMmaK) : 1;  // k-steps, resident path
+  constexpr int kResidentFullSteps = kTaps * kT / kMmaK;                         // ... with both halves inside
+  static_assert(kResidentSteps <= kMaxResidentSteps, "resident B: 2 registers per k-step");
+  constexpr int kTaskNTiles = kResident ? 1 : kMaxNTiles;  // n8 tiles one task accumulates
+
+  extern __shared__ __align__(16) unsigned char shared[];  // [filter slab][x tile], see TileShape
+  const uint32_t filter_tile = gpu::shared_address(shared);
+  const uint32_t x_tile = filter_tile + ts.filter_bytes();
 
   const int tile_index = blockIdx.x;
   const int tq = tile_index % tiles_q, tp = (tile_index / tiles_q) % tiles_p, n = tile_index / (tiles_q * tiles_p);
@@ -160,113 +245,176 @@ __global__ void __launch_bounds__(kThreads)
   const int c_slab = blockIdx.y * kSlabChannels;
   const int slab_channels = min(kSlabChannels, g.C - c_slab);  // a multiple of kT
   const int slab_groups = slab_channels / kT;
-  const int taps = g.R * g.S;
-
-  // ---- stage x: 16-byte chunks, 8 per pixel, consecutive threads along a pixel's channels ----
-  constexpr int kChunksPerPixel = kSlabChannels / 8;
-  const int ih0 = p0 * g.stride - g.pad, iw0 = q0 * g.stride - g.pad;
-  const int staged_chunks = ts.rows_in * ts.cols_in * kChunksPerPixel;
-  // kStageBatch loads in flight per thread before their stores (one load, one
-  // store, repeat would wait a full memory latency per chunk).
-  for (int base = threadIdx.x; base < staged_chunks; base += kThreads * kStageBatch) {
-    uint4 v[kStageBatch];
-#pragma unroll
-    for (int b = 0; b < kStageBatch; ++b) {
-      const int i = base + b * kThreads;
-      const int chunk = i % kChunksPerPixel, pixel = i / kChunksPerPixel;
-      const int ih = ih0 + pixel / ts.cols_in, iw = iw0 + pixel % ts.cols_in;
-      const int c = chunk * 8;
-      v[b] = make_uint4(0, 0, 0, 0);
-      if (i < staged_chunks && ih >= 0 && ih < g.H && iw >= 0 && iw < g.W && c < slab_channels)
-        v[b] = __ldg(reinterpret_cast<const uint4*>(x + ((int64_t(n) * g.H + ih) * g.W + iw) * g.C + c_slab + c));
-    }
-#pragma unroll
-    for (int b = 0; b < kStageBatch; ++b) {
-      const int i = base + b * kThreads;
-      if (i < staged_chunks)
-        *reinterpret_cast<uint4*>(tile + (i / kChunksPerPixel) * kPixelBytes + (i % kChunksPerPixel) * 16) = v[b];
-    }
-  }
-  for (int t = threadIdx.x; t < taps; t += kThreads) tap_offset[t] = (t / g.S) * ts.cols_in + t % g.S;
-  __syncthreads();  // the only barrier: from here on warps read shared memory only
+  const int Kg = g.K_per_group, n_tiles = Kg / kMmaN;
+  const int depth = g.R * g.S * kT;  // reduction indices R·S·T
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+
+  // ---- stage x and the slab's filters: 16-byte cp.async, every copy in flight at once ----
+  //
+  // No registers hold the data on the way and no thread waits for a load
+  // before it issues the next, so all of a thread's copies overlap (a loop of
+  // loads into registers needs them batched by hand). A copy of 0 source
+  // bytes reads nothing and writes 16 zero bytes: the padding.
+  {
+    // x: thread i copies chunk i % 8 (8 channels) of staged column i / 8
+    // (and i / 8 + 32, ... for tiles wider than 32 pixels), every row of it.
+    const int chunk = threadIdx.x % kChunksPerPixel;
+    const int ih0 = p0 * g.stride - g.pad, iw0 = q0 * g.stride - g.pad;
+    const int64_t x_row_step = int64_t(g.W) * g.C;  // one input row down
+    for (int col = threadIdx.x / kChunksPerPixel; col < ts.cols_in; col += kPixelsPerPass) {
+      const int iw = iw0 + col;
+      const bool col_in = chunk * 8 < slab_channels && unsigned(iw) < unsigned(g.W);  // else zeros
+      int64_t offset = ((int64_t(n) * g.H + ih0) * g.W + iw) * g.C + c_slab + chunk * 8;  // x at (ih0 + row, iw)
+      uint32_t dst = x_tile + col * kPixelBytes + chunk * 16;
+      for (int row = 0; row < ts.rows_in; ++row, offset += x_row_step, dst += ts.cols_in * kPixelBytes) {
+        const bool in = col_in && unsigned(ih0 + row) < unsigned(g.H);
+        gpu::cp_async_16(dst, in ? x + offset : x, in);
+      }
+    }
+
+    // w: the slab's output channels are consecutive rows of w (KRSC), each
+    // R·S·T = depth / 8 chunks long, staged as 2·k_steps chunks (zeros past
+    // the end). Thread i copies chunks i, i + 256, ... of the staged rows.
+    const int filter_rows = slab_groups * Kg, row_chunks = 2 * ts.k_steps, depth_chunks = depth / 8;
+    const __half* w_slab = w + int64_t(blockIdx.y) * (kSlabChannels / kT) * Kg * depth;  // the slab's first row
+    for (RowMajorCursor c = RowMajorCursor::at(threadIdx.x, row_chunks); c.row < filter_rows;
+         c.advance(ts.filter_pass, row_chunks)) {
+      const bool in = c.col < depth_chunks;
+      gpu::cp_async_16(filter_tile + c.row * ts.filter_row_bytes + c.col * 16,
+                       in ? w_slab + c.row * depth + c.col * 8 : w, in);
+    }
+  }
+  gpu::cp_async_commit();
+  gpu::cp_async_wait<0>();
+  __syncthreads();  // the only barrier: from here on warps read shared memory only
+
   const int gi = lane / 4, ti = lane % 4;  // mma "group" and "thread in group"
+  const TapLayout layout{g.S, ts.cols_in, kPixelBytes};
+
+  // ---- which bytes this lane hands ldmatrix ------------------------------------------
+  //
+  // A (ldmatrix.x4, gpu::ldmatrix_x4_row_address): lane l supplies m-tile
+  // row a_row.row = l % 16 at reduction indices 16·ks + a_row.col .. +7
+  // (a_row.col = 0 or 8): 8 channels of one tap of that row's input window,
+  // at byte offset reduction_offset(16·ks + a_row.col) from the window's
+  // corner pixel. The cursor walks those offsets by additions.
+  //
+  // B (ldmatrix.x2, gpu::grouped::ldmatrix_x2_b_row_address): lane l supplies
+  // filter row n = l % 8 of the n8 tile at reduction index 16·ks + 8·(l / 8):
+  // the staged filter is B = wᵀ stored [n][j], the mma's "col" operand as it is.
+  const gpu::MatrixCoord a_row = gpu::ldmatrix_x4_row_address(lane);
+  const gpu::MatrixCoord b_row = gpu::grouped::ldmatrix_x2_b_row_address(lane);
+  const ReductionCursor<kT> a_start = ReductionCursor<kT>::at(a_row.col, layout);
+  uint32_t a_shift[kResidentSteps];  // resident path: every k-step's offset, walked once per block
+  if constexpr (kResident) {
+    ReductionCursor<kT> a_at = a_start;
+#pragma unroll
+    for (int ks = 0; ks < kResidentSteps; ++ks, a_at.advance_k_step(layout)) a_shift[ks] = a_at.offset;
+  }
+
+  // ---- the warps' tasks ----------------------------------------------------------------
+  //
+  // A task is one m-tile (16 output pixels of the tile, numbered row by row)
+  // of one "column": on the resident path one n8 tile of one group, on the
+  // streamed path all Kg/8 n8 tiles of one group. Tasks are numbered column
+  // by column and each warp takes a contiguous run of them, so it sweeps the
+  // m-tiles of one column (rarely two) with the same B:
+  //
+  //   resident (R·S = 9, T = 8 or 16):           streamed (any other filter):
+  //     b[ks] ← ldmatrix.x2, ks < k_steps            for each m-tile:
+  //     for each m-tile:                               for ks < k_steps:
+  //       for ks < k_steps (unrolled):                   a ← ldmatrix.x4 at the cursor
+  //         a ← ldmatrix.x4 at a_shift[ks]               for nt < Kg/8: b ← ldmatrix.x2; mma
+  //         mma(acc, a, b[ks])                         store
+  //       store
+  //
+  // Resident B costs 2·k_steps registers (10 for T = 8): a whole filter
+  // column, so the inner loop is one ldmatrix and one mma per k-step. Past
+  // 9 k-steps (T ≥ 32) B is streamed, and A is shared by the group's n-tiles.
   const int tile_rows = min(kTileP, g.P - p0), tile_cols = min(ts.tile_q, g.Q - q0);
-  const int tile_pixels = kTileP * ts.tile_q;
-  const int m_tiles = gpu::ceil_div(tile_pixels, 16);
-  const int depth = taps * kT;                         // R·S·T reduction indices
-  const int k_steps = gpu::ceil_div(depth, 16);
-  const int Kg = g.K_per_group, n_tiles = Kg / 8;
-  const int tasks = m_tiles * slab_groups;
+  const int m_tiles = gpu::ceil_div(tile_rows * ts.tile_q, kMmaM);
+  const int columns = kResident ? slab_groups * n_tiles : slab_groups;
+  const int tasks = columns * m_tiles;
+  const int tasks_per_warp = gpu::ceil_div(tasks, kWarps);
+  const int warp_end = min(tasks, (warp + 1) * tasks_per_warp);
+  constexpr uint32_t kNotStored = ~0u;  // y byte offset of an A row past the tile or the image
+  __half* y_tile = y + ((int64_t(n) * g.P + p0) * g.Q + q0) * g.K;
 
-  for (int task = warp; task < tasks; task += kWarps) {
-    const int mt = task / slab_groups, gs = task % slab_groups;  // m-tile, group within the slab
+  for (int task = warp * tasks_per_warp; task < warp_end;) {
+    const int column = task / m_tiles;
+    const int column_end = min(warp_end, (column + 1) * m_tiles);
+    const int gs = kResident ? column / n_tiles : column;  // group within the slab
+    const int nt0 = kResident ? column % n_tiles : 0;      // the task's first n8 tile
     const int group = blockIdx.y * (kSlabChannels / kT) + gs;
+    const uint32_t a_group = x_tile + gs * kT * 2;  // the group's channels of staged pixel 0
+    const uint32_t b_column = filter_tile + (gs * Kg + nt0 * kMmaN + b_row.row) * ts.filter_row_bytes + b_row.col * 2;
+    unsigned char* y_column = reinterpret_cast<unsigned char*>(y_tile + group * Kg + nt0 * kMmaN + 2 * ti);
 
-    // The two pixels this lane's A rows hold: flat tile index → (row, column) of the tile.
-    int pixel_base[2];   // staged pixel of tap (0, 0)
-    bool row_valid[2];
-    int64_t out_offset[2];
+    uint32_t b_resident[kResidentSteps][2];  // resident path: B of the column's n8 tile, every k-step
+    if constexpr (kResident) {
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int flat = mt * 16 + gi + 8 * h;
-      const int row = flat / ts.tile_q, col = flat % ts.tile_q;
-      row_valid[h] = flat < tile_pixels && row < tile_rows && col < tile_cols;
-      pixel_base[h] = row_valid[h] ? row * g.stride * ts.cols_in + col * g.stride : 0;
-      out_offset[h] = ((int64_t(n) * g.P + p0 + row) * g.Q + q0 + col) * g.K + int64_t(group) * Kg;
-    }
-    const unsigned char* lane_tile = tile + (gs * kT + 2 * ti) * 2;  // this lane's channel pair within a pixel
-
-    float acc[kMaxNTiles][4];
-#pragma unroll
-    for (int nt = 0; nt < kMaxNTiles; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[nt][e] = 0.f;
-
-    for (int ks = 0; ks < k_steps; ++ks) {
-      // A: registers 0/1 = k 0–7 (rows g, g+8), 2/3 = k 8–15. Each 8-wide k half
-      // is 8 channels of one tap (T % 8 == 0): tap = j0 / T, first channel j0 % T.
-      uint32_t a[4];
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int j0 = ks * 16 + half * 8;  // warp-uniform
-        if (j0 < depth) {
-          const int tap = j0 / kT, t0 = j0 % kT;
-          const int shift = tap_offset[tap];
-#pragma unroll
-          for (int h = 0; h < 2; ++h)
-            a[2 * half + h] = *reinterpret_cast<const uint32_t*>(lane_tile + (pixel_base[h] + shift) * kPixelBytes +
-                                                                 t0 * 2);
-        } else {
-          a[2 * half] = a[2 * half + 1] = 0u;  // past the reduction: zeros
-        }
-      }
-      // B: for n-tile nt, column n = gi is output channel group·Kg + nt·8 + gi;
-      // register r holds j = ks·16 + 8r + 2ti, +1 of that row of w.
-#pragma unroll
-      for (int nt = 0; nt < kMaxNTiles; ++nt) {
-        if (nt >= n_tiles) break;
-        const __half* w_row = w + (int64_t(group) * Kg + nt * 8 + gi) * depth;
-        uint32_t b[2];
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          const int j = ks * 16 + 8 * r + 2 * ti;
-          b[r] = j < depth ? __ldg(reinterpret_cast<const unsigned int*>(w_row + j)) : 0u;
-        }
-        gpu::mma_m16n8k16<__half>(acc[nt], a, b);
-      }
+      for (int ks = 0; ks < kResidentSteps; ++ks) gpu::ldmatrix_x2(b_resident[ks], b_column + ks * kMmaK * 2);
     }
 
-    // C: c0, c1 = row gi, channels 2ti, 2ti+1; c2, c3 = row gi + 8.
+    // The output pixel whose A row this lane supplies, walked 16 pixels per m-tile.
+    RowMajorCursor pixel = RowMajorCursor::at((task - column * m_tiles) * kMmaM + a_row.row, ts.tile_q);
+    for (; task < column_end; ++task, pixel.advance(ts.m_step, ts.tile_q)) {
+      const bool in_tile = pixel.row < tile_rows && pixel.col < tile_cols;
+      const uint32_t a_pixel =  // its window corner (rows past the tile: staged pixel 0, any in-tile address)
+          a_group + (in_tile ? (pixel.row * ts.cols_in + pixel.col) * g.stride * kPixelBytes : 0);
+      const uint32_t y_bytes = in_tile ? uint32_t(pixel.row * g.Q + pixel.col) * g.K * 2 : kNotStored;  // from y_tile
+
+      float acc[kTaskNTiles][4] = {};
+      if constexpr (kResident) {
 #pragma unroll
-    for (int nt = 0; nt < kMaxNTiles; ++nt) {
-      if (nt >= n_tiles) break;
+        for (int ks = 0; ks < kResidentFullSteps; ++ks) {
+          uint32_t a[4];
+          gpu::ldmatrix_x4(a, a_pixel + a_shift[ks]);
+          gpu::mma_m16n8k16<__half>(acc[0], a, b_resident[ks]);
+        }
+        if constexpr (kResidentFullSteps < kResidentSteps) {
+          uint32_t a[4];
+          load_a_lower_half(a, a_pixel + a_shift[kResidentFullSteps]);
+          gpu::mma_m16n8k16<__half>(acc[0], a, b_resident[kResidentFullSteps]);
+        }
+      } else {
+        uint32_t b_step = b_column;  // B row address of n8 tile 0 at the current k-step
+        const auto multiply = [&](const uint32_t(&a)[4]) {
 #pragma unroll
-      for (int h = 0; h < 2; ++h)
-        if (row_valid[h])
-          *reinterpret_cast<__half2*>(y + out_offset[h] + nt * 8 + 2 * ti) =
-              __floats2half2_rn(acc[nt][2 * h], acc[nt][2 * h + 1]);
+          for (int nt = 0; nt < kMaxNTiles; ++nt) {
+            if (nt >= n_tiles) break;
+            uint32_t b[2];
+            gpu::ldmatrix_x2(b, b_step + nt * kMmaN * ts.filter_row_bytes);
+            gpu::mma_m16n8k16<__half>(acc[nt], a, b);
+          }
+        };
+        ReductionCursor<kT> a_at = a_start;
+        for (int ks = 0; ks < depth / kMmaK; ++ks, a_at.advance_k_step(layout), b_step += kMmaK * 2) {
+          uint32_t a[4];
+          gpu::ldmatrix_x4(a, a_pixel + a_at.offset);
+          multiply(a);
+        }
+        if (kT == 8 && depth % kMmaK != 0) {
+          uint32_t a[4];
+          load_a_lower_half(a, a_pixel + a_at.offset);
+          multiply(a);
+        }
+      }
+
+      // C: this lane holds rows gi and gi + 8 (gpu::mma_c_coord), channels
+      // 2ti, 2ti+1 of each n8 tile: one half2 store each. Those rows' pixels
+      // are the A rows that lanes gi and gi + 8 supplied: ask them.
+      const uint32_t y_lo = __shfl_sync(0xffffffffu, y_bytes, gi), y_hi = __shfl_sync(0xffffffffu, y_bytes, gi + 8);
+#pragma unroll
+      for (int nt = 0; nt < kTaskNTiles; ++nt) {
+        if (!kResident && nt >= n_tiles) break;
+        const int nt_bytes = nt * kMmaN * 2;
+        if (y_lo != kNotStored)
+          *reinterpret_cast<__half2*>(y_column + y_lo + nt_bytes) = __floats2half2_rn(acc[nt][0], acc[nt][1]);
+        if (y_hi != kNotStored)
+          *reinterpret_cast<__half2*>(y_column + y_hi + nt_bytes) = __floats2half2_rn(acc[nt][2], acc[nt][3]);
+      }
     }
   }
 }
@@ -350,8 +498,8 @@ bool supports(const ConvProblem& p) {
          int64_t(p.K) * p.R * p.S * p.T() <= INT_MAX;
 }
 
-template <int kT> void launch_mma(const ConvProblem& p, const Args<ConvProblem>& args) {
-  const auto kernel = grouped_mma<kT>;
+template <int kT, int kTaps> void launch_mma(const ConvProblem& p, const Args<ConvProblem>& args) {
+  const auto kernel = grouped_mma<kT, kTaps>;
   static const bool opted_in = [&] {
     gpu::check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxShared),
                     "cudaFuncSetAttribute(grouped_mma, MaxDynamicSharedMemorySize)");
@@ -367,15 +515,27 @@ template <int kT> void launch_mma(const ConvProblem& p, const Args<ConvProblem>&
   gpu::check_launch("grouped_mma");
 }
 
+// The resident path for a 3x3 filter whose B column fits in registers (T = 8
+// or 16: 5 or 9 k-steps), the streamed path for everything else.
+template <int kT> void launch_mma_width(const ConvProblem& p, const Args<ConvProblem>& args) {
+  if constexpr (gpu::ceil_div(kResidentTaps * kT, kMmaK) <= kMaxResidentSteps) {
+    if (p.R * p.S == kResidentTaps) {
+      launch_mma<kT, kResidentTaps>(p, args);
+      return;
+    }
+  }
+  launch_mma<kT, 0>(p, args);
+}
+
 void run(const ConvProblem& p, const Args<ConvProblem>& args) {
-  // The mma path also needs w's rows and y's pairs 4-byte aligned: R·S·T and
-  // K are even there, so the base pointers decide.
+  // cp.async copies 16-byte chunks of x and w (C, R·S·T multiples of 8, so
+  // every chunk is aligned when the base pointers are); y takes half2 stores.
   if (mma_eligible(p) && gpu::aligned_16(args.x) && gpu::aligned_16(args.w) && gpu::aligned_16(args.y)) {
     switch (p.T()) {
-      case 8: launch_mma<8>(p, args); return;
-      case 16: launch_mma<16>(p, args); return;
-      case 32: launch_mma<32>(p, args); return;
-      case 64: launch_mma<64>(p, args); return;
+      case 8: launch_mma_width<8>(p, args); return;
+      case 16: launch_mma_width<16>(p, args); return;
+      case 32: launch_mma_width<32>(p, args); return;
+      case 64: launch_mma_width<64>(p, args); return;
       default: break;
     }
   }
@@ -416,8 +576,8 @@ const Register<ConvProblem> reg{{
     .lesson = 6,
     .supports = supports,
     .run = run,
-    .idea = "grouped, T = 8..64: one group = one mma.sync m16n8k16 column of 8 outputs, A fragments as 32-bit "
-            "loads of a staged NHWC tile (no im2col, no ldmatrix); f32: FMA, a group's outputs per thread",
+    .idea = "grouped, T = 8..64: one group = one mma.sync m16n8k16 column of 8 outputs, one ldmatrix.x4 per A "
+            "fragment straight from a staged NHWC tile (no im2col), B from a staged filter slab; f32: FMA",
 }};
 
 }  // namespace
