@@ -45,12 +45,14 @@
 //
 // Tile: kTileP = 8 output rows × up to kTileQ = 32 output columns (a 28-wide
 // layer: 224 pixels = 14 m-tiles, no waste), a slab of 64 input channels (8
-// groups of 8, 2 of 32) and their outputs. Staged pixels are 64·2 + 16 = 144
-// bytes apart, an odd number (9) of 16-byte chunks, so the 8 rows of one
-// ldmatrix phase (8 consecutive output pixels) fall in 8 different bank
-// groups at stride 1 (2-way at stride 2); staged filter rows are padded the
-// same way. Shared memory for the T = 8 layer: 10 × 30 pixels × 144 B + 64
-// filter rows × 176 B = 53 KiB: four blocks of 256 threads per SM.
+// groups of 8, 2 of 32) and their outputs; fewer rows (4, 2, 1) where a block
+// of 8 would leave no room for a second one on its SM (stride 2, large
+// filters). Staged pixels are 64·2 + 16 = 144 bytes apart, an odd number (9)
+// of 16-byte chunks, so the 8 rows of one ldmatrix phase (8 consecutive
+// output pixels) fall in 8 different bank groups at stride 1 (2-way at
+// stride 2); staged filter rows are padded the same way. Shared memory for
+// the T = 8 layer: 10 × 30 pixels × 144 B + 64 filter rows × 176 B = 53 KiB:
+// four blocks of 256 threads per SM.
 //
 // Floor, N=128 28×28 C=K=256 T=8 3x3 s1 fp16 on an H200: 3.70 GFLOP, 102.8
 // MB compulsory (intensity 36). Memory floor at 4.22 TB/s: 24.4 µs; the
@@ -140,7 +142,7 @@ using gpu::grouped::TapLayout;
 // ---- tunables --------------------------------------------------------------------
 constexpr int kThreads = 256;                  // 8 warps
 constexpr int kWarps = kThreads / 32;
-constexpr int kTileP = 8;                      // output rows per block tile
+constexpr int kTileP = 8;                      // most output rows per block tile (halved, see tile_shape)
 constexpr int kTileQ = 32;                     // most output columns per block tile
 constexpr int kSlabChannels = 64;              // input channels per block (whole groups)
 constexpr int kPixelBytes = kSlabChannels * 2 + 16;  // shared-memory stride of one staged pixel
@@ -150,6 +152,7 @@ constexpr int kResidentTaps = 9;               // R·S compiled into the residen
 constexpr int kMaxResidentSteps = 9;           // resident B: ≤ 9 k-steps × 2 registers per lane
 constexpr int kMaxTaps = 64;                   // R·S of the mma path (shared-memory sizes stay small ints)
 constexpr int kMaxShared = 227 * 1024;         // sm_90's opt-in limit per block: filter slab + staged tile
+constexpr int kTwoBlocksShared = 113 * 1024;   // the most that two blocks per SM can each have (228 KiB, 1 reserved)
 constexpr int kMaxFmaKg = 32;                  // FMA path: accumulators per thread (one group's outputs)
 constexpr int kChunksPerPixel = kSlabChannels / 8;      // 16-byte chunks of a staged pixel
 constexpr int kPixelsPerPass = kThreads / kChunksPerPixel;  // staged pixels the block's threads copy at once
@@ -165,8 +168,9 @@ static_assert(kSlabChannels % 8 == 0, "the slab is whole 16-byte chunks");
 //                odd number of 16-byte chunks (8 rows of one ldmatrix phase, 8 bank groups)
 //   x tile       [rows_in][cols_in] pixels, kPixelBytes each (the slab's 64 channels + 16 bytes)
 struct TileShape {
+  int tile_p;            // output rows per tile: kTileP, or fewer (tile_shape)
   int tile_q;            // output columns per tile: min(Q, kTileQ)
-  int rows_in;           // staged input rows:    (kTileP − 1)·stride + R
+  int rows_in;           // staged input rows:    (tile_p − 1)·stride + R
   int cols_in;           // staged input columns: (tile_q − 1)·stride + S
   int k_steps;           // ceil(R·S·T / 16)
   int filter_rows;       // output channels of a full slab: (kSlabChannels / T)·K/groups
@@ -177,11 +181,12 @@ struct TileShape {
   std::size_t shared_bytes() const { return filter_bytes() + std::size_t(rows_in) * cols_in * kPixelBytes; }
 };
 
-TileShape tile_shape(const ConvProblem& p) {
+TileShape tile_shape_with_rows(const ConvProblem& p, int tile_p) {
   const int tile_q = p.Q() < kTileQ ? p.Q() : kTileQ;
   const int k_steps = gpu::ceil_div(p.R * p.S * p.T(), kMmaK);
-  return {tile_q,
-          (kTileP - 1) * p.stride + p.R,
+  return {tile_p,
+          tile_q,
+          (tile_p - 1) * p.stride + p.R,
           (tile_q - 1) * p.stride + p.S,
           k_steps,
           kSlabChannels / p.T() * p.K_per_group(),
@@ -190,12 +195,24 @@ TileShape tile_shape(const ConvProblem& p) {
           RowMajorCursor::at(kThreads, 2 * k_steps)};
 }
 
+// kTileP rows, halved (down to one) while two blocks would not fit an SM:
+// at stride 2 or with a large filter a block of 8 rows could be the only one
+// on its SM, with nothing to run while it stages.
+TileShape tile_shape(const ConvProblem& p) {
+  TileShape ts = tile_shape_with_rows(p, kTileP);
+  while (ts.tile_p > 1 && ts.shared_bytes() > kTwoBlocksShared) ts = tile_shape_with_rows(p, ts.tile_p / 2);
+  return ts;
+}
+
 bool mma_eligible(const ConvProblem& p) {
   const int T = p.T(), Kg = p.K_per_group();
-  return p.dtype == DType::f16 && (T == 8 || T == 16 || T == 32 || T == 64) && Kg % 8 == 0 &&
-         Kg <= kMmaN * kMaxNTiles && p.R * p.S <= kMaxTaps && tile_shape(p).shared_bytes() <= kMaxShared &&
+  if (p.dtype != DType::f16 || !(T == 8 || T == 16 || T == 32 || T == 64) || Kg % 8 != 0 || Kg > kMmaN * kMaxNTiles ||
+      p.R * p.S > kMaxTaps)
+    return false;
+  const TileShape ts = tile_shape(p);
+  return ts.shared_bytes() <= kMaxShared &&
          int64_t(kTileP) * p.Q() * p.K <= INT_MAX &&  // a tile's y byte offsets fit a uint32_t
-         int64_t(p.N) * gpu::ceil_div(p.P(), kTileP) * gpu::ceil_div(p.Q(), kTileQ) <= gpu::kMaxGridX &&
+         int64_t(p.N) * gpu::ceil_div(p.P(), ts.tile_p) * gpu::ceil_div(p.Q(), kTileQ) <= gpu::kMaxGridX &&
          gpu::ceil_div(p.C, kSlabChannels) <= gpu::kMaxGridYZ;
 }
 
@@ -216,7 +233,7 @@ __device__ __forceinline__ void load_a_lower_half(uint32_t (&a)[4], uint32_t row
 //   x [N, H, W, C], w [K, R, S, T], y [N, P, Q, K], fp16, 16-byte aligned,
 //   T ∈ {8, 16, 32, 64} (so C % 8 == 0), Kg = K/groups ∈ {8, 16, 24, 32}.
 //   kTaps = R·S compiled in (kResidentTaps, resident path), or 0: R·S from g (streamed path).
-//   blockIdx.x = (n, tile row, tile column) of kTileP × tile_q output pixels;
+//   blockIdx.x = (n, tile row, tile column) of tile_p × tile_q output pixels;
 //   blockIdx.y = slab of kSlabChannels input channels = kSlabChannels/T groups
 //   (fewer in the last slab when C is not a multiple) and their outputs.
 //   Dynamic shared memory: ts.shared_bytes(), laid out as TileShape says.
@@ -241,7 +258,7 @@ __global__ void __launch_bounds__(kThreads)
 
   const int tile_index = blockIdx.x;
   const int tq = tile_index % tiles_q, tp = (tile_index / tiles_q) % tiles_p, n = tile_index / (tiles_q * tiles_p);
-  const int p0 = tp * kTileP, q0 = tq * ts.tile_q;
+  const int p0 = tp * ts.tile_p, q0 = tq * ts.tile_q;
   const int c_slab = blockIdx.y * kSlabChannels;
   const int slab_channels = min(kSlabChannels, g.C - c_slab);  // a multiple of kT
   const int slab_groups = slab_channels / kT;
@@ -332,7 +349,7 @@ __global__ void __launch_bounds__(kThreads)
   // Resident B costs 2·k_steps registers (10 for T = 8): a whole filter
   // column, so the inner loop is one ldmatrix and one mma per k-step. Past
   // 9 k-steps (T ≥ 32) B is streamed, and A is shared by the group's n-tiles.
-  const int tile_rows = min(kTileP, g.P - p0), tile_cols = min(ts.tile_q, g.Q - q0);
+  const int tile_rows = min(ts.tile_p, g.P - p0), tile_cols = min(ts.tile_q, g.Q - q0);
   const int m_tiles = gpu::ceil_div(tile_rows * ts.tile_q, kMmaM);
   const int columns = kResident ? slab_groups * n_tiles : slab_groups;
   const int tasks = columns * m_tiles;
@@ -507,7 +524,7 @@ template <int kT, int kTaps> void launch_mma(const ConvProblem& p, const Args<Co
   }();
   (void)opted_in;
   const TileShape ts = tile_shape(p);
-  const int tiles_p = gpu::ceil_div(p.P(), kTileP), tiles_q = gpu::ceil_div(p.Q(), ts.tile_q);
+  const int tiles_p = gpu::ceil_div(p.P(), ts.tile_p), tiles_q = gpu::ceil_div(p.Q(), ts.tile_q);
   const dim3 grid(unsigned(int64_t(p.N) * tiles_p * tiles_q), unsigned(gpu::ceil_div(p.C, kSlabChannels)));
   kernel<<<grid, kThreads, ts.shared_bytes()>>>(gpu::geometry_of(p), ts, tiles_p, tiles_q,
                                                 static_cast<const __half*>(args.x),
