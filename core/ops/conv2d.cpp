@@ -71,7 +71,14 @@ std::vector<ConvProblem> test_shapes() {
                         conv(1, 11, 13, 40, 40, 3, 3, 2, 1, 40), conv(2, 7, 5, 24, 24, 3, 3, 1, 1, 3),
                         conv(1, 9, 11, 64, 64, 3, 3, 2, 1, 2), conv(3, 5, 7, 13, 21, 1, 1, 1, 0, 1),
                         conv(2, 5, 7, 24, 40, 1, 1, 1, 0, 1), conv(1, 9, 9, 24, 24, 5, 5, 2, 2, 24),
-                        conv(16, 58, 57, 64, 64, 3, 3, 1, 1, 64)}) {
+                        conv(16, 58, 57, 64, 64, 3, 3, 1, 1, 64),
+                        // grouped fp16 shapes for 10's tensor-core paths: T = 8 5x5 (streamed, a half-empty
+                        // last k-step), T = 16 with four n8 tiles (resident), T = 64 1x3 stride 2 with
+                        // three n8 tiles and two slabs, output tiles cut at the right and the bottom, and
+                        // T = 32 stride 2 with 33 output columns (tiles of 2 rows: 8 would not fit twice)
+                        conv(1, 7, 9, 16, 32, 5, 5, 1, 2, 2), conv(2, 6, 7, 32, 64, 3, 3, 1, 1, 2),
+                        conv(1, 5, 9, 128, 48, 1, 3, 2, 0, 2), conv(1, 10, 37, 16, 16, 3, 3, 1, 1, 2),
+                        conv(1, 17, 65, 64, 64, 3, 3, 2, 1, 2)}) {
     p.dtype = DType::f16;
     t.push_back(p);
   }
