@@ -109,13 +109,21 @@ static_assert(kMaxTaps * 8 * int(sizeof(float)) <= kSharedLimit,
               "with one lane of 8 channels the largest filter's weights still fit");
 
 // ---- chunks of kVec channels: one 16-byte access, or one element ---------------------
-template <class Element, int kVec> __device__ __forceinline__ void load_chunk(const Element* p, float (&v)[kVec]) {
+// `inside` false: the chunk lies in the padding and reads as zeros. p must
+// still be a valid address (the caller clamps it into the image): the load
+// is issued either way and its value replaced, so no branch separates this
+// load from its neighbours.
+template <class Element, int kVec>
+__device__ __forceinline__ void load_chunk(const Element* p, float (&v)[kVec], bool inside = true) {
   if constexpr (kVec == 1) {
-    v[0] = gpu::to_float(p[0]);
+    const float f = gpu::to_float(p[0]);
+    v[0] = inside ? f : 0.f;
   } else {
     static_assert(kVec * sizeof(Element) == 16, "a chunk is one 128-bit access");
     const uint4 raw = __ldg(reinterpret_cast<const uint4*>(p));
-    const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+    uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) words[i] = inside ? words[i] : 0u;  // +0.0 in f32 and f16 alike
     if constexpr (std::is_same_v<Element, float>) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) v[i] = __uint_as_float(words[i]);
@@ -220,13 +228,16 @@ __device__ __forceinline__ void split_item(int64_t item, int inner, int middle, 
 // pixel (tap (0, 0) of output q0, possibly in the padding), `weights` = this
 // thread's column of wsm (tap t at weights + t·slab_channels).
 //
-// kInterior: every input pixel the strip reads lies inside the image. Then
-// the loop has no tests and no branches, so the compiler can issue all
-// 3·kCols loads before the first FMA needs one of them — the memory-level
-// parallelism a memory-bound kernel lives on. The edge strips (image border
-// rows and columns, about a quarter of a 28×28 layer's strips) test every
-// row and column and read zeros for the padding; branches between the loads
-// serialise them, which is why that path is kept off the common case.
+// The loop has no branches, so the compiler can issue all 3·kCols loads of
+// the strip before the first FMA needs one of them — the memory-level
+// parallelism a memory-bound kernel lives on. Padding is handled without
+// branching: an edge strip (kInterior false: a border row or column of the
+// image, a third of a 28×28 layer's strips) clamps each row and column into
+// the image, loads from there anyway and replaces the value by zero
+// (load_chunk's `inside`). The first version tested each tap and skipped
+// the padding with a branch; the branches serialised the loads, and the
+// edge strips, at ~1400 instructions against the interior's ~550, cost as
+// much as all the interior ones.
 template <class Element, int kVec, int kStride, bool kInterior>
 __device__ __forceinline__ void strip_3x3(const ConvGeometry& g, const Element* __restrict__ image, int ih0, int iw0,
                                           const float* weights, int slab_channels, int lanes,
@@ -239,21 +250,20 @@ __device__ __forceinline__ void strip_3x3(const ConvGeometry& g, const Element* 
 
 #pragma unroll
   for (int r = 0; r < 3; ++r) {
-    const int ih = ih0 + r;
-    if (!kInterior && (ih < 0 || ih >= g.H)) continue;  // a padding row: nothing to add
+    int ih = ih0 + r;
+    const bool row_inside = kInterior || unsigned(ih) < unsigned(g.H);
+    if (!kInterior) ih = min(max(ih, 0), g.H - 1);
     float wr[3][kVec];
 #pragma unroll
     for (int s = 0; s < 3; ++s) load_weights<kVec>(weights + (r * 3 + s) * slab_channels, lanes, wr[s]);
-    const Element* row = image + (int64_t(ih) * g.W + iw0) * g.C;
+    const Element* row = image + int64_t(ih) * g.W * g.C;
 #pragma unroll
     for (int j = 0; j < kCols; ++j) {
+      int iw = iw0 + j;
+      const bool inside = kInterior || (row_inside && unsigned(iw) < unsigned(g.W));
+      if (!kInterior) iw = min(max(iw, 0), g.W - 1);
       float v[kVec];
-      if (kInterior || (iw0 + j >= 0 && iw0 + j < g.W)) {
-        load_chunk<Element, kVec>(row + int64_t(j) * g.C, v);
-      } else {
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) v[e] = 0.f;  // padding column
-      }
+      load_chunk<Element, kVec>(row + int64_t(iw) * g.C, v, inside);
 #pragma unroll
       for (int i = 0; i < kStrip; ++i) {
         const int s = j - i * kStride;  // compile-time after unrolling
