@@ -92,7 +92,6 @@
 #include "gpu/common/check.cuh"
 #include "gpu/common/conv_geometry.cuh"
 #include "gpu/common/element.cuh"
-#include "gpu/common/mma.cuh"
 
 namespace convlab {
 namespace {
@@ -110,27 +109,6 @@ static_assert(kMaxTaps * 8 * int(sizeof(float)) <= kSharedLimit,
               "with one lane of 8 channels the largest filter's weights still fit");
 
 // ---- chunks of kVec channels: one 16-byte access, or one element ---------------------
-// One 16-byte chunk's kVec values as floats (kVec > 1: 4 floats or 8 halves).
-template <class Element, int kVec> __device__ __forceinline__ void chunk_to_floats(uint4 raw, float (&v)[kVec]) {
-  static_assert(kVec * sizeof(Element) == 16, "a chunk is one 128-bit access");
-  const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
-  if constexpr (std::is_same_v<Element, float>) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i) v[i] = __uint_as_float(words[i]);
-  } else {
-    static_assert(std::is_same_v<Element, __half>, "f32 or f16");
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      __half2 h;
-      static_assert(sizeof(h) == sizeof(words[i]));
-      memcpy(&h, &words[i], sizeof(h));
-      const float2 f = __half22float2(h);
-      v[2 * i] = f.x;
-      v[2 * i + 1] = f.y;
-    }
-  }
-}
-
 // `inside` false: the chunk lies in the padding and reads as zeros. p must
 // still be a valid address (the caller clamps it into the image): the load
 // is issued either way and its value replaced, so no branch separates this
@@ -141,9 +119,26 @@ __device__ __forceinline__ void load_chunk(const Element* p, float (&v)[kVec], b
     const float f = gpu::to_float(p[0]);
     v[0] = inside ? f : 0.f;
   } else {
-    uint4 raw = __ldg(reinterpret_cast<const uint4*>(p));
-    if (!inside) raw = make_uint4(0, 0, 0, 0);  // +0.0 in f32 and f16 alike
-    chunk_to_floats<Element, kVec>(raw, v);
+    static_assert(kVec * sizeof(Element) == 16, "a chunk is one 128-bit access");
+    const uint4 raw = __ldg(reinterpret_cast<const uint4*>(p));
+    uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) words[i] = inside ? words[i] : 0u;  // +0.0 in f32 and f16 alike
+    if constexpr (std::is_same_v<Element, float>) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) v[i] = __uint_as_float(words[i]);
+    } else {
+      static_assert(std::is_same_v<Element, __half>, "f32 or f16");
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        __half2 h;
+        static_assert(sizeof(h) == sizeof(words[i]));
+        memcpy(&h, &words[i], sizeof(h));
+        const float2 f = __half22float2(h);
+        v[2 * i] = f.x;
+        v[2 * i + 1] = f.y;
+      }
+    }
   }
 }
 
@@ -329,121 +324,6 @@ __global__ void __launch_bounds__(kThreads, 2)
   }
 }
 
-// The stride-1 3x3 kernel for 16-byte chunks, with the next strip's input
-// in flight while this one is computed.
-//
-// depthwise_3x3 issues a strip's 18 loads together, but then waits for them
-// and computes, and only then issues the next strip's: each warp alternates
-// between waiting on memory and issuing arithmetic, and with 16 warps per SM
-// (128 registers each) the SM often has nothing to issue (Nsight Compute on
-// that version: 0.9 eligible warps per scheduler). Here each thread copies
-// its NEXT strip's 18 chunks into shared memory with cp.async (zero-filled
-// in the padding: no masks) before computing the current strip from the
-// chunks that landed during the previous one. Each thread owns its slots —
-// slot (buffer, chunk k, thread t) at ((buffer·18 + k)·threads + t)·16 bytes,
-// so a warp's 16-byte reads and writes are contiguous — hence no barrier:
-// a thread's own cp.async.wait_group orders its copies before its reads.
-//
-//   prefetch(first strip) → buffer 0
-//   for each strip s of the thread, buffer b = 0, 1, 0, ...:
-//     prefetch(s + 1) → buffer 1 − b;  wait until strip s's group has landed
-//     acc = Σ w · (chunks of buffer b)   (as depthwise_3x3, read from shared memory)
-//     store the kStrip outputs
-//
-// Shared memory: the weights, then 2 · 18 · threads · 16 bytes (72 KiB at
-// 128 threads): two blocks per SM. Memory now works while the SM computes.
-constexpr int kPrefetchThreads = 128;
-
-template <class Element, int kVec>
-__global__ void __launch_bounds__(kPrefetchThreads, 2)
-    depthwise_3x3_prefetch(ConvGeometry g, int chunks, int strips, int64_t items, const Element* __restrict__ x,
-                           const Element* __restrict__ w, Element* __restrict__ y) {
-  static_assert(kVec > 1, "16-byte chunks: cp.async copies 16 bytes");
-  constexpr int kCols = kStrip + 2;     // input columns of a stride-1 strip
-  constexpr int kChunks = 3 * kCols;    // chunks a strip reads
-  extern __shared__ __align__(16) float wsm[];  // [9][slab channels] weights, then the chunk ring
-  const int lanes = blockDim.x, slab_channels = lanes * kVec;
-  const int threads = blockDim.x * blockDim.y, tid = threadIdx.y * blockDim.x + threadIdx.x;
-  stage_weights(g, w, wsm, kVec, lanes, blockIdx.y * slab_channels);
-  __syncthreads();
-  const int chunk = blockIdx.y * lanes + threadIdx.x;
-  if (chunk >= chunks) return;  // no barrier below
-  const int c0 = chunk * kVec;
-  const float* my_weights = wsm + threadIdx.x * 4;
-  const uint32_t my_slots = gpu::shared_address(wsm + 9 * slab_channels) + tid * 16;  // + (b·kChunks + k)·threads·16
-
-  const auto strip_origin = [&](int64_t item, int& n, int& p, int& q0) {
-    int strip;
-    split_item(item, strips, g.P, strip, p, n);  // item = (n·P + p)·strips + strip
-    q0 = strip * kStrip;
-  };
-  const auto prefetch = [&](int64_t item, int buffer) {
-    int n, p, q0;
-    strip_origin(item, n, p, q0);
-    const Element* image = x + int64_t(n) * g.H * g.W * g.C + c0;
-#pragma unroll
-    for (int r = 0; r < 3; ++r) {
-      const int ih = p - g.pad + r;
-      const bool row_inside = unsigned(ih) < unsigned(g.H);
-      const Element* row = image + int64_t(min(max(ih, 0), g.H - 1)) * g.W * g.C;
-#pragma unroll
-      for (int j = 0; j < kCols; ++j) {
-        const int iw = q0 - g.pad + j;
-        const bool inside = row_inside && unsigned(iw) < unsigned(g.W);
-        gpu::cp_async_16(my_slots + uint32_t((buffer * kChunks + r * kCols + j) * threads * 16),
-                         row + int64_t(min(max(iw, 0), g.W - 1)) * g.C, inside);  // outside: 16 zero bytes
-      }
-    }
-  };
-
-  const int64_t step = int64_t(gridDim.x) * blockDim.y;
-  int64_t item = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
-  if (item < items) prefetch(item, 0);
-  gpu::cp_async_commit();
-  for (int buffer = 0; item < items; item += step, buffer ^= 1) {
-    if (item + step < items) prefetch(item + step, buffer ^ 1);
-    gpu::cp_async_commit();  // one group per strip, even an empty one
-    gpu::cp_async_wait<1>();  // all but the newest group: this strip's chunks have landed
-
-    float acc[kStrip][kVec];
-#pragma unroll
-    for (int i = 0; i < kStrip; ++i)
-#pragma unroll
-      for (int v = 0; v < kVec; ++v) acc[i][v] = 0.f;
-#pragma unroll
-    for (int r = 0; r < 3; ++r) {
-      float wr[3][kVec];
-#pragma unroll
-      for (int s = 0; s < 3; ++s) load_weights<kVec>(my_weights + (r * 3 + s) * slab_channels, lanes, wr[s]);
-#pragma unroll
-      for (int j = 0; j < kCols; ++j) {
-        uint4 raw;
-        const uint32_t slot = my_slots + uint32_t((buffer * kChunks + r * kCols + j) * threads * 16);
-        asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-                     : "=r"(raw.x), "=r"(raw.y), "=r"(raw.z), "=r"(raw.w)
-                     : "r"(slot));
-        float v[kVec];
-        chunk_to_floats<Element, kVec>(raw, v);
-#pragma unroll
-        for (int i = 0; i < kStrip; ++i) {
-          const int s = j - i;  // compile-time after unrolling
-          if (s >= 0 && s < 3) {
-#pragma unroll
-            for (int e = 0; e < kVec; ++e) acc[i][e] = fmaf(wr[s][e], v[e], acc[i][e]);
-          }
-        }
-      }
-    }
-    int n, p, q0;
-    strip_origin(item, n, p, q0);
-    Element* out = y + ((int64_t(n) * g.P + p) * g.Q + q0) * g.C + c0;
-#pragma unroll
-    for (int i = 0; i < kStrip; ++i)
-      if (q0 + i < g.Q) store_chunk<Element, kVec>(out + int64_t(i) * g.C, acc[i]);
-  }
-  gpu::cp_async_wait<0>();
-}
-
 template <class Element, int kVec>
 __global__ void __launch_bounds__(kThreads)
     depthwise_generic(ConvGeometry g, int chunks, int64_t items, const Element* __restrict__ x,
@@ -527,29 +407,7 @@ template <class Element, int kVec> void launch(const ConvProblem& p, const Args<
     kernel<<<grid_for(kernel, items), block, shared>>>(g, chunks, strips, items, x, w, y);
     gpu::check_launch("depthwise_3x3");
   };
-  if (p.R == 3 && p.S == 3 && p.stride == 1 && kVec > 1) {
-    if constexpr (kVec > 1) {
-      const auto kernel = depthwise_3x3_prefetch<Element, kVec>;
-      const dim3 prefetch_block(unsigned(lanes), unsigned(kPrefetchThreads / lanes));
-      const std::size_t ring = 2 * 3 * (kStrip + 2) * std::size_t(kPrefetchThreads) * 16;
-      const std::size_t prefetch_shared = shared + ring;
-      static const bool opted_in = [&] {  // more than 48 KiB of dynamic shared memory: ask once
-        gpu::check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 227 * 1024),
-                        "cudaFuncSetAttribute(depthwise_3x3_prefetch, MaxDynamicSharedMemorySize)");
-        return true;
-      }();
-      (void)opted_in;
-      if (prefetch_shared > 227 * 1024) throw Unsupported("conv2d/cuda/09_depthwise: filter slab too large");
-      const int strips = gpu::ceil_div(p.Q(), kStrip);
-      const int64_t items = int64_t(p.N) * p.P() * strips;
-      const int64_t needed = gpu::ceil_div<int64_t>(items, prefetch_block.y);
-      const int64_t wave =
-          std::max<int64_t>(1, gpu::resident_blocks(kernel, kPrefetchThreads, prefetch_shared) / slabs);
-      kernel<<<dim3(unsigned(std::min({needed, wave, gpu::kMaxGridX})), unsigned(slabs)), prefetch_block,
-               prefetch_shared>>>(g, chunks, strips, items, x, w, y);
-      gpu::check_launch("depthwise_3x3_prefetch");
-    }
-  } else if (p.R == 3 && p.S == 3 && p.stride == 1) {
+  if (p.R == 3 && p.S == 3 && p.stride == 1) {
     launch_3x3(depthwise_3x3<Element, kVec, 1>);
   } else if (p.R == 3 && p.S == 3 && p.stride == 2) {
     launch_3x3(depthwise_3x3<Element, kVec, 2>);
