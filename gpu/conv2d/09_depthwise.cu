@@ -63,7 +63,7 @@
 //
 // fp32 landed where predicted; fp16 took 2.4–2.9× the predicted time. Cutting
 // registers (2-pixel strips: 3 blocks per SM instead of 2) changed nothing.
-// Nsight Compute (bench/results/2026-11-30-h200-4/, profile of the fp16
+// Nsight Compute (bench/results/2026-11-30-h200-4/profile/, the fp16
 // shape) found why: the kernel was LATENCY bound, not bandwidth bound —
 // DRAM 20% busy, 0.56 eligible warps per scheduler, half of all stalls
 // waiting on global loads, 51 M warp instructions (42 per output value,
@@ -72,12 +72,31 @@
 // point), so the loads went out a few at a time, and each block staged its
 // weights (with 9-way shared-memory bank conflicts) for one strip per
 // thread. fp32 hid this with half the FMAs per load and more warps. The
-// second version, above: interior strips take a branch-free path that issues
+// second version, above: strips take a branch-free path that issues
 // the strip's loads together; the grid is one persistent wave; the weights
 // are staged tap-major without conflicts and read as conflict-free quads.
 // Prediction for it: ~17 instructions per output (SASS of the interior
 // path: 546 for 32 outputs), ~20 M warp instructions, so the bytes bind
 // again: 50–65 µs, 2.4–3.1 TB/s in fp16; fp32 ~100 µs.
+//
+// Measured (H200, bench/results/2026-11-30-h200-5/ and -6/; tests pass,
+// memcheck 0 errors, racecheck 0 hazards), compulsory bytes over time:
+//
+//   shape (N=128 28×28 3x3)   first version        interior branch-free     + edge strips branch-free   cuDNN (same run)
+//   C=384 fp16                0.144 ms 1.07 TB/s   0.083 ms 1.85 TB/s       0.064 ms 2.41 TB/s (57%)    0.069 ms 2.23 TB/s
+//   C=384 fp32                0.116 ms 2.67 TB/s   0.089 ms 3.45 TB/s       0.087 ms 3.53 TB/s          2.07 ms
+//   C=256 fp16                0.104 ms 0.99 TB/s   0.049 ms 2.12 TB/s       0.042 ms 2.44 TB/s          0.050 ms 2.04 TB/s
+//
+// 2.25× faster in fp16 and now ahead of cuDNN, but the issue's goal — 60% of
+// the probe's copy rate, 2.54 of 4.23 TB/s — is still NOT MET (57%). Nsight
+// Compute of the middle version: 38 M instructions (the edge path still
+// branchy), issue 46% busy, DRAM 35%. Tried and reverted: prefetching each
+// thread's next strip into shared memory with cp.async while computing the
+// current one (two 72 KiB rings, 8 warps per SM): 0.0638 ms, no change
+// (bench-depthwise-prefetch-experiment.json beside -6), so the waits between
+// a warp's strips were not what remained. Not yet tried: a 2-row strip (3
+// loads and conversions per output instead of 4.5: exercise 2) and
+// profiling this version.
 //
 // Supported: f32 and f16; groups == C == K (no channel multiplier); any R, S
 // with R·S ≤ 1024, any stride and pad; C ≤ 65535.
