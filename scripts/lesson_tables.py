@@ -29,7 +29,7 @@ a memory-bound kernel is judged by.
 A second marker compares a depthwise-separable pair with the dense conv it
 replaces (lesson 06), all from one run, the fastest variant of each shape:
 
-    <!-- convlab:separable device=cpu dense=SHAPE depthwise=SHAPE pointwise=SHAPE -->
+    <!-- convlab:separable device=cpu dense=SHAPE depthwise=SHAPE pointwise=SHAPE [file=NAME] -->
     <!-- /convlab:separable -->
 
     python3 scripts/lesson_tables.py            # rewrite every lesson in place
@@ -199,6 +199,8 @@ def fill(text, runs):
         args = dict(kv.split("=", 1) for kv in m.group("args").split())
         best = None  # the newest run that has all three shapes
         for path, data in runs:
+            if "file" in args and os.path.basename(path) != args["file"]:
+                continue
             found = {k: rows_for(data, "conv2d", args["device"], args[k]) for k in ("depthwise", "pointwise", "dense")}
             if all(found.values()):
                 best = (path, found, data.get("context", {}))
