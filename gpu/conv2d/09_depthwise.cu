@@ -309,8 +309,8 @@ __device__ __forceinline__ void strip_3x3(const ConvGeometry& g, const Element* 
 //   past Q are not stored.
 template <class Element, int kVec, int kStride>
 __global__ void __launch_bounds__(kThreads, 2)
-    depthwise_3x3(ConvGeometry g, int chunks, int strips, int64_t items, const Element* __restrict__ x,
-                  const Element* __restrict__ w, Element* __restrict__ y) {
+    depthwise_3x3(ConvGeometry g, int chunks, int strips, int row_shift, int64_t items,
+                  const Element* __restrict__ x, const Element* __restrict__ w, Element* __restrict__ y) {
   extern __shared__ __align__(16) float wsm[];  // [9][slab channels]
   const int lanes = blockDim.x, slab_channels = lanes * kVec;
   stage_weights(g, w, wsm, kVec, lanes, blockIdx.y * slab_channels);
@@ -323,8 +323,13 @@ __global__ void __launch_bounds__(kThreads, 2)
 
   for (int64_t item = int64_t(blockIdx.x) * blockDim.y + threadIdx.y; item < items;
        item += int64_t(gridDim.x) * blockDim.y) {
-    int strip, p, n;
-    split_item(item, strips, g.P, strip, p, n);  // item = (n·P + p)·strips + strip
+    // item = ((n·row_groups + group)·strips + strip)·rows + row, p = group·rows + row,
+    // rows = 2^row_shift: the items of one warp share a strip position.
+    const int row = int(item & ((1 << row_shift) - 1));
+    int strip, group, n;
+    split_item(item >> row_shift, strips, gpu::ceil_div(g.P, 1 << row_shift), strip, group, n);
+    const int p = (group << row_shift) + row;
+    if (p >= g.P) continue;  // the last row group of an odd P
     const int q0 = strip * kStrip;
     const int ih0 = p * kStride - g.pad, iw0 = q0 * kStride - g.pad;
     const Element* image = x + int64_t(n) * g.H * g.W * g.C + c0;
@@ -420,10 +425,15 @@ template <class Element, int kVec> void launch(const ConvProblem& p, const Args<
     const int64_t wave = std::max<int64_t>(1, gpu::resident_blocks(kernel, int(block.x * block.y), shared) / slabs);
     return dim3(unsigned(std::min({needed, wave, gpu::kMaxGridX})), unsigned(slabs));
   };
+  // A warp of 32 threads holds 32 / lanes items (block.y rows of threads).
+  // Numbered so that they are the same strip of consecutive output rows, the
+  // warp's items are all interior or all edge strips (no divergence between
+  // the two paths of strip_3x3) and share two of their three input rows in L1.
+  const int row_shift = lanes >= 32 ? 0 : lanes == 16 ? 1 : 2;  // up to 4 rows per group
   const auto launch_3x3 = [&](auto kernel) {
     const int strips = gpu::ceil_div(p.Q(), kStrip);
-    const int64_t items = int64_t(p.N) * p.P() * strips;
-    kernel<<<grid_for(kernel, items), block, shared>>>(g, chunks, strips, items, x, w, y);
+    const int64_t items = int64_t(p.N) * gpu::ceil_div(p.P(), 1 << row_shift) * strips << row_shift;
+    kernel<<<grid_for(kernel, items), block, shared>>>(g, chunks, strips, row_shift, items, x, w, y);
     gpu::check_launch("depthwise_3x3");
   };
   if (p.R == 3 && p.S == 3 && p.stride == 1) {
