@@ -38,7 +38,8 @@
 //                                                       y[n, p, q0 + i, c0 ..] = acc[i]      (q0 + i < Q)
 //
 // Grid: blockIdx.y = channel slab (blockDim.x chunks of kVec channels),
-// blockIdx.x and threadIdx.y = (n, p, strip) items. The grid is one wave of
+// blockIdx.x and threadIdx.y = (n, p, strip) items (the 3x3 path numbers
+// them so that one warp's items are the same strip of consecutive rows). The grid is one wave of
 // resident blocks and each block loops over items (grid-stride), so a block
 // stages its weights once. Filters other than 3x3 or strides other than 1
 // and 2 run a generic kernel with run-time loops and one output per thread
@@ -82,21 +83,26 @@
 // Measured (H200, bench/results/2026-11-30-h200-5/ and -6/; tests pass,
 // memcheck 0 errors, racecheck 0 hazards), compulsory bytes over time:
 //
-//   shape (N=128 28×28 3x3)   first version        interior branch-free     + edge strips branch-free   cuDNN (same run)
-//   C=384 fp16                0.144 ms 1.07 TB/s   0.083 ms 1.85 TB/s       0.064 ms 2.41 TB/s (57%)    0.069 ms 2.23 TB/s
-//   C=384 fp32                0.116 ms 2.67 TB/s   0.089 ms 3.45 TB/s       0.087 ms 3.53 TB/s          2.07 ms
-//   C=256 fp16                0.104 ms 0.99 TB/s   0.049 ms 2.12 TB/s       0.042 ms 2.44 TB/s          0.050 ms 2.04 TB/s
+//   shape (N=128 28×28 3x3)   first version        interior branch-free     + edges branch-free     + row-paired items         cuDNN (same run)
+//   C=384 fp16                0.144 ms 1.07 TB/s   0.083 ms 1.85 TB/s       0.064 ms 2.41 TB/s      0.0595 ms 2.59 TB/s (61%)  0.065 ms 2.37 TB/s
+//   C=384 fp32                0.116 ms 2.67 TB/s   0.089 ms 3.45 TB/s       0.087 ms 3.53 TB/s      0.088 ms 3.50 TB/s (83%)   2.04 ms
+//   C=256 fp16                0.104 ms 0.99 TB/s   0.049 ms 2.12 TB/s       0.042 ms 2.44 TB/s      0.042 ms 2.45 TB/s (58%)   0.049 ms 2.11 TB/s
 //
-// 2.25× faster in fp16 and now ahead of cuDNN, but the issue's goal — 60% of
-// the probe's copy rate, 2.54 of 4.23 TB/s — is still NOT MET (57%). Nsight
-// Compute of the middle version: 38 M instructions (the edge path still
-// branchy), issue 46% busy, DRAM 35%. Tried and reverted: prefetching each
-// thread's next strip into shared memory with cp.async while computing the
-// current one (two 72 KiB rings, 8 warps per SM): 0.0638 ms, no change
-// (bench-depthwise-prefetch-experiment.json beside -6), so the waits between
-// a warp's strips were not what remained. Not yet tried: a 2-row strip (3
-// loads and conversions per output instead of 4.5: exercise 2) and
-// profiling this version.
+// (last two columns: bench/results/2026-11-30-h200-7/.) The third step came
+// from profiling the second: at C=384 a block has 16 channel lanes, so one
+// warp holds two items, and numbered (n, p, strip) these were neighbouring
+// strips of a row — one interior, the other an edge strip, for about half
+// the warps, which then ran both paths of strip_3x3. Numbering the items so
+// that a warp's items are the SAME strip of consecutive output rows
+// (row_shift below) removed that and let the two rows share input rows in
+// L1: 35.9 → 32.3 M instructions. fp16 C=384 now moves **2.58 TB/s, 60.9%
+// of the probe's copy rate (median of 5 repetitions; goal ≥ 60%: MET)**,
+// 1.10× cuDNN; fp32 83%. Tried and reverted on the way: prefetching each
+// thread's next strip into shared memory with cp.async (no change,
+// bench/results/2026-11-30-h200-6/bench-depthwise-prefetch-experiment.json),
+// and, in the first version, 2-pixel strips (no change). Nsight Compute of
+// the final version: issue 57% busy, DRAM 50%, L2 66% — no single limit
+// stands out any more.
 //
 // Supported: f32 and f16; groups == C == K (no channel multiplier); any R, S
 // with R·S ≤ 1024, any stride and pad; C ≤ 65535.
