@@ -473,7 +473,8 @@ const Register<ConvProblem> reg{{
     .supports = supports,
     .run = run,
     .idea = "depthwise: 16-byte chunks along C, 4 outputs along W per thread from one pass over the input "
-            "columns, weights [tap][c] in smem; memory bound by design",
+            "columns, no branch between a strip's loads (padding clamped and zeroed), weights [tap][c] in smem; "
+            "memory bound by design",
 }};
 
 }  // namespace
