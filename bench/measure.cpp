@@ -124,6 +124,9 @@ void set_counters(benchmark::State& state, const BenchTarget& t, const ICase& c,
   const double model_bytes = c.model_bytes();
   state.counters["model_bytes"] = Counter(model_bytes);
   state.counters["model_bytes/s"] = Counter(model_bytes * iterations, Counter::kIsRate);
+  // 1 for a library variant (the registry's baseline flag), so that tools such as
+  // scripts/lesson_tables.py tell rungs from baselines without a list of names.
+  state.counters["baseline"] = Counter(t.info.baseline ? 1.0 : 0.0);
 }
 
 }  // namespace

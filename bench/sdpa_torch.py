@@ -215,6 +215,7 @@ def main():
                 "FLOP/s": rate, "bytes/s": min_bytes(s) / seconds, "intensity": flops(s) / min_bytes(s),
                 "pct_peak": 100.0 * rate / (args.peak_tflops * 1e12) if args.peak_tflops > 0 else 0.0,
                 "rel_l2": rel_l2, "workspace_bytes": 0.0, "min_ms": min(times), "max_ms": max(times),
+                "baseline": 1.0,  # a library, as convlab_bench flags its cuBLAS/cuDNN variants
             })
             bound_l2, bound_abs = tolerance(s["dtype"], s["d"] + s["N"])
             if not (rel_l2 <= bound_l2 and max_abs <= bound_abs):

@@ -92,11 +92,18 @@ def rows_for(data, op, device, shape):
             "gbs": b.get("bytes/s", 0) / 1e9,
             "pct_roofline": b.get("pct_roofline"),
             "flops": b.get("FLOP/s", 0) * b["real_time"] * UNIT_TO_MS[b.get("time_unit", "ns")] / 1e3,
+            # The registry's baseline flag (counter `baseline`, 1 for a library
+            # variant); runs recorded before the counter existed fall back on
+            # the names in OLD_BASELINES.
+            "baseline": bool(b["baseline"]) if "baseline" in b else parts[2] in OLD_BASELINES,
         })
     return rows
 
 
-BASELINES = {"cublas", "cudnn", "eigen", "openblas", "onednn", "torch_inductor", "torch_sdpa_flash", "torch_sdpa_cudnn"}
+# The library variants of runs recorded before convlab_bench wrote the
+# registry's `baseline` flag into every row (third session of 2026-11-30).
+OLD_BASELINES = {"cublas", "cudnn", "eigen", "openblas", "onednn", "torch_inductor", "torch_sdpa_flash",
+                 "torch_sdpa_cudnn"}
 
 
 def fmt_pct(value):
@@ -110,9 +117,11 @@ def footer(source, context):
 
 
 def render(rows, source, context, show_bytes=False, roofline=False, extra_baselines=()):
-    baselines = BASELINES | set(extra_baselines)
-    first = next((r for r in sorted(rows, key=lambda r: r["variant"]) if r["variant"] not in baselines), None)
-    bases = [r for r in rows if r["variant"] in baselines]
+    extra = set(extra_baselines)
+    for r in rows:
+        r["baseline"] = r["baseline"] or r["variant"] in extra
+    first = next((r for r in sorted(rows, key=lambda r: r["variant"]) if not r["baseline"]), None)
+    bases = [r for r in rows if r["baseline"]]
     head = "| variant | time (ms) | GFLOP/s | % of peak | vs first rung |"
     sep = "|---|---:|---:|---:|---:|"
     if roofline:  # a marker's columns=roofline: GB/s and % of the roofline after GFLOP/s
@@ -125,7 +134,7 @@ def render(rows, source, context, show_bytes=False, roofline=False, extra_baseli
         head += f" vs {b['variant']} |"
         sep += "---:|"
     lines = [head, sep]
-    for r in sorted(rows, key=lambda r: (r["variant"] in baselines, r["variant"])):
+    for r in sorted(rows, key=lambda r: (r["baseline"], r["variant"])):
         speedup = f"{first['ms'] / r['ms']:.2f}x" if first else "-"
         if roofline:
             line = (f"| {r['variant']} | {r['ms']:.3f} | {r['gflops']:.1f} | {r['gbs']:.1f} | {r['pct_peak']:.1f} | "
@@ -147,7 +156,7 @@ def render(rows, source, context, show_bytes=False, roofline=False, extra_baseli
 def render_separable(args, found, source, context):
     """Depthwise + pointwise against the dense conv, fastest variant of each (convlab's and a library's)."""
     def fastest(rows, library):
-        pick = [r for r in rows if (r["variant"] in BASELINES) == library]
+        pick = [r for r in rows if r["baseline"] == library]
         return min(pick, key=lambda r: r["ms"]) if pick else None
 
     lines = ["| conv | GFLOP | fastest convlab variant | time (ms) | fastest library | time (ms) |",

@@ -19,6 +19,7 @@ only finds files, runs the program and formats what it prints. Where things are:
 """
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -78,9 +79,17 @@ def waterline(*args):
 
 # ---- the files ----------------------------------------------------------------------------------
 
+def run_order(path):
+    """Sort key of a file under bench/results/<date>-<machine>[-<n>]/: the date, then the
+    run number (a plain string sort would put run -10 before run -2)."""
+    folder = path.parent.name
+    number = re.search(r"-(\d+)$", folder)
+    return folder[:10], int(number.group(1)) if number else 1
+
+
 def h200_probe():
-    """The newest bench/results/*h200*/probe.json (dated folders sort by date)."""
-    probes = sorted(ROOT.glob("bench/results/*h200*/probe.json"))
+    """The newest bench/results/*h200*/probe.json (by date, then run number)."""
+    probes = sorted(ROOT.glob("bench/results/*h200*/probe.json"), key=run_order)
     if not probes:
         raise FileNotFoundError("no bench/results/*h200*/probe.json: the H200's measured peaks come from "
                                 "`convlab probe` there (bench/run_gpu.sh files it)")
