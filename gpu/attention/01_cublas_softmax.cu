@@ -27,11 +27,12 @@
 // does not shrink with d); f32 B·H = 64, N = 1024, d = 64: 0.670 ms. Tests
 // pass; memcheck 0 errors; racecheck did not complete inside its time limit.
 //
-// The row-major / column-major trick of gpu/gemm/cublas.cu, per head:
-//   S[Nq,Nk] row-major = Sᵀ col-major = K·Qᵀ:  A = K seen as (Kᵀ col-major, ld d) transposed,
-//                                               B = Q as Qᵀ col-major (ld d), m = Nk, n = Nq, k = d
-//   O[Nq,d]  row-major = Oᵀ col-major = Vᵀ·Pᵀ: A = V as Vᵀ col-major (ld d), B = P as Pᵀ (ld Nk),
-//                                               m = d, n = Nq, k = Nk
+// The row-major / column-major trick of gpu/gemm/cublas.cu, per head, done by
+// gpu::gemm_row_major_strided_batched (gpu/common/cublas_handle.cuh):
+//   S[Nq,Nk] = Q·Kᵀ row-major (Q ld d; K stored [Nk,d], ld d, transposed)
+//            = Sᵀ col-major = K·Qᵀ: cuBLAS gets K's bytes with OP_T, Q's with OP_N, m = Nk, n = Nq, k = d
+//   O[Nq,d]  = P·V row-major (P ld Nk; V ld d)
+//            = Oᵀ col-major = Vᵀ·Pᵀ: cuBLAS gets V's bytes, then P's, both OP_N, m = d, n = Nq, k = Nk
 // Supported: f32 (plain fp32 GEMMs, no TF32), f16, bf16; any sizes.
 // Run just this: build/convlab run attention/cuda/01_cublas_softmax --shape B=4,H=16,N=4096,d=128,dtype=f16
 #include <cstdint>
@@ -62,35 +63,25 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock)
   gpu::warp_softmax_row(s + row * Nk, p + row * Nk, Nk, visible);
 }
 
-cudaDataType_t cuda_type(DType t) {
-  switch (t) {
-    case DType::f32: return CUDA_R_32F;
-    case DType::f16: return CUDA_R_16F;
-    case DType::bf16: return CUDA_R_16BF;
-  }
-  throw std::invalid_argument("01_cublas_softmax: unknown dtype");
-}
-
 bool supports(const AttentionProblem& p) {
   const int64_t rows = int64_t(p.B) * p.H * p.Nq;
   return gpu::ceil_div<int64_t>(rows, kWarpsPerBlock) <= gpu::kMaxGridX && int64_t(p.B) * p.H <= INT32_MAX;
 }
 
 void run(const AttentionProblem& p, const Args<AttentionProblem>& a) {
-  const cudaDataType_t type = cuda_type(p.dtype);
+  const cudaDataType_t type = gpu::cuda_data_type(p.dtype);
   const int batch = p.B * p.H;
   float* s = static_cast<float*>(a.workspace);  // [B, H, Nq, Nk] fp32
   void* prob = static_cast<unsigned char*>(a.workspace) + s_bytes(p);  // [B, H, Nq, Nk] problem dtype
-  const float scale = float(p.scale()), one = 1.f, zero = 0.f;  // beta = 0: S and O (NaN poison) are not read
 
-  // 1. Sᵀ (Nk x Nq, col-major) = K (Nk x d) · Qᵀ (d x Nq), per head.
-  gpu::check_cublas(cublasGemmStridedBatchedEx(gpu::cublas_handle(), CUBLAS_OP_T, CUBLAS_OP_N,
-                                               /*m=*/p.Nk, /*n=*/p.Nq, /*k=*/p.d, &scale,
-                                               a.k, type, /*lda=*/p.d, /*strideA=*/int64_t(p.Nk) * p.d,
-                                               a.q, type, /*ldb=*/p.d, /*strideB=*/int64_t(p.Nq) * p.d, &zero,
-                                               s, CUDA_R_32F, /*ldc=*/p.Nk, /*strideC=*/int64_t(p.Nq) * p.Nk,
-                                               batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-                    "cublasGemmStridedBatchedEx (S = QK^T)");
+  // 1. S [Nq,Nk] = scale · Q [Nq,d] · Kᵀ, per head; K is stored [Nk,d], so it goes in transposed.
+  gpu::gemm_row_major_strided_batched(
+      batch, /*M=*/p.Nq, /*N=*/p.Nk, /*K=*/p.d, /*alpha=*/float(p.scale()),
+      /*Q [Nq,d]*/ {.data = a.q, .type = type, .ld = p.d, .batch_stride = int64_t(p.Nq) * p.d},
+      /*K [Nk,d], used as Kᵀ*/ {.data = a.k, .type = type, .ld = p.d, .transposed = true,
+                                 .batch_stride = int64_t(p.Nk) * p.d},
+      /*S [Nq,Nk] fp32*/ {.data = s, .type = CUDA_R_32F, .ld = p.Nk, .batch_stride = int64_t(p.Nq) * p.Nk},
+      "S = QK^T");
 
   // 2. P = masked row softmax of S.
   const int64_t rows = int64_t(batch) * p.Nq;
@@ -102,14 +93,12 @@ void run(const AttentionProblem& p, const Args<AttentionProblem>& a) {
     gpu::check_launch("masked_softmax_kernel");
   });
 
-  // 3. Oᵀ (d x Nq, col-major) = Vᵀ (d x Nk) · Pᵀ (Nk x Nq), per head.
-  gpu::check_cublas(cublasGemmStridedBatchedEx(gpu::cublas_handle(), CUBLAS_OP_N, CUBLAS_OP_N,
-                                               /*m=*/p.d, /*n=*/p.Nq, /*k=*/p.Nk, &one,
-                                               a.v, type, /*lda=*/p.d, /*strideA=*/int64_t(p.Nk) * p.d,
-                                               prob, type, /*ldb=*/p.Nk, /*strideB=*/int64_t(p.Nq) * p.Nk, &zero,
-                                               a.o, type, /*ldc=*/p.d, /*strideC=*/int64_t(p.Nq) * p.d,
-                                               batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-                    "cublasGemmStridedBatchedEx (O = PV)");
+  // 3. O [Nq,d] = P [Nq,Nk] · V [Nk,d], per head.
+  gpu::gemm_row_major_strided_batched(
+      batch, /*M=*/p.Nq, /*N=*/p.d, /*K=*/p.Nk, /*alpha=*/1.f,
+      /*P [Nq,Nk]*/ {.data = prob, .type = type, .ld = p.Nk, .batch_stride = int64_t(p.Nq) * p.Nk},
+      /*V [Nk,d]*/ {.data = a.v, .type = type, .ld = p.d, .batch_stride = int64_t(p.Nk) * p.d},
+      /*O [Nq,d]*/ {.data = a.o, .type = type, .ld = p.d, .batch_stride = int64_t(p.Nq) * p.d}, "O = PV");
 }
 
 const Register<AttentionProblem> reg{{

@@ -459,12 +459,7 @@ bool supports(const AttentionProblem& p) {
 template <class Element, int kHeadDim> void launch(const AttentionProblem& p, const Args<AttentionProblem>& a) {
   const auto kernel = flash_wgmma_kernel<Element, kHeadDim>;
   constexpr int kShared = Tile<kHeadDim>::kSharedBytes;
-  static const bool opted_in = [&] {  // > 48 KB of dynamic shared memory must be asked for, once per kernel
-    gpu::check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kShared),
-                    "cudaFuncSetAttribute(flash_wgmma_kernel, MaxDynamicSharedMemorySize)");
-    return true;
-  }();
-  (void)opted_in;
+  gpu::allow_dynamic_shared(kernel, kShared, "flash_wgmma_kernel");  // > 48 KB must be asked for
   const dim3 grid(unsigned(gpu::ceil_div(p.Nq, kBlockQ)), unsigned(p.B * p.H));
   const float scale_log2 = float(p.scale() * 1.4426950408889634);  // scale·log2(e), rounded once
   kernel<<<grid, kThreads, kShared>>>(p.Nq, p.Nk, p.causal, scale_log2, static_cast<const Element*>(a.q),

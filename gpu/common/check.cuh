@@ -10,7 +10,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 
 #include "core/device.hpp"
 
@@ -45,6 +47,41 @@ template <class Kernel> int resident_blocks(Kernel kernel, int threads, std::siz
   check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared),
              "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
   return sms * (per_sm > 0 ? per_sm : 1);
+}
+
+// Lets `kernel` be launched with up to `bytes` of dynamic shared memory.
+// Above 48 KiB a kernel must ask first (cudaFuncSetAttribute with
+// MaxDynamicSharedMemorySize), or its launch fails with "invalid argument";
+// `name` labels the error. Call it before every launch that may need it:
+//
+//   allow_dynamic_shared(kernel, kSharedBytes, "my_kernel");
+//   kernel<<<grid, threads, kSharedBytes>>>(...);
+//
+// The grant belongs to the kernel (one instantiation of a kernel template),
+// lasts for the process, and covers every smaller size, so this remembers the
+// largest size granted to each kernel and calls CUDA only when a launch asks
+// for more: once per kernel in practice. (Asking on every launch would be
+// correct too, but it is a driver call on the host inside the timed region.)
+// The memory is keyed by the kernel's address, not by its C++ type: two
+// instantiations with the same parameter list, such as
+// flash_tensor_core_kernel<__half, 64> and <__half, 128>, share a type but
+// not a grant.
+inline void allow_dynamic_shared_bytes(const void* kernel, std::size_t bytes, const char* name) {
+  static std::mutex mutex;
+  static std::unordered_map<const void*, std::size_t> granted;  // kernel -> the largest size granted
+  const std::lock_guard<std::mutex> lock(mutex);
+  std::size_t& largest = granted[kernel];
+  if (bytes <= largest) return;
+  if (const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
+      err != cudaSuccess)
+    check_cuda(err, (std::string("cudaFuncSetAttribute(") + name + ", MaxDynamicSharedMemorySize = " +
+                     std::to_string(bytes) + ")")
+                        .c_str());
+  largest = bytes;
+}
+
+template <class Kernel> void allow_dynamic_shared(Kernel kernel, std::size_t bytes, const char* name) {
+  allow_dynamic_shared_bytes(reinterpret_cast<const void*>(kernel), bytes, name);
 }
 
 // CUDA's limits on a launch grid (x may be large, y and z are 16-bit).

@@ -172,8 +172,7 @@ void launch_probe(const void* q, const void* k, const void* p, const void* v, fl
   const auto kernel = wgmma_probe_kernel<Element, kHeadDim>;
   constexpr int kShared = Sw128Tile<kWgmmaProbeRows, kHeadDim>::kBytes +
                           2 * Sw128Tile<kWgmmaProbeKeys, kHeadDim>::kBytes + kAtomBytes;
-  check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kShared),
-             "cudaFuncSetAttribute(wgmma_probe_kernel, MaxDynamicSharedMemorySize)");
+  allow_dynamic_shared(kernel, kShared, "wgmma_probe_kernel");
   kernel<<<1, kProbeThreads, kShared>>>(static_cast<const Element*>(q), static_cast<const Element*>(k),
                                         static_cast<const Element*>(p), static_cast<const Element*>(v), s, o_p, o_s);
   check_launch("wgmma_probe_kernel");

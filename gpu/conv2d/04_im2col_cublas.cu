@@ -24,6 +24,9 @@
 //   cublasGemmEx(OP_T, OP_N, m = K/G, n = M, k = R·S·T,
 //                w + g·(K/G)·R·S·T, ld R·S·T,   A, ld lda,   y + g·K/G, ld K)
 //
+// gpu::gemm_row_major (gpu/common/cublas_handle.cuh) makes that call from
+// the row-major statement, y_g = A·w_gᵀ with w_g marked transposed.
+//
 // 1x1, stride 1, pad 0 (any groups): no im2col. Group g's patch matrix is x
 // itself from column g·T on, rows C apart — cuBLAS's leading dimension takes
 // the stride, so the view works even with groups (03's GEMM cannot).
@@ -40,7 +43,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
-#include <type_traits>
 
 #include "core/ops/conv2d.hpp"
 #include "gpu/common/check.cuh"
@@ -72,11 +74,10 @@ void run(const ConvProblem& p, const Args<ConvProblem>& a) {
     throw std::runtime_error("conv2d/cuda/04_im2col_cublas: missing workspace");
   const gpu::ConvGeometry g = gpu::geometry_of(p);
   const int M = int(patch_rows(p)), depth = int(patch_cols(p)), Kg = p.K_per_group();
-  const float alpha = 1.f, beta = 0.f;  // beta = 0: y is not read (it holds NaN poison)
+  const cudaDataType_t type = gpu::cuda_data_type(p.dtype);
 
   gpu::visit_dtype<float, __half>(p.dtype, [&](auto tag) {
     using Element = typename decltype(tag)::type;
-    const cudaDataType_t type = std::is_same_v<Element, float> ? CUDA_R_32F : CUDA_R_16F;
     const auto* x = static_cast<const Element*>(a.x);  // [N, H, W, C]        NHWC
     const auto* w = static_cast<const Element*>(a.w);  // [K, R, S, C/groups] KRSC
     auto* y = static_cast<Element*>(a.y);              // [N, P, Q, K]        NHWC = [N·P·Q, K]
@@ -92,14 +93,12 @@ void run(const ConvProblem& p, const Args<ConvProblem>& a) {
       }
       const Element* w_g = w + int64_t(group) * Kg * depth;  // [K/G, R·S·T] row-major
       Element* y_g = y + int64_t(group) * Kg;                // [M, K/G] slice of y, ld K
-      gpu::check_cublas(cublasGemmEx(gpu::cublas_handle(), CUBLAS_OP_T, CUBLAS_OP_N,
-                                     /*m=*/Kg, /*n=*/M, /*k=*/depth, &alpha,
-                                     /*w_g's bytes: [R·S·T, K/G] col-major, transposed*/ w_g, type, /*ld=*/depth,
-                                     /*A's bytes: Aᵀ [R·S·T, M] col-major*/ A, type, /*ld=*/lda, &beta,
-                                     /*y_g's bytes: y_gᵀ [K/G, M] col-major*/ y_g, type, /*ld=*/p.K,
-                                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-                        "cublasGemmEx");
-      gpu::check_launch("cublasGemmEx");
+      // y_g = A · w_gᵀ, row-major: cublasGemmEx(OP_T, OP_N, m = K/G, n = M, k = R·S·T, w_g, A, y_g) as above.
+      gpu::gemm_row_major(M, Kg, depth, /*alpha=*/1.f,
+                          /*A [M, R·S·T]*/ {.data = A, .type = type, .ld = lda},
+                          /*w_g [K/G, R·S·T], used as w_gᵀ*/
+                          {.data = w_g, .type = type, .ld = depth, .transposed = true},
+                          /*y_g [M, K/G]*/ {.data = y_g, .type = type, .ld = p.K}, "y_g = A·w_g^T");
     }
   });
 }

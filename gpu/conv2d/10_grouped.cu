@@ -528,12 +528,7 @@ bool supports(const ConvProblem& p) {
 
 template <int kT, int kTaps> void launch_mma(const ConvProblem& p, const Args<ConvProblem>& args) {
   const auto kernel = grouped_mma<kT, kTaps>;
-  static const bool opted_in = [&] {
-    gpu::check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxShared),
-                    "cudaFuncSetAttribute(grouped_mma, MaxDynamicSharedMemorySize)");
-    return true;
-  }();
-  (void)opted_in;
+  gpu::allow_dynamic_shared(kernel, kMaxShared, "grouped_mma");  // the opt-in limit covers every tile shape
   const TileShape ts = tile_shape(p);
   const int tiles_p = gpu::ceil_div(p.P(), ts.tile_p), tiles_q = gpu::ceil_div(p.Q(), ts.tile_q);
   const dim3 grid(unsigned(int64_t(p.N) * tiles_p * tiles_q), unsigned(gpu::ceil_div(p.C, kSlabChannels)));

@@ -399,13 +399,7 @@ inline bool fits(int64_t M, const ConvProblem& p) {
 template <class Element, bool kFastLoads, class Out>
 void launch_kernel(const ConvGeometry& cg, int M, const Element* x, const Element* w, Out out) {
   const auto kernel = implicit_gemm_tensor_core<Element, kFastLoads, Out>;
-  // More than 48 KiB of dynamic shared memory must be asked for, once per instantiation.
-  static const bool opted_in = [&] {
-    check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes),
-               "cudaFuncSetAttribute(implicit_gemm_tensor_core, MaxDynamicSharedMemorySize)");
-    return true;
-  }();
-  (void)opted_in;
+  allow_dynamic_shared(kernel, kSharedBytes, "implicit_gemm_tensor_core");  // > 48 KiB must be asked for
   const dim3 grid(unsigned(ceil_div(M, kBlockM) * ceil_div(cg.K_per_group, kBlockN)), unsigned(cg.groups));
   kernel<<<grid, kThreads, kSharedBytes>>>(cg, M, x, w, out);
   check_launch("implicit_gemm_tensor_core");

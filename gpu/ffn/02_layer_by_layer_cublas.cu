@@ -20,11 +20,11 @@
 // 1.011 ms. Tests pass; memcheck 0 errors; racecheck did not complete.
 //
 // Row-major through column-major cuBLAS: C = A·B row-major is Cᵀ = Bᵀ·Aᵀ
-// column-major, so each call passes B first (see gpu/gemm/cublas.cu).
+// column-major, so each call passes B first (gpu::gemm_row_major in
+// gpu/common/cublas_handle.cuh; gpu/gemm/cublas.cu explains it).
 // Supported: f32 (IEEE fp32, no TF32: see cublas_handle.cuh), f16, bf16; any sizes.
 // Run just this: build/convlab run ffn/cuda/02_layer_by_layer_cublas --shape P=401408,C=64,dtype=f16
 #include <cstddef>
-#include <stdexcept>
 
 #include "core/ops/ffn.hpp"
 #include "gpu/common/check.cuh"
@@ -35,37 +35,24 @@
 namespace convlab {
 namespace {
 
-cudaDataType_t cuda_type(DType t) {
-  switch (t) {
-    case DType::f32: return CUDA_R_32F;
-    case DType::f16: return CUDA_R_16F;
-    case DType::bf16: return CUDA_R_16BF;
-  }
-  throw std::invalid_argument("ffn cublas: unknown dtype");
-}
-
-// C[M,N] = A[M,K]·B[K,N], row-major, elements of `type`, fp32 accumulation.
-// beta = 0: C is not read (it may hold poison).
-void gemm_row_major(int M, int N, int K, const void* A, const void* B, void* C, cudaDataType_t type) {
-  const float alpha = 1.f, beta = 0.f;
-  gpu::check_cublas(cublasGemmEx(gpu::cublas_handle(), CUBLAS_OP_N, CUBLAS_OP_N, /*m=*/N, /*n=*/M, /*k=*/K, &alpha,
-                                 B, type, /*ld=*/N, A, type, /*ld=*/K, &beta, C, type, /*ld=*/N, CUBLAS_COMPUTE_32F,
-                                 CUBLAS_GEMM_DEFAULT),
-                    "cublasGemmEx");
-}
-
 std::size_t workspace_bytes(const FfnProblem& p) { return std::size_t(p.P) * p.hidden * dtype_size(p.dtype); }
 
 void run(const FfnProblem& p, const Args<FfnProblem>& args) {
-  const cudaDataType_t type = cuda_type(p.dtype);
+  const cudaDataType_t type = gpu::cuda_data_type(p.dtype);
   void* h = args.workspace;  // [P, hidden] row-major, problem dtype: the hidden tensor
-  gemm_row_major(p.P, p.hidden, p.C, args.x, args.u, h, type);
+  gpu::gemm_row_major(p.P, p.hidden, p.C, /*alpha=*/1.f,
+                      /*X [P,C]*/ {.data = args.x, .type = type, .ld = p.C},
+                      /*U [C,hidden]*/ {.data = args.u, .type = type, .ld = p.hidden},
+                      /*H [P,hidden]*/ {.data = h, .type = type, .ld = p.hidden}, "H = X·U");
   gpu::visit_dtype<float, __half, __nv_bfloat16>(p.dtype, [&](auto tag) {
     using Element = typename decltype(tag)::type;
     gpu::ffn::bias_activate(p.P, p.hidden, static_cast<Element*>(h), static_cast<const Element*>(args.a),
                             p.activation);
   });
-  gemm_row_major(p.P, p.C_out, p.hidden, h, args.v, args.z, type);
+  gpu::gemm_row_major(p.P, p.C_out, p.hidden, /*alpha=*/1.f,
+                      /*H [P,hidden]*/ {.data = h, .type = type, .ld = p.hidden},
+                      /*V [hidden,C_out]*/ {.data = args.v, .type = type, .ld = p.C_out},
+                      /*Z [P,C_out]*/ {.data = args.z, .type = type, .ld = p.C_out}, "Z = H·V");
   gpu::visit_dtype<float, __half, __nv_bfloat16>(p.dtype, [&](auto tag) {
     using Element = typename decltype(tag)::type;
     gpu::ffn::bias_activate(p.P, p.C_out, static_cast<Element*>(args.z), static_cast<const Element*>(args.b),

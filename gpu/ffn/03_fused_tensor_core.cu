@@ -360,13 +360,7 @@ bool supports(const FfnProblem& p) {
 
 template <class Cfg, class Element> void launch(const FfnProblem& p, const Args<FfnProblem>& args) {
   const auto kernel = fused_ffn_kernel<Cfg, Element>;
-  // More than 48 KB of dynamic shared memory must be asked for, once per kernel.
-  static const bool opted_in = [&] {
-    gpu::check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSharedBytes),
-                    "cudaFuncSetAttribute(fused_ffn_kernel, MaxDynamicSharedMemorySize)");
-    return true;
-  }();
-  (void)opted_in;
+  gpu::allow_dynamic_shared(kernel, Cfg::kSharedBytes, "fused_ffn_kernel");  // > 48 KB must be asked for
   const int blocks = gpu::ceil_div(p.P, Cfg::kBlockRows);
   kernel<<<blocks, Cfg::kThreads, Cfg::kSharedBytes>>>(
       p.P, p.hidden, p.activation, static_cast<const Element*>(args.x), static_cast<const Element*>(args.u),

@@ -345,13 +345,7 @@ bool supports(const GemmProblem& p) {
 
 template <class Element, bool kVectorLoads> void launch(const GemmProblem& p, const Args<GemmProblem>& args) {
   const auto kernel = tensor_core_pipelined_kernel<Element, kVectorLoads>;
-  // More than 48 KB of dynamic shared memory must be asked for, once per kernel.
-  static const bool opted_in = [&] {
-    gpu::check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes),
-                    "cudaFuncSetAttribute(tensor_core_pipelined_kernel, MaxDynamicSharedMemorySize)");
-    return true;
-  }();
-  (void)opted_in;
+  gpu::allow_dynamic_shared(kernel, kSharedBytes, "tensor_core_pipelined_kernel");  // > 48 KB must be asked for
   const int blocks = gpu::ceil_div(p.M, kBlockM) * gpu::ceil_div(p.N, kBlockN);
   kernel<<<blocks, kThreads, kSharedBytes>>>(p.M, p.N, p.K, static_cast<const Element*>(args.a),
                                              static_cast<const Element*>(args.b), static_cast<Element*>(args.c));

@@ -15,6 +15,12 @@
 //   column-major  Cᵀ[N,M] = Bᵀ[N,K] · Aᵀ[K,M]   (m = N, n = M, k = K;
 //                 lda of Bᵀ = N, ldb of Aᵀ = K, ldc of Cᵀ = N)
 //
+//   cublasGemmEx(OP_N, OP_N, m = N, n = M, k = K, B, ld N, A, ld K, C, ld N)
+//
+// Every cuBLAS-backed variant makes this call through one wrapper,
+// gpu::gemm_row_major (gpu/common/cublas_handle.cuh), which also takes
+// transposed operands and a strided batch.
+//
 // Cost: whatever NVIDIA's engineers made it — that is the point of a baseline.
 // Run just this: build/convlab run gemm/cuda/cublas
 #include "core/ops/gemm.hpp"
@@ -24,26 +30,13 @@
 namespace convlab {
 namespace {
 
-cudaDataType_t cuda_type(DType t) {
-  switch (t) {
-    case DType::f32: return CUDA_R_32F;
-    case DType::f16: return CUDA_R_16F;
-    case DType::bf16: return CUDA_R_16BF;
-  }
-  throw std::invalid_argument("cublas: unknown dtype");
-}
-
 void run(const GemmProblem& p, const Args<GemmProblem>& a) {
-  const cudaDataType_t type = cuda_type(p.dtype);
-  const float alpha = 1.f, beta = 0.f;  // C = A·B; with beta = 0 cuBLAS does not read C (it holds NaN poison)
-  gpu::check_cublas(cublasGemmEx(gpu::cublas_handle(), CUBLAS_OP_N, CUBLAS_OP_N,
-                                 /*m=*/p.N, /*n=*/p.M, /*k=*/p.K, &alpha,
-                                 /*B as Bᵀ, N×K col-major*/ a.b, type, /*ld=*/p.N,
-                                 /*A as Aᵀ, K×M col-major*/ a.a, type, /*ld=*/p.K, &beta,
-                                 /*C as Cᵀ, N×M col-major*/ a.c, type, /*ld=*/p.N,
-                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-                    "cublasGemmEx");
-  gpu::check_launch("cublasGemmEx");
+  const cudaDataType_t type = gpu::cuda_data_type(p.dtype);
+  // C = A·B, all row-major; gpu::gemm_row_major makes the call above (B first, m = N, n = M).
+  gpu::gemm_row_major(p.M, p.N, p.K, /*alpha=*/1.f,
+                      /*A [M,K]*/ {.data = a.a, .type = type, .ld = p.K},
+                      /*B [K,N]*/ {.data = a.b, .type = type, .ld = p.N},
+                      /*C [M,N]*/ {.data = a.c, .type = type, .ld = p.N}, "C = A·B");
 }
 
 const Register<GemmProblem> reg{{
