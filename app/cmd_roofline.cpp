@@ -210,12 +210,12 @@ int run(const std::vector<std::string>& args) {
       const Row& r = rows[i];
       const RowRoof f = roof_of(r);
       std::cout << (i ? "," : "") << "\n  {\"name\": " << json::quote(r.name) << ", \"dtype\": "
-                << json::quote(dtype_name(r.dtype)) << ", \"ms\": " << json_number(r.ms)
-                << ", \"gflops\": " << json_number(r.gflops) << ", \"intensity\": " << json_number(r.intensity)
-                << ", \"peak_gflops\": " << json_number(r.peak_gflops) << ", \"peak_gbs\": "
-                << json_number(r.peak_gbs) << ", \"ridge\": " << json_number(f.ridge)
+                << json::quote(dtype_name(r.dtype)) << ", \"ms\": " << json::number(r.ms)
+                << ", \"gflops\": " << json::number(r.gflops) << ", \"intensity\": " << json::number(r.intensity)
+                << ", \"peak_gflops\": " << json::number(r.peak_gflops) << ", \"peak_gbs\": "
+                << json::number(r.peak_gbs) << ", \"ridge\": " << json::number(f.ridge)
                 << ", \"bound\": " << json::quote(f.bound) << ", \"attainable_gflops\": "
-                << json_number(f.attainable) << ", \"pct_of_attainable\": " << json_number(f.share) << "}";
+                << json::number(f.attainable) << ", \"pct_of_attainable\": " << json::number(f.share) << "}";
     }
     std::cout << "\n], \"failed\": " << failed << "}\n";
     return 0;
