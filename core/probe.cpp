@@ -65,6 +65,14 @@ double MachinePeaks::peak_gbs(Device device, Threads threads) const {
   return gpu.copy_gbs;
 }
 
+bool cpu_has_avx2_fma() {
+  static const bool has = [] {
+    __builtin_cpu_init();  // safe to call again; needed if we run before libgcc's own initialiser
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  }();
+  return has;
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -164,11 +172,6 @@ __attribute__((target("avx512f"))) float fma_kernel_avx512(int64_t iterations, f
   float total = 0;
   for (float v : lanes) total += v;
   return total;
-}
-
-bool cpu_has_avx2_fma() {
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return has;
 }
 
 struct FmaKernel {
