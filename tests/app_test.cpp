@@ -257,7 +257,7 @@ TEST_CASE("app: roofline reads benchmark JSON and puts each row under its roof",
   for (const auto& [args, status] : std::vector<std::pair<std::string, int>>{
            {"roofline", 2},
            {"roofline " + file + " --machine nosuch", 2},
-           {"roofline " + file + " --filter (", 2},
+           {"roofline " + file + " --filter '('", 2},  // quoted: the program, not the shell, must reject it
            {"roofline " + file + " --filter nothing_matches", 1},
            {"roofline " + (dir / "missing.json").string(), 1}}) {
     const ProgramResult e = run_convlab(args);
