@@ -1,9 +1,10 @@
-// tests/support.hpp — what the registry-driven tests share: the seed, the
-// GPU skip, and "run one variant over its operation's test table".
+// tests/support.hpp — what the tests share: the seed, the GPU skip, "run one
+// variant over its operation's test table", and running the convlab program.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <string>
 
 #include "core/harness.hpp"
@@ -29,5 +30,22 @@ void check_twice(ICase& c, const std::string& what);
 // verify; fails the Catch test on any mismatch, and if the variant supports
 // none of the shapes (a variant must be tested on something).
 void check_variant_on_table(const OpHandle& op, std::size_t index);
+
+// ---- the convlab program ----------------------------------------------------------------
+
+// The convlab program built beside this test binary; "" when it is not there.
+std::string convlab_program();
+// True (and prints CONVLAB-SKIP, naming `what` was not run) when it is not there.
+bool skip_without_program(const std::string& what);
+
+struct ProgramResult {
+  int status = -1;  // exit status; -1 if it did not exit normally
+  std::string out, err;
+};
+// Runs `convlab ARGS` through the shell, its stdout and stderr captured.
+ProgramResult run_convlab(const std::string& args);
+
+// The whole text of a file ("" when it cannot be read).
+std::string read_text(const std::filesystem::path& path);
 
 }  // namespace convlab::testing
