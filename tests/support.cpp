@@ -10,6 +10,7 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "tests/catch_compat.hpp"
 
@@ -55,6 +56,20 @@ void check_variant_on_table(const OpHandle& op, std::size_t index) {
   }
   INFO(v.id() << " supports none of the " << op.name() << " test shapes");
   CHECK(tested > 0);
+}
+
+std::size_t variant_index(const OpHandle& op, Device device, const std::string& name) {
+  const std::vector<VariantInfo> variants = op.variants();
+  for (std::size_t i = 0; i < variants.size(); ++i)
+    if (variants[i].device == device && variants[i].name == name) return i;
+  FAIL(op.name() << "/" << device_name(device) << "/" << name << " is not registered");
+  return 0;
+}
+
+std::size_t workspace_of(const std::string& op, Device device, const std::string& name, const std::string& spec) {
+  const OpHandle* handle = find_op(op);
+  REQUIRE(handle != nullptr);
+  return handle->make_case(variant_index(*handle, device, name), spec, 1)->workspace_bytes();
 }
 
 // ---- the convlab program ----------------------------------------------------------------

@@ -17,25 +17,15 @@
 #include "analysis/report.hpp"
 #include "analysis/waterline.hpp"
 #include "tests/catch_compat.hpp"
+#include "tests/support.hpp"
 
 namespace an = convlab::analysis;
 using convlab::DType;
 
 namespace {
 
-// True when f() throws an Exception (the Catch macros used here are only
-// TEST_CASE, SECTION, REQUIRE, CHECK and INFO, common to Catch2 v2 and v3).
-template <class Exception, class F>
-bool throws(F&& f) {
-  try {
-    f();
-  } catch (const Exception&) {
-    return true;
-  } catch (...) {
-    return false;
-  }
-  return false;
-}
+using convlab::testing::throws;
+
 bool close(double a, double b, double rel = 1e-12) { return std::abs(a - b) <= rel * std::max(std::abs(a), std::abs(b)); }
 }  // namespace
 
