@@ -38,7 +38,8 @@ std::string kernel_string(const Layer& l) {
   return s;
 }
 
-std::string number(double v) { return format("%.10g", v); }
+// Every number of the reports: 10 significant digits, so the notebooks read back what was computed.
+std::string number(double v) { return json::number(v, 10); }
 
 std::string shape_json(const ActivationShape& s) { return format("[%d, %d, %d, %d]", s.N, s.H, s.W, s.C); }
 

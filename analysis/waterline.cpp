@@ -45,6 +45,38 @@ bool above_waterline(double ops, double bytes, const Roof& roof) {
   return ops / roof.peak_ops_per_s >= bytes / roof.bytes_per_s;  // n/b >= R/B without dividing by b
 }
 
+// Eq. 10 and the ridge for one measured kernel; the classification is
+// above_waterline's, so a kernel is memory-bound here exactly where the
+// waterline report says so.
+RooflinePoint roofline_point(double achieved_ops_per_s, double ops, double bytes, const Roof& roof) {
+  RooflinePoint p;
+  p.ridge = roof.op_byte();
+  p.attainable = attainable_ops_per_s(ops, bytes, roof);
+  p.pct_of_attainable = 100.0 * achieved_ops_per_s / p.attainable;
+  p.memory_bound = !above_waterline(ops, bytes, roof);
+  return p;
+}
+
+// The roof in OP/s and bytes/s, as everywhere in this file; the programs' GFLOP/s
+// and GB/s in and out.
+KernelRates kernel_rates(double ops, double bytes, double seconds, double peak_gflops, double peak_gbs) {
+  KernelRates r;
+  if (bytes > 0) r.intensity = ops / bytes;
+  const double ops_per_s = seconds > 0 ? ops / seconds : 0.0;
+  if (seconds > 0) {
+    r.gflops = ops_per_s / 1e9;
+    r.gbs = bytes / seconds / 1e9;
+  }
+  if (peak_gflops > 0 && r.gflops > 0) r.pct_peak = 100 * r.gflops / peak_gflops;
+  if (peak_gbs > 0 && r.gbs > 0) r.pct_bandwidth = 100 * r.gbs / peak_gbs;
+  if (peak_gflops > 0 && peak_gbs > 0) {  // the roofline of the shape, whether or not it was timed
+    const RooflinePoint p = roofline_point(ops_per_s, ops, bytes, {peak_gflops * 1e9, peak_gbs * 1e9});
+    r.attainable_gflops = p.attainable / 1e9;
+    if (r.gflops > 0) r.pct_roofline = p.pct_of_attainable;
+  }
+  return r;
+}
+
 // Eq. 12: T_min = Σ_i t_i.
 double waterline_time(const std::vector<KernelWork>& kernels, const Roof& roof) {
   double sum = 0;

@@ -23,6 +23,7 @@
 //                         waterline.
 #pragma once
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,36 @@ double attainable_ops_per_s(double ops, double bytes, const Roof& roof);  // Eq.
 double roofline_time(double ops, double bytes, const Roof& roof);          // Eq. 11
 double roofline_time(double ops, double bytes, const Machine& machine, DType dtype = DType::f16);
 bool above_waterline(double ops, double bytes, const Roof& roof);          // n/b >= R/B
+
+// ---- one measured kernel under its roof: what the programs print ------------------------
+// `convlab run`, the benchmarks' counters and `convlab roofline` all judge a
+// measured kernel through these two functions, so the three cannot drift apart.
+
+// Where an achieved rate stands on the roofline of a kernel with `ops` OPs
+// and `bytes` bytes. Any units that agree with each other do: OP/s and bytes/s,
+// or GFLOP/s and GB/s (`convlab roofline`, which knows only the intensity I,
+// passes ops = I, bytes = 1).
+struct RooflinePoint {
+  double ridge = 0;              // R/B: below this intensity a kernel is memory-bound
+  double attainable = 0;         // Eq. 10: min(R, B·ops/bytes), in the units of R
+  double pct_of_attainable = 0;  // 100 · achieved / attainable
+  bool memory_bound = false;     // below the waterline (not above_waterline)
+};
+RooflinePoint roofline_point(double achieved_ops_per_s, double ops, double bytes, const Roof& roof);
+
+// A kernel that did `ops` OPs on `bytes` compulsory bytes in `seconds`, against
+// the peaks `peak_gflops` and `peak_gbs` (the units every program prints). A
+// number that cannot be formed is NaN: a rate without a time (seconds 0: not
+// timed), the intensity without bytes, a percentage without its peak or of a
+// zero rate, the roofline without both peaks. Each program shows NaN its own
+// way (`convlab run`: "-" and null; benchmark counters: 0 or no counter).
+struct KernelRates {
+  double gflops = NAN, gbs = NAN;                      // achieved: ops / seconds, bytes / seconds
+  double intensity = NAN;                              // ops / bytes, OPs per compulsory byte
+  double pct_peak = NAN, pct_bandwidth = NAN;          // 100 · achieved / peak
+  double attainable_gflops = NAN, pct_roofline = NAN;  // Eq. 10 for this shape, and the share reached
+};
+KernelRates kernel_rates(double ops, double bytes, double seconds, double peak_gflops, double peak_gbs);
 
 // ---- a sequence of kernels: waterline (Eq. 12–14) and mediant (Eq. 29) -----------
 double waterline_time(const std::vector<KernelWork>& kernels, const Roof& roof);        // T_min, Eq. 12

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "analysis/machine.hpp"
+#include "analysis/waterline.hpp"
 #include "app/commands.hpp"
 #include "app/common.hpp"
 #include "core/dtype.hpp"
@@ -141,18 +142,21 @@ std::vector<Row> read_rows(const std::string& path, const std::regex* filter, in
   return rows;
 }
 
-struct Roof {
+// The row on its roof (analysis::roofline_point, in GFLOP/s and GB/s: the
+// intensity I stands for I flops on one byte); NaN and "-" without a roof.
+struct RowRoof {
   double ridge = NAN, attainable = NAN, share = NAN;
   std::string bound = "-";
 };
 
-Roof roof_of(const Row& r) {
-  Roof out;
+RowRoof roof_of(const Row& r) {
+  RowRoof out;
   if (!(r.peak_gflops > 0) || !(r.peak_gbs > 0) || !std::isfinite(r.intensity)) return out;
-  out.ridge = r.peak_gflops / r.peak_gbs;
-  out.attainable = std::min(r.peak_gflops, r.intensity * r.peak_gbs);
-  out.share = 100.0 * r.gflops / out.attainable;
-  out.bound = r.intensity < out.ridge ? "memory" : "compute";
+  const analysis::RooflinePoint p = analysis::roofline_point(r.gflops, r.intensity, 1.0, {r.peak_gflops, r.peak_gbs});
+  out.ridge = p.ridge;
+  out.attainable = p.attainable;
+  out.share = p.pct_of_attainable;
+  out.bound = p.memory_bound ? "memory" : "compute";
   return out;
 }
 
@@ -204,14 +208,14 @@ int run(const std::vector<std::string>& args) {
     std::cout << "{\"machine\": " << json::quote(own_run ? "run" : machine.name) << ", \"rows\": [";
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const Row& r = rows[i];
-      const Roof f = roof_of(r);
+      const RowRoof f = roof_of(r);
       std::cout << (i ? "," : "") << "\n  {\"name\": " << json::quote(r.name) << ", \"dtype\": "
-                << json::quote(dtype_name(r.dtype)) << ", \"ms\": " << json_number(r.ms)
-                << ", \"gflops\": " << json_number(r.gflops) << ", \"intensity\": " << json_number(r.intensity)
-                << ", \"peak_gflops\": " << json_number(r.peak_gflops) << ", \"peak_gbs\": "
-                << json_number(r.peak_gbs) << ", \"ridge\": " << json_number(f.ridge)
+                << json::quote(dtype_name(r.dtype)) << ", \"ms\": " << json::number(r.ms)
+                << ", \"gflops\": " << json::number(r.gflops) << ", \"intensity\": " << json::number(r.intensity)
+                << ", \"peak_gflops\": " << json::number(r.peak_gflops) << ", \"peak_gbs\": "
+                << json::number(r.peak_gbs) << ", \"ridge\": " << json::number(f.ridge)
                 << ", \"bound\": " << json::quote(f.bound) << ", \"attainable_gflops\": "
-                << json_number(f.attainable) << ", \"pct_of_attainable\": " << json_number(f.share) << "}";
+                << json::number(f.attainable) << ", \"pct_of_attainable\": " << json::number(f.share) << "}";
     }
     std::cout << "\n], \"failed\": " << failed << "}\n";
     return 0;
@@ -231,7 +235,7 @@ int run(const std::vector<std::string>& args) {
             << "; attainable = min(R, I*B)\n";
   table.print_header();
   for (const Row& r : rows) {
-    const Roof f = roof_of(r);
+    const RowRoof f = roof_of(r);
     table.print_row({r.name, format_ms(r.ms), format_rate(r.gflops), format_fixed(r.intensity, 1),
                      format_fixed(f.ridge, 1), f.bound, format_rate(f.attainable), format_percent(f.share)});
   }

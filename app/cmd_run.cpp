@@ -91,9 +91,9 @@ void print_row(StreamingTable& table, const Measurement& m) {
   }
   std::vector<std::string> cells = lead;
   for (const std::string& cell :
-       {format_sci(m.rel_l2), format_ms(m.median_ms), format_rate(m.gflops), format_rate(m.gbs),
-        format_percent(m.percent_of_peak), format_fixed(m.intensity, 1), format_rate(m.attainable_gflops),
-        format_percent(m.percent_of_roofline), format_bytes(double(m.workspace_bytes))})
+       {format_sci(m.rel_l2), format_ms(m.median_ms), format_rate(m.rates.gflops), format_rate(m.rates.gbs),
+        format_percent(m.rates.pct_peak), format_fixed(m.rates.intensity, 1), format_rate(m.rates.attainable_gflops),
+        format_percent(m.rates.pct_roofline), format_bytes(double(m.workspace_bytes))})
     cells.push_back(cell);
   table.print_row(cells);
   if (m.status == Status::fail)

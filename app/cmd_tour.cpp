@@ -159,7 +159,7 @@ int run(const std::vector<std::string>& args) {
     const std::vector<std::string> lead = {lesson_cell, v.info.id(), m.label, status_name(m.status)};
     if (m.status == Status::ok || m.status == Status::fail) {
       table.print_row({lesson_cell, v.info.id(), m.label, status_name(m.status), format_ms(m.median_ms),
-                       format_rate(m.gflops), format_percent(m.percent_of_peak),
+                       format_rate(m.rates.gflops), format_percent(m.rates.pct_peak),
                        m.speedup > 0 ? format_fixed(m.speedup, m.speedup >= 10 ? 1 : 2) + "x" : "-", note});
       if (m.status == Status::fail) table.print_note(m.message + " (inputs: seed " + std::to_string(kTourSeed) + ")");
     } else {

@@ -188,13 +188,6 @@ std::string format_bytes(double bytes) {
   return u == 0 ? format_fixed(bytes, 0) + " B" : format_fixed(bytes, 1) + " " + units[u];
 }
 
-std::string json_number(double value) {
-  if (!std::isfinite(value)) return "null";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", value);
-  return buf;
-}
-
 // ---- tables ----------------------------------------------------------------------------
 
 StreamingTable::StreamingTable(std::ostream& out, std::vector<Column> columns) : out_(out), columns_(std::move(columns)) {

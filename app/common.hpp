@@ -83,7 +83,6 @@ std::string format_rate(double value);                 // GFLOP/s or GB/s
 std::string format_percent(double fraction_percent);   // "43.1%"
 std::string format_sci(double value);                  // "1.2e-07"
 std::string format_bytes(double bytes);                // "0 B", "4.5 KiB", "1.2 MiB"
-std::string json_number(double value);                 // null when not finite
 
 // ---- tables ----------------------------------------------------------------------------
 

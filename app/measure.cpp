@@ -1,7 +1,6 @@
 // app/measure.cpp — check, time and rate one variant (see app/measure.hpp).
 #include "app/measure.hpp"
 
-#include "analysis/waterline.hpp"
 #include "core/json.hpp"
 #include "core/probe.hpp"
 
@@ -40,7 +39,7 @@ void check_and_time(ICase& c, const RepetitionPolicy& reps, Measurement& m) {
   if (!outputs.empty()) m.dtype = outputs[0].dtype;
   m.flops = c.flops();
   m.min_bytes = c.min_bytes();
-  m.intensity = m.min_bytes > 0 ? m.flops / m.min_bytes : -1;
+  m.rates = analysis::kernel_rates(m.flops, m.min_bytes, 0, 0, 0);  // untimed: the intensity only
   m.workspace_bytes = c.workspace_bytes();
 
   const CompareResult first = checked_run(c);
@@ -59,20 +58,10 @@ void check_and_time(ICase& c, const RepetitionPolicy& reps, Measurement& m) {
   m.reps = int(t.samples_ms.size());
   m.median_ms = t.median_ms;
   m.min_ms = t.min_ms;
-  if (t.median_ms > 0) {
-    m.gflops = m.flops / (t.median_ms * 1e6);
-    m.gbs = m.min_bytes / (t.median_ms * 1e6);
-  }
   const MachinePeaks& peaks = machine_peaks();
   m.peak_gflops = peaks.peak_gflops(m.variant.device, m.dtype, m.variant.threads);
   m.peak_gbs = peaks.peak_gbs(m.variant.device, m.variant.threads);
-  if (m.peak_gflops > 0 && m.gflops > 0) m.percent_of_peak = 100 * m.gflops / m.peak_gflops;
-  if (m.peak_gbs > 0 && m.gbs > 0) m.percent_of_bandwidth = 100 * m.gbs / m.peak_gbs;
-  if (m.peak_gflops > 0 && m.peak_gbs > 0) {
-    m.attainable_gflops =
-        analysis::attainable_ops_per_s(m.flops, m.min_bytes, {m.peak_gflops * 1e9, m.peak_gbs * 1e9}) / 1e9;
-    if (m.gflops > 0) m.percent_of_roofline = 100 * m.gflops / m.attainable_gflops;
-  }
+  m.rates = analysis::kernel_rates(m.flops, m.min_bytes, t.median_ms * 1e-3, m.peak_gflops, m.peak_gbs);
 
   const CompareResult after = checked_run(c);
   if (!after.ok) {
@@ -130,23 +119,23 @@ std::string measurement_json(const Measurement& m) {
   add("status", json::quote(status_name(m.status)));
   add("message", json::quote(m.message));
   add("seed", std::to_string(m.seed));
-  auto number_or_null = [](double v) { return v >= 0 ? json_number(v) : std::string("null"); };
+  auto number_or_null = [](double v) { return v >= 0 ? json::number(v) : std::string("null"); };
   add("rel_l2", number_or_null(m.rel_l2));
   add("max_abs_err", number_or_null(m.max_abs_err));
   add("reps", std::to_string(m.reps));
   add("median_ms", number_or_null(m.median_ms));
   add("min_ms", number_or_null(m.min_ms));
-  add("flops", json_number(m.flops));
-  add("min_bytes", json_number(m.min_bytes));
-  add("gflops", number_or_null(m.gflops));
-  add("gbs", number_or_null(m.gbs));
-  add("intensity", number_or_null(m.intensity));
-  add("peak_gflops", json_number(m.peak_gflops));
-  add("pct_peak", number_or_null(m.percent_of_peak));
-  add("peak_gbs", json_number(m.peak_gbs));
-  add("pct_bandwidth", number_or_null(m.percent_of_bandwidth));
-  add("attainable_gflops", number_or_null(m.attainable_gflops));
-  add("pct_roofline", number_or_null(m.percent_of_roofline));
+  add("flops", json::number(m.flops));
+  add("min_bytes", json::number(m.min_bytes));
+  add("gflops", number_or_null(m.rates.gflops));
+  add("gbs", number_or_null(m.rates.gbs));
+  add("intensity", number_or_null(m.rates.intensity));
+  add("peak_gflops", json::number(m.peak_gflops));
+  add("pct_peak", number_or_null(m.rates.pct_peak));
+  add("peak_gbs", json::number(m.peak_gbs));
+  add("pct_bandwidth", number_or_null(m.rates.pct_bandwidth));
+  add("attainable_gflops", number_or_null(m.rates.attainable_gflops));
+  add("pct_roofline", number_or_null(m.rates.pct_roofline));
   add("workspace_bytes", std::to_string(m.workspace_bytes));
   add("speedup_over_first_rung", number_or_null(m.speedup));
   return j + "}";

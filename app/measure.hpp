@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "analysis/waterline.hpp"
 #include "app/common.hpp"
 #include "core/timing.hpp"
 
@@ -28,11 +29,10 @@ struct Measurement {
   int reps = 0;
   double median_ms = -1, min_ms = -1;
   double flops = 0, min_bytes = 0;
-  double gflops = -1, gbs = -1, intensity = -1;
-  double peak_gflops = 0, percent_of_peak = -1;  // against the peak of this device, dtype and thread count
-  double peak_gbs = 0, percent_of_bandwidth = -1;
-  double attainable_gflops = -1;    // roofline (Eq. 10): min(peak, intensity × bandwidth) for this shape
-  double percent_of_roofline = -1;  // gflops / attainable_gflops
+  double peak_gflops = 0, peak_gbs = 0;  // the peaks of this device, dtype and thread count; 0 until timed
+  // GFLOP/s, GB/s, intensity, % of each peak, the roofline's attainable rate
+  // (Eq. 10) and the % of it reached; NaN where not measured.
+  analysis::KernelRates rates;
   std::size_t workspace_bytes = 0;
   double speedup = -1;      // set by the tour: over the lesson's first rung
 };

@@ -7,23 +7,16 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
-#include <sstream>
 #include <string>
 
 #include "bench/measure.hpp"
 #include "core/device.hpp"
+#include "core/json.hpp"
 #include "core/probe.hpp"
 
 namespace convlab::bench {
 
 namespace {
-
-std::string number(double value) {
-  std::ostringstream out;
-  out.precision(6);
-  out << value;
-  return out.str();
-}
 
 void add(const std::string& key, const std::string& value) { benchmark::AddCustomContext(key, value); }
 
@@ -38,20 +31,20 @@ void add_machine_context() {
   add("cpu_model", peaks.cpu_model);
   add("cpu_threads", std::to_string(peaks.cpu_threads));
   add("cpu_has_fma", peaks.cpu_has_fma ? "true" : "false");
-  add("cpu_gflops_1t", number(peaks.cpu_gflops_1t));    // fp32 FMA throughput, one thread
-  add("cpu_gflops_all", number(peaks.cpu_gflops_all));  // fp32 FMA throughput, all threads
-  add("cpu_gbs_1t", number(peaks.cpu_gbs_1t));          // triad bandwidth, one thread
-  add("cpu_gbs_all", number(peaks.cpu_gbs_all));        // triad bandwidth, all threads
+  add("cpu_gflops_1t", json::number(peaks.cpu_gflops_1t));    // fp32 FMA throughput, one thread
+  add("cpu_gflops_all", json::number(peaks.cpu_gflops_all));  // fp32 FMA throughput, all threads
+  add("cpu_gbs_1t", json::number(peaks.cpu_gbs_1t));          // triad bandwidth, one thread
+  add("cpu_gbs_all", json::number(peaks.cpu_gbs_all));        // triad bandwidth, all threads
 
   add("cuda_compiled", cuda_compiled() ? "true" : "false");
   add("cuda_devices", std::to_string(cuda_device_count()));
   if (!peaks.gpu.name.empty()) {
     add("gpu_name", peaks.gpu.name);
     add("gpu_sm_count", std::to_string(peaks.gpu.sm_count));
-    add("gpu_copy_gbs", number(peaks.gpu.copy_gbs));              // device-to-device copy
-    add("gpu_sgemm_gflops", number(peaks.gpu.sgemm_gflops));      // cuBLAS fp32, TF32 off
-    add("gpu_hgemm_gflops", number(peaks.gpu.hgemm_gflops));      // cuBLAS fp16, fp32 accumulate
-    add("gpu_bf16gemm_gflops", number(peaks.gpu.bf16gemm_gflops));
+    add("gpu_copy_gbs", json::number(peaks.gpu.copy_gbs));              // device-to-device copy
+    add("gpu_sgemm_gflops", json::number(peaks.gpu.sgemm_gflops));      // cuBLAS fp32, TF32 off
+    add("gpu_hgemm_gflops", json::number(peaks.gpu.hgemm_gflops));      // cuBLAS fp16, fp32 accumulate
+    add("gpu_bf16gemm_gflops", json::number(peaks.gpu.bf16gemm_gflops));
   }
 
   add("convlab_seed", std::to_string(base_seed()));

@@ -19,6 +19,7 @@
 #include "bench/measure.hpp"
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <exception>
 #include <memory>
@@ -98,25 +99,23 @@ void set_counters(benchmark::State& state, const BenchTarget& t, const ICase& c,
   const MachinePeaks& peaks = machine_peaks();
   const double peak_gflops = peaks.peak_gflops(t.info.device, t.dtype, t.info.threads);
   const double peak_gbs = peaks.peak_gbs(t.info.device, t.info.threads);
-  const double achieved_gflops = mean_seconds > 0 ? flops / mean_seconds / 1e9 : 0.0;
-  const double achieved_gbs = mean_seconds > 0 ? bytes / mean_seconds / 1e9 : 0.0;
+  const analysis::KernelRates rates = analysis::kernel_rates(flops, bytes, mean_seconds, peak_gflops, peak_gbs);
+  const auto zero_if_nan = [](double v) { return std::isnan(v) ? 0.0 : v; };  // a counter is always a number
 
   // Rates: Google Benchmark divides by the benchmark's own time (manual on the
   // GPU, real on the CPU), so these agree with the reported time per iteration.
   state.counters["FLOP/s"] = Counter(flops * iterations, Counter::kIsRate);
   state.counters["bytes/s"] = Counter(bytes * iterations, Counter::kIsRate);
   // Plain numbers: computed here from the time this function accumulated.
-  state.counters["intensity"] = Counter(bytes > 0 ? flops / bytes : 0.0);
-  state.counters["pct_peak"] = Counter(peak_gflops > 0 ? 100.0 * achieved_gflops / peak_gflops : 0.0);
-  state.counters["pct_bandwidth"] = Counter(peak_gbs > 0 ? 100.0 * achieved_gbs / peak_gbs : 0.0);
+  state.counters["intensity"] = Counter(zero_if_nan(rates.intensity));
+  state.counters["pct_peak"] = Counter(zero_if_nan(rates.pct_peak));
+  state.counters["pct_bandwidth"] = Counter(zero_if_nan(rates.pct_bandwidth));
   state.counters["peak_gflops"] = Counter(peak_gflops);  // the denominators, so plots need only the JSON
   state.counters["peak_gbs"] = Counter(peak_gbs);
   // Roofline (Eq. 10) for this shape on this machine, and the share of it reached.
-  if (peak_gflops > 0 && peak_gbs > 0) {
-    const analysis::Roof roof{peak_gflops * 1e9, peak_gbs * 1e9};
-    const double attainable_gflops = analysis::attainable_ops_per_s(flops, bytes, roof) / 1e9;
-    state.counters["attainable_gflops"] = Counter(attainable_gflops);
-    state.counters["pct_roofline"] = Counter(100.0 * achieved_gflops / attainable_gflops);
+  if (!std::isnan(rates.attainable_gflops)) {
+    state.counters["attainable_gflops"] = Counter(rates.attainable_gflops);
+    state.counters["pct_roofline"] = Counter(zero_if_nan(rates.pct_roofline));
   }
   state.counters["workspace_bytes"] = Counter(double(c.workspace_bytes()));
   // The variant's own traffic model (min_bytes unless the variant declares

@@ -3,6 +3,7 @@
 // into the text and throwing with the offset on the first error.
 #include "core/json.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -172,6 +173,13 @@ Value parse_file(const std::string& path) {
   } catch (const std::runtime_error& e) {
     throw std::runtime_error(path + ": " + e.what());
   }
+}
+
+std::string number(double value, int significant_digits) {
+  if (!std::isfinite(value)) return "null";
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.*g", significant_digits, value);
+  return buf;
 }
 
 std::string quote(const std::string& s) {

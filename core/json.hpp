@@ -1,6 +1,7 @@
-// core/json.hpp — the one small JSON reader and string quoter convlab uses:
-// the probe cache (core/probe.cpp), the programs' --json output (app/), and
-// the files analysis/ reads (the probe's JSON, data/accuracy.json).
+// core/json.hpp — the one small JSON reader, string quoter and number writer
+// convlab uses: the probe cache (core/probe.cpp), the programs' --json output
+// (app/, analysis/), the benchmarks' context (bench/), and the files analysis/
+// reads (the probe's JSON, data/accuracy.json).
 // Not a general-purpose library: no streaming, no \u surrogate pairs beyond
 // the Basic Multilingual Plane; numbers are doubles.
 #pragma once
@@ -33,5 +34,9 @@ Value parse_file(const std::string& path);
 
 // `s` as a JSON string literal, quotes included.
 std::string quote(const std::string& s);
+
+// `value` as a JSON number: printf's %g with `significant_digits`. JSON has no
+// NaN or infinity, so a value that is not finite is written null.
+std::string number(double value, int significant_digits = 6);
 
 }  // namespace convlab::json

@@ -65,6 +65,14 @@ double MachinePeaks::peak_gbs(Device device, Threads threads) const {
   return gpu.copy_gbs;
 }
 
+bool cpu_has_avx2_fma() {
+  static const bool has = [] {
+    __builtin_cpu_init();  // safe to call again; needed if we run before libgcc's own initialiser
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  }();
+  return has;
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -164,11 +172,6 @@ __attribute__((target("avx512f"))) float fma_kernel_avx512(int64_t iterations, f
   float total = 0;
   for (float v : lanes) total += v;
   return total;
-}
-
-bool cpu_has_avx2_fma() {
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return has;
 }
 
 struct FmaKernel {
@@ -316,12 +319,9 @@ const std::string& cpu_model() {
 
 // ---- the cache: a flat JSON object --------------------------------------------
 
-std::string json_number(double v) {
-  if (!std::isfinite(v)) return "0";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.10g", v);
-  return buf;
-}
+// A peak with 10 significant digits; one that is not finite is cached as 0,
+// which is also what a missing or null key reads back as.
+std::string cached_number(double v) { return json::number(std::isfinite(v) ? v : 0.0, 10); }
 
 // The cache is one flat JSON object {"key": value, ...} with string, number,
 // true/false/null values; anything else (a nested value, a syntax error, not
@@ -454,16 +454,16 @@ std::string MachinePeaks::to_json() const {
     << "  \"cpu_model\": " << json::quote(cpu_model) << ",\n"
     << "  \"cpu_threads\": " << cpu_threads << ",\n"
     << "  \"cpu_has_fma\": " << (cpu_has_fma ? "true" : "false") << ",\n"
-    << "  \"cpu_gflops_1t\": " << json_number(cpu_gflops_1t) << ",\n"
-    << "  \"cpu_gflops_all\": " << json_number(cpu_gflops_all) << ",\n"
-    << "  \"cpu_gbs_1t\": " << json_number(cpu_gbs_1t) << ",\n"
-    << "  \"cpu_gbs_all\": " << json_number(cpu_gbs_all) << ",\n"
+    << "  \"cpu_gflops_1t\": " << cached_number(cpu_gflops_1t) << ",\n"
+    << "  \"cpu_gflops_all\": " << cached_number(cpu_gflops_all) << ",\n"
+    << "  \"cpu_gbs_1t\": " << cached_number(cpu_gbs_1t) << ",\n"
+    << "  \"cpu_gbs_all\": " << cached_number(cpu_gbs_all) << ",\n"
     << "  \"gpu_name\": " << json::quote(gpu.name) << ",\n"
     << "  \"gpu_sm_count\": " << gpu.sm_count << ",\n"
-    << "  \"gpu_copy_gbs\": " << json_number(gpu.copy_gbs) << ",\n"
-    << "  \"gpu_sgemm_gflops\": " << json_number(gpu.sgemm_gflops) << ",\n"
-    << "  \"gpu_hgemm_gflops\": " << json_number(gpu.hgemm_gflops) << ",\n"
-    << "  \"gpu_bf16gemm_gflops\": " << json_number(gpu.bf16gemm_gflops) << "\n"
+    << "  \"gpu_copy_gbs\": " << cached_number(gpu.copy_gbs) << ",\n"
+    << "  \"gpu_sgemm_gflops\": " << cached_number(gpu.sgemm_gflops) << ",\n"
+    << "  \"gpu_hgemm_gflops\": " << cached_number(gpu.hgemm_gflops) << ",\n"
+    << "  \"gpu_bf16gemm_gflops\": " << cached_number(gpu.bf16gemm_gflops) << "\n"
     << "}";
   return o.str();
 }

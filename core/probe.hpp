@@ -37,6 +37,11 @@ struct MachinePeaks {
   std::string to_json() const;
 };
 
+// Whether the CPU running this process has AVX2 and FMA: asked of that CPU at
+// run time, never assumed from how the binary was compiled. The probe's FMA
+// loop and lesson 03's micro-kernel choice both go by it.
+bool cpu_has_avx2_fma();
+
 MachinePeaks probe_cpu(double seconds_per_test = 0.25);
 GpuPeaks probe_gpu();  // empty when there is no GPU
 

@@ -4,17 +4,13 @@
 // registered variant; `run --in/--out` computes the same convolution as the
 // reference on the user's own tensors; every bad input ends in one line on
 // stderr and the documented exit status.
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -24,16 +20,16 @@
 #include "core/problems.hpp"
 #include "reference/conv2d.hpp"
 #include "tests/catch_compat.hpp"
+#include "tests/support.hpp"
 
 namespace {
 
 using namespace convlab;
 
-struct ProgramResult {
-  int status = -1;
-  std::string out, err;
-};
+using testing::ProgramResult;
+using testing::run_convlab;
 
+// The app test's own files (inputs it writes for the program, outputs it reads back).
 std::filesystem::path work_dir() {
   const auto dir = std::filesystem::temp_directory_path() / ("convlab_app_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
@@ -50,38 +46,7 @@ struct ScratchCleanup {
   }
 } scratch_cleanup;
 
-std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// The convlab program built beside this test binary; "" when it is not there.
-std::string convlab_program() {
-  std::error_code ec;
-  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  const auto program = exe.parent_path() / "convlab";
-  return !ec && std::filesystem::exists(program) ? program.string() : "";
-}
-
-bool skip_without_program() {
-  if (!convlab_program().empty()) return false;
-  std::cout << "CONVLAB-SKIP: the convlab program is not built beside the tests; app test not run\n";
-  return true;
-}
-
-ProgramResult run_convlab(const std::string& args) {
-  const auto dir = work_dir();
-  const std::string command = convlab_program() + " " + args + " >" + (dir / "stdout.txt").string() + " 2>" +
-                              (dir / "stderr.txt").string();
-  const int raw = std::system(command.c_str());
-  ProgramResult r;
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  r.out = read_text(dir / "stdout.txt");
-  r.err = read_text(dir / "stderr.txt");
-  return r;
-}
+bool skip_without_program() { return testing::skip_without_program("app test"); }
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
@@ -257,7 +222,7 @@ TEST_CASE("app: roofline reads benchmark JSON and puts each row under its roof",
   for (const auto& [args, status] : std::vector<std::pair<std::string, int>>{
            {"roofline", 2},
            {"roofline " + file + " --machine nosuch", 2},
-           {"roofline " + file + " --filter (", 2},
+           {"roofline " + file + " --filter '('", 2},  // quoted: the program, not the shell, must reject it
            {"roofline " + file + " --filter nothing_matches", 1},
            {"roofline " + (dir / "missing.json").string(), 1}}) {
     const ProgramResult e = run_convlab(args);

@@ -26,14 +26,6 @@ ConvProblem conv(int N, int H, int W, int C, int K, int R, int S, int stride, in
   return {N, H, W, C, K, R, S, stride, pad, groups, DType::f32};
 }
 
-std::size_t variant_index(const OpHandle& op, const std::string& name) {
-  const std::vector<VariantInfo> variants = op.variants();
-  for (std::size_t i = 0; i < variants.size(); ++i)
-    if (variants[i].device == Device::cpu && variants[i].name == name) return i;
-  FAIL("conv2d/cpu/" << name << " is not registered");
-  return 0;
-}
-
 TEST_CASE("conv2d/cpu lesson 02: im2col rungs across slab and depth boundaries", "[conv2d][cpu][lesson02]") {
   OpHandle* op = find_op("conv2d");
   REQUIRE(op != nullptr);
@@ -45,7 +37,7 @@ TEST_CASE("conv2d/cpu lesson 02: im2col rungs across slab and depth boundaries",
       conv(1, 9, 7, 12, 10, 1, 1, 2, 0, 1),    // 1x1 but stride 2: not a view, im2col needed
   };
   for (const char* name : {"03_im2col_naive_gemm", "04_im2col_gemm"}) {
-    const std::size_t index = variant_index(*op, name);
+    const std::size_t index = testing::variant_index(*op, Device::cpu, name);
     for (const ConvProblem& p : shapes) {
       const std::string spec = OpTraits<ConvProblem>::spec(p);
       REQUIRE(op->unsupported_reason(index, spec).empty());
@@ -59,8 +51,8 @@ TEST_CASE("conv2d/cpu lesson 02: the workspace is the patch matrix (R·S blow-up
           "[conv2d][cpu][lesson02]") {
   OpHandle* op = find_op("conv2d");
   REQUIRE(op != nullptr);
-  const std::size_t naive = variant_index(*op, "03_im2col_naive_gemm");
-  const std::size_t fast = variant_index(*op, "04_im2col_gemm");
+  const std::size_t naive = testing::variant_index(*op, Device::cpu, "03_im2col_naive_gemm");
+  const std::size_t fast = testing::variant_index(*op, Device::cpu, "04_im2col_gemm");
   const auto workspace = [&](std::size_t index, const ConvProblem& p) {
     return op->make_case(index, OpTraits<ConvProblem>::spec(p), 1)->workspace_bytes();
   };

@@ -17,26 +17,19 @@
 #include "core/harness.hpp"
 #include "gpu/common/mma.cuh"
 #include "tests/catch_compat.hpp"
+#include "tests/support.hpp"
 
 namespace convlab {
 namespace {
 
-std::size_t workspace_of(const std::string& variant, const std::string& spec) {
-  OpHandle* op = find_op("conv2d");
-  REQUIRE(op != nullptr);
-  const auto variants = op->variants();
-  for (std::size_t i = 0; i < variants.size(); ++i)
-    if (variants[i].name == variant && variants[i].device == Device::cpu)
-      return op->make_case(i, spec, 1)->workspace_bytes();
-  FAIL("no conv2d/cpu/" << variant);
-  return 0;
-}
-
 TEST_CASE("lesson 04: the CPU implicit GEMM's workspace does not grow with R·S or the image", "[conv2d][cpu][lesson04]") {
+  const auto workspace = [](const std::string& spec) {
+    return testing::workspace_of("conv2d", Device::cpu, "05_implicit_gemm", spec);
+  };
   const std::string base = "H=56,W=56,C=64,K=64,pad=1";
-  const std::size_t r3 = workspace_of("05_implicit_gemm", "N=1,R=3," + base);
-  const std::size_t r7 = workspace_of("05_implicit_gemm", "N=1,R=7,pad=3,H=56,W=56,C=64,K=64");
-  const std::size_t n8 = workspace_of("05_implicit_gemm", "N=8,R=3," + base);
+  const std::size_t r3 = workspace("N=1,R=3," + base);
+  const std::size_t r7 = workspace("N=1,R=7,pad=3,H=56,W=56,C=64,K=64");
+  const std::size_t n8 = workspace("N=8,R=3," + base);
   CHECK(r3 == r7);
   CHECK(r3 == n8);
   // and it is far below one im2col matrix of the small problem (N·P·Q × R·S·C floats).

@@ -92,24 +92,16 @@ TEST_CASE("lesson 09: every GPU softmax variant survives logits of magnitude 1e4
   check_large_logits(Device::cuda);
 }
 
-std::size_t attention_workspace(const std::string& variant, const std::string& spec) {
-  OpHandle* op = find_op("attention");
-  REQUIRE(op != nullptr);
-  const auto variants = op->variants();
-  for (std::size_t i = 0; i < variants.size(); ++i)
-    if (variants[i].name == variant && variants[i].device == Device::cpu)
-      return op->make_case(i, spec, 1)->workspace_bytes();
-  FAIL("no CPU attention variant named " << variant);
-  return 0;
-}
-
 TEST_CASE("lesson 09: the fused CPU attention's workspace does not grow with N", "[attention][cpu][lesson09]") {
-  const std::size_t small = attention_workspace("02_fused_online", "B=1,H=1,N=64,d=64");
-  const std::size_t large = attention_workspace("02_fused_online", "B=1,H=1,N=4096,d=64");
+  const auto workspace = [](const std::string& variant, const std::string& spec) {
+    return testing::workspace_of("attention", Device::cpu, variant, spec);
+  };
+  const std::size_t small = workspace("02_fused_online", "B=1,H=1,N=64,d=64");
+  const std::size_t large = workspace("02_fused_online", "B=1,H=1,N=4096,d=64");
   CHECK(small > 0);
   CHECK(large == small);
   // The naive form materialises S: 4096² floats = 64 MiB for one head.
-  CHECK(attention_workspace("01_naive", "B=1,H=1,N=4096,d=64") == std::size_t(4096) * 4096 * 4);
+  CHECK(workspace("01_naive", "B=1,H=1,N=4096,d=64") == std::size_t(4096) * 4096 * 4);
 }
 
 // ---- the checker on deliberately wrong attention variants --------------------------
@@ -154,17 +146,7 @@ template <AttentionDefect defect> std::pair<int, int> run_attention_on_f32_table
   Variant<AttentionProblem> v;
   v.name = "wrong_attention";
   v.run = wrong_attention<defect>;
-  const VariantInfo info{"attention", v.name, Device::cpu, 0, Threads::single, "", false};
-  int passed = 0, tried = 0;
-  for (const AttentionProblem& p : OpTraits<AttentionProblem>::shapes(ShapeTable::test, Device::cpu)) {
-    if (p.dtype != DType::f32) continue;
-    Case<AttentionProblem> c(v, info, p, random_inputs(p, testing::base_seed() + uint64_t(tried)), "");
-    const CompareResult r = checked_run(c);
-    INFO(OpTraits<AttentionProblem>::spec(p) << ": " << (r.ok ? "accepted" : r.message));
-    passed += r.ok;
-    ++tried;
-  }
-  return {passed, tried};
+  return testing::run_on_f32_table(v);
 }
 
 TEST_CASE("lesson 09: the checker accepts attention summed in another key order", "[checker][attention][lesson09]") {

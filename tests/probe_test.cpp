@@ -5,11 +5,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include "core/probe.hpp"
 #include "tests/catch_compat.hpp"
+#include "tests/support.hpp"
 
 namespace {
 
@@ -24,13 +24,6 @@ const MachinePeaks& quick_probe() {
 std::string temp_path(const std::string& name) {
   return (std::filesystem::temp_directory_path() / ("convlab_probe_test_" + std::to_string(::getpid()) + "_" + name))
       .string();
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 // Points CONVLAB_PROBE_FILE at `path` for the lifetime of this object.
@@ -133,7 +126,7 @@ TEST_CASE("probe: the cache is reused on this machine and ignored from another",
     CHECK(m.cpu_model == quick_probe().cpu_model);
     CHECK(m.cpu_gflops_1t != 123.25);
     CHECK(m.cpu_gflops_1t > 0.5);
-    const std::string written = read_text(path);
+    const std::string written = testing::read_text(path);
     INFO(written);
     CHECK(written.find("Imaginary") == std::string::npos);
     CHECK(written.find("\"cpu_gflops_1t\"") != std::string::npos);

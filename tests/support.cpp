@@ -1,10 +1,16 @@
 #include "tests/support.hpp"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <iostream>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "tests/catch_compat.hpp"
 
@@ -50,6 +56,58 @@ void check_variant_on_table(const OpHandle& op, std::size_t index) {
   }
   INFO(v.id() << " supports none of the " << op.name() << " test shapes");
   CHECK(tested > 0);
+}
+
+std::size_t variant_index(const OpHandle& op, Device device, const std::string& name) {
+  const std::vector<VariantInfo> variants = op.variants();
+  for (std::size_t i = 0; i < variants.size(); ++i)
+    if (variants[i].device == device && variants[i].name == name) return i;
+  FAIL(op.name() << "/" << device_name(device) << "/" << name << " is not registered");
+  return 0;
+}
+
+std::size_t workspace_of(const std::string& op, Device device, const std::string& name, const std::string& spec) {
+  const OpHandle* handle = find_op(op);
+  REQUIRE(handle != nullptr);
+  return handle->make_case(variant_index(*handle, device, name), spec, 1)->workspace_bytes();
+}
+
+// ---- the convlab program ----------------------------------------------------------------
+
+std::string convlab_program() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const auto program = exe.parent_path() / "convlab";
+  return !ec && std::filesystem::exists(program) ? program.string() : "";
+}
+
+bool skip_without_program(const std::string& what) {
+  if (!convlab_program().empty()) return false;
+  std::cout << "CONVLAB-SKIP: the convlab program is not built beside the tests; " << what << " not run\n";
+  return true;
+}
+
+ProgramResult run_convlab(const std::string& args) {
+  // The captured streams go to a folder of this process, removed again after the run.
+  const auto dir = std::filesystem::temp_directory_path() / ("convlab_program_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string command = convlab_program() + " " + args + " >" + (dir / "stdout.txt").string() + " 2>" +
+                              (dir / "stderr.txt").string();
+  const int raw = std::system(command.c_str());
+  ProgramResult r;
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  r.out = read_text(dir / "stdout.txt");
+  r.err = read_text(dir / "stderr.txt");
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  return r;
+}
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
 }  // namespace convlab::testing

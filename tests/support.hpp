@@ -1,12 +1,16 @@
-// tests/support.hpp — what the registry-driven tests share: the seed, the
-// GPU skip, and "run one variant over its operation's test table".
+// tests/support.hpp — what the tests share: the seed, the GPU skip, "run one
+// variant over its operation's test table" (registered or one-off), finding a
+// registered variant, and running the convlab program.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <string>
+#include <utility>
 
 #include "core/harness.hpp"
+#include "tests/catch_compat.hpp"
 
 namespace convlab::testing {
 
@@ -29,5 +33,59 @@ void check_twice(ICase& c, const std::string& what);
 // verify; fails the Catch test on any mismatch, and if the variant supports
 // none of the shapes (a variant must be tested on something).
 void check_variant_on_table(const OpHandle& op, std::size_t index);
+
+// Runs a one-off variant `v` (not registered: the checker's deliberately wrong
+// variants) through the harness on every f32 shape of its operation's CPU test
+// table. Returns how many shapes it passed and how many it was tried on.
+template <class P> std::pair<int, int> run_on_f32_table(const Variant<P>& v) {
+  const VariantInfo info{OpTraits<P>::name, v.name, v.device, 0, v.threads, "", false};
+  int passed = 0, tried = 0;
+  for (const P& p : OpTraits<P>::shapes(ShapeTable::test, Device::cpu)) {
+    if (p.dtype != DType::f32) continue;
+    const uint64_t seed = base_seed() + uint64_t(tried);
+    Case<P> c(v, info, p, random_inputs(p, seed), "");
+    const CompareResult r = checked_run(c);
+    INFO(v.name << " on " << OpTraits<P>::spec(p) << ": " << (r.ok ? "accepted" : r.message)
+                << " (CONVLAB_SEED=" << base_seed() << ")");
+    passed += r.ok;
+    ++tried;
+  }
+  return {passed, tried};
+}
+
+// The index of `op`'s variant `name` on `device`; fails the test if none is registered.
+std::size_t variant_index(const OpHandle& op, Device device, const std::string& name);
+// The workspace the registered variant `op`/`device`/`name` asks for on `spec`.
+std::size_t workspace_of(const std::string& op, Device device, const std::string& name, const std::string& spec);
+
+// True when f() throws an Exception (the Catch macros the tests use are only
+// TEST_CASE, SECTION, REQUIRE, CHECK and INFO, common to Catch2 v2 and v3).
+template <class Exception, class F> bool throws(F&& f) {
+  try {
+    f();
+  } catch (const Exception&) {
+    return true;
+  } catch (...) {
+    return false;
+  }
+  return false;
+}
+
+// ---- the convlab program ----------------------------------------------------------------
+
+// The convlab program built beside this test binary; "" when it is not there.
+std::string convlab_program();
+// True (and prints CONVLAB-SKIP, naming `what` was not run) when it is not there.
+bool skip_without_program(const std::string& what);
+
+struct ProgramResult {
+  int status = -1;  // exit status; -1 if it did not exit normally
+  std::string out, err;
+};
+// Runs `convlab ARGS` through the shell, its stdout and stderr captured.
+ProgramResult run_convlab(const std::string& args);
+
+// The whole text of a file ("" when it cannot be read).
+std::string read_text(const std::filesystem::path& path);
 
 }  // namespace convlab::testing

@@ -41,14 +41,13 @@
 // sized for omp_get_max_threads() when the case is built. 1x1, stride 1,
 // pad 0: x is the patch matrix (a view): one GEMM per group, no slab at all.
 // Run just this: build/convlab run conv2d/cpu/04_im2col_gemm   (OMP_NUM_THREADS=n to choose n)
-#include <omp.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 
 #include "core/ops/conv2d.hpp"
+#include "cpu/common/threads.hpp"
 #include "cpu/conv2d/im2col.hpp"
 #include "cpu/gemm/gemm_kernels.hpp"
 
@@ -72,7 +71,7 @@ static_assert(kSlabBytes >= std::size_t(kMC) * 64 * sizeof(float),
               "a slab should hold several of the GEMM's MC-row blocks for typical depths, or the threads sit in "
               "barriers");
 
-int thread_count() { return omp_get_max_threads(); }
+using cpu::thread_count;
 
 // Output pixels per slab: a whole number of MC-row blocks (at least one),
 // no more than the problem has. A row of the patch matrix is R·S·T floats.

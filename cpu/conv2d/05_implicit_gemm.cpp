@@ -41,6 +41,7 @@
 #include <cstdint>
 
 #include "core/ops/conv2d.hpp"
+#include "cpu/common/threads.hpp"
 #include "cpu/gemm/gemm_kernels.hpp"
 
 namespace convlab {
@@ -57,7 +58,7 @@ static_assert(kMC % kMR == 0 && kNC % kNR == 0, "lesson 03's blocks are whole mi
 
 constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
-int thread_count() { return omp_get_max_threads(); }
+using cpu::thread_count;
 
 // The GEMM whose shape sizes the packed buffers: per group, M × (K/groups) × RST.
 GemmProblem gemm_view(const ConvProblem& p) {

@@ -24,12 +24,11 @@
 // Supported: f32, R = S = 1, stride 1, pad 0, groups 1, N·H·W < 2³¹.
 // Workspace: the GEMM's packed B panel and one packed A block per thread.
 // Run just this: build/convlab run conv2d/cpu/10_pointwise --shape N=8,H=28,C=128,K=128,R=1
-#include <omp.h>
-
 #include <cstddef>
 #include <cstdint>
 
 #include "core/ops/conv2d.hpp"
+#include "cpu/common/threads.hpp"
 #include "cpu/gemm/gemm_kernels.hpp"
 
 namespace convlab {
@@ -37,7 +36,7 @@ namespace {
 
 using namespace cpu_gemm;
 
-int thread_count() { return omp_get_max_threads(); }
+using cpu::thread_count;
 
 int64_t pixels(const ConvProblem& p) { return int64_t(p.N) * p.H * p.W; }
 

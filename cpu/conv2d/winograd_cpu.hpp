@@ -55,6 +55,7 @@
 #include <stdexcept>
 
 #include "core/ops/conv2d.hpp"
+#include "cpu/common/threads.hpp"
 #include "cpu/conv2d/winograd_transforms.hpp"
 #include "cpu/gemm/gemm_kernels.hpp"
 
@@ -74,7 +75,7 @@ static_assert(kSlabBytes <= cpu_gemm::kL2Bytes / 2,
               "V and M of a slab share the L2 with the GEMM's packed A block and B panel");
 static_assert(kChannelBlock % 8 == 0, "a channel block should be whole AVX2 vectors");
 
-inline int thread_count() { return omp_get_max_threads(); }
+using cpu::thread_count;
 
 template <int m> struct Geometry {
   static constexpr int alpha = m + 2, points = alpha * alpha;

@@ -39,6 +39,7 @@
 #include <cstdint>
 
 #include "core/ops/conv_pool.hpp"
+#include "cpu/common/threads.hpp"
 #include "cpu/gemm/gemm_kernels.hpp"
 
 namespace convlab {
@@ -58,7 +59,7 @@ static_assert(kTileChannels % kNR == 0, "the tile is whole NR-wide micro-panels"
 constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 constexpr std::size_t round_floats(std::size_t n) { return (n + kAlignFloats - 1) / kAlignFloats * kAlignFloats; }
 
-int thread_count() { return omp_get_max_threads(); }
+using cpu::thread_count;
 
 // Sizes of one run, derived once.
 struct Plan {

@@ -24,6 +24,7 @@
 #include <cstddef>
 
 #include "core/ops/ffn.hpp"
+#include "cpu/common/threads.hpp"
 #include "cpu/ffn/ffn_cpu.hpp"
 #include "cpu/gemm/gemm_kernels.hpp"
 
@@ -32,7 +33,7 @@ namespace {
 
 using namespace cpu_gemm;
 
-int thread_count() { return omp_get_max_threads(); }
+using cpu::thread_count;
 
 // Floats of H, rounded so the GEMM's panels after it stay 64-byte aligned.
 std::size_t hidden_floats(const FfnProblem& p) { return round_up(std::size_t(p.P) * p.hidden, kAlignFloats); }

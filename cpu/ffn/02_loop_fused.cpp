@@ -41,6 +41,7 @@
 #include <cstddef>
 
 #include "core/ops/ffn.hpp"
+#include "cpu/common/threads.hpp"
 #include "cpu/ffn/ffn_cpu.hpp"
 #include "cpu/gemm/gemm_kernels.hpp"
 
@@ -86,7 +87,7 @@ struct Layout {
   }
 };
 
-int thread_count() { return omp_get_max_threads(); }
+using cpu::thread_count;
 
 std::size_t workspace_bytes(const FfnProblem& p) {
   const Layout l(p);

@@ -31,12 +31,11 @@
 // omp_get_max_threads() when the case is built (run() uses the same count,
 // so OMP_NUM_THREADS must not change in between).
 // Run just this: build/convlab run gemm/cpu/06_openmp   (OMP_NUM_THREADS=n to choose n)
-#include <omp.h>
-
 #include <algorithm>
 #include <cstddef>
 
 #include "core/ops/gemm.hpp"
+#include "cpu/common/threads.hpp"
 #include "cpu/gemm/gemm_kernels.hpp"
 
 namespace convlab {
@@ -44,8 +43,7 @@ namespace {
 
 using namespace cpu_gemm;
 
-int thread_count() { return omp_get_max_threads(); }
-
+using cpu::thread_count;
 
 std::size_t workspace_bytes(const GemmProblem& p) { return packed_workspace_bytes(p, thread_count()); }
 

@@ -40,6 +40,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "core/probe.hpp"  // cpu_has_avx2_fma
 #include "core/problems.hpp"
 
 namespace convlab::cpu_gemm {
@@ -343,11 +344,6 @@ struct MicroKernelChoice {
   const char* name;  // "avx2_fma_6x16" or "portable"
   bool avx2;
 };
-
-inline bool cpu_has_avx2_fma() {
-  __builtin_cpu_init();  // safe to call again; needed if we run before libgcc's own initialiser
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
 
 inline bool avx2_disabled_by_environment() {
   const char* v = std::getenv("CONVLAB_NO_AVX2");

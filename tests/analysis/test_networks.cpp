@@ -12,24 +12,13 @@
 #include "analysis/models.hpp"
 #include "core/problems.hpp"
 #include "tests/catch_compat.hpp"
+#include "tests/support.hpp"
 
 namespace an = convlab::analysis;
 
 namespace {
 
-// True when f() throws an Exception (the Catch macros used here are only
-// TEST_CASE, SECTION, REQUIRE, CHECK and INFO, common to Catch2 v2 and v3).
-template <class Exception, class F>
-bool throws(F&& f) {
-  try {
-    f();
-  } catch (const Exception&) {
-    return true;
-  } catch (...) {
-    return false;
-  }
-  return false;
-}
+using convlab::testing::throws;
 
 double relative_error(double value, double published) { return std::abs(value - published) / published; }
 

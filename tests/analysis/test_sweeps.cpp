@@ -4,16 +4,8 @@
 // with the analysis function that computed it; then the same three through the
 // `convlab waterline` program itself (run as a child process when it is built
 // beside this test binary), with its usage errors.
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <iostream>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -24,6 +16,7 @@
 #include "analysis/waterline.hpp"
 #include "core/json.hpp"
 #include "tests/catch_compat.hpp"
+#include "tests/support.hpp"
 
 namespace an = convlab::analysis;
 namespace json = convlab::json;
@@ -164,47 +157,14 @@ TEST_CASE("waterline_json with a measured latency adds the efficiency gap (Eq. 1
 
 namespace {
 
-struct Run {
-  int status = -1;
-  std::string out, err;
-};
+using Run = convlab::testing::ProgramResult;
 
-std::string program_beside_tests() {
-  std::error_code ec;
-  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  const auto program = exe.parent_path() / "convlab";
-  return !ec && std::filesystem::exists(program) ? program.string() : "";
-}
-
-std::string slurp(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-Run run_waterline(const std::string& args) {
-  const auto dir = std::filesystem::temp_directory_path() / ("convlab_sweeps_test_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const std::string command = program_beside_tests() + " waterline " + args + " >" + (dir / "out").string() +
-                              " 2>" + (dir / "err").string();
-  const int raw = std::system(command.c_str());
-  Run r;
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  r.out = slurp(dir / "out");
-  r.err = slurp(dir / "err");
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
-  return r;
-}
+Run run_waterline(const std::string& args) { return convlab::testing::run_convlab("waterline " + args); }
 
 }  // namespace
 
 TEST_CASE("convlab waterline: the notebook's three JSON reports and the usage errors", "[analysis][app][cpu]") {
-  if (program_beside_tests().empty()) {
-    std::cout << "CONVLAB-SKIP: the convlab program is not built beside the tests; waterline CLI test not run\n";
-    return;
-  }
+  if (convlab::testing::skip_without_program("waterline CLI test")) return;
   SECTION("--sweep-opbyte --json") {
     const Run r = run_waterline("convnext_t --sweep-opbyte --opbyte-range 10:1000:5 --machine h200 --json");
     INFO(r.err);

@@ -17,25 +17,15 @@
 #include "analysis/report.hpp"
 #include "analysis/waterline.hpp"
 #include "tests/catch_compat.hpp"
+#include "tests/support.hpp"
 
 namespace an = convlab::analysis;
 using convlab::DType;
 
 namespace {
 
-// True when f() throws an Exception (the Catch macros used here are only
-// TEST_CASE, SECTION, REQUIRE, CHECK and INFO, common to Catch2 v2 and v3).
-template <class Exception, class F>
-bool throws(F&& f) {
-  try {
-    f();
-  } catch (const Exception&) {
-    return true;
-  } catch (...) {
-    return false;
-  }
-  return false;
-}
+using convlab::testing::throws;
+
 bool close(double a, double b, double rel = 1e-12) { return std::abs(a - b) <= rel * std::max(std::abs(a), std::abs(b)); }
 }  // namespace
 
@@ -54,6 +44,39 @@ TEST_CASE("roofline of one kernel (Eq. 10-11), by hand", "[analysis][cpu]") {
   CHECK(an::roofline_time(100, 10, roof) == 1.0);
   // No counted OPs (pooling): time of the traffic alone.
   CHECK(an::roofline_time(0, 50, roof) == 5.0);
+}
+
+TEST_CASE("one measured kernel: its rates and roofline point as the programs print them", "[analysis][cpu]") {
+  // R = 100, B = 10 (any agreeing units): intensity 1, so attainable B·1 = 10; achieved 5 is half of it.
+  const an::RooflinePoint p = an::roofline_point(5.0, 100, 100, an::Roof{100.0, 10.0});
+  CHECK(p.ridge == 10.0);
+  CHECK(p.attainable == 10.0);
+  CHECK(p.pct_of_attainable == 50.0);
+  CHECK(p.memory_bound);
+  CHECK(!an::roofline_point(5.0, 1000, 10, an::Roof{100.0, 10.0}).memory_bound);
+
+  // 2e9 OPs on 1e9 bytes in 0.1 s against 100 GFLOP/s and 10 GB/s: 20 GFLOP/s, 10 GB/s,
+  // intensity 2, attainable min(100, 2·10) = 20 GFLOP/s, all of it reached.
+  const an::KernelRates r = an::kernel_rates(2e9, 1e9, 0.1, 100, 10);
+  CHECK(close(r.gflops, 20.0));
+  CHECK(close(r.gbs, 10.0));
+  CHECK(r.intensity == 2.0);
+  CHECK(close(r.pct_peak, 20.0));
+  CHECK(close(r.pct_bandwidth, 100.0));
+  CHECK(close(r.attainable_gflops, 20.0));
+  CHECK(close(r.pct_roofline, 100.0));
+
+  // Not timed, no peaks: only the intensity; no bytes: no intensity, the roof is R.
+  const an::KernelRates untimed = an::kernel_rates(2e9, 1e9, 0, 0, 0);
+  CHECK(untimed.intensity == 2.0);
+  CHECK(std::isnan(untimed.gflops));
+  CHECK(std::isnan(untimed.pct_peak));
+  CHECK(std::isnan(untimed.attainable_gflops));
+  CHECK(std::isnan(untimed.pct_roofline));
+  const an::KernelRates no_bytes = an::kernel_rates(2e9, 0, 0, 100, 10);
+  CHECK(std::isnan(no_bytes.intensity));
+  CHECK(no_bytes.attainable_gflops == 100.0);
+  CHECK(std::isnan(no_bytes.pct_roofline));
 }
 
 TEST_CASE("waterline of a sequence (Eq. 12-13) and the mediant (Eq. 29), by hand", "[analysis][cpu]") {

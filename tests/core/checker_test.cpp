@@ -18,6 +18,8 @@
 namespace convlab {
 namespace {
 
+using testing::run_on_f32_table;
+
 // How a deliberately wrong conv deviates from the definition.
 enum class ConvDefect { none_reversed_order, window_off_by_one, skip_last_output, bf16_accumulator, skip_last_channel };
 
@@ -49,24 +51,6 @@ template <ConvDefect defect> void wrong_conv(const ConvProblem& p, const Args<Co
             }
           y[out] = acc;
         }
-}
-
-// Runs a one-off variant through the harness on every f32 shape of the table.
-// Returns how many shapes it passed and how many it was tried on.
-template <class P> std::pair<int, int> run_on_f32_table(const Variant<P>& v) {
-  const VariantInfo info{OpTraits<P>::name, v.name, v.device, 0, v.threads, "", false};
-  int passed = 0, tried = 0;
-  for (const P& p : OpTraits<P>::shapes(ShapeTable::test, Device::cpu)) {
-    if (p.dtype != DType::f32) continue;
-    const uint64_t seed = testing::base_seed() + uint64_t(tried);
-    Case<P> c(v, info, p, random_inputs(p, seed), "");
-    const CompareResult r = checked_run(c);
-    INFO(v.name << " on " << OpTraits<P>::spec(p) << ": " << (r.ok ? "accepted" : r.message)
-                << " (CONVLAB_SEED=" << testing::base_seed() << ")");
-    passed += r.ok;
-    ++tried;
-  }
-  return {passed, tried};
 }
 
 template <ConvDefect defect> Variant<ConvProblem> conv_variant(const char* name) {
