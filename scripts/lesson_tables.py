@@ -100,10 +100,11 @@ def rows_for(data, op, device, shape):
     return rows
 
 
-# The library variants of runs recorded before convlab_bench wrote the
-# registry's `baseline` flag into every row (third session of 2026-11-30).
-OLD_BASELINES = {"cublas", "cudnn", "eigen", "openblas", "onednn", "torch_inductor", "torch_sdpa_flash",
-                 "torch_sdpa_cudnn"}
+# The variants the registry flags as baselines (`convlab list`), for runs
+# recorded before convlab_bench wrote that flag into every row (third session
+# of 2026-11-30), plus PyTorch's rows.
+OLD_BASELINES = {"cublas", "cudnn", "eigen", "openblas", "onednn", "01_cublas_softmax", "02_layer_by_layer_cublas",
+                 "torch_inductor", "torch_sdpa_flash", "torch_sdpa_cudnn"}
 
 
 def fmt_pct(value):
