@@ -56,6 +56,11 @@ std::vector<AttentionProblem> test_shapes() {
     }
   t.push_back(attn(2, 3, 64, 64, 64, false, DType::f32));
   t.push_back(attn(1, 1, 1, 1, 64, true, DType::bf16));
+  // N = 300: three 128-query blocks and three 128-key tiles with a partial last
+  // one, so a double-buffered kernel refills its K/V buffers (200 does not).
+  for (DType dtype : {DType::f16, DType::bf16})
+    for (int d : {64, 128})
+      for (bool causal : {false, true}) t.push_back(attn(1, 2, 300, 300, d, causal, dtype));
   return t;
 }
 

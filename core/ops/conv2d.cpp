@@ -63,6 +63,8 @@ std::vector<ConvProblem> test_shapes() {
       // depthwise with more strips than one wave of the GPU kernel's resident
       // threads hold (~4–8 K on an H200): its blocks loop over items
       conv(16, 58, 57, 64, 64, 3, 3, 1, 1, 64),
+      // depthwise C = 264: 66 float chunks, three channel slabs, the last part-filled; odd P
+      conv(1, 9, 7, 264, 264, 3, 3, 1, 1, 264),
   };
   for (ConvProblem p : {conv(2, 5, 7, 3, 5, 3, 3, 1, 1, 1), conv(1, 13, 11, 17, 31, 3, 3, 1, 1, 1),
                         conv(1, 16, 16, 64, 64, 3, 3, 1, 1, 1), conv(2, 9, 9, 16, 32, 3, 3, 2, 1, 2),
@@ -78,7 +80,10 @@ std::vector<ConvProblem> test_shapes() {
                         // T = 32 stride 2 with 33 output columns (tiles of 2 rows: 8 would not fit twice)
                         conv(1, 7, 9, 16, 32, 5, 5, 1, 2, 2), conv(2, 6, 7, 32, 64, 3, 3, 1, 1, 2),
                         conv(1, 5, 9, 128, 48, 1, 3, 2, 0, 2), conv(1, 10, 37, 16, 16, 3, 3, 1, 1, 2),
-                        conv(1, 17, 65, 64, 64, 3, 3, 2, 1, 2)}) {
+                        conv(1, 17, 65, 64, 64, 3, 3, 2, 1, 2),
+                        // depthwise, 33 half chunks: 32-lane blocks (one item per warp), two slabs, the
+                        // last holding one chunk; odd P; and the same at stride 2
+                        conv(1, 9, 7, 264, 264, 3, 3, 1, 1, 264), conv(1, 9, 7, 264, 264, 3, 3, 2, 1, 264)}) {
     p.dtype = DType::f16;
     t.push_back(p);
   }
