@@ -3,10 +3,13 @@
 // Idea over 06_implicit_gemm_tensor_core: a depthwise conv (groups = C = K,
 // T = 1) has nothing for tensor cores to do. Per output element it does R·S
 // multiply-adds and the compulsory traffic is one read of x and one write of
-// y, so its intensity is R·S/2 flops per byte at fp16 (Eq. 27: 4.5 for 3x3)
-// against an H200 ridge of ~175: it is memory bound by a factor of ~40, and
-// the only goal is to move x and y at the copy bandwidth. Everything below is
-// about bytes:
+// y, so its intensity is R·S/2 flops per byte at fp16 (Eq. 27: 4.5 for 3x3).
+// Its FMAs run on the CUDA cores in fp32 (tensor cores have nothing to do
+// here), whose ridge on an H200 is ~12 flop/byte (50 TFLOP/s over 4.2 TB/s):
+// memory bound by a factor of ~2.7 — the FMA floor (~14 µs) is well under
+// the byte floor (~37 µs) — so the goal is to move x and y at the copy
+// bandwidth, without letting the arithmetic get in the way. Everything below
+// is about bytes:
 //
 //   1. Wide, coalesced accesses along C. In NHWC the channels of a pixel are
 //      contiguous and channel c of y depends on channel c of x only, so a
@@ -51,7 +54,8 @@
 // 4.22 TB/s copy rate that is 36.5 µs; the FMA floor is ~14 µs (fp32 FMA at
 // ~50 TFLOP/s), far below. Expected here: x re-read ~4.5× from L2 (3 rows ×
 // 1.5 columns), DRAM traffic ~1×: 50–60 µs, 2.6–3.1 TB/s of compulsory bytes
-// (62–73% of copy), against cuDNN's 1.95 TB/s in the same kind of run. fp32,
+// (62–73% of copy), against cuDNN's ~1.95 TB/s (an estimate before any GPU
+// run; measured later: 1.83–2.37 TB/s in -h200-3 to -h200-7). fp32,
 // same shape: 308 MB, floor 73 µs, expected ~110 µs.
 //
 // Measured on the H200, first version (bench/results/2026-11-30-h200-3/bench-conv2d.json;
@@ -73,7 +77,7 @@
 // point), so the loads went out a few at a time, and each block staged its
 // weights (with 9-way shared-memory bank conflicts) for one strip per
 // thread. fp32 hid this with half the FMAs per load and more warps. The
-// second version, above: strips take a branch-free path that issues
+// second version, the strip_3x3 below: strips take a branch-free path that issues
 // the strip's loads together; the grid is one persistent wave; the weights
 // are staged tap-major without conflicts and read as conflict-free quads.
 // Prediction for it: ~17 instructions per output (SASS of the interior
@@ -94,8 +98,10 @@
 // strips of a row — one interior, the other an edge strip, for about half
 // the warps, which then ran both paths of strip_3x3. Numbering the items so
 // that a warp's items are the SAME strip of consecutive output rows
-// (row_shift below) removed that and let the two rows share input rows in
-// L1: 35.9 → 32.3 M instructions. fp16 C=384 now moves **2.58 TB/s, 60.9%
+// (row_shift below) removed most of it (the row groups at the image's top
+// and bottom still mix) and let the two rows share input rows in L1: 35.9 →
+// 32.3 M instructions — still well above the ~20 M the second version's
+// prediction counted from the interior path alone, a miss of that count. fp16 C=384 now moves **2.58 TB/s, 60.9%
 // of the probe's copy rate (median of 5 repetitions; goal ≥ 60%: MET)**,
 // 1.10× cuDNN; fp32 83%. Tried and reverted on the way: prefetching each
 // thread's next strip into shared memory with cp.async (no change,
@@ -108,7 +114,6 @@
 // with R·S ≤ 1024, any stride and pad; C ≤ 65535.
 // Run just this: build/convlab run conv2d/cuda/09_depthwise --shape N=128,H=28,C=384,K=384,R=3,pad=1,groups=384,dtype=f16
 #include <algorithm>
-#include <climits>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -311,8 +316,11 @@ __device__ __forceinline__ void strip_3x3(const ConvGeometry& g, const Element* 
 //   blocks (gpu::resident_blocks), each looping over many items, so the
 //   weight staging and its barrier are paid once per block, not per strip.
 //   Dynamic shared memory: R·S·lanes·kVec floats. Edge duties: chunks past C
-//   return after the one barrier; taps in the padding read nothing; outputs
-//   past Q are not stored.
+//   return after the one barrier; taps in the padding load from an address
+//   clamped into the image and use zero instead (depthwise_3x3) or read
+//   nothing (depthwise_generic); outputs past Q are not stored; in
+//   depthwise_3x3, items of the last row group past P (row_shift > 0, P not a
+//   multiple of 2^row_shift) do nothing.
 template <class Element, int kVec, int kStride>
 __global__ void __launch_bounds__(kThreads, 2)
     depthwise_3x3(ConvGeometry g, int chunks, int strips, int row_shift, int64_t items,
@@ -433,8 +441,10 @@ template <class Element, int kVec> void launch(const ConvProblem& p, const Args<
   };
   // A warp of 32 threads holds 32 / lanes items (block.y rows of threads).
   // Numbered so that they are the same strip of consecutive output rows, the
-  // warp's items are all interior or all edge strips (no divergence between
-  // the two paths of strip_3x3) and share two of their three input rows in L1.
+  // warp's items are interior or edge strips together, except in the row
+  // groups holding output row 0 or P − 1 (no divergence between the two paths
+  // of strip_3x3 elsewhere), and at stride 1 they share two of their three
+  // input rows in L1. Below 8 lanes a warp spans several strips as well.
   const int row_shift = lanes >= 32 ? 0 : lanes == 16 ? 1 : 2;  // up to 4 rows per group
   const auto launch_3x3 = [&](auto kernel) {
     const int strips = gpu::ceil_div(p.Q(), kStrip);
