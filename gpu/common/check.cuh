@@ -46,6 +46,10 @@ template <class Kernel> int resident_blocks(Kernel kernel, int threads, std::siz
   check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute(SMs)");
   check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared),
              "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  // per_sm is 0 when the kernel cannot run at all with these resources; one
+  // block per SM is returned then, and the launch itself reports why it fails.
+  // Three runtime queries per call: cheap next to a kernel, and in the
+  // benchmarks hidden behind the asynchronous L2 flush before each launch.
   return sms * (per_sm > 0 ? per_sm : 1);
 }
 
@@ -62,7 +66,9 @@ template <class Kernel> int resident_blocks(Kernel kernel, int threads, std::siz
 // largest size granted to each kernel and calls CUDA only when a launch asks
 // for more: once per kernel in practice. (Asking on every launch would be
 // correct too, but it is a driver call on the host inside the timed region.)
-// The memory is keyed by the kernel's address, not by its C++ type: two
+// One device per process is assumed (the attribute belongs to a kernel on
+// the current device; convlab runs on one GPU). The memory is keyed by the
+// kernel's address, not by its C++ type: two
 // instantiations with the same parameter list, such as
 // flash_tensor_core_kernel<__half, 64> and <__half, 128>, share a type but
 // not a grant.
