@@ -35,11 +35,13 @@
 //                                                     per n8 tile: b[2] (ldmatrix.x2 or registers), mma.sync
 //                                                   round to fp16, half2 stores
 //
-// Two k loops (the kernel's comments show both). Resident, for a 3x3 filter
-// with T = 8 or 16: the k loop is compiled in (5 or 9 k-steps), every lane's
-// tap offsets are computed once per block, and a warp holds one n8 tile's
-// whole B (10 or 18 registers) while it sweeps m-tiles: per k-step one
-// ldmatrix, one add and one mma. Streamed, for everything else: a cursor
+// Two k loops (the kernel's comments show both). Resident, for any filter of
+// R·S = 9 taps (3x3, but also 1x9 or 9x1; the taps' layout is still read
+// from the shape at run time) and only T = 8 or 16 (T ≤ 16: at T = 32 the
+// 18 k-steps would not fit kMaxResidentSteps): the k loop is compiled in (5
+// or 9 k-steps), every lane's tap offsets are computed once per block, and a
+// warp holds one n8 tile's whole B (10 or 18 registers) while it sweeps
+// m-tiles: per k-step one ldmatrix, one add and one mma. Streamed, for everything else: a cursor
 // walks the tap offsets by additions, and per k-step one A fragment feeds all
 // Kg/8 n-tiles, each with its own ldmatrix.x2 of B.
 //
@@ -67,10 +69,11 @@
 // registers with two divisions per 16-byte chunk, and used 4-row tiles.
 // It predicted 40–70 µs (~18 M warp instructions) and measured, on the H200
 // (bench/results/2026-11-30-h200-3/bench-conv2d.json; all tests pass,
-// memcheck 0 errors, racecheck 0 hazards), N=128 28×28 C=K=256 3x3 fp16:
+// memcheck 0 errors, racecheck 0 hazards), N=128 28×28 C=K=256 3x3 fp16, as
+// the first version (then named 09_grouped; the lesson's rungs were renumbered since):
 //
-//   T = 8  (groups=32)   09 0.165 ms  22.5 TFLOP/s   cuDNN 0.119 ms  31.2 TFLOP/s   09/cuDNN 0.72×
-//   T = 32 (groups=8)    09 0.359 ms  41.2 TFLOP/s   cuDNN 0.087 ms   169 TFLOP/s   (06: 0.210 ms, 70.5)
+//   T = 8  (groups=32)   first version 0.165 ms  22.5 TFLOP/s   cuDNN 0.119 ms  31.2 TFLOP/s   first/cuDNN 0.72×
+//   T = 32 (groups=8)    first version 0.359 ms  41.2 TFLOP/s   cuDNN 0.087 ms   169 TFLOP/s   (06: 0.210 ms, 70.5)
 //
 // The goal for T = 8, at least cuDNN's speed, was NOT MET. Nsight Compute
 // on the T = 8 layer: instruction bound, 113 M warp instructions for ~1.0 M
@@ -86,6 +89,9 @@
 //              ~15 instructions each), index setup and 5 ldmatrix.x2 of B,
 //              ~550 instructions over 14 m-tiles. ~19 per mma in all, ~20 M
 //              warp instructions: ~21 µs of issue at 1.75 GHz on 132 SMs.
+//              (Profiled afterwards, -h200-5/profile/: 21.2 M warp
+//              instructions against the ~20 M predicted, issue slots 40 %
+//              busy, DRAM throughput 31 %, 59 registers per thread.)
 //   shared     ldmatrix reads 461 B per mma (4 x4 + 1 x2 per m-tile), the
 //              staging writes 53 KiB per block: ~600 MB, ~20 µs at 128 B per
 //              clock per SM.
@@ -104,16 +110,20 @@
 // persistent block that double-buffers its tiles (cp.async into one while it
 // computes the other) and stages the filter slab once.
 //
-// Measured (H200, bench/results/2026-11-30-h200-5/bench-gpu.json; tests pass,
-// memcheck 0 errors, racecheck 0 hazards), N=128 28×28 C=K=256 3x3 fp16:
+// Measured (H200, bench/results/2026-11-30-h200-5/bench-gpu.json; tests pass in
+// that run; memcheck 0 errors and racecheck 0 hazards in -h200-6/sanitize.log),
+// N=128 28×28 C=K=256 3x3 fp16:
 //
 //   T = 8  (groups=32)   10 0.0588 ms  62.9 TFLOP/s   cuDNN 0.1175 ms  31.5 TFLOP/s   10/cuDNN 2.00×
 //   T = 32 (groups=8)    10 0.1345 ms   110 TFLOP/s   cuDNN 0.0886 ms   167 TFLOP/s   0.66×
 //
 // T = 8 lands inside the predicted 35–60 µs, at the top: 2.8× the first
-// version and twice cuDNN — the issue's goal (at least cuDNN's rate) is MET.
+// version and twice cuDNN — the lesson's goal (at least cuDNN's rate) is MET.
 // T = 32 is 2.7× its first version, still 0.66× cuDNN (not a goal). Nsight
-// Compute of this version is in -h200-5/profile/.
+// Compute of this version at T = 8 (-h200-5/profile/): 21.2 M warp
+// instructions (~20 M predicted), issue slots 40 % busy, DRAM 31 %, 59
+// registers: neither issue nor DRAM is saturated (the busiest memory unit
+// in that profile is at 70 %).
 //
 // fp32, and fp16 shapes the mma path cannot take (T not in {8, 16, 32, 64},
 // K/groups not a multiple of 8 up to 32, unaligned tensors, a tile and
@@ -159,7 +169,7 @@ constexpr int kSlabChannels = 64;              // input channels per block (whol
 constexpr int kPixelBytes = kSlabChannels * 2 + 16;  // shared-memory stride of one staged pixel
 constexpr int kMmaM = 16, kMmaN = 8;           // output pixels × output channels of one mma
 constexpr int kMaxNTiles = 4;                  // K/groups ≤ 32: accumulators kMaxNTiles × 4 floats
-constexpr int kResidentTaps = 9;               // R·S compiled into the resident path: 3x3
+constexpr int kResidentTaps = 9;               // R·S compiled into the resident path: any R·S = 9 (3x3, 1x9, 9x1)
 constexpr int kMaxResidentSteps = 9;           // resident B: ≤ 9 k-steps × 2 registers per lane
 constexpr int kMaxTaps = 64;                   // R·S of the mma path (shared-memory sizes stay small ints)
 constexpr int kMaxShared = 227 * 1024;         // sm_90's opt-in limit per block: filter slab + staged tile
@@ -232,6 +242,14 @@ bool mma_eligible(const ConvProblem& p) {
 // and 8–15, from the addresses of lanes 0–15) and a2 = a3 = 0 stand for the
 // missing half. Zeros in registers, not zeros read from somewhere: whatever
 // lies past the tile could be Inf or NaN, and NaN·0 is NaN.
+//
+// Every lane still computes the address it would hand ldmatrix.x4. For lanes
+// 16–31 that is reduction index R·S·T, i.e. tap R·S = (filter row R, column
+// 0): one row below the pixel's window. For a pixel in the tile's last output
+// row that row is past the staged tile, and since the x tile is the last part
+// of the block's dynamic shared memory, past its end too. That is safe:
+// ldmatrix .x2 reads only the addresses of lanes 0–15 (two 8x8 matrices, 8
+// row addresses each); lanes 16–31's are computed and never dereferenced.
 __device__ __forceinline__ void load_a_lower_half(uint32_t (&a)[4], uint32_t row_address) {
   uint32_t lower[2];
   gpu::ldmatrix_x2(lower, row_address);
@@ -252,7 +270,10 @@ __device__ __forceinline__ void load_a_lower_half(uint32_t (&a)[4], uint32_t row
 //   zeros (cp.async zero-fill), and so are the filter columns past R·S·T;
 //   m-tile rows past the tile or the image compute on staged pixel 0 and are
 //   not stored; reduction indices past R·S·T are zero A registers
-//   (load_a_lower_half).
+//   (load_a_lower_half), whose lanes 16–31 compute addresses one filter row
+//   below the window — past the staged tile, and for the tile's last output
+//   row even past the dynamic shared memory — which ldmatrix .x2 never reads
+//   (it uses only lanes 0–15's addresses).
 template <int kT, int kTaps>
 __global__ void __launch_bounds__(kThreads)
     grouped_mma(ConvGeometry g, TileShape ts, int tiles_p, int tiles_q, const __half* __restrict__ x,
@@ -451,7 +472,9 @@ __global__ void __launch_bounds__(kThreads)
 // kMaxFmaKg: one thread per (group, output pixel) computes all Kg outputs of
 // its group. Threads are numbered pixel-fastest within a group, so the 32
 // threads of a warp share the group and every weight load is one broadcast
-// address; each x value loaded feeds Kg FMAs.
+// address — except where N·P·Q % 32 ≠ 0: then a warp that straddles a group
+// boundary spans two groups (more if N·P·Q < 32), and its weight loads are two
+// broadcast addresses, still correct. Each x value loaded feeds Kg FMAs.
 //
 //   for (group, pixel) = thread:  acc[0..Kg) = 0
 //     for r, s in the image:  for t < T:
@@ -538,8 +561,9 @@ template <int kT, int kTaps> void launch_mma(const ConvProblem& p, const Args<Co
   gpu::check_launch("grouped_mma");
 }
 
-// The resident path for a 3x3 filter whose B column fits in registers (T = 8
-// or 16: 5 or 9 k-steps), the streamed path for everything else.
+// The resident path for any filter of R·S = 9 taps (3x3, 1x9, 9x1) whose B
+// column fits in registers (T = 8 or 16: 5 or 9 k-steps; T ≥ 32 needs 18 or
+// more), the streamed path for everything else.
 template <int kT> void launch_mma_width(const ConvProblem& p, const Args<ConvProblem>& args) {
   if constexpr (gpu::ceil_div(kResidentTaps * kT, kMmaK) <= kMaxResidentSteps) {
     if (p.R * p.S == kResidentTaps) {

@@ -115,8 +115,9 @@ struct RowMajorCursor {
 // B of one n8 tile and one k-step, by ldmatrix.x2 (no .trans) from a staged
 // [n][j] filter tile: lane l (< 16) supplies row n = l % 8 starting at
 // reduction column 8·(l / 8), so matrix 0 = (n 0-7, k 0-7) is b0 and matrix
-// 1 = (n 0-7, k 8-15) is b1 (gpu::mma_b_coord; lanes 16-31 repeat lanes 0-15,
-// whose addresses .x2 does not read). Returned as {n row, first k}.
+// 1 = (n 0-7, k 8-15) is b1 (gpu::mma_b_coord). Lanes 16-31 compute the same
+// rows as lanes 0-15 (.x2 does not read the addresses of lanes 16-31).
+// Returned as {n row, first k}.
 CONVLAB_HOST_DEVICE constexpr MatrixCoord ldmatrix_x2_b_row_address(int lane) {
   return {lane % 8, 8 * ((lane / 8) % 2)};
 }

@@ -51,18 +51,18 @@
 // if the conv runs at half that speed). f32 same shape: conv ~850 µs at 35 TFLOP/s,
 // rung 01 adds ~2×(205 MB·2)/4 TB/s ≈ 0.2 ms + the conv's own y_full store
 // → ≈ 1.25×. Contrast n32 56x56 C=K=128 f16 (compute-bound): ≈ 1.2×.
-// Measured, H200 (bench/results/2026-11-30-h200-3/bench-conv-pool-and-depthwise-strip2.json;
-// tests, memcheck and racecheck clean), fused over rung 01:
+// Measured, first epilogue (bench/results/2026-11-30-h200-3/bench-conv-pool-and-depthwise-strip2.json,
+// H200; tests, memcheck and racecheck clean in that run), fused over rung 01:
 //   bench shape f16  272 µs (110 TFLOP/s) vs 380 µs: 1.40×, not 1.7–2.4×; f32 758 vs 1107 µs: 1.46×
 //   n32 56x56 f16    108 vs 120 µs: 1.11×
-//   1x1 C=K=64 f16   215 vs 197 µs: 0.92×, SLOWER — the 128 MB floor moves at only 0.6 TB/s
+//   1x1 C=K=64 f16   215 vs 197 µs: 0.92×, SLOWER — the 128 MB floor moved at only 0.6 TB/s
 //                    (K = 64 half-fills the 128-wide N tile; depth 64 = two pipeline stages).
 // Rung 01's passes need ≥ |moved| / 4.2 TB/s, which bounds its conv (this main loop with a
-// plain store) at ≤ 221 µs (3x3 f16) and ≤ 118 µs (1x1): in f16 this kernel is ≥ 50 / ≥ 97 µs
+// plain store) at ≤ 221 µs (3x3 f16) and ≤ 118 µs (1x1): in f16 that kernel was ≥ 50 / ≥ 97 µs
 // slower than the same conv unfused (window order, shuffles, 32-bit pooled stores: not yet
-// profiled); in f32 it is not (758 vs ≤ 790 µs). The ≥ 1.5× goal is NOT met yet. Next: time
-// the conv alone, profile the pooled epilogue, a 64-wide N tile for K ≤ 64, and a memory-bound
-// shape where the conv itself is efficient (e.g. C = 32 → K = 128). See lesson 07.
+// profiled then); in f32 it was not (758 vs ≤ 790 µs). The ≥ 1.5× goal was NOT met by it. The
+// next steps named then: time the conv alone, profile the pooled epilogue, a 64-wide N tile for
+// K ≤ 64, and a memory-bound shape where the conv itself is efficient (e.g. C = 32 → K = 128).
 // Those f16 numbers are of the FIRST tensor-core epilogue: rows in window_order, the pool
 // done across lanes l, l^4, l^8, l^12 by two __shfl_xor_sync rounds per value, one lane in
 // four storing. Nsight Compute on the bench shape then put it at 273 µs and 110.7 M warp
@@ -70,8 +70,9 @@
 // instructions per warp, a dependent shuffle/max chain that 8 warps per SM could not hide.
 // warp_window_order replaced that epilogue after the measurement. Prediction for it: fused ≈
 // the plain conv's time + a few µs, ≈ 215–230 µs on the bench shape, ≈ 1.6–1.75× over rung 01.
-// Measured (bench/results/2026-11-30-h200-5/bench-gpu.json; tests pass, memcheck 0 errors,
-// racecheck 0 hazards), fused against rung 01 in the same run:
+// Measured, second epilogue (bench/results/2026-11-30-h200-5/bench-gpu.json; tests pass in
+// that run; memcheck 0 errors and racecheck 0 hazards in -h200-6/sanitize.log), fused against
+// rung 01 in the same run:
 //   bench shape f16  167 µs (179 TFLOP/s) vs 381 µs: 2.28× — the ≥ 1.5× goal is MET
 //   n32 56x56 f16     94 vs 120 µs: 1.28×;   1x1 C=K=64 f16  115 vs 198 µs: 1.72× (was 0.92×)
 //   f32 (unchanged)  758 vs 1109 µs: 1.46×
@@ -83,7 +84,6 @@
 // and f16 (fast loads when T % 8 == 0), within the lesson 04 kernels' limits.
 // Run just this: build/convlab run conv_bias_relu_pool/cuda/02_fused --shape N=64,H=112,C=16,K=128,R=3,pad=1,dtype=f16
 #include <cstdint>
-#include <cmath>
 
 #include "core/ops/conv_pool.hpp"
 #include "gpu/common/check.cuh"
