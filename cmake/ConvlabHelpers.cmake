@@ -54,12 +54,22 @@ endfunction()
 # the files that use sm_90a's arch-specific instructions (wgmma). Code built
 # for 90a runs on compute capability 9.0 only — the H100/H200 this suite
 # targets. Entries other than 90 stay as they are: there those files build
-# their fallback (the wgmma wrappers trap, and run() refuses to launch).
+# their fallback (the wgmma wrappers trap; gpu::wgmma_unavailable_reason()
+# says why, and rung 04's run() throws Unsupported with that message).
+# CMake's own `native`, `all` and `all-major` (which CMake accepts only on
+# their own) also pass through unchanged and never select 90a, so these files
+# get the fallback even on an H100/H200: the function warns then.
 function(convlab_sm90a_archs out_var)
   set(archs "")
   foreach(arch IN LISTS CONVLAB_CUDA_ARCHS)
     if(arch MATCHES "^90a?(-real|-virtual)?$")
       string(REGEX REPLACE "^90a?" "90a" arch "${arch}")
+    elseif(arch MATCHES "^(native|all|all-major)$")
+      message(WARNING
+        "convlab: CONVLAB_CUDA_ARCHS=${arch} never selects sm_90a, so the files named *wgmma*.cu "
+        "(attention rung 04_flash_wgmma and the wgmma probe) get no sm_90a code and will not run, even on "
+        "an H100/H200. To build them, configure with an explicit 90 in CONVLAB_CUDA_ARCHS "
+        "(-DCONVLAB_CUDA_ARCHS=90); files named *wgmma*.cu are then built for sm_90a.")
     endif()
     list(APPEND archs "${arch}")
   endforeach()

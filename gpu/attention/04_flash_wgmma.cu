@@ -8,10 +8,11 @@
 //
 // What wgmma changes over mma.sync:
 //   * one instruction per WARPGROUP (4 warps, 128 threads), 64 x N x 16 with N
-//     up to 256, instead of one 16 x 8 x 16 per warp: 16 mma.sync worth of work
-//     (N = 128) per issued instruction, so the issue slots that rung 03 spent on
-//     mma, ldmatrix and address arithmetic (~8 instructions per mma, issue 53 %
-//     busy under Nsight Compute) are freed for the softmax;
+//     up to 256, instead of one 16 x 8 x 16 per warp: one m64n128k16 (N = 128
+//     here) is the work of 64 m16n8k16 per warpgroup, 16 per warp, so the issue
+//     slots that rung 03 spent on mma, ldmatrix and address arithmetic (~8
+//     instructions per mma, issue 53 % busy under Nsight Compute) are freed for
+//     the softmax;
 //   * operands come from SHARED MEMORY through 64-bit matrix descriptors (A may
 //     come from registers): no ldmatrix at all. The price is a fixed shared-memory
 //     layout: the 128-byte-swizzled tile of gpu::Sw128Tile, written by cp.async
@@ -20,8 +21,13 @@
 //     That is what lets one warpgroup compute its softmax while its own P·V of
 //     the previous tile is still on the tensor cores;
 //   * only wgmma reaches the tensor cores' full rate on Hopper (~1000 TFLOP/s
-//     dense fp16 on an H100/H200); mma.sync is capped well below it — about
-//     half to two thirds of it at best, and rung 03's issue rate got it to 257.
+//     dense fp16 on an H100/H200); mma.sync stays well below it. How far
+//     below is an estimate, not a measured cap. What this suite did measure on
+//     the H200 (bench/results/2026-11-30-h200-3/bench-gemm.json): its best
+//     mma.sync GEMM, gemm/cuda/10_tensor_core_pipelined, 398–416 TFLOP/s at
+//     4096³ and 8192³, against 672–692 for cuBLAS's HGEMM in the same run
+//     (736–767 in `convlab probe`'s 8192³, across sessions) — about 60 %;
+//     rung 03's issue rate got attention to 257.
 //
 // CTA layout: 128 queries of one (b, h), 256 threads = 2 warpgroups; warpgroup
 // w owns queries 64w .. 64w+63 of the CTA outright (its softmax state is
@@ -93,18 +99,23 @@
 // tensor work, the same exp work, so MUFU-bound: ≈ 250–350 TFLOP/s.
 //
 // MEASURED (H200, bench/results/2026-11-30-h200-5/bench-gpu.json, the same
-// run as rungs 01 and 03; all attention tests and the wgmma probe pass,
-// memcheck 0 errors, racecheck 0 hazards): 1.168 ms = 471 TFLOP/s, inside the
-// predicted 420–520, against 4.327 ms for the unfused cuBLAS + softmax path:
+// run as rungs 01 and 03; all attention tests and the wgmma probe pass there;
+// compute-sanitizer memcheck 0 errors and racecheck 0 hazards in -h200-6, call
+// 3, and again in -h200-9 with the N = 300 test shapes, whose three key tiles,
+// the last one partial, refill the K/V buffers): 1.168 ms = 471 TFLOP/s, inside
+// the predicted 420–520, against 4.327 ms for the unfused cuBLAS + softmax path:
 // **3.70×, the issue's ≥ 3× goal MET** (rung 03: 2.130 ms, 2.03×). Causal:
 // 0.650 ms = 423 TFLOP/s, 5.2× the unfused path (3.391 ms), 0.56× the
 // non-causal time (predicted 0.55×). PyTorch on the same H200 (-h200-4/
-// sdpa-torch.json): FA2 354 TFLOP/s, cuDNN 628. d = 64 and bf16 were tested,
-// not benchmarked.
+// sdpa-torch.json): FA2 354 TFLOP/s, cuDNN 628. -h200-8/bench-gpu.json:
+// d = 64 fp16 0.805 ms = 342 TFLOP/s (predicted 250–350), 5.22× the unfused
+// path (4.201 ms); bf16 at d = 128 1.146 ms = 480 TFLOP/s, 3.76× (4.310 ms).
+// All 42 GPU tests passed in -h200-8 and -h200-9.
 //
 // Supported: f16, bf16; d ∈ {64, 128}; any Nq, Nk ≥ 1 (partial tiles masked
 // and zero-filled); causal (top-left) or not; B·H ≤ 65535. Needs compute
-// capability 9.0 and a build for 90 (CMake compiles this file for sm_90a).
+// capability 9.0 and an explicit 90 in CONVLAB_CUDA_ARCHS (CMake then compiles
+// this file, like every file whose name contains "wgmma", for sm_90a).
 // Run just this: build/convlab run attention/cuda/04_flash_wgmma --shape B=4,H=16,N=4096,d=128,dtype=f16
 #include <cstdint>
 
@@ -345,8 +356,11 @@ template <class Element, int kHeadDim> __device__ __forceinline__ void rescale_a
 // The key loop is peeled into first tile / steady state / last P·V so that no
 // wgmma, commit or wait sits under a condition: ptxas checks that no ordinary
 // instruction touches a wgmma's registers before the wait that retires it, and
-// where it cannot prove that along every path it serializes every wgmma
-// (warning C7514) — which would undo the asynchrony this rung is about.
+// where it cannot prove that along every path it serializes every wgmma —
+// ptxas then prints an info line (not a warning), "Potential Performance Loss:
+// wgmma.mma_async instructions are serialized due to …", with a code and the
+// reason (C7514 and C7515 were seen while writing this rung) — which would
+// undo the asynchrony this rung is about.
 //
 // Edges. Query rows ≥ Nq are zero-filled, computed, never stored. Key rows ≥ Nk
 // are zero-filled (V contributes 0, never NaN) and their scores masked to −∞,
@@ -359,7 +373,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     flash_wgmma_kernel(int Nq, int Nk, bool causal, float scale_log2, const Element* __restrict__ q,
                        const Element* __restrict__ k, const Element* __restrict__ v, Element* __restrict__ o) {
   // Compiled for every target; in code for targets other than sm_90a the
-  // wgmma wrappers trap, and run() refuses to launch there in the first place.
+  // wgmma wrappers trap, and run() never launches it there: it throws
+  // Unsupported when gpu::wgmma_unavailable_reason() is not empty.
   using T = Tile<kHeadDim>;
   extern __shared__ unsigned char shared[];
   // Dynamic shared memory is only 16-byte aligned for sure; the swizzle

@@ -224,9 +224,14 @@ CONVLAB_HOST_DEVICE constexpr uint32_t wgmma_mn_major_sw128_address(uint64_t des
 
 // wgmma and setmaxnreg are "arch-specific" PTX: they exist for sm_90a, not for
 // sm_90 (nor any other target). Device passes for other targets compile these
-// wrappers as traps, so a file using them builds everywhere; kernels check
-// kWgmmaCompiled and never reach them there. CMakeLists.txt compiles files
-// whose name contains "wgmma" for 90a.
+// wrappers as traps, so a file using them builds everywhere. What keeps
+// kernels away from the traps is a host-side check:
+// gpu::wgmma_unavailable_reason() (wgmma_probe.hpp) launches a one-thread
+// kernel that reports kWgmmaCompiled (only gpu/common/wgmma_probe.cu reads
+// that constant), and callers ask it before launching: rung 04's run() throws
+// Unsupported when the reason is not empty. CMakeLists.txt compiles files
+// whose name contains "wgmma" for 90a when CONVLAB_CUDA_ARCHS lists 90
+// explicitly.
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define CONVLAB_WGMMA_ASM 1
 #else

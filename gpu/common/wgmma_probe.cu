@@ -157,13 +157,15 @@ std::string probe_reason() {
   wgmma_compiled_kernel<<<1, 1>>>(static_cast<int*>(flag.ptr));
   if (const cudaError_t err = cudaGetLastError(); err != cudaSuccess)
     return std::string("this build has no code for ") + device + ": " + cudaGetErrorString(err) +
-           " (configure with CONVLAB_CUDA_ARCHS containing 90)";
+           "; configure with an explicit 90 in CONVLAB_CUDA_ARCHS (files named *wgmma*.cu are then built for "
+           "sm_90a)";
   device_synchronize("wgmma_compiled_kernel");
   int value = -1;
   copy_bytes(&value, Device::cpu, flag.ptr, Device::cuda, sizeof(int));
   if (value != 1)
     return "the code loaded for " + device +
-           " was compiled without sm_90a features (configure with CONVLAB_CUDA_ARCHS containing 90)";
+           " was compiled without sm_90a features: configure with an explicit 90 in CONVLAB_CUDA_ARCHS "
+           "(files named *wgmma*.cu are then built for sm_90a)";
   return "";
 }
 
