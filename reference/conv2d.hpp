@@ -16,6 +16,11 @@ namespace convlab::ref {
 // p.invalid_reason()) or a buffer is null.
 void conv2d(const ConvProblem& p, const double* x, const double* w, double* y);
 
+// One output of that sum, y[n, oh, ow, k], for oracles of fused layers that
+// need the conv's value at a pixel without materialising y (no checks: the
+// caller validated p and the buffers).
+double conv2d_at(const ConvProblem& p, const double* x, const double* w, int n, int oh, int ow, int k);
+
 // c[M,N] = a[M,K] · b[K,N], row-major. Throws std::invalid_argument unless
 // M, N, K > 0 and every buffer is non-null.
 void gemm(int M, int N, int K, const double* a, const double* b, double* c);

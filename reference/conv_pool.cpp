@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "reference/conv2d.hpp"
 #include "reference/validate.hpp"
 
 namespace convlab::ref {
@@ -19,7 +20,7 @@ void conv_bias_relu_pool(const ConvPoolProblem& p, const double* x, const double
   detail::require_buffer("conv_bias_relu_pool", "bias", bias);
   detail::require_buffer("conv_bias_relu_pool", "y", y);
   const ConvProblem c = p.conv();
-  const int P2 = p.P2(), Q2 = p.Q2(), T = c.T(), Kg = c.K_per_group();
+  const int P2 = p.P2(), Q2 = p.Q2();
   // Parallel only so large benchmark shapes are re-checked quickly; every
   // output is still computed on its own, in plain loops.
 #pragma omp parallel for collapse(2) schedule(static)
@@ -27,20 +28,10 @@ void conv_bias_relu_pool(const ConvPoolProblem& p, const double* x, const double
     for (int i = 0; i < P2; ++i)
       for (int j = 0; j < Q2; ++j)
         for (int k = 0; k < p.K; ++k) {
-          const int g = k / Kg;
           double best = -std::numeric_limits<double>::infinity();
           for (int a = 0; a < 2; ++a)
-            for (int b = 0; b < 2; ++b) {
-              const int oh = 2 * i + a, ow = 2 * j + b;  // the conv output this window element is
-              double acc = 0.0;
-              for (int r = 0; r < p.R; ++r)
-                for (int s = 0; s < p.S; ++s) {
-                  const int ih = oh * p.stride + r - p.pad, iw = ow * p.stride + s - p.pad;
-                  if (ih < 0 || ih >= p.H || iw < 0 || iw >= p.W) continue;  // zero padding
-                  for (int t = 0; t < T; ++t)
-                    acc += w[((int64_t(k) * p.R + r) * p.S + s) * T + t] *
-                           x[((int64_t(n) * p.H + ih) * p.W + iw) * p.C + g * T + t];
-                }
+            for (int b = 0; b < 2; ++b) {  // the conv output (2i + a, 2j + b) this window element is
+              const double acc = conv2d_at(c, x, w, n, 2 * i + a, 2 * j + b, k);
               best = std::max(best, std::max(acc * scale[k] + bias[k], 0.0));
             }
           y[((int64_t(n) * P2 + i) * Q2 + j) * p.K + k] = best;
