@@ -10,10 +10,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <mutex>
 #include <string>
-#include <tuple>
 #include <unordered_map>
 
 #include "core/device.hpp"
@@ -41,27 +39,18 @@ inline bool aligned_16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 
 // How many blocks of `kernel` (with `threads` threads and `shared` bytes of
 // dynamic shared memory) the current device runs at once: its SM count times
 // the blocks one SM holds. A grid of this size is one full wave, the size of a
-// "persistent" grid whose blocks loop over the work. The answer is remembered
-// per (kernel, threads, shared), so a launcher asks the runtime once, not on
-// every launch inside a timed loop (one device per process, as for
-// allow_dynamic_shared below). per_sm is 0 when the kernel cannot run at all
-// with these resources; one block per SM is returned then, and the launch
-// itself reports why it fails.
-inline int resident_blocks_of(const void* kernel, int threads, std::size_t shared) {
-  static std::mutex mutex;
-  static std::map<std::tuple<const void*, int, std::size_t>, int> known;
-  const std::lock_guard<std::mutex> lock(mutex);
-  const auto key = std::make_tuple(kernel, threads, shared);
-  if (const auto it = known.find(key); it != known.end()) return it->second;
+// "persistent" grid whose blocks loop over the work.
+template <class Kernel> int resident_blocks(Kernel kernel, int threads, std::size_t shared) {
   int device = 0, sms = 0, per_sm = 0;
   check_cuda(cudaGetDevice(&device), "cudaGetDevice");
   check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute(SMs)");
   check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared),
              "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-  return known[key] = sms * (per_sm > 0 ? per_sm : 1);
-}
-template <class Kernel> int resident_blocks(Kernel kernel, int threads, std::size_t shared) {
-  return resident_blocks_of(reinterpret_cast<const void*>(kernel), threads, shared);
+  // per_sm is 0 when the kernel cannot run at all with these resources; one
+  // block per SM is returned then, and the launch itself reports why it fails.
+  // Three runtime queries per call: cheap next to a kernel, and in the
+  // benchmarks hidden behind the asynchronous L2 flush before each launch.
+  return sms * (per_sm > 0 ? per_sm : 1);
 }
 
 // Lets `kernel` be launched with up to `bytes` of dynamic shared memory.
