@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake ninja-build ccache pkg-config libeigen3-dev catch2 libbenchmark-dev
-          libopenblas-dev libdnnl-dev python3-venv)
+          libopenblas-dev libdnnl-dev ocl-icd-opencl-dev opencl-headers python3-venv)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
