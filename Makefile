@@ -12,12 +12,17 @@ CMAKE_ARGS ?=
 # Lets a clone in another folder (CI) reuse this machine's compile cache.
 export CCACHE_BASEDIR := $(CURDIR)
 
-.PHONY: all deps configure build tour test bench probe gpu clean
+.PHONY: all deps check-deps configure build tour test bench probe gpu clean
 
 all: build
 
+# Installs what is missing, then checks every package the build loads (one line if all is there).
 deps:
 	@scripts/install-deps.sh
+
+# Only the check: every Debian package, CMake package and Python module, and what is missing.
+check-deps:
+	@scripts/install-deps.sh --check
 
 configure: deps
 	@cmake -S . -B $(BUILD) -G Ninja -DCONVLAB_PYTHON=$(CURDIR)/.venv/bin/python $(CMAKE_ARGS) >/dev/null

@@ -8,6 +8,7 @@
 
 #include "app/commands.hpp"
 #include "app/common.hpp"
+#include "convlab/build_info.hpp"
 
 namespace convlab::app {
 namespace {
@@ -18,7 +19,21 @@ void print_help(std::ostream& out) {
          "Every registered variant, sorted by lesson, operation, device and name:\n"
          "its lesson, operation, device, name, the threads it uses (1 or all),\n"
          "whether it is a library baseline, and the idea it adds. Run one with\n"
-         "`convlab run OP/DEVICE/NAME`.\n";
+         "`convlab run OP/DEVICE/NAME`. Optional baselines this build could not\n"
+         "find (OpenBLAS, oneDNN, cuDNN) are listed last, each with the reason.\n";
+}
+
+// The optional baselines that configure could not find, one line each, so a
+// missing library is visible rather than a silently shorter list.
+void print_missing_baselines(std::ostream& out) {
+  const std::string missing = build_info::missing_baselines;
+  std::size_t start = 0;
+  while (start < missing.size()) {
+    std::size_t end = missing.find(';', start);
+    if (end == std::string::npos) end = missing.size();
+    if (end > start) out << "missing baseline, its variants left out of this build: " << missing.substr(start, end - start) << "\n";
+    start = end + 1;
+  }
 }
 
 int run(const std::vector<std::string>& args) {
@@ -47,6 +62,7 @@ int run(const std::vector<std::string>& args) {
   }
   if (variants.empty()) std::cout << "(no variants registered in this build)\n";
   else std::cout << "\n" << variants.size() << " variants; run one with `convlab run OP/DEVICE/NAME`\n";
+  print_missing_baselines(std::cout);
   return 0;
 }
 

@@ -29,6 +29,7 @@ endif()
 # ---- CPU baselines (optional: a missing one is reported, its variant skipped) -
 set(CONVLAB_BASELINE_LIBS "")
 set(CONVLAB_MISSING_BASELINES "")
+set(CONVLAB_MISSING_REASONS "")   # "name: why", one per missing baseline
 
 find_library(OPENBLAS_LIBRARY NAMES openblas)
 find_path(OPENBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES x86_64-linux-gnu/openblas-pthread openblas-pthread openblas)
@@ -53,7 +54,6 @@ endif()
 # CONVLAB_HIDE_BASELINES (a list: openblas;onednn;cudnn) pretends a baseline
 # is absent; tests/install/ uses it to prove the build survives without them.
 set(CONVLAB_HIDE_BASELINES "" CACHE STRING "Baselines to treat as missing (openblas;onednn;cudnn), for testing")
-set(CONVLAB_MISSING_REASONS "")
 macro(convlab_baseline_missing name why)
   list(APPEND CONVLAB_MISSING_BASELINES ${name})
   list(APPEND CONVLAB_MISSING_REASONS "${name}: ${why}")
