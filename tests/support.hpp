@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/harness.hpp"
 #include "tests/catch_compat.hpp"
@@ -24,6 +25,13 @@ uint64_t seed_for(const std::string& spec);
 // True (and prints CONVLAB-SKIP, which CTest reports as skipped) when a GPU
 // test cannot run here.
 bool skip_without_gpu();
+
+// How many failing shapes of one variant are reported in full; the rest are
+// named on one line, so one broken variant prints a screenful, not a thousand lines.
+inline constexpr int kMaxReportedFailures = 3;
+
+// "ok (rel L2 ...)" or the failure's message (coordinates in the output's layout).
+std::string describe_result(const CompareResult& r);
 
 // checked_run twice (a run must not lean on the previous run's output),
 // failing the Catch test with `what` and the replay seed on a mismatch.
@@ -51,6 +59,20 @@ template <class P> std::pair<int, int> run_on_f32_table(const Variant<P>& v) {
     ++tried;
   }
   return {passed, tried};
+}
+
+// The shapes of P's f32 CPU test table on which the one-off variant `v` is
+// rejected, as specs.
+template <class P> std::vector<std::string> rejected_shapes(const Variant<P>& v) {
+  const VariantInfo info{OpTraits<P>::name, v.name, v.device, 0, v.threads, "", false};
+  std::vector<std::string> rejected;
+  uint64_t n = 0;
+  for (const P& p : OpTraits<P>::shapes(ShapeTable::test, Device::cpu)) {
+    if (p.dtype != DType::f32) continue;
+    Case<P> c(v, info, p, random_inputs(p, base_seed() + n++), "");
+    if (!checked_run(c).ok) rejected.push_back(OpTraits<P>::spec(p));
+  }
+  return rejected;
 }
 
 // The index of `op`'s variant `name` on `device`; fails the test if none is registered.
