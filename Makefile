@@ -11,6 +11,8 @@
 BUILD   ?= build
 JOBS    ?= $(shell nproc)
 CMAKE_ARGS ?=
+# The notebooks' Python (make deps prepares it).
+PYTHON  ?= $(CURDIR)/.venv/bin/python
 # Lets a clone in another folder (CI) reuse this machine's compile cache.
 export CCACHE_BASEDIR := $(CURDIR)
 
@@ -39,7 +41,7 @@ test: build
 figures: build
 	@for nb in notebooks/01-roofline.ipynb notebooks/13-efficiency/13-efficiency.ipynb; do \
 	  (cd $$(dirname $$nb) && MPLBACKEND=Agg CONVLAB_BIN=$(CURDIR)/$(BUILD)/convlab \
-	    $(CURDIR)/.venv/bin/python -m jupyter nbconvert --to notebook --execute \
+	    $(PYTHON) -m jupyter nbconvert --to notebook --execute \
 	    --ExecutePreprocessor.timeout=600 --output-dir $(CURDIR)/$(BUILD)/executed-notebooks $$(basename $$nb)) || exit 1; \
 	done
 
