@@ -56,31 +56,39 @@ void check_twice(ICase& c, const std::string& what) {
   CHECK(failure.empty());
 }
 
+TableFailures run_table(const std::vector<std::string>& specs,
+                        const std::function<std::unique_ptr<ICase>(const std::string&)>& make) {
+  TableFailures f;
+  for (const std::string& spec : specs) {
+    std::unique_ptr<ICase> c = make(spec);
+    if (!c) continue;  // not supported
+    ++f.tested;
+    const std::string failure = first_failure_of_two_runs(*c);
+    if (failure.empty()) continue;
+    if (++f.failed <= kMaxReportedFailures) f.shown.push_back(spec + ", " + failure);
+    else f.unshown += (f.unshown.empty() ? "" : "; ") + spec;
+  }
+  return f;
+}
+
 void check_variant_on_table(const OpHandle& op, std::size_t index) {
   const VariantInfo v = op.variants().at(index);
   if (v.device == Device::cuda && skip_without_gpu()) return;
-  int tested = 0, failed = 0;
-  std::string unshown;  // the failing shapes past the cap, named on one line
-  for (const std::string& spec : op.shapes(ShapeTable::test, v.device)) {
-    if (!op.unsupported_reason(index, spec).empty()) continue;
-    ++tested;
-    auto c = op.make_case(index, spec, seed_for(spec));
-    const std::string failure = first_failure_of_two_runs(*c);
-    if (failure.empty()) continue;
-    if (++failed <= kMaxReportedFailures) {
-      INFO(v.id() << " on " << spec << ", " << failure << " (replay: CONVLAB_SEED=" << base_seed() << ")");
-      CHECK(failure.empty());
-    } else {
-      unshown += (unshown.empty() ? "" : "; ") + spec;
-    }
+  const TableFailures f = run_table(op.shapes(ShapeTable::test, v.device), [&](const std::string& spec) {
+    return op.unsupported_reason(index, spec).empty() ? op.make_case(index, spec, seed_for(spec))
+                                                      : std::unique_ptr<ICase>();
+  });
+  for (const std::string& failure : f.shown) {
+    INFO(v.id() << " on " << failure << " (replay: CONVLAB_SEED=" << base_seed() << ")");
+    CHECK(failure.empty());
   }
-  if (!unshown.empty()) {
-    INFO(v.id() << " also fails on " << failed - kMaxReportedFailures << " more shape(s), not shown in full: "
-                << unshown);
-    CHECK(unshown.empty());
+  if (!f.unshown.empty()) {
+    INFO(v.id() << " also fails on " << f.failed - kMaxReportedFailures << " more shape(s), not shown in full: "
+                << f.unshown);
+    CHECK(f.unshown.empty());
   }
   INFO(v.id() << " supports none of the " << op.name() << " test shapes");
-  CHECK(tested > 0);
+  CHECK(f.tested > 0);
 }
 
 std::size_t variant_index(const OpHandle& op, Device device, const std::string& name) {

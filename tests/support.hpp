@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,6 +38,17 @@ std::string describe_result(const CompareResult& r);
 // checked_run twice (a run must not lean on the previous run's output),
 // failing the Catch test with `what` and the replay seed on a mismatch.
 void check_twice(ICase& c, const std::string& what);
+
+// Each spec's case (`make` returns nullptr for an unsupported one) checked
+// twice; the first kMaxReportedFailures failures are kept in full ("spec,
+// why"), the rest only named.
+struct TableFailures {
+  int tested = 0, failed = 0;
+  std::vector<std::string> shown;  // "spec, run 1: why"
+  std::string unshown;             // "spec; spec; ..."
+};
+TableFailures run_table(const std::vector<std::string>& specs,
+                        const std::function<std::unique_ptr<ICase>(const std::string&)>& make);
 
 // Runs variant `index` of `op` on every supported test shape: poison, run,
 // verify; fails the Catch test on any mismatch, and if the variant supports

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "core/ops/conv2d.hpp"
@@ -218,6 +219,26 @@ TEST_CASE("checker: failure messages give coordinates in the output's layout", "
   CHECK(r.message.find("y[0,8,6,4] (NHWC)") != std::string::npos);  // N=1, P=9, Q=7, K=5: the last element
   CHECK(r.message.find("rel L2") == std::string::npos);               // no L2 error beside NaN
   CHECK_FALSE(r.has_rel_l2());
+}
+
+TEST_CASE("checker: one broken variant's failures are capped, the rest named on one line", "[checker][cpu]") {
+  const Variant<ConvProblem> v = conv_variant<ConvDefect::skip_last_output>("skipped_tail");
+  const VariantInfo info{"conv2d", v.name, v.device, 0, v.threads, "", false};
+  std::vector<std::string> specs;
+  for (const ConvProblem& p : OpTraits<ConvProblem>::shapes(ShapeTable::test, Device::cpu))
+    if (p.dtype == DType::f32) specs.push_back(OpTraits<ConvProblem>::spec(p));
+  const testing::TableFailures f = testing::run_table(specs, [&](const std::string& spec) -> std::unique_ptr<ICase> {
+    const ConvProblem p = OpTraits<ConvProblem>::parse(spec);
+    return std::make_unique<Case<ConvProblem>>(v, info, p, random_inputs(p, 3), "");
+  });
+  REQUIRE(f.failed == f.tested);  // it fails everywhere
+  REQUIRE(f.failed > testing::kMaxReportedFailures);
+  CHECK(int(f.shown.size()) == testing::kMaxReportedFailures);
+  CHECK(f.unshown.find(specs.back()) != std::string::npos);
+  for (const std::string& s : f.shown) {
+    INFO(s);
+    CHECK(s.find("(NHWC)") != std::string::npos);  // coordinates, in the output's layout
+  }
 }
 
 }  // namespace convlab
