@@ -112,7 +112,8 @@ std::vector<ConvProblem> OpTraits<ConvProblem>::shapes(ShapeTable table, Device 
       // the first of these it supports (app/common.hpp, tour_shape_for).
       if (gpu)
         return {conv(32, 56, 56, 128, 128, 3, 3, 1, 1, 1), conv(32, 56, 56, 128, 128, 3, 3, 1, 1, 16),
-                conv(32, 56, 56, 128, 128, 3, 3, 1, 1, 128), conv(32, 56, 56, 128, 128, 1, 1, 1, 0, 1)};
+                conv(32, 56, 56, 128, 128, 3, 3, 1, 1, 128), conv(32, 56, 56, 128, 128, 1, 1, 1, 0, 1),
+                conv(32, 56, 56, 128, 128, 3, 3, 1, 1, 1, DType::f16)};  // the tensor-core rungs'
       return {conv(1, 56, 56, 64, 64, 3, 3, 1, 1, 1), conv(1, 56, 56, 64, 64, 3, 3, 1, 1, 8),
               conv(1, 56, 56, 64, 64, 3, 3, 1, 1, 64), conv(1, 56, 56, 64, 64, 1, 1, 1, 0, 1)};
     case ShapeTable::bench:
