@@ -2,6 +2,8 @@
 #
 #   make tour   install what is missing, build, run the lesson tour
 #   make test   install what is missing, build, run every test (GPU tests skip without a GPU)
+#   make figures  regenerate the committed figures (notebooks/figures/, lessons/13-*/figures/)
+#               and lesson 13's table from the committed benchmark JSON
 #
 # Everything real happens in CMake and the programs; this file only strings
 # the steps together so that a fresh machine needs nothing installed by hand.
@@ -9,10 +11,12 @@
 BUILD   ?= build
 JOBS    ?= $(shell nproc)
 CMAKE_ARGS ?=
+# The notebooks' Python (make deps prepares it).
+PYTHON  ?= $(CURDIR)/.venv/bin/python
 # Lets a clone in another folder (CI) reuse this machine's compile cache.
 export CCACHE_BASEDIR := $(CURDIR)
 
-.PHONY: all deps check-deps configure build tour test bench probe gpu clean
+.PHONY: all deps check-deps configure build tour test figures bench probe gpu clean
 
 all: build
 
@@ -35,6 +39,16 @@ tour: build
 
 test: build
 	@cd $(BUILD) && ctest -j $(JOBS) --output-on-failure
+
+# The one command that rewrites the committed figures: the notebooks run with
+# no CONVLAB_FIG_DIR, so they write where the lessons link to. (`make test`
+# runs the same notebooks with their figures under $(BUILD)/figures/.)
+figures: build
+	@for nb in notebooks/01-roofline.ipynb notebooks/13-efficiency/13-efficiency.ipynb; do \
+	  (cd $$(dirname $$nb) && MPLBACKEND=Agg CONVLAB_BIN=$(CURDIR)/$(BUILD)/convlab \
+	    $(PYTHON) -m jupyter nbconvert --to notebook --execute \
+	    --ExecutePreprocessor.timeout=600 --output-dir $(CURDIR)/$(BUILD)/executed-notebooks $$(basename $$nb)) || exit 1; \
+	done
 
 bench: build
 	@$(BUILD)/convlab_bench --benchmark_out=$(BUILD)/bench.json --benchmark_out_format=json

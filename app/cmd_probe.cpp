@@ -6,6 +6,7 @@
 
 #include "app/commands.hpp"
 #include "app/common.hpp"
+#include "core/load.hpp"
 #include "core/probe.hpp"
 
 namespace convlab::app {
@@ -18,7 +19,9 @@ void print_help(std::ostream& out) {
          "accumulators) and memory bandwidth (STREAM-style triad over arrays far larger\n"
          "than the cache), each on one thread and on all, and with a GPU its copy\n"
          "bandwidth and cuBLAS GEMM rates. The result is cached as JSON and used by\n"
-         "`convlab run` and `convlab tour` for % of peak.\n"
+         "`convlab run` and `convlab tour` for % of peak. The figures are kept as\n"
+         "measured; when the cores look busy (load average) or the probe's own numbers\n"
+         "disagree (all threads slower than one, chunks far apart) it says so in a note.\n"
          "\n"
          "--out FILE  where to write the cache (default: $CONVLAB_PROBE_FILE if set,\n"
          "            else probe.json beside the convlab program). Other programs find\n"
@@ -35,6 +38,7 @@ int run(const std::vector<std::string>& args) {
     setenv("CONVLAB_PROBE_FILE", path.c_str(), 1);  // measure_and_cache_peaks writes where this points
   }
 
+  const LoadSample load = sample_load();  // before probing: the probe itself loads every core
   const MachinePeaks p = measure_and_cache_peaks(true);
   std::cout << "\nCPU  " << p.cpu_model << ", " << p.cpu_threads << " threads, "
             << (p.cpu_has_fma ? "AVX2 + FMA" : "no AVX2/FMA (portable kernel)") << "\n"
@@ -46,6 +50,11 @@ int run(const std::vector<std::string>& args) {
     std::cout << "  ridge point       " << format_fixed(p.cpu_gflops_1t / p.cpu_gbs_1t, 1) << " flop/byte (1 thread), "
               << format_fixed(p.cpu_gflops_all / p.cpu_gbs_all, 1)
               << " (all): kernels of lower operational intensity are memory-bound\n";
+  std::cout << "  FMA chunk spread  " << format_fixed(100 * p.cpu_fma_spread, 1)
+            << "% (median chunk below the best; over " << format_fixed(100 * kProbeNoisySpread, 0)
+            << "% means the cores were shared)\n";
+  if (const std::string note = busy_note(load); !note.empty()) std::cout << note << "\n";
+  for (const std::string& note : probe_notes(p)) std::cout << note << "\n";
   if (p.gpu.name.empty()) {
     std::cout << "GPU  none: " << no_gpu_reason() << "\n";
   } else {

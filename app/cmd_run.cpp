@@ -9,6 +9,7 @@
 #include "app/commands.hpp"
 #include "app/common.hpp"
 #include "app/measure.hpp"
+#include "core/load.hpp"
 #include "core/npy.hpp"
 #include "core/probe.hpp"
 
@@ -22,7 +23,9 @@ void print_help(std::ostream& out) {
          "       convlab run TARGET --in A.npy,B.npy [--shape OPTIONS] [--out Y.npy] [--reps N]\n"
          "\n"
          "Checks TARGET against the double-precision reference and times it: one line per\n"
-         "variant with the shape, ok/FAIL, relative L2 error, median time, GFLOP/s, GB/s\n"
+         "variant with the shape, ok/FAIL, relative L2 error, median time and its spread\n"
+         "(coefficient of variation of the repetitions; 'noisy' above 5%, '(cap)' when the\n"
+         "median had not settled within 2% at the cap), GFLOP/s, GB/s\n"
          "(compulsory bytes / time), % of this machine's measured peak, operational\n"
          "intensity (flop per compulsory byte), the roofline's attainable rate for that\n"
          "intensity (min(peak, intensity x bandwidth), Eq. 10) and the % of it reached,\n"
@@ -33,9 +36,11 @@ void print_help(std::ostream& out) {
          "         OP              every variant of OP, e.g. conv2d\n"
          "\n"
          "--shape SPEC   the problem as key=value pairs; missing keys take the operation's\n"
-         "               defaults. Without it: the operation's tour shape for each device.\n"
+         "               defaults. Without it: the first of the operation's tour shapes\n"
+         "               for the variant's device that it supports.\n"
          "--seed N       seed of the random inputs (default 1; printed with any failure)\n"
-         "--reps N       timed repetitions; default: at least 3 and 100 ms; 0: check only\n"
+         "--reps N       timed repetitions; default: at least 3 and 100 ms, then doubled until\n"
+         "               the median moves less than 2% (or 1 s is spent); 0: check only\n"
          "--in FILES     comma-separated .npy inputs (float32 '<f4' or float16 '<f2', C order)\n"
          "               in the operation's order and layouts. The shape comes from the files;\n"
          "               --shape then gives only what they cannot say (conv2d: stride=2,pad=1;\n"
@@ -74,6 +79,7 @@ StreamingTable make_table(std::size_t id_width, std::size_t spec_width) {
                                     {"check", 5},
                                     {"rel L2", 7, true},
                                     {"median ms", 9, true},
+                                    {"spread", 6, true},
                                     {"GFLOP/s", 7, true},
                                     {"GB/s", 6, true},
                                     {"% peak", 6, true},
@@ -91,13 +97,23 @@ void print_row(StreamingTable& table, const Measurement& m) {
   }
   std::vector<std::string> cells = lead;
   for (const std::string& cell :
-       {format_sci(m.rel_l2), format_ms(m.median_ms), format_rate(m.rates.gflops), format_rate(m.rates.gbs),
+       {format_sci(m.rel_l2), format_ms(m.median_ms), spread_cell(m), format_rate(m.rates.gflops), format_rate(m.rates.gbs),
         format_percent(m.rates.pct_peak), format_fixed(m.rates.intensity, 1), format_rate(m.rates.attainable_gflops),
         format_percent(m.rates.pct_roofline), format_bytes(double(m.workspace_bytes))})
     cells.push_back(cell);
   table.print_row(cells);
   if (m.status == Status::fail)
     table.print_note(m.message + (m.seed ? " (inputs: --seed " + std::to_string(m.seed) + ")" : ""));
+  else if (m.noisy)
+    table.print_note("the repetitions disagree (" + format_ms(m.min_ms) + " to " + format_ms(m.max_ms) + " ms over " +
+                     std::to_string(m.reps) + " runs): the median is not to be trusted");
+}
+
+// Before timing: one line if the cores look busy, one per sign that the
+// cached probe was disturbed. The numbers themselves are left as measured.
+void print_load_notes() {
+  if (const std::string note = busy_note(sample_load()); !note.empty()) std::cout << note << "\n";
+  for (const std::string& note : probe_notes(machine_peaks())) std::cout << note << "\n";
 }
 
 bool failed(const Measurement& m) { return m.status == Status::fail || m.status == Status::error; }
@@ -122,9 +138,8 @@ int run_on_shapes(const Target& target, const ParsedArgs& args) {
   for (const VariantRef& v : target.variants) {
     std::string spec = given;
     if (spec.empty()) {
-      const std::vector<std::string> tour = target.op->shapes(ShapeTable::tour, v.info.device);
-      if (tour.empty()) throw UsageError(v.info.id() + " has no tour shape: give one with --shape");
-      spec = tour[0];
+      spec = tour_shape_for(v);
+      if (spec.empty()) throw UsageError(v.info.id() + " has no tour shape: give one with --shape");
     }
     specs.push_back(spec);
     id_width = std::max(id_width, v.info.id().size());
@@ -134,7 +149,7 @@ int run_on_shapes(const Target& target, const ParsedArgs& args) {
   // (raised before any output), and --out needs the case afterwards.
   std::unique_ptr<ICase> single_case;
   if (target.single) single_case = target.op->make_case(target.variants[0].index, specs[0], seed);
-  if (reps.timing_wanted()) machine_peaks();  // measured (once) before the table, not in the middle of it
+  if (reps.timing_wanted()) print_load_notes();  // peaks measured (once) before the table, not in the middle of it
 
   StreamingTable table = make_table(id_width, spec_width);
   table.print_header();
@@ -216,7 +231,7 @@ int run_on_files(const Target& target, const ParsedArgs& args) {
               << in_specs[i].layout << ")";
   std::cout << "\n\n";
 
-  if (reps.timing_wanted()) machine_peaks();
+  if (reps.timing_wanted()) print_load_notes();
   Measurement m;
   check_and_time(*c, reps, m);
   StreamingTable table = make_table(m.variant.id().size(), m.spec.size());

@@ -16,6 +16,7 @@
 #include "app/common.hpp"
 #include "app/measure.hpp"
 #include "core/json.hpp"
+#include "core/load.hpp"
 #include "core/probe.hpp"
 
 namespace convlab::app {
@@ -26,9 +27,10 @@ constexpr uint64_t kTourSeed = 1;  // one seed: variants on the same shape share
 void print_help(std::ostream& out) {
   out << "usage: convlab tour [--device cpu|cuda|all] [--reps N] [--json FILE]\n"
          "\n"
-         "Runs every registered variant on its operation's tour shape for its device,\n"
-         "checks it against the reference and times it. The table is grouped by lesson:\n"
-         "variant, shape, ok/FAIL, median time, GFLOP/s, % of this machine's measured peak\n"
+         "Runs every registered variant on its lesson's tour shape for its device (the\n"
+         "first of its operation's tour shapes that it supports), checks it against the\n"
+         "reference and times it. The table is grouped by lesson: variant, shape, ok/FAIL,\n"
+         "median time and its spread, GFLOP/s, % of this machine's measured peak\n"
          "(the FMA peak of the threads the variant uses; on the GPU, cuBLAS GEMM of its\n"
          "dtype), and the speed-up over the lesson's first rung on the same device and\n"
          "shape. Library baselines are marked. GPU variants without a GPU, and variants\n"
@@ -99,9 +101,14 @@ int run(const std::vector<std::string>& args) {
 
   // Measured afresh, not read from the cache: a cache written while other work
   // shared the cores (a parallel test run, a build) understates the peaks.
+  const LoadSample load_before = sample_load();  // before the probe loads every core itself
   const MachinePeaks peaks = measure_and_cache_peaks(false);
-  std::cout << "convlab tour: every variant on its operation's tour shape, checked against the reference and timed\n"
-            << machine_line(peaks) << "\n"
+  std::cout << "convlab tour: every variant on its lesson's tour shape, checked against the reference and timed\n"
+            << machine_line(peaks) << "\n";
+  if (const std::string note = busy_note(load_before); !note.empty()) std::cout << note << "\n";
+  for (const std::string& note : probe_notes(peaks)) std::cout << note << "\n";
+  std::cout << "spread: coefficient of variation of the repetitions ('noisy' above " << format_percent(100 * kNoisyCv)
+            << ", '(cap)': the median had not settled within 2% when the time cap came)\n"
             << "% peak: against the FMA peak of the threads a variant uses (GPU: cuBLAS GEMM of its dtype); "
                "speed-up: over the lesson's first rung, same device and shape\n";
 
@@ -109,24 +116,25 @@ int run(const std::vector<std::string>& args) {
   std::vector<std::string> specs;
   std::size_t id_width = 7, label_width = 5;
   for (const VariantRef& v : variants) {
-    const std::vector<std::string> tour = v.op->shapes(ShapeTable::tour, v.info.device);
-    specs.push_back(tour.empty() ? "" : tour[0]);
+    specs.push_back(tour_shape_for(v));  // each lesson's rungs on that lesson's own shape
     id_width = std::max(id_width, v.info.id().size());
-    if (!tour.empty()) label_width = std::max(label_width, v.op->label(tour[0]).size());
+    if (!specs.back().empty()) label_width = std::max(label_width, v.op->label(specs.back()).size());
   }
   StreamingTable table(std::cout, {{"lesson", 6, true},
                                    {"variant", int(id_width)},
                                    {"shape", int(label_width)},
                                    {"check", 5},
                                    {"median ms", 9, true},
+                                   {"spread", 6, true},
                                    {"GFLOP/s", 7, true},
                                    {"% peak", 6, true},
                                    {"speed-up", 8, true},
                                    {"", 8}});
 
   std::vector<Measurement> rows;
-  std::map<std::tuple<int, std::string, Device>, double> first_rung_ms;  // (lesson, op, device) → median ms, or -1
-  int current_lesson = -1, failures = 0, ok = 0, skipped = 0;
+  // (lesson, op, device, shape) → median ms of the first rung, or -1
+  std::map<std::tuple<int, std::string, Device, std::string>, double> first_rung_ms;
+  int current_lesson = -1, failures = 0, ok = 0, skipped = 0, noisy = 0;
   for (std::size_t i = 0; i < variants.size(); ++i) {
     const VariantRef& v = variants[i];
     if (v.info.lesson != current_lesson) {
@@ -147,8 +155,8 @@ int run(const std::vector<std::string>& args) {
       m = measure_variant(v, specs[i], kTourSeed, reps, false);
     }
 
-    // The first rung: the lowest-named non-baseline variant of this lesson, op and device.
-    const auto group = std::make_tuple(v.info.lesson, v.info.op, v.info.device);
+    // The first rung: the lowest-named non-baseline variant of this lesson, op, device and shape.
+    const auto group = std::make_tuple(v.info.lesson, v.info.op, v.info.device, specs[i]);
     if (!v.info.baseline && !first_rung_ms.count(group))
       first_rung_ms[group] = m.status == Status::ok && m.timed ? m.median_ms : -1;
     if (auto it = first_rung_ms.find(group); it != first_rung_ms.end() && it->second > 0 && m.status == Status::ok &&
@@ -159,12 +167,13 @@ int run(const std::vector<std::string>& args) {
     const std::vector<std::string> lead = {lesson_cell, v.info.id(), m.label, status_name(m.status)};
     if (m.status == Status::ok || m.status == Status::fail) {
       table.print_row({lesson_cell, v.info.id(), m.label, status_name(m.status), format_ms(m.median_ms),
-                       format_rate(m.rates.gflops), format_percent(m.rates.pct_peak),
+                       spread_cell(m), format_rate(m.rates.gflops), format_percent(m.rates.pct_peak),
                        m.speedup > 0 ? format_fixed(m.speedup, m.speedup >= 10 ? 1 : 2) + "x" : "-", note});
       if (m.status == Status::fail) table.print_note(m.message + " (inputs: seed " + std::to_string(kTourSeed) + ")");
     } else {
       table.print_row(lead, (note.empty() ? "" : "[" + note + "] ") + m.message);
     }
+    noisy += m.noisy;
     if (m.status == Status::ok) ++ok;
     else if (m.status == Status::fail || m.status == Status::error) ++failures;
     else ++skipped;
@@ -172,6 +181,10 @@ int run(const std::vector<std::string>& args) {
   }
   if (variants.empty()) std::cout << "\n(no variants registered for --device " << device_filter << ")\n";
   std::cout << "\n" << ok << " ok, " << failures << " failed, " << skipped << " skipped or unsupported\n";
+  if (noisy > 0)
+    std::cout << noisy << " row(s) marked noisy: their repetitions spread by more than "
+              << format_percent(100 * kNoisyCv) << " (coefficient of variation); rerun them on a quiet machine\n";
+  if (const std::string note = busy_note(sample_load()); !note.empty()) std::cout << "after the tour, " << note << "\n";
 
   if (!json_path.empty()) {
     std::ofstream out(json_path, std::ios::trunc);

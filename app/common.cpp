@@ -142,6 +142,13 @@ Target resolve_target(const std::string& text) {
                    "; see `convlab list`)");
 }
 
+std::string tour_shape_for(const VariantRef& v) {
+  const std::vector<std::string> tour = v.op->shapes(ShapeTable::tour, v.info.device);
+  for (const std::string& spec : tour)
+    if (v.op->unsupported_reason(v.index, spec).empty()) return spec;
+  return tour.empty() ? "" : tour.front();
+}
+
 std::string no_gpu_reason() {
   return cuda_compiled() ? "no CUDA device visible" : "no CUDA device (this convlab was built without CUDA)";
 }

@@ -70,6 +70,12 @@ struct Target {
 };
 Target resolve_target(const std::string& text);
 
+// The shape `convlab run` (without --shape) and the tour use for `v`: the
+// first entry of its op's tour table for its device that `v` supports (so
+// each lesson's rungs run on that lesson's own shape), else the first entry
+// (the row then says unsupported); "" when the op has no tour shape there.
+std::string tour_shape_for(const VariantRef& v);
+
 Device parse_device(const std::string& text);  // "cpu" | "cuda"; UsageError otherwise
 
 // "no CUDA device visible" (and why, when this build has no CUDA at all).

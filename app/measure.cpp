@@ -1,6 +1,8 @@
 // app/measure.cpp — check, time and rate one variant (see app/measure.hpp).
 #include "app/measure.hpp"
 
+#include <cstdio>
+
 #include "core/json.hpp"
 #include "core/probe.hpp"
 
@@ -23,10 +25,14 @@ TimingOptions RepetitionPolicy::options() const {
   if (exact_reps > 0) {
     o.min_reps = o.max_reps = exact_reps;
     o.min_total_ms = 0;
+    o.max_total_ms = 1e300;
+    o.settle_tolerance = 0;  // exactly N: one round
   } else {
     o.min_reps = min_reps;
     o.max_reps = 1000;
     o.min_total_ms = min_total_ms;
+    o.max_total_ms = max_total_ms;
+    o.settle_tolerance = settle_tolerance;
   }
   return o;
 }
@@ -43,7 +49,7 @@ void check_and_time(ICase& c, const RepetitionPolicy& reps, Measurement& m) {
   m.workspace_bytes = c.workspace_bytes();
 
   const CompareResult first = checked_run(c);
-  m.rel_l2 = first.rel_l2;
+  m.rel_l2 = first.has_rel_l2() ? first.rel_l2 : -1;  // no L2 error beside NaN: it would mean nothing
   m.max_abs_err = first.max_abs_err;
   if (!first.ok) {
     m.status = Status::fail;
@@ -58,6 +64,10 @@ void check_and_time(ICase& c, const RepetitionPolicy& reps, Measurement& m) {
   m.reps = int(t.samples_ms.size());
   m.median_ms = t.median_ms;
   m.min_ms = t.min_ms;
+  m.max_ms = t.max_ms;
+  m.cv = t.cv;
+  m.settled = t.settled;
+  m.noisy = t.noisy();
   const MachinePeaks& peaks = machine_peaks();
   m.peak_gflops = peaks.peak_gflops(m.variant.device, m.dtype, m.variant.threads);
   m.peak_gbs = peaks.peak_gbs(m.variant.device, m.variant.threads);
@@ -100,6 +110,16 @@ Measurement measure_variant(const VariantRef& v, const std::string& spec, uint64
   return m;
 }
 
+std::string spread_cell(const Measurement& m) {
+  if (!m.timed || m.cv < 0) return "-";
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "±%.1f%%", 100 * m.cv);
+  std::string cell = buf;
+  if (m.noisy) cell += " noisy";
+  if (!m.settled) cell += " (cap)";
+  return cell;
+}
+
 std::string measurement_json(const Measurement& m) {
   std::string j = "{";
   auto add = [&](const char* key, const std::string& value) {
@@ -125,6 +145,10 @@ std::string measurement_json(const Measurement& m) {
   add("reps", std::to_string(m.reps));
   add("median_ms", number_or_null(m.median_ms));
   add("min_ms", number_or_null(m.min_ms));
+  add("max_ms", number_or_null(m.max_ms));
+  add("cv", number_or_null(m.cv));
+  add("settled", m.timed && m.settled ? "true" : "false");
+  add("noisy", m.noisy ? "true" : "false");
   add("flops", json::number(m.flops));
   add("min_bytes", json::number(m.min_bytes));
   add("gflops", number_or_null(m.rates.gflops));

@@ -27,7 +27,10 @@ struct Measurement {
   double rel_l2 = -1, max_abs_err = -1;
   bool timed = false;
   int reps = 0;
-  double median_ms = -1, min_ms = -1;
+  double median_ms = -1, min_ms = -1, max_ms = -1;
+  double cv = -1;           // spread of the repetitions: standard deviation / mean
+  bool settled = false;     // successive medians agreed within the tolerance (core/timing.hpp)
+  bool noisy = false;       // cv above kNoisyCv: flagged in every table
   double flops = 0, min_bytes = 0;
   double peak_gflops = 0, peak_gbs = 0;  // the peaks of this device, dtype and thread count; 0 until timed
   // GFLOP/s, GB/s, intensity, % of each peak, the roofline's attainable rate
@@ -37,12 +40,16 @@ struct Measurement {
   double speedup = -1;      // set by the tour: over the lesson's first rung
 };
 
-// How many repetitions: by default at least `min_reps` and `min_total_ms` of
-// measured time; --reps N makes it exactly N (0: check only, no timing).
+// How many repetitions: by default a first round of at least `min_reps` and
+// `min_total_ms`, then doubled until the median moves less than
+// `settle_tolerance` or `max_total_ms` is spent; --reps N makes it exactly N
+// (0: check only, no timing).
 struct RepetitionPolicy {
   int exact_reps = -1;  // -1: use the defaults below
   int min_reps = 3;
   double min_total_ms = 100;
+  double max_total_ms = 1000;
+  double settle_tolerance = 0.02;
   TimingOptions options() const;
   bool timing_wanted() const { return exact_reps != 0; }
 };
@@ -58,6 +65,10 @@ void check_and_time(ICase& c, const RepetitionPolicy& reps, Measurement& m);
 // with status skipped, unsupported or error.
 Measurement measure_variant(const VariantRef& v, const std::string& spec, uint64_t seed, const RepetitionPolicy& reps,
                             bool strict);
+
+// The spread cell of a table: "±1.2%", "±9.0% noisy", "(cap)" appended when
+// the medians had not settled; "-" when untimed.
+std::string spread_cell(const Measurement& m);
 
 // The row as a JSON object (one line).
 std::string measurement_json(const Measurement& m);

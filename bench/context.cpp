@@ -6,12 +6,16 @@
 
 #include <benchmark/benchmark.h>
 
+#include <omp.h>
+
 #include <cstdlib>
+#include <iostream>
 #include <string>
 
 #include "bench/measure.hpp"
 #include "core/device.hpp"
 #include "core/json.hpp"
+#include "core/load.hpp"
 #include "core/probe.hpp"
 
 namespace convlab::bench {
@@ -23,6 +27,8 @@ void add(const std::string& key, const std::string& value) { benchmark::AddCusto
 }  // namespace
 
 void add_machine_context() {
+  // Asked before the probe, which loads every core itself.
+  const LoadSample load = sample_load();
   // Measured afresh for every benchmark run (about 2 s), so the % of peak of
   // this run is against this run's machine state, not a stale cache.
   measure_and_cache_peaks(false);
@@ -35,6 +41,15 @@ void add_machine_context() {
   add("cpu_gflops_all", json::number(peaks.cpu_gflops_all));  // fp32 FMA throughput, all threads
   add("cpu_gbs_1t", json::number(peaks.cpu_gbs_1t));          // triad bandwidth, one thread
   add("cpu_gbs_all", json::number(peaks.cpu_gbs_all));        // triad bandwidth, all threads
+
+  add("cpu_fma_spread", json::number(peaks.cpu_fma_spread));  // probe chunks: 1 - median/best
+  add("omp_threads", std::to_string(omp_get_max_threads()));  // what Threads::all variants use (their pct_peak's peak)
+  add("load_average", json::number(load.load_average));      // 1-minute, before the run; -1 unknown
+  // The warnings, one line each, in the JSON and on stderr (stdout may be JSON).
+  std::string notes = busy_note(load);
+  for (const std::string& note : probe_notes(peaks)) notes += (notes.empty() ? "" : " | ") + note;
+  add("machine_notes", notes);
+  if (!notes.empty()) std::cerr << "convlab_bench: " << notes << "\n";
 
   add("cuda_compiled", cuda_compiled() ? "true" : "false");
   add("cuda_devices", std::to_string(cuda_device_count()));

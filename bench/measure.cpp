@@ -8,7 +8,9 @@
 //      before each repetition (UseManualTime); CPU, wall clock (UseRealTime);
 //   5. poison outputs, run once more, verify again — the timed code path must
 //      be the checked one;
-//   6. counters computed from the time accumulated in step 4.
+//   6. counters computed from the time accumulated in step 4, and the spread
+//      of step 4's iterations (cv, min_ms, median_ms, max_ms; noisy = 1 when
+//      the cv is above kNoisyCv), so every row says how much to trust it.
 //
 // Besides the two ceilings (pct_peak: arithmetic, pct_bandwidth: memory) every
 // benchmark gets the roofline's verdict on its own shape (Eq. 10): attainable
@@ -24,6 +26,7 @@
 #include <exception>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "analysis/waterline.hpp"
 #include "core/probe.hpp"
@@ -56,7 +59,8 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }
 
 std::string describe(const CompareResult& r) {
-  return r.message + " (rel L2 " + std::to_string(r.rel_l2) + ")";
+  // No L2 error beside a NaN/Inf line: it would be computed over the finite elements only.
+  return r.has_rel_l2() ? r.message + " (rel L2 " + std::to_string(r.rel_l2) + ")" : r.message;
 }
 
 // Steps 1–3: returns the ready case, or nullptr after SkipWithError.
@@ -156,11 +160,14 @@ void measure_case(benchmark::State& state, const BenchTarget& t) {
 
     const bool on_gpu = t.info.device == Device::cuda;
     double total_ms = 0;
+    std::vector<double> samples_ms;
+    samples_ms.reserve(std::size_t(state.max_iterations < 100000 ? state.max_iterations : 100000));
     for (auto _ : state) {
       // GPU: event-timed kernel after an L2 flush. CPU: wall clock around run().
       const double ms = time_once_ms(*c, /*flush_l2=*/true);
       if (on_gpu) state.SetIterationTime(ms * 1e-3);
       total_ms += ms;
+      samples_ms.push_back(ms);
     }
 
     const CompareResult after = checked_run(*c);
@@ -170,6 +177,15 @@ void measure_case(benchmark::State& state, const BenchTarget& t) {
       return;
     }
     set_counters(state, t, *c, total_ms * 1e-3);
+    // How much to trust this time: the spread of this call's iterations
+    // (coefficient of variation, extremes); noisy = 1 flags a row whose cv is
+    // above kNoisyCv (core/timing.hpp).
+    const SampleStats spread = summarize(samples_ms);
+    state.counters["cv"] = benchmark::Counter(spread.cv);
+    state.counters["min_ms"] = benchmark::Counter(spread.min);
+    state.counters["median_ms"] = benchmark::Counter(spread.median);
+    state.counters["max_ms"] = benchmark::Counter(spread.max);
+    state.counters["noisy"] = benchmark::Counter(spread.cv > kNoisyCv ? 1.0 : 0.0);
     state.counters["rel_l2"] = benchmark::Counter(after.rel_l2);
   } catch (const std::exception& e) {
     current_slot() = {};  // a device fault may leave the case unusable

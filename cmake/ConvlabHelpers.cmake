@@ -45,8 +45,9 @@ endfunction()
 # CONVLAB-SKIP and is counted by CTest as skipped, not passed.
 function(convlab_register_tests target)
   include(Catch)
+  # TMPDIR: the tests' scratch files stay under the build folder.
   catch_discover_tests(${target}
-    PROPERTIES SKIP_REGULAR_EXPRESSION "CONVLAB-SKIP"
+    PROPERTIES SKIP_REGULAR_EXPRESSION "CONVLAB-SKIP" ENVIRONMENT "TMPDIR=${CMAKE_BINARY_DIR}/test-tmp"
     DISCOVERY_TIMEOUT 60)
 endfunction()
 

@@ -12,7 +12,24 @@ Tolerance tolerance_for(DType dtype, int64_t depth) {
   return {kToleranceL2 * scale, kToleranceAbs * scale};
 }
 
-CompareResult compare(const std::vector<double>& out, const std::vector<double>& ref, DType dtype, int64_t depth) {
+std::string element_coordinates(const OutputPlace& place, int64_t index) {
+  if (place.name.empty() || place.shape.empty()) return "index " + std::to_string(index);
+  std::vector<int64_t> coord(place.shape.size());
+  int64_t rest = index;
+  for (std::size_t d = place.shape.size(); d-- > 0;) {  // row-major: the last axis varies fastest
+    const int64_t extent = std::max<int64_t>(place.shape[d], 1);
+    coord[d] = rest % extent;
+    rest /= extent;
+  }
+  std::string text = place.name + "[";
+  for (std::size_t d = 0; d < coord.size(); ++d) text += (d ? "," : "") + std::to_string(coord[d]);
+  text += "]";
+  if (!place.layout.empty()) text += " (" + place.layout + ")";
+  return text;
+}
+
+CompareResult compare(const std::vector<double>& out, const std::vector<double>& ref, DType dtype, int64_t depth,
+                      const OutputPlace& place) {
   CompareResult r;
   r.bound = tolerance_for(dtype, depth);
   char buf[256];
@@ -37,9 +54,8 @@ CompareResult compare(const std::vector<double>& out, const std::vector<double>&
     }
   }
   if (r.non_finite > 0) {
-    std::snprintf(buf, sizeof buf, "%lld of %zu outputs are NaN/Inf (first at index %lld): unwritten or overflowed",
-                  (long long)r.non_finite, out.size(), (long long)r.worst_index);
-    r.message = buf;
+    std::snprintf(buf, sizeof buf, "%lld of %zu outputs are NaN/Inf (first at ", (long long)r.non_finite, out.size());
+    r.message = buf + element_coordinates(place, r.worst_index) + "): unwritten or overflowed";
     return r;
   }
   // An all-zero reference is legitimate (e.g. ReLU of negatives): fall back to absolute error.
@@ -49,16 +65,19 @@ CompareResult compare(const std::vector<double>& out, const std::vector<double>&
   const bool abs_ok = r.max_abs_err <= r.bound.abs_rel * abs_scale;
   r.ok = l2_ok && abs_ok;
   if (!r.ok) {
-    std::snprintf(buf, sizeof buf, "%s: rel L2 %.3g (bound %.3g), max abs err %.3g at index %lld (bound %.3g)",
+    std::snprintf(buf, sizeof buf, "%s: rel L2 %.3g (bound %.3g), max abs err %.3g at ",
                   l2_ok ? "max-abs error too large" : "relative L2 error too large", r.rel_l2, r.bound.rel_l2,
-                  r.max_abs_err, (long long)r.worst_index, r.bound.abs_rel * abs_scale);
-    r.message = buf;
+                  r.max_abs_err);
+    r.message = buf + element_coordinates(place, r.worst_index);
+    std::snprintf(buf, sizeof buf, " (bound %.3g)", r.bound.abs_rel * abs_scale);
+    r.message += buf;
   }
   return r;
 }
 
-CompareResult compare(const Tensor& out, const std::vector<double>& ref, DType dtype, int64_t depth) {
-  return compare(out.to_double(), ref, dtype, depth);
+CompareResult compare(const Tensor& out, const std::vector<double>& ref, DType dtype, int64_t depth,
+                      const OutputPlace& place) {
+  return compare(out.to_double(), ref, dtype, depth, place);
 }
 
 }  // namespace convlab

@@ -40,11 +40,24 @@ struct CompareResult {
   Tolerance bound{};
   int64_t non_finite = 0;  // NaN/Inf elements (unwritten outputs are NaN)
   int64_t worst_index = -1;
-  std::string message;     // one line, says why it failed
+  std::string message;     // one line, says why it failed; rel L2 only where it means something
+  bool has_rel_l2() const { return non_finite == 0 && !message.starts_with("size mismatch"); }
 };
 
+// Where an output element sits, for messages: the tensor's name, shape and
+// layout ("y", {N, P, Q, K}, "NHWC"). Empty name: flat indices only.
+struct OutputPlace {
+  std::string name;
+  Shape shape;
+  std::string layout;
+};
+
+// "y[0,55,0,0]": flat row-major index `index` of a tensor of `shape`, as coordinates.
+std::string element_coordinates(const OutputPlace& place, int64_t index);
+
 CompareResult compare(const std::vector<double>& out, const std::vector<double>& ref, DType dtype,
-                      int64_t reduction_depth);
-CompareResult compare(const Tensor& out, const std::vector<double>& ref, DType dtype, int64_t reduction_depth);
+                      int64_t reduction_depth, const OutputPlace& place = {});
+CompareResult compare(const Tensor& out, const std::vector<double>& ref, DType dtype, int64_t reduction_depth,
+                      const OutputPlace& place = {});
 
 }  // namespace convlab

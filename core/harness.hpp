@@ -128,7 +128,8 @@ template <class P> class Case final : public ICase {
     compute_reference();
     CompareResult worst;
     for (std::size_t i = 0; i < out_.size(); ++i) {
-      CompareResult r = compare(out_[i], (*ref_)[i], p_.dtype, p_.reduction_depth());
+      const OutputPlace place{out_specs_[i].name, out_specs_[i].shape, out_specs_[i].layout};
+      CompareResult r = compare(out_[i], (*ref_)[i], p_.dtype, p_.reduction_depth(), place);
       if (!r.ok) {
         r.message = "output '" + out_specs_[i].name + "': " + r.message;
         return r;

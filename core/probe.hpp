@@ -28,12 +28,22 @@ struct MachinePeaks {
   bool cpu_has_fma = false;
   double cpu_gflops_1t = 0, cpu_gflops_all = 0;  // fp32 FMA throughput
   double cpu_gbs_1t = 0, cpu_gbs_all = 0;        // memory bandwidth (triad)
+  // 1 - median/best of the FMA chunks (the worse of the two runs): near 0 on a
+  // quiet machine; large when other processes took the cores while probing.
+  double cpu_fma_spread = 0;
   GpuPeaks gpu;
 
-  // Peak arithmetic rate (GFLOP/s) a variant is judged against.
+  // Peak arithmetic rate (GFLOP/s) a variant is judged against: a
+  // Threads::all variant is judged against the threads it will actually use
+  // now (omp_get_max_threads(): OMP_NUM_THREADS=1 gives the one-thread peak).
   double peak_gflops(Device device, DType dtype, Threads threads) const;
-  // Peak memory bandwidth (GB/s) a variant is judged against.
+  // Peak memory bandwidth (GB/s) a variant is judged against (same rule).
   double peak_gbs(Device device, Threads threads) const;
+  // The CPU peak of `threads` threads: the one-thread figure, the all-thread
+  // one when threads >= cpu_threads, and threads × the one-thread figure
+  // (capped by the all-thread one) in between.
+  double cpu_gflops_for(int threads) const;
+  double cpu_gbs_for(int threads) const;
   std::string to_json() const;
 };
 
@@ -41,6 +51,9 @@ struct MachinePeaks {
 // run time, never assumed from how the binary was compiled. The probe's FMA
 // loop and lesson 03's micro-kernel choice both go by it.
 bool cpu_has_avx2_fma();
+
+// A probe whose FMA chunks' median falls this far below their best was disturbed.
+inline constexpr double kProbeNoisySpread = 0.10;
 
 MachinePeaks probe_cpu(double seconds_per_test = 0.25);
 GpuPeaks probe_gpu();  // empty when there is no GPU

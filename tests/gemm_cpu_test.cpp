@@ -4,9 +4,10 @@
 // The registry already runs every gemm variant on the test table (tests/main.cpp).
 // Two things it cannot reach are checked here, through the same harness
 // (random inputs, NaN-poisoned outputs, the double reference):
-//   - the blocking boundaries of cpu/gemm/gemm_kernels.hpp: the table's
-//     largest K is 256 = KC, so the "add to C" path of later depth slices,
-//     several row blocks and several column panels need shapes of their own;
+//   - the blocking boundaries of cpu/gemm/gemm_kernels.hpp, written here from
+//     the tunables themselves (the op's test table holds the same boundaries as
+//     fixed numbers, so every variant meets them; this keeps them honest if a
+//     tunable changes);
 //   - the portable micro-kernel that 05/06 fall back to on CPUs without
 //     AVX2/FMA: forced here with CONVLAB_NO_AVX2=1, whatever this CPU has.
 // And the micro-kernel contract itself, tile by tile, for both kernels.

@@ -1,12 +1,15 @@
 // tests/probe_test.cpp — the machine probe (core/probe.hpp): plausible CPU
 // numbers, the peak a variant is judged against, and the JSON cache.
+#include <omp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "core/load.hpp"
 #include "core/probe.hpp"
 #include "tests/catch_compat.hpp"
 #include "tests/support.hpp"
@@ -54,9 +57,11 @@ TEST_CASE("probe: CPU peaks are positive and plausible", "[probe][cpu]") {
   CHECK(m.cpu_gflops_all < 1e5);
   CHECK(m.cpu_gbs_1t > 0.5);
   CHECK(m.cpu_gbs_all < 1e4);
-  // More threads never make the machine slower (0.8: room for noise from other processes).
-  CHECK(m.cpu_gflops_all >= 0.8 * m.cpu_gflops_1t);
-  CHECK(m.cpu_gbs_all >= 0.8 * m.cpu_gbs_1t);
+  // More threads never make the machine slower, so an all-thread figure below
+  // the one-thread one is other processes on the cores: the probe keeps the
+  // figure as measured and must say so (a test run shares the cores, so this
+  // can happen here).
+  if (m.cpu_threads > 1 && m.cpu_gflops_all < m.cpu_gflops_1t) CHECK(!probe_notes(m).empty());
   // All threads cannot beat one thread by much more than the thread count (the
   // slack allows for other processes slowing the single-thread measurement).
   CHECK(m.cpu_gflops_all <= 4.0 * m.cpu_threads * m.cpu_gflops_1t);
@@ -74,14 +79,23 @@ TEST_CASE("probe: the peak each variant is judged against", "[probe][cpu]") {
   m.gpu.hgemm_gflops = 600000;
   m.gpu.bf16gemm_gflops = 590000;
   m.gpu.copy_gbs = 4000;
+  m.cpu_threads = 4;
   CHECK(m.peak_gflops(Device::cpu, DType::f32, Threads::single) == 10);
-  CHECK(m.peak_gflops(Device::cpu, DType::f32, Threads::all) == 40);
-  CHECK(m.peak_gflops(Device::cpu, DType::f16, Threads::all) == 40);  // the CPU computes f16 in f32
+  // A threaded variant is judged against the threads it will use now.
+  const int now = omp_get_max_threads();
+  CHECK(m.peak_gflops(Device::cpu, DType::f32, Threads::all) == m.cpu_gflops_for(now));
+  CHECK(m.peak_gflops(Device::cpu, DType::f16, Threads::all) == m.cpu_gflops_for(now));  // the CPU computes f16 in f32
+  CHECK(m.cpu_gflops_for(1) == 10);  // OMP_NUM_THREADS=1: the one-thread peak
+  CHECK(m.cpu_gflops_for(2) == 20);  // in between: linear in threads
+  CHECK(m.cpu_gflops_for(3) == 30);
+  CHECK(m.cpu_gflops_for(4) == 40);  // all the probed threads: the all-thread peak
+  CHECK(m.cpu_gflops_for(8) == 40);
+  CHECK(m.cpu_gbs_for(3) == 15);     // capped by the all-thread figure
   CHECK(m.peak_gflops(Device::cuda, DType::f32, Threads::all) == 50000);
   CHECK(m.peak_gflops(Device::cuda, DType::f16, Threads::all) == 600000);
   CHECK(m.peak_gflops(Device::cuda, DType::bf16, Threads::single) == 590000);
   CHECK(m.peak_gbs(Device::cpu, Threads::single) == 5);
-  CHECK(m.peak_gbs(Device::cpu, Threads::all) == 15);
+  CHECK(m.peak_gbs(Device::cpu, Threads::all) == m.cpu_gbs_for(now));
   CHECK(m.peak_gbs(Device::cuda, Threads::all) == 4000);
 }
 
@@ -89,7 +103,7 @@ TEST_CASE("probe: the cache is reused on this machine and ignored from another",
   // A cache written for this very machine, with numbers no measurement gives.
   MachinePeaks planted;
   planted.cpu_model = quick_probe().cpu_model;
-  planted.cpu_threads = 3;
+  planted.cpu_threads = std::max(3, omp_get_max_threads());  // a cache for fewer threads than now is not used
   planted.cpu_has_fma = true;
   planted.cpu_gflops_1t = 123.25;
   planted.cpu_gflops_all = 456.5;
@@ -105,7 +119,7 @@ TEST_CASE("probe: the cache is reused on this machine and ignored from another",
     const ProbeFileOverride env(path);
     const MachinePeaks& m = machine_peaks();
     CHECK(m.cpu_model == planted.cpu_model);
-    CHECK(m.cpu_threads == 3);
+    CHECK(m.cpu_threads == std::max(3, omp_get_max_threads()));
     CHECK(m.cpu_has_fma);
     CHECK(m.cpu_gflops_1t == 123.25);
     CHECK(m.cpu_gflops_all == 456.5);

@@ -6,8 +6,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/harness.hpp"
 #include "tests/catch_compat.hpp"
@@ -25,9 +28,27 @@ uint64_t seed_for(const std::string& spec);
 // test cannot run here.
 bool skip_without_gpu();
 
+// How many failing shapes of one variant are reported in full; the rest are
+// named on one line, so one broken variant prints a screenful, not a thousand lines.
+inline constexpr int kMaxReportedFailures = 3;
+
+// "ok (rel L2 ...)" or the failure's message (coordinates in the output's layout).
+std::string describe_result(const CompareResult& r);
+
 // checked_run twice (a run must not lean on the previous run's output),
 // failing the Catch test with `what` and the replay seed on a mismatch.
 void check_twice(ICase& c, const std::string& what);
+
+// Each spec's case (`make` returns nullptr for an unsupported one) checked
+// twice; the first kMaxReportedFailures failures are kept in full ("spec,
+// why"), the rest only named.
+struct TableFailures {
+  int tested = 0, failed = 0;
+  std::vector<std::string> shown;  // "spec, run 1: why"
+  std::string unshown;             // "spec; spec; ..."
+};
+TableFailures run_table(const std::vector<std::string>& specs,
+                        const std::function<std::unique_ptr<ICase>(const std::string&)>& make);
 
 // Runs variant `index` of `op` on every supported test shape: poison, run,
 // verify; fails the Catch test on any mismatch, and if the variant supports
@@ -51,6 +72,20 @@ template <class P> std::pair<int, int> run_on_f32_table(const Variant<P>& v) {
     ++tried;
   }
   return {passed, tried};
+}
+
+// The shapes of P's f32 CPU test table on which the one-off variant `v` is
+// rejected, as specs.
+template <class P> std::vector<std::string> rejected_shapes(const Variant<P>& v) {
+  const VariantInfo info{OpTraits<P>::name, v.name, v.device, 0, v.threads, "", false};
+  std::vector<std::string> rejected;
+  uint64_t n = 0;
+  for (const P& p : OpTraits<P>::shapes(ShapeTable::test, Device::cpu)) {
+    if (p.dtype != DType::f32) continue;
+    Case<P> c(v, info, p, random_inputs(p, base_seed() + n++), "");
+    if (!checked_run(c).ok) rejected.push_back(OpTraits<P>::spec(p));
+  }
+  return rejected;
 }
 
 // The index of `op`'s variant `name` on `device`; fails the test if none is registered.

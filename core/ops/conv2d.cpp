@@ -60,6 +60,13 @@ std::vector<ConvProblem> test_shapes() {
       conv(1, 7, 9, 8, 16, 3, 3, 1, 1, 8),     // grouped T = 1 with a channel multiplier (K/groups = 2)
       conv(1, 6, 5, 16, 128, 3, 3, 1, 1, 2),   // grouped, K/groups = 64
       conv(1, 6, 6, 260, 8, 3, 3, 1, 1, 1),    // 3x3, C = 260: Winograd's U no longer prepacked
+      // C = 260, 22x22: the im2col GEMM's depth (2340) past KC = 256 and its
+      // rows (484) past one 4 MiB patch slab (432 rows); F(2x2,3x3) in 5 and
+      // F(4x4,3x3) in 3 slabs of 512 KiB (cpu/conv2d/04_im2col_gemm.cpp, winograd_cpu.hpp)
+      conv(1, 22, 22, 260, 8, 3, 3, 1, 1, 1),
+      // K = 130 output channels and M = 135 pixels, both past the GPU implicit
+      // GEMM's 128 x 128 block tile and ragged; reduction 180, not a multiple of its 8-deep slice
+      conv(1, 9, 15, 20, 130, 3, 3, 1, 1, 1),
       // depthwise with more strips than one wave of the GPU kernel's resident
       // threads hold (~4–8 K on an H200): its blocks loop over items
       conv(16, 58, 57, 64, 64, 3, 3, 1, 1, 64),
@@ -74,6 +81,9 @@ std::vector<ConvProblem> test_shapes() {
                         conv(1, 9, 11, 64, 64, 3, 3, 2, 1, 2), conv(3, 5, 7, 13, 21, 1, 1, 1, 0, 1),
                         conv(2, 5, 7, 24, 40, 1, 1, 1, 0, 1), conv(1, 9, 9, 24, 24, 5, 5, 2, 2, 24),
                         conv(16, 58, 57, 64, 64, 3, 3, 1, 1, 64),
+                        // dense fp16 past the tensor-core implicit GEMM's 128 x 128 tile in M and K,
+                        // with 7 k-steps of 32 (more than its 4-stage ring), the last part-filled
+                        conv(1, 9, 15, 24, 136, 3, 3, 1, 1, 1),
                         // grouped fp16 shapes for 10's tensor-core paths: T = 8 5x5 (streamed, a half-empty
                         // last k-step), T = 16 with four n8 tiles (resident), T = 64 1x3 stride 2 with
                         // three n8 tiles and two slabs, output tiles cut at the right and the bottom, and
@@ -97,7 +107,15 @@ std::vector<ConvProblem> OpTraits<ConvProblem>::shapes(ShapeTable table, Device 
   switch (table) {
     case ShapeTable::test: return test_shapes();
     case ShapeTable::tour:
-      return {gpu ? conv(32, 56, 56, 128, 128, 3, 3, 1, 1, 1) : conv(1, 56, 56, 64, 64, 3, 3, 1, 1, 1)};
+      // The dense 3x3 first (lessons 01-05); then lesson 06's own shapes, same
+      // C -> K: grouped T = 8, depthwise, pointwise. Each variant is toured on
+      // the first of these it supports (app/common.hpp, tour_shape_for).
+      if (gpu)
+        return {conv(32, 56, 56, 128, 128, 3, 3, 1, 1, 1), conv(32, 56, 56, 128, 128, 3, 3, 1, 1, 16),
+                conv(32, 56, 56, 128, 128, 3, 3, 1, 1, 128), conv(32, 56, 56, 128, 128, 1, 1, 1, 0, 1),
+                conv(32, 56, 56, 128, 128, 3, 3, 1, 1, 1, DType::f16)};  // the tensor-core rungs'
+      return {conv(1, 56, 56, 64, 64, 3, 3, 1, 1, 1), conv(1, 56, 56, 64, 64, 3, 3, 1, 1, 8),
+              conv(1, 56, 56, 64, 64, 3, 3, 1, 1, 64), conv(1, 56, 56, 64, 64, 1, 1, 1, 0, 1)};
     case ShapeTable::bench:
       // Lesson 06's rows (depthwise, grouped T = 8 and 32, pointwise) sit beside a
       // dense 3x3 of the same C -> K, so a separable block can be compared with it.

@@ -54,6 +54,9 @@ std::vector<FfnProblem> test_shapes() {
       ffn(37, 17, 45, 13, gelu, f32),  // odd everything, C_out != C
       ffn(5, 3, 7, 2, relu, f32),
       ffn(37, 300, 45, 13, gelu, f32),  // C past one CPU depth slice (256): the sliced packing
+      // hidden = 300: past the fused CPU rung's 128-wide hidden chunk (twice, ragged) and
+      // past KC = 256 as the second GEMM's depth; P = 131 past its 96-row tile, ragged
+      ffn(131, 24, 300, 20, gelu, f32),
       // f16: the cuBLAS path and the fused tensor-core kernel
       ffn(1, 16, 64, 16, relu, f16),
       ffn(37, 64, 256, 64, silu, f16),
@@ -79,9 +82,10 @@ std::vector<FfnProblem> OpTraits<FfnProblem>::shapes(ShapeTable table, Device de
   switch (table) {
     case ShapeTable::test: return test_shapes();
     case ShapeTable::tour:
-      // fp32 on both devices, as for gemm: every rung's first step takes it
-      // (the fused tensor-core rung wants --shape ...,dtype=f16).
-      return {gpu ? ffn(kImageNetTokens, 64, 256, 64, relu, f32) : ffn(8 * 28 * 28, 64, 256, 64, relu, f32)};
+      // fp32 on both devices, as for gemm: every rung's first step takes it;
+      // the fused tensor-core rung takes the fp16 one (the tour uses the first each supports).
+      if (gpu) return {ffn(kImageNetTokens, 64, 256, 64, relu, f32), ffn(kImageNetTokens, 64, 256, 64, relu, f16)};
+      return {ffn(8 * 28 * 28, 64, 256, 64, relu, f32)};
     case ShapeTable::bench:
       if (gpu)
         return {ffn(kImageNetTokens, 64, 256, 64, relu, f16), ffn(kImageNetTokens, 128, 512, 128, relu, f16),

@@ -32,7 +32,19 @@ std::vector<GemmProblem> OpTraits<GemmProblem>::shapes(ShapeTable table, Device 
       std::vector<GemmProblem> t = {{1, 1, 1, f32},     {1, 17, 33, f32},    {7, 5, 3, f32},
                                     {31, 63, 65, f32},  {64, 64, 64, f32},   {65, 129, 31, f32},
                                     {128, 1, 128, f32}, {3, 257, 1, f32},    {127, 96, 200, f32},
-                                    {256, 256, 256, f32}};
+                                    {256, 256, 256, f32},
+                                    // Every blocking boundary of every variant, so each variant's own
+                                    // test meets them (not only lesson 03's ladder test). CPU rungs
+                                    // 05-06 (cpu/gemm/gemm_kernels.hpp): MR x NR = 6 x 16 tiles,
+                                    // KC = 256 deep slices (K > KC: later slices add to C), MC = 144
+                                    // rows per A block, NC = 4080 columns per B panel; rungs 03-04:
+                                    // 64 x 512 x 128 cache blocks. GPU rungs: 128-wide block tiles
+                                    // and k-tiles of 8-32 are crossed by the same shapes.
+                                    {151, 53, 515, f32},   // 2 row blocks (MC + MR + 1), 3 depth slices, ragged
+                                    {287, 15, 257, f32},   // narrower than one tile; a 1-deep last slice
+                                    {13, 4099, 263, f32},  // 2 column panels (N > NC), K > KC
+                                    {67, 521, 130, f32},   // rungs 03-04: every cache block ragged
+                                    {1, 1025, 385, f32}};  // one row, long K, N > 2 blocks
       for (GemmProblem p : {GemmProblem{31, 63, 65, f16}, GemmProblem{64, 64, 64, f16},
                             GemmProblem{129, 127, 257, f16}, GemmProblem{1, 8, 16, f16},
                             GemmProblem{65, 33, 96, bf16},
@@ -42,7 +54,9 @@ std::vector<GemmProblem> OpTraits<GemmProblem>::shapes(ShapeTable table, Device 
         t.push_back(p);
       return t;
     }
-    case ShapeTable::tour: return {gpu ? GemmProblem{4096, 4096, 4096, f32} : GemmProblem{512, 512, 512, f32}};
+    case ShapeTable::tour:  // the GPU's tensor-core rungs take the second (the tour uses the first each supports)
+      if (gpu) return {{4096, 4096, 4096, f32}, {4096, 4096, 4096, f16}};
+      return {{512, 512, 512, f32}};
     case ShapeTable::bench:
       if (gpu) return {{4096, 4096, 4096, f32}, {4096, 4096, 4096, f16}, {8192, 8192, 8192, f16}};
       return {{256, 256, 256, f32}, {1024, 1024, 1024, f32}, {2048, 2048, 2048, f32}};

@@ -74,6 +74,14 @@ inline constexpr int kAlignFloats = 16;                // 64 bytes: every packed
 
 inline constexpr int kVectorsPerRow = kNR / kSimdFloats;   // 2 for the 6×16 tile
 
+// Another micro-tile (lesson 03, exercise 6: 6 × 32 or 14 × 32 for AVX-512)
+// goes through the very same packing, macro-kernel and five loops: they take
+// the tile as template parameters <MR, NR>, which default to kMR, kNR. The
+// static_asserts below are about the default tile; a student's tile brings
+// its own. Blocks are cut to whole micro-panels of that tile:
+template <int MR> inline constexpr int kMCFor = kMC / MR * MR;  // rows of the packed A block
+template <int NR> inline constexpr int kNCFor = kNC / NR * NR;  // columns of the packed B panel
+
 static_assert(std::size_t(kBlockK) * kBlockN * sizeof(float) <= kL2Bytes / 2,
               "the B block (BK × BN) is reused by every row of A: it must stay in L2, with room for A and C");
 static_assert(2 * std::size_t(kBlockN) * sizeof(float) <= kL1Bytes / 4,
@@ -144,18 +152,18 @@ inline std::size_t packed_block_a_floats(const GemmProblem& p) {
 // ============================================================================
 
 // Floats of one packed A block (MC × KC, rows rounded up to whole micro-panels).
-inline std::size_t packed_a_floats(const GemmProblem& p) {
-  const std::size_t rows = round_up(std::size_t(std::min(p.M, kMC)), kMR);
+template <int MR = kMR> inline std::size_t packed_a_floats(const GemmProblem& p) {
+  const std::size_t rows = round_up(std::size_t(std::min(p.M, kMCFor<MR>)), MR);
   return round_up(rows * std::size_t(std::min(p.K, kKC)), kAlignFloats);
 }
 // Floats of one packed B panel (KC × NC, columns rounded up to whole micro-panels).
-inline std::size_t packed_b_floats(const GemmProblem& p) {
-  const std::size_t cols = round_up(std::size_t(std::min(p.N, kNC)), kNR);
+template <int NR = kNR> inline std::size_t packed_b_floats(const GemmProblem& p) {
+  const std::size_t cols = round_up(std::size_t(std::min(p.N, kNCFor<NR>)), NR);
   return round_up(std::size_t(std::min(p.K, kKC)) * cols, kAlignFloats);
 }
 // One B panel shared by all threads, one A block per thread.
-inline std::size_t packed_workspace_bytes(const GemmProblem& p, int threads) {
-  return (packed_b_floats(p) + std::size_t(threads) * packed_a_floats(p)) * sizeof(float);
+template <int MR = kMR, int NR = kNR> inline std::size_t packed_workspace_bytes(const GemmProblem& p, int threads) {
+  return (packed_b_floats<NR>(p) + std::size_t(threads) * packed_a_floats<MR>(p)) * sizeof(float);
 }
 
 // ============================================================================
@@ -177,15 +185,15 @@ inline std::size_t packed_workspace_bytes(const GemmProblem& p, int threads) {
 //      [...           ]                    at step k, side by side
 //
 // Plain loop: for i, k: Ap[(i/MR)·MR·kc + k·MR + i%MR] = A[i·lda + k]
-inline void pack_a(int mc, int kc, const float* a, std::ptrdiff_t lda, float* ap) {
-  for (int i0 = 0; i0 < mc; i0 += kMR, ap += std::ptrdiff_t(kMR) * kc) {
-    const int rows = std::min(kMR, mc - i0);
+template <int MR = kMR> inline void pack_a(int mc, int kc, const float* a, std::ptrdiff_t lda, float* ap) {
+  for (int i0 = 0; i0 < mc; i0 += MR, ap += std::ptrdiff_t(MR) * kc) {
+    const int rows = std::min(MR, mc - i0);
     for (int i = 0; i < rows; ++i) {  // read each row of A contiguously, write with stride MR
       const float* src = a + (i0 + i) * lda;
-      for (int k = 0; k < kc; ++k) ap[k * kMR + i] = src[k];
+      for (int k = 0; k < kc; ++k) ap[k * MR + i] = src[k];
     }
-    for (int i = rows; i < kMR; ++i)  // edge: zero rows, so the kernel's extra rows add nothing
-      for (int k = 0; k < kc; ++k) ap[k * kMR + i] = 0.f;
+    for (int i = rows; i < MR; ++i)  // edge: zero rows, so the kernel's extra rows add nothing
+      for (int k = 0; k < kc; ++k) ap[k * MR + i] = 0.f;
   }
 }
 
@@ -197,16 +205,16 @@ inline void pack_a(int mc, int kc, const float* a, std::ptrdiff_t lda, float* ap
 // A micro-panel is kc consecutive NR-wide row pieces of B: the NR values the
 // kernel multiplies at step k are one contiguous, aligned 64-byte line.
 // Plain loop: for k, j: Bp[(j/NR)·NR·kc + k·NR + j%NR] = B[k·ldb + j]
-inline void pack_b_micropanel(int kc, int cols, const float* b, std::ptrdiff_t ldb, float* bp) {
-  for (int k = 0; k < kc; ++k, bp += kNR) {
+template <int NR = kNR> inline void pack_b_micropanel(int kc, int cols, const float* b, std::ptrdiff_t ldb, float* bp) {
+  for (int k = 0; k < kc; ++k, bp += NR) {
     const float* src = b + k * ldb;
     std::memcpy(bp, src, sizeof(float) * cols);
-    for (int j = cols; j < kNR; ++j) bp[j] = 0.f;  // edge: zero columns
+    for (int j = cols; j < NR; ++j) bp[j] = 0.f;  // edge: zero columns
   }
 }
-inline void pack_b(int kc, int nc, const float* b, std::ptrdiff_t ldb, float* bp) {
-  for (int j0 = 0; j0 < nc; j0 += kNR)
-    pack_b_micropanel(kc, std::min(kNR, nc - j0), b + j0, ldb, bp + std::ptrdiff_t(j0) * kc);
+template <int NR = kNR> inline void pack_b(int kc, int nc, const float* b, std::ptrdiff_t ldb, float* bp) {
+  for (int j0 = 0; j0 < nc; j0 += NR)
+    pack_b_micropanel<NR>(kc, std::min(NR, nc - j0), b + j0, ldb, bp + std::ptrdiff_t(j0) * kc);
 }
 
 // B handed over transposed (lesson 02). Its source is Bᵀ: an [N, K] row-major
@@ -267,17 +275,20 @@ using MicroKernel = void (*)(int kc, const float* ap, const float* bp, float* c,
 // project's -march=native on an AVX-512 CPU, one 16-float FMA per row).
 // Without the pragma GCC 12 vectorises across i instead and buries the
 // FMAs in shuffles, at a tenth of the speed.
-inline void micro_kernel_portable(int kc, const float* __restrict ap, const float* __restrict bp, float* c,
+// A template over the tile, like the driver: micro_kernel_portable_tile<6, 32>
+// is another tile's kernel; micro_kernel_portable (below) is the default tile's.
+template <int MR = kMR, int NR = kNR>
+inline void micro_kernel_portable_tile(int kc, const float* __restrict ap, const float* __restrict bp, float* c,
                                   std::ptrdiff_t ldc, bool accumulate) {
-  float acc[kMR][kNR] = {};
-  for (int k = 0; k < kc; ++k, ap += kMR, bp += kNR)
-    for (int i = 0; i < kMR; ++i) {
+  float acc[MR][NR] = {};
+  for (int k = 0; k < kc; ++k, ap += MR, bp += NR)
+    for (int i = 0; i < MR; ++i) {
       const float a = ap[i];
 #pragma omp simd
-      for (int j = 0; j < kNR; ++j) acc[i][j] += a * bp[j];  // rank-1 update of the tile, row i
+      for (int j = 0; j < NR; ++j) acc[i][j] += a * bp[j];  // rank-1 update of the tile, row i
     }
-  for (int i = 0; i < kMR; ++i)
-    for (int j = 0; j < kNR; ++j) c[i * ldc + j] = accumulate ? c[i * ldc + j] + acc[i][j] : acc[i][j];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) c[i * ldc + j] = accumulate ? c[i * ldc + j] + acc[i][j] : acc[i][j];
 }
 
 // AVX2/FMA micro-kernel: the same rank-1 updates, but with the tile pinned in
@@ -295,27 +306,30 @@ inline void micro_kernel_portable(int kc, const float* __restrict ap, const floa
 // must only be called after a run-time check (selected_micro_kernel below).
 // The loops over i and v have constant trip counts and are fully unrolled, so
 // `acc` is 12 registers, not memory.
-__attribute__((target("avx2,fma"))) inline void micro_kernel_avx2(int kc, const float* __restrict ap,
-                                                                 const float* __restrict bp, float* c,
-                                                                 std::ptrdiff_t ldc, bool accumulate) {
+template <int MR = kMR, int NR = kNR>
+__attribute__((target("avx2,fma"))) inline void micro_kernel_avx2_tile(int kc, const float* __restrict ap,
+                                                                      const float* __restrict bp, float* c,
+                                                                      std::ptrdiff_t ldc, bool accumulate) {
+  static_assert(NR % kSimdFloats == 0, "a row of the tile must be whole AVX2 vectors");
+  constexpr int kVectorsPerRow = NR / kSimdFloats;  // this tile's, which may not be the default's
   // Ask for the C tile now (MR rows of 64 bytes, ldc apart): by the time the
   // k loop is done it is in L1, and the final load/store does not stall.
 #pragma GCC unroll 16
-  for (int i = 0; i < kMR; ++i) _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
+  for (int i = 0; i < MR; ++i) _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
 
-  __m256 acc[kMR][kVectorsPerRow];
+  __m256 acc[MR][kVectorsPerRow];
 #pragma GCC unroll 16
-  for (int i = 0; i < kMR; ++i)
+  for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
     for (int v = 0; v < kVectorsPerRow; ++v) acc[i][v] = _mm256_setzero_ps();
 
 #pragma GCC unroll 4
-  for (int k = 0; k < kc; ++k, ap += kMR, bp += kNR) {
+  for (int k = 0; k < kc; ++k, ap += MR, bp += NR) {
     __m256 b[kVectorsPerRow];
 #pragma GCC unroll 4
     for (int v = 0; v < kVectorsPerRow; ++v) b[v] = _mm256_load_ps(bp + v * kSimdFloats);
 #pragma GCC unroll 16
-    for (int i = 0; i < kMR; ++i) {
+    for (int i = 0; i < MR; ++i) {
       const __m256 a = _mm256_broadcast_ss(ap + i);
 #pragma GCC unroll 4
       for (int v = 0; v < kVectorsPerRow; ++v) acc[i][v] = _mm256_fmadd_ps(a, b[v], acc[i][v]);
@@ -323,7 +337,7 @@ __attribute__((target("avx2,fma"))) inline void micro_kernel_avx2(int kc, const 
   }
 
 #pragma GCC unroll 16
-  for (int i = 0; i < kMR; ++i)
+  for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
     for (int v = 0; v < kVectorsPerRow; ++v) {
       float* dst = c + i * ldc + v * kSimdFloats;
@@ -331,6 +345,10 @@ __attribute__((target("avx2,fma"))) inline void micro_kernel_avx2(int kc, const 
       _mm256_storeu_ps(dst, sum);
     }
 }
+
+// The default tile's kernels (6 × 16), as the rungs and the dispatch below use them.
+inline constexpr MicroKernel micro_kernel_portable = micro_kernel_portable_tile<kMR, kNR>;
+inline constexpr MicroKernel micro_kernel_avx2 = micro_kernel_avx2_tile<kMR, kNR>;
 
 // ============================================================================
 // Choosing the micro-kernel at run time. The binary may run on a CPU without
@@ -385,23 +403,24 @@ inline const MicroKernelChoice& selected_micro_kernel() {
 // packed panels are zero-padded, so the extra rows and columns are harmless —
 // and only the valid m × n corner is copied out.
 // ============================================================================
+template <int MR = kMR, int NR = kNR>
 inline void macro_kernel(int mc, int nc, int kc, const float* ap, const float* bp, float* c, std::ptrdiff_t ldc,
                          bool accumulate, MicroKernel kernel) {
-  for (int jr = 0; jr < nc; jr += kNR) {
-    const int n = std::min(kNR, nc - jr);
+  for (int jr = 0; jr < nc; jr += NR) {
+    const int n = std::min(NR, nc - jr);
     const float* b_micro = bp + std::ptrdiff_t(jr) * kc;
-    for (int ir = 0; ir < mc; ir += kMR) {
-      const int m = std::min(kMR, mc - ir);
+    for (int ir = 0; ir < mc; ir += MR) {
+      const int m = std::min(MR, mc - ir);
       const float* a_micro = ap + std::ptrdiff_t(ir) * kc;
       float* c_tile = c + ir * ldc + jr;
-      if (m == kMR && n == kNR) {
+      if (m == MR && n == NR) {
         kernel(kc, a_micro, b_micro, c_tile, ldc, accumulate);
       } else {
-        alignas(64) float tile[kMR * kNR];
-        kernel(kc, a_micro, b_micro, tile, kNR, /*accumulate=*/false);
+        alignas(64) float tile[MR * NR];
+        kernel(kc, a_micro, b_micro, tile, NR, /*accumulate=*/false);
         for (int i = 0; i < m; ++i)
           for (int j = 0; j < n; ++j)
-            c_tile[i * ldc + j] = accumulate ? c_tile[i * ldc + j] + tile[i * kNR + j] : tile[i * kNR + j];
+            c_tile[i * ldc + j] = accumulate ? c_tile[i * ldc + j] + tile[i * NR + j] : tile[i * NR + j];
       }
     }
   }
@@ -411,22 +430,25 @@ inline void macro_kernel(int mc, int nc, int kc, const float* ap, const float* b
 // The five loops on one thread (rung 05). C = A·B with A [M, K],
 // B [K, N], C [M, N] row-major. The first depth slice (pc = 0) writes C, the
 // later ones add to it, so C's previous contents are never read.
-// `workspace` holds packed_workspace_bytes(p, 1) bytes, 64-byte aligned.
+// `workspace` holds packed_workspace_bytes<MR, NR>(p, 1) bytes, 64-byte aligned.
+// <MR, NR>: the micro-tile `kernel` computes (default 6 × 16), e.g.
+//   cpu_gemm::gemm_packed<6, 32>(p, a, b, c, ws, my_kernel_6x32);
 // ============================================================================
+template <int MR = kMR, int NR = kNR>
 inline void gemm_packed(const GemmProblem& p, const float* a, const float* b, float* c, void* workspace,
                         MicroKernel kernel) {
   float* bp = static_cast<float*>(workspace);  // packed B panel, kc × nc
-  float* ap = bp + packed_b_floats(p);         // packed A block, mc × kc
+  float* ap = bp + packed_b_floats<NR>(p);         // packed A block, mc × kc
   const std::ptrdiff_t lda = p.K, ldb = p.N, ldc = p.N;
-  for (int jc = 0; jc < p.N; jc += kNC) {                   // loop 5
-    const int nc = std::min(kNC, p.N - jc);
+  for (int jc = 0; jc < p.N; jc += kNCFor<NR>) {                   // loop 5
+    const int nc = std::min(kNCFor<NR>, p.N - jc);
     for (int pc = 0; pc < p.K; pc += kKC) {                 // loop 4
       const int kc = std::min(kKC, p.K - pc);
-      pack_b(kc, nc, b + pc * ldb + jc, ldb, bp);
-      for (int ic = 0; ic < p.M; ic += kMC) {               // loop 3
-        const int mc = std::min(kMC, p.M - ic);
-        pack_a(mc, kc, a + ic * lda + pc, lda, ap);
-        macro_kernel(mc, nc, kc, ap, bp, c + ic * ldc + jc, ldc, /*accumulate=*/pc > 0, kernel);  // loops 2, 1
+      pack_b<NR>(kc, nc, b + pc * ldb + jc, ldb, bp);
+      for (int ic = 0; ic < p.M; ic += kMCFor<MR>) {               // loop 3
+        const int mc = std::min(kMCFor<MR>, p.M - ic);
+        pack_a<MR>(mc, kc, a + ic * lda + pc, lda, ap);
+        macro_kernel<MR, NR>(mc, nc, kc, ap, bp, c + ic * ldc + jc, ldc, /*accumulate=*/pc > 0, kernel);  // loops 2, 1
       }
     }
   }

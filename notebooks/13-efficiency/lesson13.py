@@ -27,7 +27,12 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 LESSON = ROOT / "lessons" / "13-roofline-waterline"
-FIGURES = LESSON / "figures"
+# Where the PNGs go: the committed lesson folder (`make figures`), or, when
+# CONVLAB_FIG_DIR is set (CMake sets it for the notebook tests), that folder
+# under the build directory. A test run then rewrites nothing in the source
+# tree, the README's table included (WRITE_SOURCES).
+FIGURES = Path(os.environ.get("CONVLAB_FIG_DIR") or (LESSON / "figures"))
+WRITE_SOURCES = not os.environ.get("CONVLAB_FIG_DIR")
 README = LESSON / "README.md"
 BEGIN, END = "<!-- efficiency-gap-table -->", "<!-- /efficiency-gap-table -->"
 BATCH = 128

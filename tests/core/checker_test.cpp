@@ -6,12 +6,21 @@
 // outputs, compare against the double reference) and must be rejected on every
 // shape of the test table. A correct variant that merely sums in another
 // order must be accepted, so the tolerance is not simply "reject everything".
+//
+// One planted bug is a student's real one: lesson 03's five loops with a
+// micro-kernel whose `accumulate` branch is broken, so each depth slice
+// overwrites C instead of adding to it. Correct whenever K <= KC; the op's
+// own test table must hold a K > KC shape that catches it, so that lesson 03's
+// ladder test (tests/gemm_cpu_test.cpp) is not the only guard.
+#include <algorithm>
 #include <cmath>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "core/ops/conv2d.hpp"
 #include "core/ops/gemm.hpp"
+#include "cpu/gemm/gemm_kernels.hpp"
 #include "tests/catch_compat.hpp"
 #include "tests/support.hpp"
 
@@ -133,6 +142,102 @@ TEST_CASE("checker: wrong GEMM variants are rejected on every shape", "[checker]
   SECTION("last row never written") {
     const auto [passed, tried] = run_on_f32_table(gemm_variant<GemmDefect::rows_one_short>("rows_short"));
     CHECK(passed == 0);
+  }
+}
+
+namespace {
+// The micro-kernel contract with the `accumulate` branch broken: later depth
+// slices of the five loops overwrite C rather than add to it.
+void overwriting_micro_kernel(int kc, const float* ap, const float* bp, float* c, std::ptrdiff_t ldc,
+                              bool /*accumulate*/) {
+  cpu_gemm::micro_kernel_portable(kc, ap, bp, c, ldc, /*accumulate=*/false);
+}
+void five_loops_overwriting(const GemmProblem& p, const Args<GemmProblem>& a) {
+  cpu_gemm::gemm_packed(p, static_cast<const float*>(a.a), static_cast<const float*>(a.b), static_cast<float*>(a.c),
+                        a.workspace, overwriting_micro_kernel);
+}
+std::size_t five_loops_workspace(const GemmProblem& p) { return cpu_gemm::packed_workspace_bytes(p, 1); }
+}  // namespace
+
+TEST_CASE("checker: a GEMM whose later depth slices overwrite C is caught by the op's own table", "[checker][cpu]") {
+  Variant<GemmProblem> planted;
+  planted.name = "overwrites_c";
+  planted.run = five_loops_overwriting;
+  planted.workspace_bytes = five_loops_workspace;
+  const std::vector<std::string> rejected = testing::rejected_shapes(planted);
+  INFO("rejected on: " << [&] {
+    std::string all;
+    for (const std::string& r : rejected) all += r + "; ";
+    return all;
+  }());
+  // Rejected exactly where the bug lives: every f32 shape of the table with
+  // K > KC and at least one full MR x NR tile, and no other (with K <= KC the
+  // broken branch never runs; a partial edge tile is added into C by the
+  // macro-kernel itself, not by the micro-kernel: both are then right and
+  // must be accepted).
+  int deep_shapes = 0;
+  for (const GemmProblem& p : OpTraits<GemmProblem>::shapes(ShapeTable::test, Device::cpu)) {
+    if (p.dtype != DType::f32) continue;
+    const bool deep = p.K > cpu_gemm::kKC && p.M >= cpu_gemm::kMR && p.N >= cpu_gemm::kNR;
+    deep_shapes += deep;
+    const bool was_rejected =
+        std::find(rejected.begin(), rejected.end(), OpTraits<GemmProblem>::spec(p)) != rejected.end();
+    INFO(OpTraits<GemmProblem>::spec(p));
+    CHECK(was_rejected == deep);
+  }
+  CHECK(deep_shapes >= 2);
+}
+
+TEST_CASE("checker: the gemm test table crosses every blocking boundary of the CPU rungs", "[checker][cpu]") {
+  using namespace cpu_gemm;
+  bool deep_ragged = false, rows_past_mc = false, cols_past_nc = false, ragged_tile = false, blocks_ragged = false;
+  for (const GemmProblem& p : OpTraits<GemmProblem>::shapes(ShapeTable::test, Device::cpu)) {
+    if (p.dtype != DType::f32) continue;
+    deep_ragged |= p.K > 2 * kKC && p.K % kKC != 0;
+    rows_past_mc |= p.M > kMC && p.K > kKC;
+    cols_past_nc |= p.N > kNC;
+    ragged_tile |= p.M % kMR != 0 && p.N % kNR != 0 && p.M > kMR && p.N > kNR && p.K > kKC;
+    blocks_ragged |= p.M > kBlockM && p.N > kBlockN && p.K > kBlockK && p.M % kBlockM && p.N % kBlockN &&
+                     p.K % kBlockK;
+  }
+  CHECK(deep_ragged);
+  CHECK(rows_past_mc);
+  CHECK(cols_past_nc);
+  CHECK(ragged_tile);
+  CHECK(blocks_ragged);
+}
+
+TEST_CASE("checker: failure messages give coordinates in the output's layout", "[checker][cpu]") {
+  // The last output row of an NHWC conv never written: the message names y[n,p,q,k].
+  const ConvProblem p{1, 9, 7, 4, 5, 3, 3, 1, 1, 1, DType::f32};
+  Variant<ConvProblem> v = conv_variant<ConvDefect::skip_last_output>("skipped_tail");
+  const VariantInfo info{"conv2d", v.name, v.device, 0, v.threads, "", false};
+  Case<ConvProblem> c(v, info, p, random_inputs(p, 7), "");
+  const CompareResult r = checked_run(c);
+  INFO(r.message);
+  CHECK_FALSE(r.ok);
+  CHECK(r.message.find("y[0,8,6,4] (NHWC)") != std::string::npos);  // N=1, P=9, Q=7, K=5: the last element
+  CHECK(r.message.find("rel L2") == std::string::npos);               // no L2 error beside NaN
+  CHECK_FALSE(r.has_rel_l2());
+}
+
+TEST_CASE("checker: one broken variant's failures are capped, the rest named on one line", "[checker][cpu]") {
+  const Variant<ConvProblem> v = conv_variant<ConvDefect::skip_last_output>("skipped_tail");
+  const VariantInfo info{"conv2d", v.name, v.device, 0, v.threads, "", false};
+  std::vector<std::string> specs;
+  for (const ConvProblem& p : OpTraits<ConvProblem>::shapes(ShapeTable::test, Device::cpu))
+    if (p.dtype == DType::f32) specs.push_back(OpTraits<ConvProblem>::spec(p));
+  const testing::TableFailures f = testing::run_table(specs, [&](const std::string& spec) -> std::unique_ptr<ICase> {
+    const ConvProblem p = OpTraits<ConvProblem>::parse(spec);
+    return std::make_unique<Case<ConvProblem>>(v, info, p, random_inputs(p, 3), "");
+  });
+  REQUIRE(f.failed == f.tested);  // it fails everywhere
+  REQUIRE(f.failed > testing::kMaxReportedFailures);
+  CHECK(int(f.shown.size()) == testing::kMaxReportedFailures);
+  CHECK(f.unshown.find(specs.back()) != std::string::npos);
+  for (const std::string& s : f.shown) {
+    INFO(s);
+    CHECK(s.find("(NHWC)") != std::string::npos);  // coordinates, in the output's layout
   }
 }
 
