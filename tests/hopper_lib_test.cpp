@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu/ffn/fused_wgmma_layout.hpp"
 #include "gpu/gemm/wgmma_gemm_layout.hpp"
 #include "gpu/lib/hopper/mbarrier.cuh"
 #include "gpu/lib/hopper/tile_scheduler.cuh"
@@ -130,6 +131,47 @@ TEST_CASE("hopper: in every slot, wgmma's descriptors read each element where TM
   // The slots and the barriers fit the dynamic allocation after aligning its start up.
   CHECK(wg::kSwizzleAtomBytes + wg::kStages * wg::kStageBytes + kPipelineBarrierBytes<wg::kStages> <=
         wg::kSharedBytes);
+}
+
+// The FFN's three operands (gpu/ffn/08d_fused_wgmma.cu): X K-major, U and V MN-major.
+template <class L> int ffn_layout_mismatches() {
+  int wrong = 0;
+  const uint32_t base = 1024;
+  for (int xs = 0; xs < L::kXBuffers; ++xs) {
+    const uint32_t slot = L::x_slot(base, xs);
+    for (int consumer = 0; consumer < ffn_wgmma::kConsumers; ++consumer)
+      for (int ks = 0; ks < L::kCSteps; ++ks)
+        for (int m = 0; m < 64; ++m)
+          for (int k = 0; k < 16; ++k) {
+            const int row = 64 * consumer + m, col = 16 * ks + k;
+            wrong += gpu::wgmma_k_major_sw128_address(L::x_descriptor(slot, consumer, ks), m, k) !=
+                     L::x_box(slot, col / 64) + tma_sw128_box_offset(row, col % 64, 2);
+          }
+  }
+  for (int st = 0; st < L::kStages; ++st) {
+    const uint32_t u = L::u_slot(base, st), v = L::v_slot(base, st);
+    for (int ks = 0; ks < L::kCSteps; ++ks)  // U: k = channel c, n = hidden column of the chunk
+      for (int k = 0; k < 16; ++k)
+        for (int n = 0; n < L::kChunk; ++n)
+          wrong += gpu::wgmma_mn_major_sw128_address(L::u_descriptor(u, ks), k, n) !=
+                   L::u_box(u, n / 64) + tma_sw128_box_offset(16 * ks + k, n % 64, 2);
+    for (int kk = 0; kk < L::kHSteps; ++kk)  // V: k = hidden row of the chunk, n = output channel
+      for (int k = 0; k < 16; ++k)
+        for (int n = 0; n < L::kC; ++n)
+          wrong += gpu::wgmma_mn_major_sw128_address(L::v_descriptor(v, kk), k, n) !=
+                   L::v_box(v, n / 64) + tma_sw128_box_offset(16 * kk + k, n % 64, 2);
+    // Slots do not overlap each other or the barriers.
+    wrong += v + uint32_t(L::VTile::kBytes) > L::u_slot(base, st + 1);
+  }
+  wrong += L::x_slot(base, L::kXBuffers) > L::u_slot(base, 0);
+  wrong += L::u_slot(base, L::kStages) > base + uint32_t(L::kBarrierBase);
+  return wrong;
+}
+
+TEST_CASE("hopper: the FFN's X, U and V slots are read by wgmma where TMA wrote them", "[hopper][cpu]") {
+  CHECK(ffn_layout_mismatches<ffn_wgmma::Layout64>() == 0);
+  CHECK(ffn_layout_mismatches<ffn_wgmma::Layout128>() == 0);
+  CHECK(ffn_layout_mismatches<ffn_wgmma::Layout256>() == 0);
 }
 
 // ---- the mbarrier ring, against a host model of the barrier -----------------------------

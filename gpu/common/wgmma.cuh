@@ -354,6 +354,30 @@ template <class T, int M, int N> __device__ __forceinline__ void fence_operands(
                ", %128, %129, accumulate, 1, 1, 0, 1;\n}\n"                                            \
                : CONVLAB_WGMMA_D128_OPERANDS(d)                                                          \
                : "l"(a_desc), "l"(b_desc), "r"(int(accumulate)))
+// D[64 x N] (+)= A · B, A K-major and B MN-major from shared memory, N = 128
+// and N = 64 (the FFN's expand product: X [rows][C] times U [C][hidden]).
+#define CONVLAB_WGMMA_SS_N128_MN_B(TYPE)                                                               \
+  asm volatile("{\n.reg .pred accumulate;\n"                                                           \
+               "setp.ne.b32 accumulate, %66, 0;\n"                                                     \
+               "wgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE "." TYPE " " CONVLAB_WGMMA_D64_TEXT \
+               ", %64, %65, accumulate, 1, 1, 0, 1;\n}\n"                                            \
+               : CONVLAB_WGMMA_D64_OPERANDS(d)                                                          \
+               : "l"(a_desc), "l"(b_desc), "r"(int(accumulate)))
+#define CONVLAB_WGMMA_SS_N64_MN_B(TYPE)                                                                \
+  asm volatile("{\n.reg .pred accumulate;\n"                                                           \
+               "setp.ne.b32 accumulate, %34, 0;\n"                                                     \
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE " " CONVLAB_WGMMA_D32_TEXT  \
+               ", %32, %33, accumulate, 1, 1, 0, 1;\n}\n"                                            \
+               : CONVLAB_WGMMA_D32_OPERANDS(d)                                                          \
+               : "l"(a_desc), "l"(b_desc), "r"(int(accumulate)))
+// D[64 x 256] (+)= A · B, A from four registers, B MN-major from shared memory.
+#define CONVLAB_WGMMA_RS_N256(TYPE)                                                                    \
+  asm volatile("{\n.reg .pred accumulate;\n"                                                           \
+               "setp.ne.b32 accumulate, %133, 0;\n"                                                    \
+               "wgmma.mma_async.sync.aligned.m64n256k16.f32." TYPE "." TYPE " " CONVLAB_WGMMA_D128_TEXT \
+               ", {%128, %129, %130, %131}, %132, accumulate, 1, 1, 1;\n}\n"                          \
+               : CONVLAB_WGMMA_D128_OPERANDS(d)                                                         \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(int(accumulate)))
 // D[64 x 128] (+)= A · B, A and B from shared memory (descriptors %64, %65);
 // scale-d = accumulate (%66), no negation, both operands K-major (tnspA = tnspB = 0).
 #define CONVLAB_WGMMA_SS_N128(TYPE)                                                                    \
@@ -398,17 +422,21 @@ __device__ __forceinline__ void wgmma_m64n128k16_ss(float (&d)[64], uint64_t a_d
 #endif
 }
 
-// D[64 x N] (+)= A[64 x 16] · B[16 x N], N = 64 or 128: A from registers
+// D[64 x N] (+)= A[64 x 16] · B[16 x N], N = 64, 128 or 256: A from registers
 // (wgmma_a_coord), B from shared memory MN-major (mn_major_descriptor,
 // transpose flag 1).
 template <class Element, int N>
 __device__ __forceinline__ void wgmma_m64nNk16_rs_mn_major_b(float (&d)[N / 2], const uint32_t (&a)[4],
                                                              uint64_t b_desc, bool accumulate) {
-  static_assert(N == 64 || N == 128, "instantiated for N = 64 and 128 only");
+  static_assert(N == 64 || N == 128 || N == 256, "instantiated for N = 64, 128 and 256 only");
   static_assert(std::is_same_v<Element, __half> || std::is_same_v<Element, __nv_bfloat16>,
                 "wgmma: f16 or bf16 inputs");
 #if CONVLAB_WGMMA_ASM
-  if constexpr (N == 128 && std::is_same_v<Element, __half>)
+  if constexpr (N == 256 && std::is_same_v<Element, __half>)
+    CONVLAB_WGMMA_RS_N256("f16");
+  else if constexpr (N == 256)
+    CONVLAB_WGMMA_RS_N256("bf16");
+  else if constexpr (N == 128 && std::is_same_v<Element, __half>)
     CONVLAB_WGMMA_RS_N128("f16");
   else if constexpr (N == 128)
     CONVLAB_WGMMA_RS_N128("bf16");
@@ -440,10 +468,35 @@ __device__ __forceinline__ void wgmma_m64n256k16_ss_mn_major_b(float (&d)[128], 
 #endif
 }
 
+// D[64 x N] (+)= A[64 x 16] · B[16 x N], N = 64 or 128, both from shared
+// memory: A K-major (k_major_descriptor), B MN-major (mn_major_descriptor).
+template <class Element, int N>
+__device__ __forceinline__ void wgmma_m64nNk16_ss_mn_major_b(float (&d)[N / 2], uint64_t a_desc, uint64_t b_desc,
+                                                             bool accumulate) {
+  static_assert(N == 64 || N == 128, "instantiated for N = 64 and 128 only");
+  static_assert(std::is_same_v<Element, __half> || std::is_same_v<Element, __nv_bfloat16>,
+                "wgmma: f16 or bf16 inputs");
+#if CONVLAB_WGMMA_ASM
+  if constexpr (N == 128 && std::is_same_v<Element, __half>)
+    CONVLAB_WGMMA_SS_N128_MN_B("f16");
+  else if constexpr (N == 128)
+    CONVLAB_WGMMA_SS_N128_MN_B("bf16");
+  else if constexpr (std::is_same_v<Element, __half>)
+    CONVLAB_WGMMA_SS_N64_MN_B("f16");
+  else
+    CONVLAB_WGMMA_SS_N64_MN_B("bf16");
+#else
+  __trap();
+#endif
+}
+
 #undef CONVLAB_WGMMA_RS_N64
 #undef CONVLAB_WGMMA_RS_N128
 #undef CONVLAB_WGMMA_SS_N128
 #undef CONVLAB_WGMMA_SS_N256_MN_B
+#undef CONVLAB_WGMMA_SS_N128_MN_B
+#undef CONVLAB_WGMMA_SS_N64_MN_B
+#undef CONVLAB_WGMMA_RS_N256
 #undef CONVLAB_WGMMA_D128_OPERANDS
 #undef CONVLAB_WGMMA_D128_TEXT
 #undef CONVLAB_WGMMA_D64_OPERANDS
