@@ -2,10 +2,14 @@
 // warpgroup and two consumer warpgroups, registers moved between them.
 //
 // Idea over 03p_wgmma_tma: in 03p thread 0 refills a slot in the middle of its
-// own warpgroup's k loop, so that warpgroup's next wgmma waits whenever the
-// producer waits for the other warpgroup to free the slot, and every thread
-// is compiled for the consumers' register needs. Here the roles are split
-// (gpu/lib/hopper/warp_specialization.cuh):
+// own warpgroup's k loop, so that warpgroup's next wgmma issue can be held up
+// while the producer waits for the other warpgroup to free the slot, and every
+// thread is compiled for the consumers' register needs. Here the roles are
+// split (gpu/lib/hopper/warp_specialization.cuh). With a 4-slot ring and one
+// 5-copy refill per k tile, 03p's producer turns out never to fall behind, so
+// at these sizes the split is measured to buy nothing (lessons/03-gemm/NOTES.md);
+// it is the structure that pays once the producer has more to do (im2col
+// boxes, multicast, several tensors) or the ring is shallower:
 //   * warpgroup 0, the PRODUCER: setmaxnreg.dec to 40 registers; one thread
 //     loops "wait for a free slot, expect its bytes, issue 5 TMA copies",
 //     up to 4 slots ahead, never touching the tensor cores;
