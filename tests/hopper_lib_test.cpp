@@ -76,6 +76,20 @@ TEST_CASE("hopper: TMA tile rules accept the GEMM's boxes and refuse what the en
   CHECK(!tma_tile_unsupported_reason(t).empty());  // rows overlap
 }
 
+TEST_CASE("hopper: the wgmma GEMM rungs state their supported set", "[hopper][cpu]") {
+  using enum DType;
+  for (const GemmProblem p : {GemmProblem{1, 8, 16, f16}, GemmProblem{129, 264, 1032, f16},
+                              GemmProblem{3, 16, 8, bf16}, GemmProblem{8192, 8192, 8192, bf16}})
+    CHECK(wg::unsupported_reason(p).empty());
+  // K or N not a multiple of 8 (TMA's 16-byte strides), and fp32: refused, each with its reason.
+  CHECK(wg::unsupported_reason({64, 64, 13, f16}).find("multiples of 8") != std::string::npos);
+  CHECK(wg::unsupported_reason({64, 100, 64, f16}).find("multiples of 8") != std::string::npos);
+  CHECK(wg::unsupported_reason({31, 63, 65, f16}).find("multiples of 8") != std::string::npos);
+  CHECK(wg::unsupported_reason({64, 64, 64, f32}) == "f16 and bf16 only");
+  // The reason matches what the TMA model refuses for those strides.
+  CHECK(!tma_tile_unsupported_reason(a_map(64, 13)).empty());
+}
+
 TEST_CASE("hopper: TMA's 128-byte swizzle puts a box where Sw128Tile says, a bijection onto the box",
           "[hopper][cpu]") {
   std::set<uint32_t> seen;

@@ -247,15 +247,6 @@ __global__ void __launch_bounds__(threads_of(kSchedule), 1)
 
 // ---- launcher ------------------------------------------------------------------------
 
-// "" when the rungs take p, otherwise why not.
-inline std::string unsupported_reason(const GemmProblem& p) {
-  if (p.dtype != DType::f16 && p.dtype != DType::bf16) return "f16 and bf16 only";
-  if (p.K % kAlignElems != 0 || p.N % kAlignElems != 0)
-    return "K and N must be multiples of 8: rows of A [M,K] and B [K,N] are TMA strides, multiples of 16 bytes";
-  if (int64_t(gpu::ceil_div(p.M, kBlockM)) * gpu::ceil_div(p.N, kBlockN) > gpu::kMaxGridX)
-    return "more tiles than a grid holds";
-  return "";
-}
 inline bool supports(const GemmProblem& p) { return unsupported_reason(p).empty(); }
 
 template <Schedule kSchedule> void run(const GemmProblem& p, const Args<GemmProblem>& args, const char* rung) {

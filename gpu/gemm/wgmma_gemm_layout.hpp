@@ -4,6 +4,10 @@
 // what the wgmma descriptors read, slot by slot and k step by k step.
 #pragma once
 
+#include <cstdint>
+#include <string>
+
+#include "core/problems.hpp"
 #include "gpu/common/wgmma.cuh"
 #include "gpu/lib/hopper/mbarrier.cuh"
 #include "gpu/lib/hopper/tma.cuh"
@@ -50,6 +54,18 @@ static_assert(kStages >= 2, "the producer fills one slot while the consumers rea
 static_assert(kSharedBytes <= 227 * 1024, "sm_90: at most 227 KB of shared memory per block");
 static_assert(gpu::hopper::register_budget_fits(kProducerRegs, kConsumerRegs, kConsumers),
               "the register reallocation must fit the SM's 64 K registers");
+
+// ---- the supported set ---------------------------------------------------------------
+
+// "" when the rungs take p, otherwise why not (their supports() and run() ask it).
+inline std::string unsupported_reason(const GemmProblem& p) {
+  if (p.dtype != DType::f16 && p.dtype != DType::bf16) return "f16 and bf16 only";
+  if (p.K % kAlignElems != 0 || p.N % kAlignElems != 0)
+    return "K and N must be multiples of 8: rows of A [M,K] and B [K,N] are TMA strides, multiples of 16 bytes";
+  const int64_t tiles = (int64_t(p.M) + kBlockM - 1) / kBlockM * ((int64_t(p.N) + kBlockN - 1) / kBlockN);
+  if (tiles > 2147483647) return "more tiles than a grid holds";
+  return "";
+}
 
 // ---- where a slot's boxes land and where wgmma reads them -----------------------------
 //
