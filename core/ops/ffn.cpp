@@ -42,8 +42,8 @@ FfnProblem ffn(int P, int C, int hidden, int C_out, FfnActivation act, DType dty
 // for 64- and 128-row tiles. Channels: 16 and 64 (the tensor-core kernel's
 // smallest and typical widths), 128 and 256 (its other configurations), and
 // odd or unaligned widths that only the general variants take.
-std::vector<FfnProblem> test_shapes() {
-  return {
+std::vector<FfnProblem> test_shapes(bool gpu) {
+  std::vector<FfnProblem> t = {
       // f32: every CPU variant and the fp32 GPU paths
       ffn(1, 16, 64, 16, relu, f32),
       ffn(37, 16, 64, 16, silu, f32),
@@ -72,6 +72,14 @@ std::vector<FfnProblem> test_shapes() {
       ffn(37, 64, 256, 64, relu, bf16),
       ffn(1000, 16, 64, 16, gelu, bf16),
   };
+  // GPU only (too slow for the CPU ladder's plain rungs): more 128-row tiles
+  // than a persistent grid of 132 CTAs has (08d_fused_wgmma's X buffers and
+  // U/V ring wrap across tiles), and a partial last hidden chunk at C = 256.
+  if (gpu)
+    for (const FfnProblem& p : {ffn(33869, 64, 256, 64, gelu, f16), ffn(17000, 128, 512, 128, silu, bf16),
+                                ffn(300, 256, 520, 256, relu, f16)})
+      t.push_back(p);
+  return t;
 }
 
 }  // namespace
@@ -80,7 +88,7 @@ std::vector<FfnProblem> OpTraits<FfnProblem>::shapes(ShapeTable table, Device de
   const bool gpu = device == Device::cuda;
   constexpr int kImageNetTokens = 128 * 56 * 56;  // 401408: batch 128 at 56x56, a ConvNeXt stage-1 FFN
   switch (table) {
-    case ShapeTable::test: return test_shapes();
+    case ShapeTable::test: return test_shapes(gpu);
     case ShapeTable::tour:
       // fp32 on both devices, as for gemm: every rung's first step takes it;
       // the fused tensor-core rung takes the fp16 one (the tour uses the first each supports).

@@ -52,13 +52,23 @@ std::vector<GemmProblem> OpTraits<GemmProblem>::shapes(ShapeTable table, Device 
                             // 3-stage pipeline holds: the tensor-core fast paths
                             GemmProblem{200, 264, 264, f16}, GemmProblem{96, 72, 264, bf16}})
         t.push_back(p);
+      // GPU only (the CPU ladder's naive rungs would take too long): the
+      // 128 x 256 x 64 tiles of the wgmma rungs (gemm/cuda/03p..03r) ± 1, a
+      // K tail inside a k tile, more k tiles than their 4-slot ring, and more
+      // tiles (17 x 9) than a persistent grid has CTAs.
+      if (gpu)
+        for (GemmProblem p : {GemmProblem{129, 264, 1032, f16}, GemmProblem{127, 248, 520, bf16},
+                              GemmProblem{3, 16, 8, bf16}, GemmProblem{2056, 2056, 72, f16}})
+          t.push_back(p);
       return t;
     }
     case ShapeTable::tour:  // the GPU's tensor-core rungs take the second (the tour uses the first each supports)
       if (gpu) return {{4096, 4096, 4096, f32}, {4096, 4096, 4096, f16}};
       return {{512, 512, 512, f32}};
     case ShapeTable::bench:
-      if (gpu) return {{4096, 4096, 4096, f32}, {4096, 4096, 4096, f16}, {8192, 8192, 8192, f16}};
+      if (gpu)
+        return {{4096, 4096, 4096, f32},  {4096, 4096, 4096, f16},  {8192, 8192, 8192, f16},
+                {4096, 4096, 4096, bf16}, {8192, 8192, 8192, bf16}};
       return {{256, 256, 256, f32}, {1024, 1024, 1024, f32}, {2048, 2048, 2048, f32}};
   }
   return {};

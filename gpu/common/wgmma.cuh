@@ -324,6 +324,60 @@ template <class T, int M, int N> __device__ __forceinline__ void fence_operands(
   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
 
+#define CONVLAB_WGMMA_D128_TEXT \
+  "{" "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
+  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+  "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
+  "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
+  "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
+#define CONVLAB_WGMMA_D128_OPERANDS(d) \
+  CONVLAB_WGMMA_D64_OPERANDS(d), \
+  "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), \
+  "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), \
+  "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), \
+  "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), \
+  "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), \
+  "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), \
+  "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), \
+  "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+
+// D[64 x 256] (+)= A · B, A from shared memory K-major (descriptor %128), B
+// from shared memory MN-major (descriptor %129, transpose flag 1): the GEMM
+// operands of lesson 03's wgmma rungs (A [M][K] and B [K][N], both row-major).
+#define CONVLAB_WGMMA_SS_N256_MN_B(TYPE)                                                                \
+  asm volatile("{\n.reg .pred accumulate;\n"                                                            \
+               "setp.ne.b32 accumulate, %130, 0;\n"                                                     \
+               "wgmma.mma_async.sync.aligned.m64n256k16.f32." TYPE "." TYPE " " CONVLAB_WGMMA_D128_TEXT \
+               ", %128, %129, accumulate, 1, 1, 0, 1;\n}\n"                                            \
+               : CONVLAB_WGMMA_D128_OPERANDS(d)                                                          \
+               : "l"(a_desc), "l"(b_desc), "r"(int(accumulate)))
+// D[64 x N] (+)= A · B, A K-major and B MN-major from shared memory, N = 128
+// and N = 64 (the FFN's expand product: X [rows][C] times U [C][hidden]).
+#define CONVLAB_WGMMA_SS_N128_MN_B(TYPE)                                                               \
+  asm volatile("{\n.reg .pred accumulate;\n"                                                           \
+               "setp.ne.b32 accumulate, %66, 0;\n"                                                     \
+               "wgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE "." TYPE " " CONVLAB_WGMMA_D64_TEXT \
+               ", %64, %65, accumulate, 1, 1, 0, 1;\n}\n"                                            \
+               : CONVLAB_WGMMA_D64_OPERANDS(d)                                                          \
+               : "l"(a_desc), "l"(b_desc), "r"(int(accumulate)))
+#define CONVLAB_WGMMA_SS_N64_MN_B(TYPE)                                                                \
+  asm volatile("{\n.reg .pred accumulate;\n"                                                           \
+               "setp.ne.b32 accumulate, %34, 0;\n"                                                     \
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE " " CONVLAB_WGMMA_D32_TEXT  \
+               ", %32, %33, accumulate, 1, 1, 0, 1;\n}\n"                                            \
+               : CONVLAB_WGMMA_D32_OPERANDS(d)                                                          \
+               : "l"(a_desc), "l"(b_desc), "r"(int(accumulate)))
+// D[64 x 256] (+)= A · B, A from four registers, B MN-major from shared memory.
+#define CONVLAB_WGMMA_RS_N256(TYPE)                                                                    \
+  asm volatile("{\n.reg .pred accumulate;\n"                                                           \
+               "setp.ne.b32 accumulate, %133, 0;\n"                                                    \
+               "wgmma.mma_async.sync.aligned.m64n256k16.f32." TYPE "." TYPE " " CONVLAB_WGMMA_D128_TEXT \
+               ", {%128, %129, %130, %131}, %132, accumulate, 1, 1, 1;\n}\n"                          \
+               : CONVLAB_WGMMA_D128_OPERANDS(d)                                                         \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(int(accumulate)))
 // D[64 x 128] (+)= A · B, A and B from shared memory (descriptors %64, %65);
 // scale-d = accumulate (%66), no negation, both operands K-major (tnspA = tnspB = 0).
 #define CONVLAB_WGMMA_SS_N128(TYPE)                                                                    \
@@ -368,17 +422,21 @@ __device__ __forceinline__ void wgmma_m64n128k16_ss(float (&d)[64], uint64_t a_d
 #endif
 }
 
-// D[64 x N] (+)= A[64 x 16] · B[16 x N], N = 64 or 128: A from registers
+// D[64 x N] (+)= A[64 x 16] · B[16 x N], N = 64, 128 or 256: A from registers
 // (wgmma_a_coord), B from shared memory MN-major (mn_major_descriptor,
 // transpose flag 1).
 template <class Element, int N>
 __device__ __forceinline__ void wgmma_m64nNk16_rs_mn_major_b(float (&d)[N / 2], const uint32_t (&a)[4],
                                                              uint64_t b_desc, bool accumulate) {
-  static_assert(N == 64 || N == 128, "instantiated for N = 64 and 128 only");
+  static_assert(N == 64 || N == 128 || N == 256, "instantiated for N = 64, 128 and 256 only");
   static_assert(std::is_same_v<Element, __half> || std::is_same_v<Element, __nv_bfloat16>,
                 "wgmma: f16 or bf16 inputs");
 #if CONVLAB_WGMMA_ASM
-  if constexpr (N == 128 && std::is_same_v<Element, __half>)
+  if constexpr (N == 256 && std::is_same_v<Element, __half>)
+    CONVLAB_WGMMA_RS_N256("f16");
+  else if constexpr (N == 256)
+    CONVLAB_WGMMA_RS_N256("bf16");
+  else if constexpr (N == 128 && std::is_same_v<Element, __half>)
     CONVLAB_WGMMA_RS_N128("f16");
   else if constexpr (N == 128)
     CONVLAB_WGMMA_RS_N128("bf16");
@@ -391,9 +449,56 @@ __device__ __forceinline__ void wgmma_m64nNk16_rs_mn_major_b(float (&d)[N / 2], 
 #endif
 }
 
+// D[64 x 256] (+)= A[64 x 16] · B[16 x 256], both from shared memory: A
+// K-major (k_major_descriptor), B MN-major (mn_major_descriptor, transpose
+// flag 1; its four 64-column panels LBO apart). accumulate = false: D = A·B.
+// d: fragment layout wgmma_d_coord (N = 256: 128 registers).
+template <class Element>
+__device__ __forceinline__ void wgmma_m64n256k16_ss_mn_major_b(float (&d)[128], uint64_t a_desc, uint64_t b_desc,
+                                                               bool accumulate) {
+  static_assert(std::is_same_v<Element, __half> || std::is_same_v<Element, __nv_bfloat16>,
+                "wgmma: f16 or bf16 inputs");
+#if CONVLAB_WGMMA_ASM
+  if constexpr (std::is_same_v<Element, __half>)
+    CONVLAB_WGMMA_SS_N256_MN_B("f16");
+  else
+    CONVLAB_WGMMA_SS_N256_MN_B("bf16");
+#else
+  __trap();
+#endif
+}
+
+// D[64 x N] (+)= A[64 x 16] · B[16 x N], N = 64 or 128, both from shared
+// memory: A K-major (k_major_descriptor), B MN-major (mn_major_descriptor).
+template <class Element, int N>
+__device__ __forceinline__ void wgmma_m64nNk16_ss_mn_major_b(float (&d)[N / 2], uint64_t a_desc, uint64_t b_desc,
+                                                             bool accumulate) {
+  static_assert(N == 64 || N == 128, "instantiated for N = 64 and 128 only");
+  static_assert(std::is_same_v<Element, __half> || std::is_same_v<Element, __nv_bfloat16>,
+                "wgmma: f16 or bf16 inputs");
+#if CONVLAB_WGMMA_ASM
+  if constexpr (N == 128 && std::is_same_v<Element, __half>)
+    CONVLAB_WGMMA_SS_N128_MN_B("f16");
+  else if constexpr (N == 128)
+    CONVLAB_WGMMA_SS_N128_MN_B("bf16");
+  else if constexpr (std::is_same_v<Element, __half>)
+    CONVLAB_WGMMA_SS_N64_MN_B("f16");
+  else
+    CONVLAB_WGMMA_SS_N64_MN_B("bf16");
+#else
+  __trap();
+#endif
+}
+
 #undef CONVLAB_WGMMA_RS_N64
 #undef CONVLAB_WGMMA_RS_N128
 #undef CONVLAB_WGMMA_SS_N128
+#undef CONVLAB_WGMMA_SS_N256_MN_B
+#undef CONVLAB_WGMMA_SS_N128_MN_B
+#undef CONVLAB_WGMMA_SS_N64_MN_B
+#undef CONVLAB_WGMMA_RS_N256
+#undef CONVLAB_WGMMA_D128_OPERANDS
+#undef CONVLAB_WGMMA_D128_TEXT
 #undef CONVLAB_WGMMA_D64_OPERANDS
 #undef CONVLAB_WGMMA_D32_OPERANDS
 #undef CONVLAB_WGMMA_D64_TEXT

@@ -1,0 +1,338 @@
+// gpu/ffn/08d_fused_wgmma.cu — lesson 08, GPU rung 08d: the fused FFN (Eq. 32)
+// on Hopper's machinery: TMA, an mbarrier ring, a producer warpgroup, wgmma
+// with the hidden activation handed from one product to the next in registers.
+//
+// Idea over 03_fused_tensor_core (mma.sync, cp.async, one block per row tile):
+// the same loop over hidden chunks, each product now one wgmma per k16 step
+// and warpgroup, the operands streamed by the copy engine, the grid persistent:
+//
+//   X_t  = X[128 rows, :]                          TMA, 2 buffers: the next tile's X loads during this one
+//   Z    = 0                                       registers, fp32, 64 rows x C per consumer warpgroup
+//   for r in chunks of TH hidden channels:         U^r, V_r: TMA into a ring of slots
+//     S   = X_t · U^r            wgmma m64n{TH}k16, A = X (K-major) and B = U^r (MN-major) from shared memory
+//     H   = φ(S + a_r)           in the accumulator registers, rounded to f16/bf16, packed as A fragments
+//     Z  += H · V_r              wgmma m64n{C}k16, A = H from REGISTERS, B = V_r (MN-major) from shared memory
+//   Z[rows] = Z + b                                one rounding, one store
+//
+// The hand-over needs no data movement: the accumulators of expand columns
+// 16kk .. 16kk+15 are, thread by thread, the A fragment of the project
+// product's k-step kk (gpu::wgmma_d_index_for_a, host-tested in
+// tests/lesson09_wgmma_test.cpp; the attention rung's P·V does the same).
+// Per warpgroup the products of neighbouring chunks overlap: the expand
+// product of chunk r is issued before the project product of chunk r−1, so
+// the bias and φ of chunk r run while Z += H_{r−1}·V_{r−1} is on the tensor cores.
+//
+// Roles (gpu/lib/hopper/): warpgroup 0 is the producer (setmaxnreg 40; one
+// thread: X tile, then per chunk one U box per 64 hidden columns and one V box
+// per 64 output columns, all on one full barrier); warpgroups 1 and 2 are the
+// consumers (setmaxnreg 232), rows 0-63 and 64-127 of the tile. The grid is
+// one CTA per SM; CTA b takes row tiles b, b + G, ... (gpu::hopper::TileScheduler
+// with one tile column).
+//
+// The plain loop (cpu/ffn/02_loop_fused): for each row p: z = b; for each
+// hidden chunk: h = φ(x_p·U^r + a_r); z += h·V_r.
+//
+// Cost and floor: 2·P·(C·hidden + hidden·C) FLOP at the wgmma rate (4096
+// FLOP/clk/SM); DRAM traffic X read once, Z written once, U and V from L2
+// (every CTA reads all of them once per tile). At C = 64, α = 4, a tile of
+// 128 rows is 8.4 MFLOP (2048 clk at the full rate) for 16 KB of X and 16 KB
+// of Z: the fused form is compute-bound only just (256 FLOP/byte against a
+// ridge of ~175), so the X prefetch and the overlap of the Z stores with the
+// next tile's products matter. Predictions and measurements: lessons/08-ffn-fusion/NOTES.md.
+//
+// Tunables: gpu/ffn/fused_wgmma_layout.hpp (Layout64 / 128 / 256).
+// Supported: f16 and bf16; C = C_out ∈ {64, 128, 256}; hidden a multiple of 8
+// (the rows of U are TMA strides; a partial last chunk is zero-filled by TMA,
+// its bias read as 0, and φ(0) = 0 for ReLU, SiLU and GELU, times zero rows of
+// V); any P ≥ 1 (rows past P are zero-filled and never stored); relu, silu,
+// gelu; 16-byte aligned buffers. Needs compute capability 9.0 and 90 in CONVLAB_CUDA_ARCHS.
+// Run just this: build/convlab run ffn/cuda/08d_fused_wgmma --shape P=401408,C=64,dtype=f16
+#include <cuda.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "core/ops/ffn.hpp"
+#include "gpu/common/check.cuh"
+#include "gpu/common/element.cuh"
+#include "gpu/common/mma.cuh"
+#include "gpu/common/wgmma.cuh"
+#include "gpu/common/wgmma_probe.hpp"
+#include "gpu/ffn/ffn_epilogue.cuh"
+#include "gpu/ffn/fused_wgmma_layout.hpp"
+#include "gpu/lib/hopper/mbarrier.cuh"
+#include "gpu/lib/hopper/tile_scheduler.cuh"
+#include "gpu/lib/hopper/tma.cuh"
+#include "gpu/lib/hopper/warp_specialization.cuh"
+
+namespace convlab {
+namespace {
+
+using namespace ffn_wgmma;
+constexpr int kThreads = (1 + kConsumers) * gpu::hopper::kWarpgroupThreads;  // 384
+
+// Two 16-bit elements of a 4-byte word (the lower address in the low half) as fp32.
+template <class Element> __device__ __forceinline__ float2 unpack_pair(uint32_t bits) {
+  Element e[2];
+  static_assert(sizeof(e) == sizeof(bits), "two 16-bit elements");
+  memcpy(e, &bits, sizeof(bits));
+  return float2{gpu::to_float(e[0]), gpu::to_float(e[1])};
+}
+
+// S[i] += bias, then φ, in place. S[4j + c] is column 8j + 2t + (c & 1) of the
+// chunk (gpu::wgmma_d_coord), so bias pair j serves S[4j .. 4j+3]. One switch
+// outside the loops: each activation gets its own unrolled loop.
+template <int kRegs>
+__device__ __forceinline__ void bias_activate(float (&s)[kRegs], const float2 (&bias)[kRegs / 4], FfnActivation act) {
+  switch (act) {
+    case FfnActivation::relu:
+#pragma unroll
+      for (int i = 0; i < kRegs; ++i) s[i] = fmaxf(s[i] + ((i & 1) ? bias[i / 4].y : bias[i / 4].x), 0.f);
+      break;
+    case FfnActivation::silu:
+#pragma unroll
+      for (int i = 0; i < kRegs; ++i) s[i] = gpu::ffn::activate(FfnActivation::silu, s[i] + ((i & 1) ? bias[i / 4].y : bias[i / 4].x));
+      break;
+    default:
+#pragma unroll
+      for (int i = 0; i < kRegs; ++i) s[i] = gpu::ffn::activate(FfnActivation::gelu, s[i] + ((i & 1) ? bias[i / 4].y : bias[i / 4].x));
+      break;
+  }
+}
+
+// This thread's bias pairs of hidden chunk h0 ..: columns h0 + 8j + 2t, +1
+// (0 past `hidden`; hidden is a multiple of 8, so a pair is inside or outside).
+template <class Element, int kPairs>
+__device__ __forceinline__ void load_bias(float2 (&bias)[kPairs], const Element* __restrict__ a, int hidden, int col0) {
+#pragma unroll
+  for (int j = 0; j < kPairs; ++j) {
+    const int col = col0 + 8 * j;
+    bias[j] = col < hidden ? unpack_pair<Element>(*reinterpret_cast<const uint32_t*>(a + col)) : float2{0.f, 0.f};
+  }
+}
+
+// ---- the kernel ------------------------------------------------------------------------
+//
+// Contract. x [P, C], u [C, hidden], a [hidden], v [hidden, C], b [C], z [P, C],
+// row-major, Element = __half or __nv_bfloat16; fp32 accumulation, φ in fp32, H
+// rounded to Element before the project product, Z rounded once. Grid: one CTA
+// per SM (at most the number of row tiles), 384 threads, L::kSharedBytes:
+//
+//   [ X slot 0 .. XBuffers−1: 128 x C | U slot s: C x TH | V slot s: TH x C ] x Stages | barriers ]
+//   every tile a gpu::Sw128Tile (64-column panels, 128-byte swizzle), 1024-aligned
+template <class Element, class L>
+__global__ void __launch_bounds__(kThreads, 1)
+    ffn_fused_wgmma_kernel(const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap u_map,
+                           const __grid_constant__ CUtensorMap v_map, int P, int hidden,
+                           const Element* __restrict__ a, const Element* __restrict__ b, Element* __restrict__ z,
+                           FfnActivation act) {
+  extern __shared__ unsigned char shared[];
+  const uint32_t base = (gpu::shared_address(shared) + 1023u) & ~1023u;
+  const gpu::hopper::Pipeline<L::kXBuffers> x_pipe{base + L::kBarrierBase};
+  const gpu::hopper::Pipeline<L::kStages> uv_pipe{base + L::kBarrierBase +
+                                                  gpu::hopper::kPipelineBarrierBytes<L::kXBuffers>};
+  const gpu::hopper::TileScheduler tiles{gpu::ceil_div(P, kBlockRows), 1, 1};
+  const int chunks = gpu::ceil_div(hidden, L::kChunk);
+  const int warpgroup = gpu::hopper::warpgroup_of(threadIdx.x);
+
+  if (threadIdx.x == 0) {
+    x_pipe.init(kConsumerWarps);
+    uv_pipe.init(kConsumerWarps);
+    gpu::hopper::tma_prefetch_descriptor(&x_map);
+    gpu::hopper::tma_prefetch_descriptor(&u_map);
+    gpu::hopper::tma_prefetch_descriptor(&v_map);
+  }
+  __syncthreads();
+
+  if (warpgroup == 0) {
+    // ---- producer ----
+    gpu::hopper::warpgroup_registers_decrease<kProducerRegs>();
+    if (threadIdx.x == 0) {
+      gpu::hopper::PipelineState<L::kXBuffers> xs;
+      gpu::hopper::PipelineState<L::kStages> st;
+      for (int t = tiles.first(blockIdx.x); tiles.valid(t); t = tiles.next(t, gridDim.x)) {
+        x_pipe.producer_acquire(xs, L::kXBytes);
+        const uint32_t x_slot = L::x_slot(base, xs.stage);
+#pragma unroll
+        for (int p = 0; p < L::XTile::kPanels; ++p)
+          gpu::hopper::tma_load_2d(L::x_box(x_slot, p), &x_map, x_pipe.full(xs.stage), p * kPanelCols, t * kBlockRows);
+        xs.advance();
+        for (int r = 0; r < chunks; ++r, st.advance()) {
+          uv_pipe.producer_acquire(st, L::kStageBytes);
+          const uint32_t full = uv_pipe.full(st.stage);
+          const int h0 = r * L::kChunk;
+#pragma unroll
+          for (int p = 0; p < L::UTile::kPanels; ++p)
+            gpu::hopper::tma_load_2d(L::u_box(L::u_slot(base, st.stage), p), &u_map, full, h0 + p * kPanelCols, 0);
+#pragma unroll
+          for (int p = 0; p < L::VTile::kPanels; ++p)
+            gpu::hopper::tma_load_2d(L::v_box(L::v_slot(base, st.stage), p), &v_map, full, p * kPanelCols, h0);
+        }
+      }
+    }
+  } else {
+    // ---- consumers ----
+    gpu::hopper::warpgroup_registers_increase<kConsumerRegs>();
+    const int consumer = warpgroup - 1;
+    const int thread = gpu::hopper::thread_in_warpgroup(threadIdx.x);
+    const gpu::MatrixCoord first = gpu::wgmma_d_coord(thread, 0);  // row g + 16w, column 2t
+    gpu::hopper::PipelineState<L::kXBuffers> xs;
+    gpu::hopper::PipelineState<L::kStages> st;
+    float s[L::kSRegs];                  // S, then φ(S + a) in fp32
+    float zacc[L::kZRegs];               // Z
+    uint32_t h[L::kHSteps][4];           // H packed: A fragments of the project product
+    float2 bias[L::kSRegs / 4];
+
+    // S = X·U^r into s; one commit group.
+    const auto issue_expand = [&](uint32_t x_slot, int stage) {
+#pragma unroll
+      for (int ks = 0; ks < L::kCSteps; ++ks)
+        gpu::wgmma_m64nNk16_ss_mn_major_b<Element, L::kChunk>(s, L::x_descriptor(x_slot, consumer, ks),
+                                                             L::u_descriptor(L::u_slot(base, stage), ks), ks > 0);
+      gpu::wgmma_commit_group();
+    };
+    // Z += H·V_r; one commit group.
+    const auto issue_project = [&](int stage) {
+#pragma unroll
+      for (int kk = 0; kk < L::kHSteps; ++kk)
+        gpu::wgmma_m64nNk16_rs_mn_major_b<Element, L::kC>(zacc, h[kk], L::v_descriptor(L::v_slot(base, stage), kk),
+                                                          true);
+      gpu::wgmma_commit_group();
+    };
+    const auto pack_h = [&] {
+#pragma unroll
+      for (int kk = 0; kk < L::kHSteps; ++kk)
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+          h[kk][r] = gpu::pack_pair<Element>(s[gpu::wgmma_d_index_for_a(kk, r, 0)], s[gpu::wgmma_d_index_for_a(kk, r, 1)]);
+    };
+
+    for (int t = tiles.first(blockIdx.x); tiles.valid(t); t = tiles.next(t, gridDim.x)) {
+      x_pipe.consumer_wait(xs);
+      const uint32_t x_slot = L::x_slot(base, xs.stage);
+#pragma unroll
+      for (int i = 0; i < L::kZRegs; ++i) zacc[i] = 0.f;
+
+      // Chunk 0: expand only.
+      uv_pipe.consumer_wait(st);
+      gpu::wgmma_fence();
+      issue_expand(x_slot, st.stage);
+      load_bias<Element>(bias, a, hidden, first.col);
+      gpu::wgmma_wait_group<0>();
+      gpu::fence_operands(s);
+      bias_activate(s, bias, act);
+      pack_h();
+      gpu::hopper::PipelineState<L::kStages> previous = st;
+      st.advance();
+
+      // TUTORIAL: the steady state. Issue S_r = X·U^r, then Z += H_{r−1}·V_{r−1};
+      // "at most one group pending" means S_r is done (groups retire in order)
+      // while the project product may still run: φ of chunk r overlaps it.
+      // Then wait for it, free slot r−1 (U^{r−1} and V_{r−1} are read), repack.
+      for (int r = 1; r < chunks; ++r) {
+        uv_pipe.consumer_wait(st);
+        gpu::wgmma_fence();
+        issue_expand(x_slot, st.stage);
+        issue_project(previous.stage);
+        load_bias<Element>(bias, a, hidden, r * L::kChunk + first.col);
+        gpu::wgmma_wait_group<1>();
+        gpu::fence_operands(s);
+        bias_activate(s, bias, act);
+        gpu::wgmma_wait_group<0>();
+        gpu::fence_operands(zacc);
+        gpu::fence_operands(h);
+        uv_pipe.consumer_release(previous);
+        previous = st;
+        st.advance();
+        pack_h();
+      }
+      // The last chunk's project product; then X and the last slot are free.
+      gpu::wgmma_fence();
+      issue_project(previous.stage);
+      gpu::wgmma_wait_group<0>();
+      gpu::fence_operands(zacc);
+      gpu::fence_operands(h);
+      uv_pipe.consumer_release(previous);
+      x_pipe.consumer_release(xs);
+      xs.advance();
+
+      // Epilogue: Z + b, one rounding; rows past P are not stored. zacc[4j + c]:
+      // row g + 16w + 8(c >> 1), column 8j + 2t + (c & 1).
+      const int row0 = t * kBlockRows + consumer * kWgmmaM + first.row;
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        const int row = row0 + 8 * hh;
+        if (row >= P) continue;
+        Element* out = z + int64_t(row) * L::kC + first.col;
+#pragma unroll
+        for (int j = 0; j < L::kC / 8; ++j) {
+          const float2 bj = unpack_pair<Element>(*reinterpret_cast<const uint32_t*>(b + first.col + 8 * j));
+          *reinterpret_cast<uint32_t*>(out + 8 * j) =
+              gpu::pack_pair<Element>(zacc[4 * j + 2 * hh] + bj.x, zacc[4 * j + 2 * hh + 1] + bj.y);
+        }
+      }
+    }
+  }
+}
+
+// ---- launcher ------------------------------------------------------------------------
+
+bool supports(const FfnProblem& p) {
+  return (p.dtype == DType::f16 || p.dtype == DType::bf16) && p.C == p.C_out &&
+         (p.C == 64 || p.C == 128 || p.C == 256) && p.hidden % 8 == 0 && p.valid();
+}
+
+template <class Element, class L> void launch(const FfnProblem& p, const Args<FfnProblem>& args) {
+  constexpr int kE = 2;
+  const CUtensorMap x_map = gpu::hopper::cached_tma_tile_2d(
+      {.base = reinterpret_cast<uint64_t>(args.x), .rows = uint64_t(p.P), .cols = uint64_t(p.C),
+       .row_stride_bytes = uint64_t(p.C) * kE, .elem_bytes = kE, .box_rows = kBlockRows, .box_cols = kPanelCols});
+  const CUtensorMap u_map = gpu::hopper::cached_tma_tile_2d(
+      {.base = reinterpret_cast<uint64_t>(args.u), .rows = uint64_t(p.C), .cols = uint64_t(p.hidden),
+       .row_stride_bytes = uint64_t(p.hidden) * kE, .elem_bytes = kE, .box_rows = L::kC, .box_cols = kPanelCols});
+  const CUtensorMap v_map = gpu::hopper::cached_tma_tile_2d(
+      {.base = reinterpret_cast<uint64_t>(args.v), .rows = uint64_t(p.hidden), .cols = uint64_t(p.C_out),
+       .row_stride_bytes = uint64_t(p.C_out) * kE, .elem_bytes = kE, .box_rows = L::kChunk,
+       .box_cols = kPanelCols});
+  const auto kernel = ffn_fused_wgmma_kernel<Element, L>;
+  gpu::allow_dynamic_shared(kernel, L::kSharedBytes, "ffn_fused_wgmma_kernel");
+  const int tiles = gpu::ceil_div(p.P, kBlockRows);
+  const int grid = std::min(tiles, gpu::resident_blocks(kernel, kThreads, L::kSharedBytes));
+  kernel<<<grid, kThreads, L::kSharedBytes>>>(x_map, u_map, v_map, p.P, p.hidden, static_cast<const Element*>(args.a),
+                                               static_cast<const Element*>(args.b), static_cast<Element*>(args.z),
+                                               p.activation);
+  gpu::check_launch("ffn_fused_wgmma_kernel");
+}
+
+void run(const FfnProblem& p, const Args<FfnProblem>& args) {
+  if (const std::string why = gpu::wgmma_unavailable_reason(); !why.empty())
+    throw Unsupported("08d_fused_wgmma cannot run here: " + why);
+  if (!supports(p)) throw Unsupported("08d_fused_wgmma: f16/bf16, C = C_out in {64, 128, 256}, hidden % 8 == 0");
+  if (!gpu::aligned_16(args.x) || !gpu::aligned_16(args.u) || !gpu::aligned_16(args.v) || !gpu::aligned_16(args.z) ||
+      !gpu::aligned_16(args.a) || !gpu::aligned_16(args.b))
+    throw Unsupported("08d_fused_wgmma needs 16-byte aligned buffers");
+  gpu::visit_dtype<__half, __nv_bfloat16>(p.dtype, [&](auto tag) {
+    using Element = typename decltype(tag)::type;
+    if (p.C == 64)
+      launch<Element, Layout64>(p, args);
+    else if (p.C == 128)
+      launch<Element, Layout128>(p, args);
+    else
+      launch<Element, Layout256>(p, args);
+  });
+}
+
+const Register<FfnProblem> reg{{
+    .name = "08d_fused_wgmma",
+    .device = Device::cuda,
+    .lesson = 8,
+    .supports = supports,
+    .run = run,
+    .idea = "Eq. 32 on wgmma + TMA: persistent, producer warpgroup; per 128-row tile and hidden chunk S = X·U (SS), "
+            "bias+φ in registers, Z += H·V with H as the register A operand; U/V chunks through an mbarrier ring",
+}};
+
+}  // namespace
+}  // namespace convlab

@@ -1,0 +1,354 @@
+// tests/hopper_lib_test.cpp — the host-side models of gpu/lib/hopper/ and of
+// lesson 03's wgmma + TMA GEMM geometry (gpu/gemm/wgmma_gemm_layout.hpp).
+//
+// No GPU needed: every check here is integer arithmetic on the same constexpr
+// functions the kernels call.
+//   - TMA: the encoder's rules as tma_tile_unsupported_reason states them
+//     (the GEMM's shapes accepted, K or N not a multiple of 8 refused), and
+//     where the engine's 128-byte swizzle puts each box element = Sw128Tile;
+//   - the GEMM slot: for every element of every k16 step of both consumer
+//     warpgroups, the wgmma descriptor model (gpu/common/wgmma.cuh) reads the
+//     shared address that the TMA copy of that element wrote;
+//   - the mbarrier ring: PipelineState's parities driven through a host model
+//     of the barrier (phase bit, arrival and transaction counts, try_wait's
+//     parity rule) with random interleavings of one producer and eight consumer
+//     warps: every item read once, in order, never overwritten before every
+//     consumer released it, no deadlock; and a wrong parity IS caught;
+//   - the tile scheduler: every tile exactly once for persistent grids of any size;
+//   - the register budget of setmaxnreg.
+// What only the GPU can confirm (that this reading of the PTX ISA and the
+// driver API is right) the registry tests of gemm/cuda/03p..03r check there.
+#include <cstdint>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "gpu/ffn/fused_wgmma_layout.hpp"
+#include "gpu/gemm/wgmma_gemm_layout.hpp"
+#include "gpu/lib/hopper/mbarrier.cuh"
+#include "gpu/lib/hopper/tile_scheduler.cuh"
+#include "gpu/lib/hopper/tma.cuh"
+#include "gpu/lib/hopper/warp_specialization.cuh"
+#include "tests/catch_compat.hpp"
+
+namespace convlab {
+namespace {
+
+using namespace gpu::hopper;
+namespace wg = wgmma_gemm;
+
+// The two tensor maps of the GEMM for an M x N x K problem (cf. wgmma_gemm::run).
+TmaTile2d a_map(uint64_t M, uint64_t K) {
+  return {.base = 0x10000, .rows = M, .cols = K, .row_stride_bytes = K * 2, .elem_bytes = 2,
+          .box_rows = wg::kBlockM, .box_cols = wg::kBlockK};
+}
+TmaTile2d b_map(uint64_t K, uint64_t N) {
+  return {.base = 0x20000, .rows = K, .cols = N, .row_stride_bytes = N * 2, .elem_bytes = 2,
+          .box_rows = wg::kBlockK, .box_cols = wg::BTile::kPanelCols};
+}
+
+TEST_CASE("hopper: TMA tile rules accept the GEMM's boxes and refuse what the encoder would", "[hopper][cpu]") {
+  for (uint64_t d : {1, 8, 16, 264, 8192}) {
+    CHECK(tma_tile_unsupported_reason(a_map(d, d % 8 == 0 ? d : 8)).empty());
+    CHECK(tma_tile_unsupported_reason(b_map(8, d % 8 == 0 ? d : 8)).empty());
+  }
+  CHECK(tma_box_bytes(a_map(64, 64)) == uint32_t(wg::ATile::kBytes));
+  CHECK(tma_box_bytes(b_map(64, 256)) * wg::BTile::kPanels == uint32_t(wg::BTile::kBytes));
+  CHECK(uint32_t(wg::kStageBytes) == tma_box_bytes(a_map(64, 64)) + 4 * tma_box_bytes(b_map(64, 256)));
+  // K = 13: rows of A are 26 bytes apart, not a multiple of 16.
+  CHECK(!tma_tile_unsupported_reason(a_map(64, 13)).empty());
+  CHECK(!tma_tile_unsupported_reason(b_map(64, 100)).empty());  // N = 100: 200-byte rows
+  TmaTile2d t = a_map(64, 64);
+  t.base = 0x10008;
+  CHECK(!tma_tile_unsupported_reason(t).empty());  // misaligned base
+  t = a_map(64, 64);
+  t.box_rows = 257;
+  CHECK(!tma_tile_unsupported_reason(t).empty());  // box dimension > 256
+  t = a_map(64, 64);
+  t.box_cols = 32;
+  CHECK(!tma_tile_unsupported_reason(t).empty());  // 64-byte inner box: not the 128-byte span
+  t = a_map(64, 64);
+  t.box_rows = 12;
+  CHECK(!tma_tile_unsupported_reason(t).empty());  // not whole 8-row atoms
+  t = a_map(64, 64);
+  t.row_stride_bytes = 64;
+  CHECK(!tma_tile_unsupported_reason(t).empty());  // rows overlap
+}
+
+TEST_CASE("hopper: the wgmma GEMM rungs state their supported set", "[hopper][cpu]") {
+  using enum DType;
+  for (const GemmProblem p : {GemmProblem{1, 8, 16, f16}, GemmProblem{129, 264, 1032, f16},
+                              GemmProblem{3, 16, 8, bf16}, GemmProblem{8192, 8192, 8192, bf16}})
+    CHECK(wg::unsupported_reason(p).empty());
+  // K or N not a multiple of 8 (TMA's 16-byte strides), and fp32: refused, each with its reason.
+  CHECK(wg::unsupported_reason({64, 64, 13, f16}).find("multiples of 8") != std::string::npos);
+  CHECK(wg::unsupported_reason({64, 100, 64, f16}).find("multiples of 8") != std::string::npos);
+  CHECK(wg::unsupported_reason({31, 63, 65, f16}).find("multiples of 8") != std::string::npos);
+  CHECK(wg::unsupported_reason({64, 64, 64, f32}) == "f16 and bf16 only");
+  // The reason matches what the TMA model refuses for those strides.
+  CHECK(!tma_tile_unsupported_reason(a_map(64, 13)).empty());
+}
+
+TEST_CASE("hopper: TMA's 128-byte swizzle puts a box where Sw128Tile says, a bijection onto the box",
+          "[hopper][cpu]") {
+  std::set<uint32_t> seen;
+  for (int r = 0; r < wg::kBlockM; ++r)
+    for (int c = 0; c < wg::kBlockK; ++c) {
+      const uint32_t off = tma_sw128_box_offset(r, c, 2);
+      CHECK(off == uint32_t(wg::ATile::byte_offset(r, c)));
+      seen.insert(off);
+    }
+  CHECK(seen.size() == std::size_t(wg::kBlockM * wg::kBlockK));
+  CHECK(*seen.rbegin() == uint32_t(wg::ATile::kBytes - 2));
+  // B: panel p of the slot holds columns 64p .. 64p + 63.
+  int b_mismatches = 0;
+  for (int k = 0; k < wg::kBlockK; ++k)
+    for (int n = 0; n < wg::kBlockN; ++n) {
+      const uint32_t tma = wg::b_box_address(0, n / 64) - uint32_t(wg::ATile::kBytes) + tma_sw128_box_offset(k, n % 64, 2);
+      b_mismatches += tma != uint32_t(wg::BTile::byte_offset(k, n));
+    }
+  CHECK(b_mismatches == 0);
+}
+
+TEST_CASE("hopper: in every slot, wgmma's descriptors read each element where TMA wrote it", "[hopper][cpu]") {
+  // Slot s at a 1024-aligned shared address; the model of the hardware's read
+  // (gpu::wgmma_*_sw128_address) against the address of the TMA copy.
+  int checked = 0, wrong = 0;
+  for (int s = 0; s < wg::kStages; ++s) {
+    const uint32_t slot = 1024 + uint32_t(s) * wg::kStageBytes;  // base 1024: as after aligning up
+    REQUIRE(slot % kTmaSwizzleAtomBytes == 0);
+    for (int ks = 0; ks < wg::kKSteps; ++ks) {
+      for (int consumer = 0; consumer < wg::kConsumers; ++consumer) {
+        const uint64_t desc = wg::a_descriptor(slot, consumer, ks);
+        CHECK(gpu::wgmma_decode(desc).swizzle == gpu::WgmmaSwizzle::b128);
+        CHECK(gpu::wgmma_decode(desc).base_offset == 0u);
+        for (int m = 0; m < wg::kWgmmaM; ++m)
+          for (int k = 0; k < wg::kWgmmaK; ++k) {
+            const int row = consumer * wg::kWgmmaM + m, col = ks * wg::kWgmmaK + k;  // element of the A box
+            wrong += gpu::wgmma_k_major_sw128_address(desc, m, k) != slot + tma_sw128_box_offset(row, col, 2);
+            ++checked;
+          }
+      }
+      const uint64_t desc = wg::b_descriptor(slot, ks);
+      for (int k = 0; k < wg::kWgmmaK; ++k)
+        for (int n = 0; n < wg::kBlockN; ++n) {
+          const int row = ks * wg::kWgmmaK + k;  // k row of the B panels
+          wrong += gpu::wgmma_mn_major_sw128_address(desc, k, n) !=
+                   wg::b_box_address(slot, n / 64) + tma_sw128_box_offset(row, n % 64, 2);
+          ++checked;
+        }
+    }
+  }
+  CHECK(checked == wg::kStages * wg::kKSteps * (wg::kConsumers * 64 * 16 + 16 * 256));
+  CHECK(wrong == 0);
+  // The slots and the barriers fit the dynamic allocation after aligning its start up.
+  CHECK(wg::kSwizzleAtomBytes + wg::kStages * wg::kStageBytes + kPipelineBarrierBytes<wg::kStages> <=
+        wg::kSharedBytes);
+}
+
+// The FFN's three operands (gpu/ffn/08d_fused_wgmma.cu): X K-major, U and V MN-major.
+template <class L> int ffn_layout_mismatches() {
+  int wrong = 0;
+  const uint32_t base = 1024;
+  for (int xs = 0; xs < L::kXBuffers; ++xs) {
+    const uint32_t slot = L::x_slot(base, xs);
+    for (int consumer = 0; consumer < ffn_wgmma::kConsumers; ++consumer)
+      for (int ks = 0; ks < L::kCSteps; ++ks)
+        for (int m = 0; m < 64; ++m)
+          for (int k = 0; k < 16; ++k) {
+            const int row = 64 * consumer + m, col = 16 * ks + k;
+            wrong += gpu::wgmma_k_major_sw128_address(L::x_descriptor(slot, consumer, ks), m, k) !=
+                     L::x_box(slot, col / 64) + tma_sw128_box_offset(row, col % 64, 2);
+          }
+  }
+  for (int st = 0; st < L::kStages; ++st) {
+    const uint32_t u = L::u_slot(base, st), v = L::v_slot(base, st);
+    for (int ks = 0; ks < L::kCSteps; ++ks)  // U: k = channel c, n = hidden column of the chunk
+      for (int k = 0; k < 16; ++k)
+        for (int n = 0; n < L::kChunk; ++n)
+          wrong += gpu::wgmma_mn_major_sw128_address(L::u_descriptor(u, ks), k, n) !=
+                   L::u_box(u, n / 64) + tma_sw128_box_offset(16 * ks + k, n % 64, 2);
+    for (int kk = 0; kk < L::kHSteps; ++kk)  // V: k = hidden row of the chunk, n = output channel
+      for (int k = 0; k < 16; ++k)
+        for (int n = 0; n < L::kC; ++n)
+          wrong += gpu::wgmma_mn_major_sw128_address(L::v_descriptor(v, kk), k, n) !=
+                   L::v_box(v, n / 64) + tma_sw128_box_offset(16 * kk + k, n % 64, 2);
+    // Slots do not overlap each other or the barriers.
+    wrong += v + uint32_t(L::VTile::kBytes) > L::u_slot(base, st + 1);
+  }
+  wrong += L::x_slot(base, L::kXBuffers) > L::u_slot(base, 0);
+  wrong += L::u_slot(base, L::kStages) > base + uint32_t(L::kBarrierBase);
+  return wrong;
+}
+
+TEST_CASE("hopper: the FFN's X, U and V slots are read by wgmma where TMA wrote them", "[hopper][cpu]") {
+  CHECK(ffn_layout_mismatches<ffn_wgmma::Layout64>() == 0);
+  CHECK(ffn_layout_mismatches<ffn_wgmma::Layout128>() == 0);
+  CHECK(ffn_layout_mismatches<ffn_wgmma::Layout256>() == 0);
+}
+
+// ---- the mbarrier ring, against a host model of the barrier -----------------------------
+
+// One mbarrier: the phase completes when all expected arrivals came and no
+// transaction bytes are pending; try_wait(P) is true once the phase of parity
+// P has completed, i.e. while the current phase's parity differs from P.
+struct ModelBarrier {
+  int expected = 0, arrivals_left = 0;
+  int64_t tx_pending = 0;
+  uint32_t phase = 0;
+  void init(int count) { expected = arrivals_left = count, tx_pending = 0, phase = 0; }
+  void maybe_complete() {
+    if (arrivals_left == 0 && tx_pending == 0) {
+      phase ^= 1u;
+      arrivals_left = expected;
+    }
+  }
+  void arrive() { --arrivals_left, maybe_complete(); }
+  void arrive_expect_tx(int64_t bytes) { tx_pending += bytes, --arrivals_left, maybe_complete(); }
+  void complete_tx(int64_t bytes) { tx_pending -= bytes, maybe_complete(); }
+  bool try_wait(uint32_t parity) const { return (phase & 1u) != parity; }
+};
+
+struct RingOutcome {
+  bool finished = false;  // every consumer read every item
+  int misreads = 0;       // a consumer found another item than it expected in its slot
+  int overwrites = 0;     // the producer wrote a slot some consumer had not released
+};
+
+// One producer, kWarps consumer warps, items 0 .. items−1 through a kStages
+// ring, the consumers releasing item i−1 after they started item i (as
+// wgmma_gemm's consume() does). Random interleaving; `wrong_parity` makes the
+// consumers wait with the producer's parity (a bug the model must expose).
+template <int kStages>
+RingOutcome run_ring(int items, int warps, uint64_t seed, bool wrong_parity = false) {
+  std::mt19937_64 rng(seed);
+  ModelBarrier full[kStages], empty[kStages];
+  for (int s = 0; s < kStages; ++s) full[s].init(1), empty[s].init(warps);
+  std::vector<int> slot_item(kStages, -1);   // the item a slot holds (written when the copy lands)
+  std::vector<int> unreleased(kStages, 0);   // consumers that read the slot's item but have not released it
+  struct Copy { int stage, item; };
+  std::vector<Copy> in_flight;               // issued TMA copies, landing in any order
+  PipelineState<kStages> producer;
+  int produced = 0;
+  struct Consumer { PipelineState<kStages> st, release; int item = 0; bool holding = false; };
+  std::vector<Consumer> consumers(warps);
+  RingOutcome out;
+  for (int step = 0; step < 200000; ++step) {
+    std::vector<int> ready;  // agents that can act: 0 = producer, 1 = a copy lands, 2 + w = consumer w
+    if (produced < items && empty[producer.stage].try_wait(producer.empty_parity())) ready.push_back(0);
+    if (!in_flight.empty()) ready.push_back(1);
+    for (int w = 0; w < warps; ++w) {
+      const Consumer& c = consumers[w];
+      const uint32_t parity = wrong_parity ? c.st.empty_parity() : c.st.full_parity();
+      if (c.item < items && full[c.st.stage].try_wait(parity)) ready.push_back(2 + w);
+      else if (c.item == items && c.holding) ready.push_back(2 + w);  // the final release
+    }
+    if (ready.empty()) break;
+    const int agent = ready[rng() % ready.size()];
+    if (agent == 0) {  // acquire the slot, expect its bytes, issue the copy
+      const int s = producer.stage;
+      if (unreleased[s] != 0) ++out.overwrites;
+      full[s].arrive_expect_tx(wg::kStageBytes);
+      in_flight.push_back({s, produced});
+      ++produced;
+      producer.advance();
+    } else if (agent == 1) {  // some copy lands
+      const std::size_t i = rng() % in_flight.size();
+      const Copy c = in_flight[i];
+      in_flight.erase(in_flight.begin() + long(i));
+      if (unreleased[c.stage] != 0) ++out.overwrites;
+      slot_item[c.stage] = c.item;
+      full[c.stage].complete_tx(wg::kStageBytes);
+    } else {
+      Consumer& c = consumers[agent - 2];
+      if (c.item < items) {  // read item c.item, then release the previous one
+        if (slot_item[c.st.stage] != c.item) ++out.misreads;
+        ++unreleased[c.st.stage];
+        if (c.holding) {
+          --unreleased[c.release.stage];
+          empty[c.release.stage].arrive();
+          c.release.advance();
+        }
+        c.holding = true;
+        c.st.advance();
+        ++c.item;
+      } else {  // after the last item: release it
+        --unreleased[c.release.stage];
+        empty[c.release.stage].arrive();
+        c.release.advance();
+        c.holding = false;
+      }
+    }
+  }
+  out.finished = true;
+  for (const Consumer& c : consumers) out.finished = out.finished && c.item == items && !c.holding;
+  return out;
+}
+
+TEST_CASE("hopper: the mbarrier ring delivers every item once, in order, under any interleaving",
+          "[hopper][cpu]") {
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    const int items = 1 + int(seed % 23);  // fewer, as many as and more items than slots
+    const RingOutcome r4 = run_ring<4>(items, wg::kConsumerWarps, seed);
+    INFO("seed " << seed << ", " << items << " items");
+    CHECK(r4.finished);
+    CHECK(r4.misreads == 0);
+    CHECK(r4.overwrites == 0);
+    const RingOutcome r2 = run_ring<2>(items, 3, seed);
+    CHECK((r2.finished && r2.misreads == 0 && r2.overwrites == 0));
+  }
+  // PipelineState::at agrees with advancing.
+  PipelineState<4> st;
+  for (int i = 0; i < 50; ++i, st.advance()) CHECK(st == PipelineState<4>::at(i));
+}
+
+TEST_CASE("hopper: the ring model catches a consumer waiting with the wrong parity", "[hopper][cpu]") {
+  int caught = 0;
+  for (uint64_t seed = 1; seed <= 50; ++seed) {
+    const RingOutcome r = run_ring<4>(12, wg::kConsumerWarps, seed, /*wrong_parity=*/true);
+    caught += !r.finished || r.misreads > 0 || r.overwrites > 0;
+  }
+  CHECK(caught == 50);
+}
+
+// ---- tile scheduler, register budget ------------------------------------------------------
+
+TEST_CASE("hopper: the persistent tile scheduler hands out every tile exactly once", "[hopper][cpu]") {
+  for (const auto& [tm, tn] : {std::pair{1, 1}, std::pair{3, 5}, std::pair{17, 9}, std::pair{64, 32},
+                              std::pair{9, 1}, std::pair{1, 40}}) {
+    for (int group = 1; group <= 8; group *= 2) {
+      const TileScheduler sched{tm, tn, group};
+      for (int grid : {1, 7, 132, sched.tiles(), sched.tiles() + 5}) {
+        std::vector<int> count(std::size_t(tm * tn), 0);
+        for (int b = 0; b < grid; ++b)
+          for (int t = sched.first(b); sched.valid(t); t = sched.next(t, grid)) {
+            const gpu::TileCoord c = sched.coord(t);
+            REQUIRE((c.m >= 0 && c.m < tm && c.n >= 0 && c.n < tn));
+            ++count[std::size_t(c.m * tn + c.n)];
+          }
+        int once = 0;
+        for (int v : count) once += v == 1;
+        INFO(tm << " x " << tn << " tiles, group " << group << ", grid " << grid);
+        CHECK(once == tm * tn);
+      }
+    }
+  }
+}
+
+TEST_CASE("hopper: setmaxnreg budgets", "[hopper][cpu]") {
+  CHECK(launch_register_cap(3) == 168);  // 384 threads
+  CHECK(launch_register_cap(2) == 255);  // 256 threads: the per-thread maximum
+  CHECK(register_budget_fits(wg::kProducerRegs, wg::kConsumerRegs, wg::kConsumers));
+  CHECK(register_budget_fits(40, 232, 2));
+  CHECK(!register_budget_fits(40, 240, 2));  // 40·128 + 2·240·128 > 65536
+  CHECK(!register_budget_fits(42, 232, 2));  // not a multiple of 8
+  CHECK(!register_budget_fits(16, 232, 2));  // below 24
+  CHECK(!register_budget_fits(200, 232, 2)); // the producer must give registers up
+  CHECK(valid_setmaxnreg(24));
+  CHECK(valid_setmaxnreg(256));
+  CHECK(!valid_setmaxnreg(264));
+}
+
+}  // namespace
+}  // namespace convlab
