@@ -866,7 +866,13 @@ int run(const std::vector<std::string>& args) {
   for (Submission& s : subs)
     if (const VariantResult* v = s.result.row_variant(); v && !v->timing.warning.empty()) ++noisy;
   if (noisy) report.warnings.push_back(std::to_string(noisy) + " timing(s) carry a warning (see the rows)");
+  // Published order: by rank, then the unranked by name.
   for (Submission& s : subs) report.submissions.push_back(std::move(s.result));
+  std::stable_sort(report.submissions.begin(), report.submissions.end(),
+                   [](const SubmissionResult& x, const SubmissionResult& y) {
+                     if ((x.rank > 0) != (y.rank > 0)) return x.rank > 0;
+                     return x.rank > 0 ? x.rank < y.rank : x.name < y.name;
+                   });
 
   write_json(report, (out / "report.json").string());
   write_csv(report, (out / "report.csv").string());
