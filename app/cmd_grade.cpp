@@ -461,6 +461,13 @@ void judge(SubmissionResult& s) {
     return;
   }
   if (s.variants.empty()) {
+    for (const std::string& note : s.notes)
+      if (note.rfind("listing its variants failed", 0) == 0) {
+        s.verdict = "crashed (start-up)";
+        s.flags = {"crashed"};
+        s.summary = note;
+        return;
+      }
     s.verdict = "no variant";
     s.flags = {"no_variant"};
     s.summary = "registers no variant of the assignment's op and device";
@@ -480,7 +487,7 @@ void judge(SubmissionResult& s) {
       s.flags.push_back("blocked_write");
   s.verdict.clear();
   for (const auto& [table, name] : {std::pair{&v.public_tests, "public"}, std::pair{&v.hidden_tests, "hidden"}}) {
-    if (table->status == "pass") continue;
+    if (table->status == "pass" || table->status == "none") continue;
     s.flags.push_back(table->status == "fail" ? std::string("wrong_") + name : flag_word(table->status));
     if (s.verdict.empty()) {
       s.verdict = verdict_word(table->status) + " (" + name + " tests)";
@@ -644,7 +651,8 @@ int run(const std::vector<std::string>& args) {
   std::vector<Submission> subs;
   std::vector<fs::path> dirs;
   for (const fs::directory_entry& e : fs::directory_iterator(submissions_dir))
-    if (e.is_directory() && e.path().filename().string()[0] != '.') dirs.push_back(e.path());
+    if (e.is_directory() && e.path().filename().string()[0] != '.' && fs::absolute(e.path()) != out)
+      dirs.push_back(e.path());  // (the report folder itself, when it was put inside the class, is no submission)
   std::sort(dirs.begin(), dirs.end());
   for (const fs::path& d : dirs) {
     const std::string name = d.filename().string();
@@ -776,11 +784,16 @@ int run(const std::vector<std::string>& args) {
     Submission& s = subs[check_refs[k].sub];
     VariantResult& v = s.result.variants[check_refs[k].variant];
     TableResult t = read_check(checks[k].argv[8], check_outcomes[k], checks[k].limits, s.runner, v.id, v.blocked_writes);
+    if (t.status != "pass") {  // what the submission itself said on stderr (an assertion, an exception), briefly
+      std::string err = read_head(checks[k].stderr_path, 240);
+      std::replace(err.begin(), err.end(), '\n', ' ');
+      if (!trim(err).empty()) t.fail_message += " [stderr: " + trim(err) + "]";
+    }
     (check_refs[k].hidden ? v.hidden_tests : v.public_tests) = t;
   }
   if (a.hidden.empty())
     for (Submission& s : subs)
-      for (VariantResult& v : s.result.variants) v.hidden_tests.status = "pass";  // nothing hidden to fail
+      for (VariantResult& v : s.result.variants) v.hidden_tests.status = "none";  // no hidden table this run
 
   // ---- timing: one at a time, between two timings of the baselines
   const uint64_t timing_seed = shape_seed(a.seed, a.shape);
@@ -889,7 +902,7 @@ int run(const std::vector<std::string>& args) {
     std::cout << "  " << b.role << " rung " << b.id << ": " << fmt(b.median_ms, 4) << " ms, " << fmt(b.gflops, 2)
               << " GFLOP/s (" << fmt(b.pct_peak, 1) << "% of peak; drift " << fmt(100 * b.drift, 1) << "%)\n";
   table.print_header();
-  auto count = [](const TableResult& t) { return t.status == "not run" ? std::string("-") : std::to_string(t.passed) + "/" + std::to_string(t.shapes); };
+  auto count = [](const TableResult& t) { return t.status == "not run" || t.status == "none" ? std::string("-") : std::to_string(t.passed) + "/" + std::to_string(t.shapes); };
   for (const SubmissionResult& s : report.submissions) {
     const VariantResult* v = s.row_variant();
     table.print_row({s.rank ? std::to_string(s.rank) : "", s.name, s.verdict, v ? count(v->public_tests) : "-",

@@ -97,7 +97,7 @@ void write_file(const std::string& path, const std::string& text) {
 }
 
 std::string table_cell(const TableResult& t) {
-  if (t.status == "not run") return "-";
+  if (t.status == "not run" || t.status == "none") return "-";
   std::string s = std::to_string(t.passed) + "/" + std::to_string(t.shapes);
   return t.status == "pass" ? s : s + " " + t.status;
 }
@@ -106,7 +106,7 @@ std::string first_failure(const SubmissionResult& s) {
   const VariantResult* v = s.row_variant();
   if (!v) return "";
   for (const TableResult* t : {&v->public_tests, &v->hidden_tests})
-    if (t->status != "pass" && t->status != "not run")
+    if (t->status != "pass" && t->status != "not run" && t->status != "none")
       return std::string(t == &v->public_tests ? "public: " : "hidden: ") + t->fail_spec +
              (t->fail_where.empty() ? "" : " at " + t->fail_where) + ": " + t->fail_message;
   if (v->timing.status != "ok" && v->timing.status != "not run") return "timing: " + v->timing.message;
@@ -120,7 +120,8 @@ std::string SubmissionResult::replay() const {
   const VariantResult* v = row_variant();
   if (!v) return "";
   if (v->public_tests.status != "pass" && !v->public_tests.replay.empty()) return v->public_tests.replay;
-  if (v->hidden_tests.status != "pass" && !v->hidden_tests.replay.empty()) return v->hidden_tests.replay;
+  if (v->hidden_tests.status != "pass" && v->hidden_tests.status != "none" && !v->hidden_tests.replay.empty())
+    return v->hidden_tests.replay;
   if (v->timing.status != "ok" && !v->timing.replay.empty()) return v->timing.replay;
   return "";
 }

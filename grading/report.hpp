@@ -12,7 +12,9 @@ namespace convlab::grading {
 
 // One sandboxed check of a table of shapes (the public or the hidden one).
 struct TableResult {
-  std::string status = "not run";  // "pass", "fail", "crashed", "timed out", "out of memory", "output flood", "error", "not run"
+  // "pass", "fail", "crashed", "timed out", "out of memory", "output flood", "error", "not run";
+  // the hidden table: "none" when the run had no hidden table
+  std::string status = "not run";
   int shapes = 0, passed = 0, failed = 0, unsupported_required = 0, unsupported_optional = 0;
   std::string process;             // the runner's outcome: "exit 0", "killed by SIGSEGV (...)"
   // The first failing shape: its spec, input seed, where (coordinates) and the error.
@@ -40,7 +42,10 @@ struct VariantResult {
   TableResult public_tests, hidden_tests;
   TimingResult timing;
   std::vector<std::string> blocked_writes;  // "openat ../../escape.txt"
-  bool correct() const { return public_tests.status == "pass" && hidden_tests.status == "pass"; }
+  // "none" for the hidden table: the run had none (--hidden not given).
+  bool correct() const {
+    return public_tests.status == "pass" && (hidden_tests.status == "pass" || hidden_tests.status == "none");
+  }
 };
 
 struct SubmissionResult {
