@@ -11,9 +11,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/json.hpp"
 #include "tests/catch_compat.hpp"
@@ -210,4 +213,32 @@ TEST_CASE("grading/report_in_browser: the HTML report renders in headless Chromi
   CHECK(count("3867d6") > 2000);  // two student bars of at least a few hundred pixels each
   CHECK(count("9aa0a6") > 2000);  // two baseline bars
   CHECK(count("b3261e") > 50);    // "wrong (hidden tests)", "build failed" in red
+}
+
+TEST_CASE("grading/bad_input: a bad grading command line is one error line and exit status 2", "[grading][app]") {
+  if (convlab::testing::skip_without_program("grading usage test")) return;
+  const fs::path dir = scratch("usage");
+  const std::string cls = shq(kHere / "class"), out = " --out " + shq(dir / "report");
+  {
+    std::ofstream bad(dir / "hidden.txt");
+    bad << "# fine\nM=7,N=5,K=3\nM=seven\n";
+  }
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"grade " + shq(dir / "no-such-class") + " --start gemm/cpu/02_loop_reorder" + out, "is not a folder"},
+      {"grade " + cls + out, "--start"},
+      {"grade " + cls + " --start gemm/cpu/no_such_rung" + out, "no_such_rung"},
+      {"grade " + cls + " --start gemm/cpu" + out, "one rung"},
+      {"grade " + cls + " --start gemm/cpu/02_loop_reorder --best conv2d/cpu/01_seven_loop" + out, "--best"},
+      {"grade " + cls + " --start gemm/cpu/02_loop_reorder --shape M=0" + out, "M, N and K must be positive"},
+      {"grade " + cls + " --start gemm/cpu/02_loop_reorder --hidden " + shq(dir / "hidden.txt") + out, "hidden.txt:3:"},
+      {"grade " + cls + " --start gemm/cpu/02_loop_reorder --jobs 0" + out, "--jobs"},
+      {"grade " + cls + " --assignment " + shq(dir / "hidden.txt") + out, "unknown key 'M'"},
+  };
+  for (const auto& [args, expected] : cases) {
+    const convlab::testing::ProgramResult r = run_convlab(args);
+    INFO(args << "\nstdout: " << r.out << "\nstderr: " << r.err);
+    CHECK(r.status == 2);
+    CHECK(contains(r.err, expected));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
 }
