@@ -235,6 +235,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 tr.ranked td.verdict { color: #176f2c; font-weight: 600; }
 tr.failed td.verdict { color: #b3261e; font-weight: 600; }
 code { font-size: 12px; background: #f6f6f6; padding: 1px 3px; word-break: break-all; }
+table.rows { width: 100%; } td.detail { overflow-wrap: anywhere; min-width: 22em; }
 svg .bar.student { fill: #3867d6; } svg .bar.baseline { fill: #9aa0a6; }
 svg text { font: 12px system-ui, sans-serif; } svg .axis { fill: #555; }
 </style></head><body>
@@ -255,7 +256,7 @@ svg text { font: 12px system-ui, sans-serif; } svg .axis { fill: #555; }
          fixed(b.median_ms, 4) + "</td><td class=\"num\">" + fixed(100 * b.before.spread, 1) + "%</td><td class=\"num\">" +
          fixed(b.gflops, 2) + "</td><td class=\"num\">" + fixed(b.pct_peak, 1) + "</td><td class=\"num\">" +
          fixed(100 * b.drift, 1) + "%</td></tr>\n";
-  h += "</table>\n<h2>Submissions</h2>\n<table><tr><th>rank</th><th>submission</th><th>verdict</th><th>builds</th>"
+  h += "</table>\n<h2>Submissions</h2>\n<table class=\"rows\"><tr><th>rank</th><th>submission</th><th>verdict</th><th>builds</th>"
        "<th>public</th><th>hidden</th><th>median ms</th><th>spread</th><th>GFLOP/s</th><th>% peak</th>"
        "<th>speed-up over start</th><th>first failure / notes</th></tr>\n";
   for (const SubmissionResult& s : r.submissions) {
@@ -273,7 +274,7 @@ svg text { font: 12px system-ui, sans-serif; } svg .axis { fill: #555; }
          (v && v->timing.spread >= 0 ? fixed(100 * v->timing.spread, 1) + "%" : "") + "</td><td class=\"num\">" +
          (v ? fixed(v->timing.gflops, 2) : "") + "</td><td class=\"num\">" + (v ? fixed(v->timing.pct_peak, 1) : "") +
          "</td><td class=\"num\">" + (s.speedup_over_start > 0 ? fixed(s.speedup_over_start, 2) + "×" : "") +
-         "</td><td>" + detail + "</td></tr>\n";
+         "</td><td class=\"detail\">" + detail + "</td></tr>\n";
   }
   h += "</table>\n<p class=\"meta\">Command: <code>" + html_escape(r.command_line) + "</code></p>\n</body></html>\n";
   write_file(path, h);
