@@ -700,6 +700,7 @@ int run(const std::vector<std::string>& args) {
     j.cwd = s.scratch.string();
     j.stdout_path = (s.out / "build.out").string();
     j.stderr_path = (s.out / "build.log").string();
+    j.env = {"CCACHE_BASEDIR="};  // ccache may cache, but must not rewrite the paths in the compiler's messages
     j.limits.wall_s = a.build_time_limit;
     j.limits.memory_bytes = std::max<std::size_t>(a.memory_mib, 4096) << 20;
     j.limits.file_bytes = std::size_t(1) << 30;
