@@ -4,6 +4,7 @@
 #   make test   install what is missing, build, run every test (GPU tests skip without a GPU)
 #   make figures  regenerate the committed figures (notebooks/figures/, lessons/13-*/figures/)
 #               and lesson 13's table from the committed benchmark JSON
+#   make grade SUBMISSIONS=class/ ASSIGNMENT=hw.txt   grade a class (docs/grading.md)
 #
 # Everything real happens in CMake and the programs; this file only strings
 # the steps together so that a fresh machine needs nothing installed by hand.
@@ -16,7 +17,7 @@ PYTHON  ?= $(CURDIR)/.venv/bin/python
 # Lets a clone in another folder (CI) reuse this machine's compile cache.
 export CCACHE_BASEDIR := $(CURDIR)
 
-.PHONY: all deps check-deps configure build tour test figures bench probe gpu clean
+.PHONY: all deps check-deps configure build tour test figures bench probe gpu grade clean
 
 all: build
 
@@ -55,6 +56,12 @@ bench: build
 
 probe: build
 	@$(BUILD)/convlab probe
+
+# A class's submissions, graded (docs/grading.md). GRADE_ARGS passes more options, e.g.
+#   make grade SUBMISSIONS=class/ ASSIGNMENT=hw3.txt GRADE_ARGS="--hidden ~/hidden-gemm.txt --out hw3-report"
+grade: build
+	@test -n "$(SUBMISSIONS)" || { echo "make grade: give SUBMISSIONS=FOLDER (one folder per student; see docs/grading.md)" >&2; exit 2; }
+	@$(BUILD)/convlab grade $(SUBMISSIONS) $(if $(ASSIGNMENT),--assignment $(ASSIGNMENT)) $(GRADE_ARGS)
 
 # On the lent GPU machine (see README "Running on a GPU").
 gpu:

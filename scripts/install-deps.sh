@@ -22,10 +22,12 @@ case "${1:-}" in
   *) echo "install-deps.sh: unknown option '$1' (use --check, or no option)" >&2; exit 2 ;;
 esac
 
-# Required to build and test; then the optional baselines' packages. oneDNN's
-# CMake config needs OpenCL's development files (Debian only recommends them).
+# Required to build and test; then the optional packages: the baselines' (oneDNN's
+# CMake config needs OpenCL's development files, which Debian only recommends),
+# and chromium, the headless browser the grading report's test renders the page
+# in (tests/grading/; without it that test is reported skipped).
 required=(build-essential cmake ninja-build ccache pkg-config libeigen3-dev catch2 libbenchmark-dev python3-venv)
-optional=(libopenblas-dev libdnnl-dev ocl-icd-opencl-dev opencl-headers)
+optional=(libopenblas-dev libdnnl-dev ocl-icd-opencl-dev opencl-headers chromium)
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 
@@ -122,7 +124,7 @@ if ((bad_required)); then
   exit 1
 fi
 if ((bad_optional)); then
-  echo "convlab: optional baselines missing (above): their variants are left out of the build"
+  echo "convlab: optional packages missing (above): a missing baseline's variants are left out of the build; without chromium the grading report's browser test is skipped"
 else
   [[ $mode == install ]] && echo "convlab: dependency check: all ${#report[@]} present (scripts/install-deps.sh --check lists them)"
 fi
