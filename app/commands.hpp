@@ -27,5 +27,6 @@ extern const Command tour_command;   // app/cmd_tour.cpp
 extern const Command probe_command;  // app/cmd_probe.cpp
 extern const Command waterline_command;  // app/cmd_waterline.cpp
 extern const Command roofline_command;   // app/cmd_roofline.cpp
+extern const Command plans_command;      // app/cmd_plans.cpp
 
 }  // namespace convlab::app

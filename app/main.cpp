@@ -29,6 +29,7 @@ const Command* const kCommands[] = {
     &probe_command,
     &waterline_command,
     &roofline_command,
+    &plans_command,
 };
 
 const Command* find_command(const std::string& name) {
