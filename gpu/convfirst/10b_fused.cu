@@ -248,37 +248,61 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         a_addr[mi][j] = tap < 9 ? tap_address(m, tap / 3 - 1, tap % 3 - 1) : zero_pixel;
       }
     }
-    const uint32_t* w_words = reinterpret_cast<const uint32_t*>(Wc);  // [C][9][8] as pairs
-#pragma unroll 1
-    for (int grp = 0; grp < Cfg::kGroups; ++grp) {
-      // B[k][n] = w[8·grp + n][tap 2j + k / 8][k % 8]: lane (g, t) holds n = g, k = 2t, 2t+1 (b0)
-      // and k = 8 + 2t, 9 + 2t (b1), i.e. channels 2t, 2t+1 of taps 2j and 2j+1.
-      uint32_t b[kConvSteps][2];
-      const int k = grp * kGroupWidth + g;
+    // TUTORIAL: the plain order would be "for group: for m-tile: for j: mma", a chain of
+    // five dependent mma per accumulator and nothing else for the warp to issue meanwhile.
+    // Instead every (m-tile, group) accumulator of the warp is live at once (kMTiles ×
+    // kGroups × 4 floats), and the loop runs over the five k-steps outermost: per step,
+    // the B fragments of all groups are fetched first (independent loads), then A and the
+    // mma of group pairs, each mma independent of its neighbours.
+    const uint32_t* w_words = reinterpret_cast<const uint32_t*>(Wc);  // [C][9][8] as pairs of channels
+    float acc[Cfg::kMTiles][Cfg::kGroups][4];
 #pragma unroll
-      for (int j = 0; j < kConvSteps; ++j) {
-        b[j][0] = __ldg(w_words + (k * 72 + (2 * j) * 8 + 2 * t) / 2);
-        b[j][1] = j < 4 ? __ldg(w_words + (k * 72 + (2 * j + 1) * 8 + 2 * t) / 2) : 0u;
-      }
-      const float bias0 = gpu::to_float(Bc[grp * kGroupWidth + 2 * t]);
+    for (int grp = 0; grp < Cfg::kGroups; ++grp) {
+      const float bias0 = gpu::to_float(Bc[grp * kGroupWidth + 2 * t]);  // the conv bias starts the sums
       const float bias1 = gpu::to_float(Bc[grp * kGroupWidth + 2 * t + 1]);
 #pragma unroll
       for (int mi = 0; mi < Cfg::kMTiles; ++mi) {
-        float acc[4] = {bias0, bias1, bias0, bias1};  // the conv bias starts the accumulator
+        acc[mi][grp][0] = bias0, acc[mi][grp][1] = bias1;
+        acc[mi][grp][2] = bias0, acc[mi][grp][3] = bias1;
+      }
+    }
 #pragma unroll
-        for (int j = 0; j < kConvSteps; ++j) {
-          uint32_t a[4];
-          gpu::ldmatrix_x4(a, a_addr[mi][j] + grp * 16);
-          gpu::mma_m16n8k16<Element>(acc, a, b[j]);
-        }
-        // acc: rows g and g+8 of the m-tile, channels 8·grp + 2t, +1 → T, one 32-bit store each.
+    for (int j = 0; j < kConvSteps; ++j) {
+      // B[k][n] = w[8·grp + n][tap 2j + k / 8][k % 8]: lane (g, t) holds n = g, k = 2t, 2t+1 (b0)
+      // and k = 8 + 2t, 9 + 2t (b1), i.e. channels 2t, 2t+1 of taps 2j and 2j+1 (tap 9: zero).
+      uint32_t b[Cfg::kGroups][2];
+#pragma unroll
+      for (int grp = 0; grp < Cfg::kGroups; ++grp) {
+        const int k = grp * kGroupWidth + g;
+        b[grp][0] = __ldg(w_words + (k * 72 + (2 * j) * 8 + 2 * t) / 2);
+        b[grp][1] = j < 4 ? __ldg(w_words + (k * 72 + (2 * j + 1) * 8 + 2 * t) / 2) : 0u;
+      }
+#pragma unroll
+      for (int grp = 0; grp < Cfg::kGroups; grp += 2) {
+        uint32_t a[2][Cfg::kMTiles][4];
+#pragma unroll
+        for (int e = 0; e < 2; ++e)
+#pragma unroll
+          for (int mi = 0; mi < Cfg::kMTiles; ++mi) gpu::ldmatrix_x4(a[e][mi], a_addr[mi][j] + (grp + e) * 16);
+#pragma unroll
+        for (int e = 0; e < 2; ++e)
+#pragma unroll
+          for (int mi = 0; mi < Cfg::kMTiles; ++mi) gpu::mma_m16n8k16<Element>(acc[mi][grp + e], a[e][mi], b[grp + e]);
+      }
+    }
+    // acc[mi][grp]: rows g and g+8 of m-tile mi, channels 8·grp + 2t, +1 → T, one 32-bit store each.
+#pragma unroll
+    for (int mi = 0; mi < Cfg::kMTiles; ++mi)
+#pragma unroll
+      for (int grp = 0; grp < Cfg::kGroups; ++grp) {
         const int row = warp_row0 + mi * kMmaM + g;
         const uint32_t lo = t_base + SwizzleT::byte_offset(row, grp) + 4 * t;
         const uint32_t hi = t_base + SwizzleT::byte_offset(row + 8, grp) + 4 * t;
-        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(lo), "r"(gpu::pack_pair<Element>(acc[0], acc[1])) : "memory");
-        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(hi), "r"(gpu::pack_pair<Element>(acc[2], acc[3])) : "memory");
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(lo), "r"(gpu::pack_pair<Element>(acc[mi][grp][0], acc[mi][grp][1]))
+                     : "memory");
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(hi), "r"(gpu::pack_pair<Element>(acc[mi][grp][2], acc[mi][grp][3]))
+                     : "memory");
       }
-    }
   }
   __syncwarp();  // this warp's rows of T are written (only this warp reads them)
 
