@@ -140,7 +140,7 @@ std::vector<ConvFirstPlan> convfirst_plans(const ConvFirstProblem& p, int tile_p
     c.tensors = {{"x", Place::dram, x, "each CTA its channel slice of the tile"},
                  {"weights", Place::global, weights, "each CTA its slices of U (rows) and V (columns)"},
                  {"t", Place::local, t, "split by channel groups"},
-                 {"h partial sums", Place::global, h * split, "fp32, one per CTA per hidden value"},
+                 {"h partial sums", Place::global, h * split * 4.0 / e, "fp32, one per CTA per hidden value"},
                  {"h", Place::local, h, "summed chunk, in each CTA"},
                  {"y", Place::dram, y, "each CTA its output channels"}};
     c.kernels.push_back({"convfirst block (cluster)", p.macs(), p.min_bytes()});

@@ -3,9 +3,9 @@
 // The block as a framework runs it (Fig. 7a), built from the suite's own
 // GPU rungs (gpu/convfirst/layer_by_layer.cuh has the sequence):
 //
-//   conv2d/gpu/10_grouped (lesson 06)              t = gconv3x3(x), then + conv_b
+//   conv2d/cuda/10_grouped (lesson 06)              t = gconv3x3(x), then + conv_b
 //   (stride 2) blurpool(t), blurpool(x)
-//   gemm/gpu/10_tensor_core_pipelined (lesson 03)  h = t·U, then φ(h + a)   f32: 08_double_buffering
+//   gemm/cuda/10_tensor_core_pipelined (lesson 03)  h = t·U, then φ(h + a)   f32: 08_double_buffering
 //   the same GEMM                                  y = h·V
 //   one pass                                       y += b + shortcut (x, blur(x), or blur(x)·Wsc + bsc)
 //
@@ -15,7 +15,7 @@
 // (ConvFirstProblem::suite_layer_by_layer_bytes()). At N=128 56x56 C=64 α=4 f16
 // that is ~2 GB against 0.2 GB for the fused plan; memory-bound by ~10x.
 // Supported: f32 and f16 (the grouped conv rung's dtypes), group width 8.
-// Run just this: build/convlab run convfirst/gpu/10a_layer_by_layer --shape N=128,H=56,C=64,dtype=f16
+// Run just this: build/convlab run convfirst/cuda/10a_layer_by_layer --shape N=128,H=56,C=64,dtype=f16
 #include "core/ops/convfirst.hpp"
 #include "gpu/convfirst/layer_by_layer.cuh"
 

@@ -56,9 +56,10 @@
 // Tunables: per channel count a FusedConfig (warps, rows per warp, hidden chunk, blocks per SM), below.
 // Supported: f16 and bf16; stride 1 (the stride-2 block runs on 10a and cudnn);
 // C = C_out ∈ {16, 32, 64, 128, 256}; hidden a multiple of 8; group width 8;
-// shapes whose halo fits shared memory (W up to ~100 at C = 256, more at smaller C);
+// shapes whose staged rows fit shared memory (W up to about 20 at C = 256, 90 at C = 128,
+// 300 at C = 64: the halo grows with W);
 // 16-byte-aligned buffers.
-// Run just this: build/convlab run convfirst/gpu/10b_fused --shape N=128,H=56,C=64,dtype=f16
+// Run just this: build/convlab run convfirst/cuda/10b_fused --shape N=128,H=56,C=64,dtype=f16
 #include <climits>
 #include <cstdint>
 
@@ -473,7 +474,7 @@ template <class Cfg, class Element> void launch(const ConvFirstProblem& p, const
 void run(const ConvFirstProblem& p, const Args<ConvFirstProblem>& a) {
   if (!gpu::aligned_16(a.x) || !gpu::aligned_16(a.u) || !gpu::aligned_16(a.v) || !gpu::aligned_16(a.y) ||
       reinterpret_cast<uintptr_t>(a.conv_w) % 4 != 0)
-    throw Unsupported("convfirst/gpu/10b_fused: x, u, v and y must be 16-byte aligned, conv_w 4-byte aligned");
+    throw Unsupported("convfirst/cuda/10b_fused: x, u, v and y must be 16-byte aligned, conv_w 4-byte aligned");
   gpu::visit_dtype<__half, __nv_bfloat16>(p.dtype, [&](auto tag) {
     using Element = typename decltype(tag)::type;
     switch (p.C) {
@@ -482,7 +483,7 @@ void run(const ConvFirstProblem& p, const Args<ConvFirstProblem>& a) {
       case 64: launch<Config64, Element>(p, a); break;
       case 128: launch<Config128, Element>(p, a); break;
       case 256: launch<Config256, Element>(p, a); break;
-      default: throw Unsupported("convfirst/gpu/10b_fused: C must be 16, 32, 64, 128 or 256");
+      default: throw Unsupported("convfirst/cuda/10b_fused: C must be 16, 32, 64, 128 or 256");
     }
   });
 }
