@@ -5,7 +5,9 @@
 // pixel-wise — so each tile of output pixels is computed start to finish
 // while its conv output and hidden chunks sit in the core's L1/L2:
 //
-//   for each tile = (n, output row p, columns q0 .. q0+TQ):     OpenMP, tiles dealt out dynamically
+//   for each tile of output pixels:                           OpenMP, tiles dealt out dynamically
+//                                     (stride 1: kTileRows consecutive pixels of N·H·W; stride 2: one
+//                                      output row's run of kTileQ columns, whose conv rows it computes)
 //     T  = gconv3x3(x) + conv_b over the tile          [TQ, C]   stride 2: 3 conv rows, then the blur
 //     Z  = shortcut + b                                [TQ, C_out] in y's own rows: x (stride 1),
 //                                                                 blur(x) or blur(x)·Wsc + bsc (stride 2)
@@ -23,7 +25,7 @@
 // once, y once: ConvFirstProblem::min_bytes(). The floor on 2 cores is the
 // GEMMs' rate, as for lesson 08's 02_loop_fused.
 //
-// Tunables: kTileQ output pixels per tile, kHiddenChunk hidden channels per step.
+// Tunables: kTileRows / kTileQ output pixels per tile, kHiddenChunk hidden channels per step.
 // Supported: f32, group width 8, any sizes. Workspace: the packed weights plus per thread a few tiles.
 // Run just this: build/convlab run convfirst/cpu/10b_fused --shape N=4,H=56,C=64
 #include <omp.h>
@@ -45,11 +47,13 @@ using namespace cpu_convfirst;
 using cpu::thread_count;
 
 // ---- tunables ----------------------------------------------------------------------
-constexpr int kTileQ = 60;         // TQ: output pixels per tile (one output row's run of columns)
+constexpr int kTileRows = 96;      // stride 1: pixels per tile, consecutive in N·H·W order (rows and images may split)
+constexpr int kTileQ = 60;         // stride 2: output pixels per tile (one output row's run of columns)
 constexpr int kHiddenChunk = 128;  // TH: hidden channels per step of the fused loop
-static_assert(kTileQ % kMR == 0, "tiles of whole MR-row micro-panels");
+constexpr int kMaxTile = kTileRows > kTileQ ? kTileRows : kTileQ;
+static_assert(kTileRows % kMR == 0 && kTileQ % kMR == 0, "tiles of whole MR-row micro-panels");
 static_assert(kHiddenChunk % kNR == 0 && kHiddenChunk <= kKC, "a chunk is whole NR panels and one depth slice");
-static_assert(std::size_t(kTileQ) * kHiddenChunk * sizeof(float) * 2 <= kL2Bytes / 4,
+static_assert(std::size_t(kMaxTile) * kHiddenChunk * sizeof(float) * 2 <= kL2Bytes / 4,
               "H_r and its packed copy stay in a quarter of L2");
 
 // ---- workspace layout ----------------------------------------------------------------
@@ -72,9 +76,9 @@ struct Layout {
     sc_panel = p.has_projection() ? up(std::size_t(kc_max) * round_up(std::size_t(p.C_out), kNR)) : 0;
     shared_floats = wt + std::size_t(chunks) * (slices * u_panel + v_panel) + slices * sc_panel;
     conv_rows = p.stride == 2 ? up(std::size_t(3) * (2 * kTileQ + 1) * p.C) : 0;
-    t_tile = up(std::size_t(kTileQ) * p.C);
-    t_packed = std::size_t(slices) * up(std::size_t(kTileQ) * kc_max);
-    h_tile = up(std::size_t(kTileQ) * kHiddenChunk);
+    t_tile = up(std::size_t(kMaxTile) * p.C);
+    t_packed = std::size_t(slices) * up(std::size_t(kMaxTile) * kc_max);
+    h_tile = up(std::size_t(kMaxTile) * kHiddenChunk);
     s_tile = p.stride == 2 ? t_tile : 0;
     thread_floats = conv_rows + t_tile + t_packed + 2 * h_tile + (p.stride == 2 ? s_tile + t_packed : 0);
   }
@@ -109,7 +113,8 @@ void run(const ConvFirstProblem& p, const Args<ConvFirstProblem>& args) {
   const MicroKernel kernel = selected_micro_kernel().kernel;
   const int P = p.P(), Q = p.Q(), C = p.C, Co = p.C_out;
   const int q_tiles = (Q + kTileQ - 1) / kTileQ;
-  const int tiles = p.N * P * q_tiles;
+  const int64_t pixels = int64_t(p.N) * p.H * p.W;  // stride 1: the flattened tiles' index range
+  const int tiles = p.stride == 1 ? int((pixels + kTileRows - 1) / kTileRows) : p.N * P * q_tiles;
   const auto chunk_width = [&](int r) { return std::min(kHiddenChunk, p.hidden - r * kHiddenChunk); };
   const auto kc_of = [&](int s) { return std::min(kKC, C - s * kKC); };
 
@@ -143,22 +148,34 @@ void run(const ConvFirstProblem& p, const Args<ConvFirstProblem>& args) {
 
 #pragma omp for schedule(dynamic, 1)
     for (int tile = 0; tile < tiles; ++tile) {
-      const int qt = tile % q_tiles, op = (tile / q_tiles) % P, n = tile / (q_tiles * P);
-      const int q0 = qt * kTileQ, tq = std::min(kTileQ, Q - q0);
-      const float* image = x + std::ptrdiff_t(n) * p.H * p.W * C;
-      float* z = y + ((std::ptrdiff_t(n) * P + op) * Q + q0) * Co;  // the tile's rows of y, ld = C_out
-
-      // 1. T (and, at stride 2, the blurred shortcut S) for the tile's pixels.
+      // 1. T (and, at stride 2, the blurred shortcut S) for the tile's pixels; Z's rows of y.
+      int tq;
+      float* z;  // the tile's rows of y, consecutive, ld = C_out
       if (p.stride == 1) {
-        for (int i = 0; i < tq; ++i) conv_pixel(p, image, wt, conv_b, op, q0 + i, t_tile + std::ptrdiff_t(i) * C);
+        // kTileRows consecutive pixels m0 .. m0+tq of the N·H·W index: whole micro-panels
+        // for any W, and y's rows of the tile are contiguous.
+        const int64_t m0 = int64_t(tile) * kTileRows;
+        tq = int(std::min<int64_t>(kTileRows, pixels - m0));
+        z = y + m0 * Co;
+        for (int i = 0; i < tq; ++i) {
+          const int64_t m = m0 + i;
+          const int64_t n = m / (int64_t(p.H) * p.W);
+          const int rem = int(m - n * p.H * p.W), h = rem / p.W, w = rem % p.W;
+          conv_pixel(p, x + n * p.H * p.W * C, wt, conv_b, h, w, t_tile + std::ptrdiff_t(i) * C);
+        }
         // Z = x + b: the residual starts the accumulators (Fig. 7b).
         for (int i = 0; i < tq; ++i) {
-          const float* xr = image + (std::ptrdiff_t(op) * p.W + q0 + i) * C;
+          const float* xr = x + (m0 + i) * C;
           float* zr = z + std::ptrdiff_t(i) * Co;
 #pragma omp simd
           for (int c = 0; c < Co; ++c) zr[c] = xr[c] + b[c];
         }
       } else {
+        const int qt = tile % q_tiles, op = (tile / q_tiles) % P, n = tile / (q_tiles * P);
+        const int q0 = qt * kTileQ;
+        tq = std::min(kTileQ, Q - q0);
+        const float* image = x + std::ptrdiff_t(n) * p.H * p.W * C;
+        z = y + ((std::ptrdiff_t(n) * P + op) * Q + q0) * Co;
         // The conv at input rows 2p−1 .. 2p+1, columns 2q0−1 .. 2(q0+tq−1)+1 (zero outside the
         // image: the blur zero-pads the conv OUTPUT), then the blur of those rows and of x.
         const int cols = 2 * tq + 1, w0 = 2 * q0 - 1;
