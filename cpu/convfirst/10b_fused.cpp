@@ -253,7 +253,7 @@ const Register<ConvFirstProblem> reg{{
     .run = run,
     .workspace_bytes = workspace_bytes,
     .threads = Threads::all,
-    .idea = "Fig. 7b: per row tile, gconv into a cached T tile, Z = shortcut + b, Z += φ(T·U_r + a_r)·V_r per chunk",
+    .idea = "Fig. 7b: per tile of pixels, gconv into a cached T tile, Z = shortcut + b, Z += φ(T·U_r + a_r)·V_r per chunk",
 }};
 
 }  // namespace
