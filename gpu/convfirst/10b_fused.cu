@@ -45,13 +45,11 @@
 // Taps that leave the image (h or w out of range, including a neighbouring
 // image's row inside the staged rows) read the zero pixel instead.
 //
-// ---- the floor, counted first (H200 probe: f16 GEMM ≈ 700 TFLOP/s, HBM ≈ 4 TB/s)
+// ---- the floor (H200 probe: cuBLAS f16 GEMM 760 TFLOP/s, device copy 4.23 TB/s)
 // N=128 56x56 C=64 α=4 f16: 15.0 GMAC = 30.0 GFLOP (conv 12%, FFN 88%),
-// min_bytes 103 MB: compute floor 0.043 ms, memory floor 0.026 ms: compute
-// bound (intensity 291 FLOP/B against a ridge of ~175). Lesson 08's fused FFN
-// kernel, whose loop this one reuses, ran at ~205 TFLOP/s: the prediction is
-// the FFN part at that rate plus the conv at the rate of lesson 06's rung
-// (NOTES.md holds the numbers and the measurement).
+// min_bytes 103 MB: compute floor 0.040 ms, memory floor 0.024 ms: compute
+// bound (intensity 291 FLOP/B against a ridge of ~180). The prediction and
+// the measurements are in lessons/10-convfirst/NOTES.md.
 //
 // Tunables: per channel count a FusedConfig (warps, rows per warp, hidden chunk, blocks per SM), below.
 // Supported: f16 and bf16; stride 1 (the stride-2 block runs on 10a and cudnn);
