@@ -28,5 +28,6 @@ extern const Command probe_command;  // app/cmd_probe.cpp
 extern const Command waterline_command;  // app/cmd_waterline.cpp
 extern const Command roofline_command;   // app/cmd_roofline.cpp
 extern const Command grade_command;      // app/cmd_grade.cpp
+extern const Command plans_command;      // app/cmd_plans.cpp
 
 }  // namespace convlab::app

@@ -30,6 +30,7 @@ const Command* const kCommands[] = {
     &waterline_command,
     &roofline_command,
     &grade_command,
+    &plans_command,
 };
 
 const Command* find_command(const std::string& name) {

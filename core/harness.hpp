@@ -29,6 +29,7 @@ struct TensorSpec {
   Shape shape;         // {N, H, W, C}
   DType dtype;
   std::string layout;  // "NHWC"
+  double scale = 1.0;  // random inputs are drawn uniform(-scale, scale) (weights: ~1/sqrt(fan-in))
 };
 
 // The problem is outside what the variant supports (wrong dtype, stride, ...).
@@ -79,6 +80,10 @@ class OpHandle {
   virtual std::unique_ptr<ICase> make_case_from(std::size_t variant, std::vector<Tensor> inputs,
                                                 const std::string& options) const = 0;
   virtual std::vector<TensorSpec> input_specs(const std::string& spec) const = 0;
+  // Whether `count` input files can make a problem: the number of inputs of the
+  // default problem, or any count OpTraits<P>::input_counts() lists (an op whose
+  // optional inputs depend on the shape, e.g. convfirst's stride-2 projection).
+  virtual bool accepts_input_count(std::size_t count) const = 0;
 };
 
 // Every operation with at least one variant, sorted by name.
@@ -182,13 +187,14 @@ template <class P> class Case final : public ICase {
   std::shared_ptr<const Reference> ref_;
 };
 
-// Fresh uniform(-1, 1) inputs for problem p, drawn in order from one seed.
+// Fresh uniform(-scale, scale) inputs for problem p (TensorSpec::scale, 1 unless an op
+// scales its weights), drawn in order from one seed.
 template <class P> std::vector<Tensor> random_inputs(const P& p, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<Tensor> inputs;
   for (const TensorSpec& s : OpTraits<P>::inputs(p)) {
     Tensor t(s.shape, s.dtype);
-    t.fill_uniform(rng);
+    t.fill_uniform(rng, -s.scale, s.scale);
     inputs.push_back(std::move(t));
   }
   return inputs;
@@ -234,6 +240,9 @@ template <class P> class OpHandleImpl final : public OpHandle {
     const DType dtype = inputs.empty() ? DType::f32 : inputs[0].dtype();
     const P p = Traits::from_input_shapes(shapes, dtype, KeyValues(options));
     const std::vector<TensorSpec> expected = Traits::inputs(p);
+    if (inputs.size() != expected.size())
+      throw SpecError(std::string(Traits::name) + " with these shapes takes " + std::to_string(expected.size()) +
+                      " inputs, got " + std::to_string(inputs.size()));
     for (std::size_t i = 0; i < expected.size(); ++i)
       if (inputs[i].shape() != expected[i].shape || inputs[i].dtype() != expected[i].dtype)
         throw SpecError("input " + std::to_string(i + 1) + " ('" + expected[i].name + "', " + expected[i].layout +
@@ -245,6 +254,16 @@ template <class P> class OpHandleImpl final : public OpHandle {
 
   std::vector<TensorSpec> input_specs(const std::string& spec) const override {
     return Traits::inputs(Traits::parse(spec));
+  }
+
+  bool accepts_input_count(std::size_t count) const override {
+    if constexpr (requires { Traits::input_counts(); }) {
+      for (std::size_t n : Traits::input_counts())
+        if (n == count) return true;
+      return false;
+    } else {
+      return count == Traits::inputs(Traits::parse("")).size();
+    }
   }
 
  private:

@@ -78,6 +78,15 @@ template <class P> struct Register {
   explicit Register(Variant<P> v) { Registry<P>::add(std::move(v)); }
 };
 
+// A registered variant by device and name, for a rung composed of other rungs
+// (lesson 10's layer-by-layer block calls the conv2d and ffn rungs it names).
+// Looked up at run time, never during static initialisation. nullptr if absent.
+template <class P> const Variant<P>* find_variant(Device device, const std::string& name) {
+  for (const Variant<P>& v : Registry<P>::variants())
+    if (v.device == device && v.name == name) return &v;
+  return nullptr;
+}
+
 // Helpers for the common `supports` predicates.
 template <class P> bool f32_only(const P& p) { return p.dtype == DType::f32; }
 template <class P> bool any_dtype(const P&) { return true; }

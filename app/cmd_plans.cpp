@@ -1,0 +1,153 @@
+// app/cmd_plans.cpp — `convlab plans convfirst --shape SPEC`: the tensor machine
+// of lesson 10 as text. For one ConvFirst block it prints each execution plan
+// the op's descriptor lists (core/ops/convfirst.hpp: layer by layer, fused,
+// large-C): where every tensor lives (DRAM, global = L2/DSMEM, local =
+// shared memory/registers), the plan's kernels with their MACs and DRAM
+// bytes, the on-chip global traffic, and the waterline-attainable time on
+// a machine (Eq. 12: the kernels run one after another, so their roofline
+// times max(ops/R, bytes/B) add). The numbers all come from the descriptor;
+// this file only prints them.
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "analysis/machine.hpp"
+#include "analysis/waterline.hpp"
+#include "app/commands.hpp"
+#include "app/common.hpp"
+#include "core/json.hpp"
+#include "core/ops/convfirst.hpp"
+#include "core/probe.hpp"
+
+namespace convlab::app {
+namespace {
+
+void print_help(std::ostream& out) {
+  out << "usage: convlab plans convfirst [--shape SPEC] [--machine NAME] [--probe FILE] [--tile N] [--split K] [--json]\n"
+         "\n"
+         "Lesson 10's tensor machines (Lavin Sec. 5.1, Fig. 7) for one ConvFirst block:\n"
+         "for each execution plan, where each tensor lives (DRAM, global = L2/DSMEM,\n"
+         "local = shared memory/registers), its kernels' MACs and compulsory DRAM bytes,\n"
+         "the estimated on-chip global-memory traffic, and the waterline-attainable\n"
+         "time on the machine (Eq. 12: the sum of max(2*MACs/R, bytes/B) over the plan's kernels).\n"
+         "\n"
+         "--shape SPEC    a convfirst spec: keys N, H, W, C, hidden, C_out, stride, gw, act, dtype\n"
+         "                (default N=128,H=56,W=56,C=64,dtype=f16)\n"
+         "--machine NAME  measured (the probe file; the default when it exists), h200, h100, a5000\n"
+         "--probe FILE    probe JSON for --machine measured (default: $CONVLAB_PROBE_FILE or probe.json\n"
+         "                beside the program)\n"
+         "--tile N        output pixels per CTA in the fused plans (default 128: 10b_fused's tile)\n"
+         "--split K       CTAs sharing a tile's channels in the large-C plan (default 2)\n"
+         "--json          the same as one JSON object (scripts/draw_plans.py draws Fig. 7 from it)\n"
+         "\n"
+         "example: convlab plans convfirst --shape N=128,H=28,C=128,dtype=f16 --machine h200\n";
+}
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+int run(const std::vector<std::string>& args) {
+  const ParsedArgs parsed = parse_args(
+      args, {{"--shape", true}, {"--machine", true}, {"--probe", true}, {"--tile", true}, {"--split", true}, {"--json", false}}, "plans");
+  if (parsed.positional.size() != 1 || parsed.positional[0] != "convfirst")
+    throw UsageError("plans takes one operation, convfirst (the block with execution plans), e.g. "
+                     "`convlab plans convfirst --shape N=128,H=56,C=64,dtype=f16`");
+  ConvFirstProblem p;
+  try {
+    p = OpTraits<ConvFirstProblem>::parse(parsed.get("--shape", "N=128,H=56,W=56,C=64,dtype=f16"));
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  const int tile = int(parsed.get_int("--tile", 128, 1, 1 << 20));
+  const int split = int(parsed.get_int("--split", 2, 1, 16));
+  const std::string probe = parsed.get("--probe", probe_file_path());
+  const std::string machine_name = parsed.get("--machine", std::filesystem::exists(probe) ? "measured" : "h200");
+  analysis::Machine m;
+  try {
+    m = analysis::machine_by_name(machine_name, probe);
+    m.peak_ops(p.dtype);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  const double R = m.peak_ops(p.dtype), B = m.bandwidth_bytes_per_s;
+  const std::vector<ConvFirstPlan> plans = convfirst_plans(p, tile, split);
+  const auto kernel_seconds = [&](const PlanKernel& k) {
+    return analysis::roofline_time(2.0 * k.macs, k.dram_bytes, analysis::Roof{R, B});
+  };
+  if (parsed.has("--json")) {
+    using json::number;
+    using json::quote;
+    std::cout << "{\"spec\": " << quote(OpTraits<ConvFirstProblem>::spec(p)) << ", \"machine\": " << quote(m.name)
+              << ", \"peak_ops_per_s\": " << number(R) << ", \"bytes_per_s\": " << number(B)
+              << ", \"macs\": " << number(p.macs()) << ", \"plans\": [";
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      const ConvFirstPlan& plan = plans[i];
+      double total = 0;
+      std::cout << (i ? ", " : "") << "{\"name\": " << quote(plan.name) << ", \"figure\": " << quote(plan.figure)
+                << ", \"summary\": " << quote(plan.summary) << ", \"tensors\": [";
+      for (std::size_t j = 0; j < plan.tensors.size(); ++j) {
+        const PlanTensor& t = plan.tensors[j];
+        std::cout << (j ? ", " : "") << "{\"name\": " << quote(t.name) << ", \"place\": " << quote(place_name(t.place))
+                  << ", \"bytes\": " << number(t.elems * dtype_size(p.dtype)) << ", \"note\": " << quote(t.note) << "}";
+      }
+      std::cout << "], \"kernels\": [";
+      for (std::size_t j = 0; j < plan.kernels.size(); ++j) {
+        const PlanKernel& k = plan.kernels[j];
+        total += kernel_seconds(k);
+        std::cout << (j ? ", " : "") << "{\"name\": " << quote(k.name) << ", \"macs\": " << number(k.macs)
+                  << ", \"dram_bytes\": " << number(k.dram_bytes) << ", \"seconds\": " << number(kernel_seconds(k)) << "}";
+      }
+      std::cout << "], \"dram_bytes\": " << number(plan.dram_bytes()) << ", \"global_bytes\": " << number(plan.global_bytes)
+                << ", \"waterline_seconds\": " << number(total) << "}";
+    }
+    std::cout << "]}\n";
+    return 0;
+  }
+
+  std::cout << "convfirst " << OpTraits<ConvFirstProblem>::spec(p) << "\n"
+            << "machine   " << m.name << ": " << fixed(R / 1e12, 1) << " TFLOP/s (" << dtype_name(p.dtype) << "), "
+            << fixed(B / 1e9, 0) << " GB/s, op:byte " << fixed(R / B, 0) << "  (" << m.description << ")\n"
+            << "block     " << fixed(p.macs() / 1e9, 3) << " GMAC = " << fixed(p.flops() / 1e9, 2)
+            << " GFLOP (conv " << fixed(100 * p.conv_macs() / p.macs(), 1) << "%, FFN "
+            << fixed(100 * p.ffn_macs() / p.macs(), 1) << "%, shortcut " << fixed(100 * p.shortcut_macs() / p.macs(), 1)
+            << "%)\n";
+  for (const ConvFirstPlan& plan : plans) {
+    std::cout << "\nplan " << plan.name << " (" << plan.figure << "): " << plan.summary << "\n";
+    std::cout << "  tensors:\n";
+    for (const PlanTensor& t : plan.tensors) {
+      char line[256];
+      std::snprintf(line, sizeof line, "    %-15s %-18s %10.2f MB  ", t.name.c_str(), place_name(t.place),
+                    t.elems * dtype_size(p.dtype) / 1e6);
+      std::cout << line << t.note << "\n";
+    }
+    std::cout << "  kernels (waterline, Eq. 12):\n";
+    double total = 0;
+    for (const PlanKernel& k : plan.kernels) {
+      const double seconds = kernel_seconds(k);
+      total += seconds;
+      char line[256];
+      std::snprintf(line, sizeof line, "    %-28s %9.3f GMAC %10.2f MB DRAM  %8.4f ms  %s\n", k.name.c_str(),
+                    k.macs / 1e9, k.dram_bytes / 1e6, seconds * 1e3,
+                    2.0 * k.macs / std::max(k.dram_bytes, 1.0) >= R / B ? "compute-bound" : "memory-bound");
+      std::cout << line;
+    }
+    std::cout << "  total: " << fixed(plan.macs() / 1e9, 3) << " GMAC, " << fixed(plan.dram_bytes() / 1e6, 1)
+              << " MB DRAM, ~" << fixed(plan.global_bytes / 1e6, 1) << " MB global (L2/DSMEM); attainable "
+              << fixed(total * 1e3, 4) << " ms = " << fixed(2.0 * plan.macs() / total / 1e12, 1) << " TFLOP/s ("
+              << fixed(100.0 * 2.0 * plan.macs() / total / R, 1) << "% of R)\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+const Command plans_command{"plans", "lesson 10's tensor machines: each ConvFirst plan's tensors, bytes, MACs, attainable time",
+                            print_help, run};
+
+}  // namespace convlab::app

@@ -1,0 +1,307 @@
+#!/usr/bin/env python3
+"""The ConvFirst block in PyTorch, eager and torch.compile, in the suite's JSON format.
+
+The same block as convlab's `convfirst` op (core/ops/convfirst.hpp, the oracle
+ref::convfirst_block in reference/blocks.hpp), built from PyTorch modules the
+way a model would hold it, BN folded, channels-last:
+
+  stride 1   t = Conv2d(C, C, 3, pad 1, groups C/8, bias)(x)
+             y = Conv1x1(hidden -> C)(φ(Conv1x1(C -> hidden)(t))) + x
+  stride 2   t = the same conv; t' = blur(t); s = blur(x)           blur: depthwise binomial 3x3, stride 2, pad 1
+             y = Conv1x1(φ(Conv1x1(t'))) + (Conv1x1(C -> Cout)(s) if Cout != C else s)
+
+  baselines  torch_eager (the module as is), torch_inductor (torch.compile, default mode),
+             torch_inductor_max_autotune (mode="max-autotune", only while the time budget lasts)
+  shapes     the GPU bench table of the convfirst op: N=128, f16, α=4, ReLU at C=64@56²,
+             128@28², 256@14², 512@7², and the stride-2 block 64@56² -> 128@28²
+  same function
+             before timing, on a small shape per form (stride 1; stride 2 with a projection)
+             the script writes x and the weights in convlab's layouts as float32 .npy
+             (x NHWC, conv_w KRSC [C,3,3,8], u [C,hidden], a, v [hidden,Cout], b, shortcut_w
+             [C,Cout], shortcut_b), runs `convlab run convfirst --in ... --out y.npy` (the
+             first CPU variant that takes them) and compares PyTorch's fp32 output with
+             convlab's: relative L2 <= 1e-4, or the script stops (exit 1). Without the
+             convlab program (--convlab) it says so and the rows are marked unchecked.
+  checked    every timed result against a float64 evaluation of the same modules on
+             the first image of the batch; relative L2 over 1e-2 marks the row an error
+  timing     CUDA events around one call, L2 flushed (256 MB written) before each
+             repetition, warm-up calls first, median of --reps
+  FLOPs      convlab's count (ConvFirstProblem::flops): 2 per MAC of the grouped conv
+             (N·H·W·C·72), the two 1x1 layers and the projection; compulsory bytes: x,
+             the weights and y once (the fused plan's DRAM floor)
+
+Output: Google Benchmark JSON, one row per (baseline, shape), named
+`convfirst/cuda/<baseline>/<label>/manual_time`, real_time in ms, counters FLOP/s,
+bytes/s, intensity, rel_l2, baseline=1. On the lent H200, from the repository root:
+
+    PYTHONUNBUFFERED=1 python3 bench/convfirst_torch.py --convlab /tmp/b/convlab --out $OUT/convfirst-torch.json
+
+Without PyTorch or a CUDA device it stops at once saying which is missing (exit 2).
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+DEFAULT_SHAPES = "128,56,56,64,256,64,1;128,28,28,128,512,128,1;128,14,14,256,1024,256,1;128,7,7,512,2048,512,1;" \
+                 "128,56,56,64,256,128,2"
+CHECK_SHAPES = [(2, 7, 9, 16, 64, 16, 1), (1, 9, 7, 16, 48, 32, 2)]  # small: N,H,W,C,hidden,Cout,stride
+
+
+def fail(message, code=2):
+    print(f"convfirst_torch.py: {message}", file=sys.stderr)
+    sys.exit(code)
+
+
+def load_torch():
+    try:
+        import torch
+        import torch.nn.functional as F
+    except ImportError as error:
+        fail(f"needs PyTorch, which this Python lacks ({error})")
+    if not torch.cuda.is_available():
+        fail(f"PyTorch {torch.__version__} sees no CUDA device; this script measures GPU kernels only")
+    return torch, F
+
+
+def parse_shapes(text):
+    shapes = []
+    for item in filter(None, (s.strip() for s in text.split(";"))):
+        parts = [int(p) for p in item.split(",")]
+        if len(parts) != 7:
+            fail(f"bad shape '{item}': expected N,H,W,C,hidden,Cout,stride")
+        shapes.append(tuple(parts))
+    return shapes
+
+
+def out_size(n, stride):
+    return n if stride == 1 else (n - 1) // 2 + 1
+
+
+def label(s, act="relu", dtype="f16"):  # OpTraits<ConvFirstProblem>::label
+    N, H, W, C, hid, Co, st = s
+    return f"n{N}_{H}x{W}_c{C}_h{hid}_co{Co}_s{st}_{act}_{dtype}"
+
+
+def macs(s):
+    N, H, W, C, hid, Co, st = s
+    P, Q = out_size(H, st), out_size(W, st)
+    m = N * H * W * C * 72 + N * P * Q * (C * hid + hid * Co)
+    if st == 2 and Co != C:
+        m += N * P * Q * C * Co
+    return m
+
+
+def min_bytes(s, elem=2):
+    N, H, W, C, hid, Co, st = s
+    P, Q = out_size(H, st), out_size(W, st)
+    weights = C * 72 + C + C * hid + hid + hid * Co + Co + ((C * Co + Co) if st == 2 and Co != C else 0)
+    return elem * (N * H * W * C + weights + N * P * Q * Co)
+
+
+def make_block(torch, F, s, act, dtype, device, seed=20241201):
+    """The block's parameters (convlab's scales: uniform(±sqrt(3/fan-in)), biases ±0.5) and a forward function."""
+    N, H, W, C, hid, Co, st = s
+    g = torch.Generator(device="cpu").manual_seed(seed)
+
+    def uni(shape, scale):
+        return (torch.rand(shape, generator=g, dtype=torch.float64) * 2 - 1) * scale
+
+    p = {
+        "conv_w": uni((C, 8, 3, 3), math.sqrt(3 / 72)),  # OIHW, groups C/8
+        "conv_b": uni((C,), 0.5),
+        "u": uni((hid, C, 1, 1), math.sqrt(3 / C)),     # expand as a 1x1 conv
+        "a": uni((hid,), 0.5),
+        "v": uni((Co, hid, 1, 1), math.sqrt(3 / (hid / 2))),
+        "b": uni((Co,), 0.5),
+    }
+    if st == 2 and Co != C:
+        p["sw"] = uni((Co, C, 1, 1), math.sqrt(3 / C))
+        p["sb"] = uni((Co,), 0.5)
+    binom = torch.tensor([1.0, 2.0, 1.0], dtype=torch.float64)
+    p["blur"] = (binom[:, None] * binom[None, :] / 16).expand(C, 1, 3, 3).contiguous()
+    params = {k: v.to(device=device, dtype=dtype).contiguous(memory_format=torch.channels_last)
+              if v.dim() == 4 else v.to(device=device, dtype=dtype) for k, v in p.items()}
+    phi = F.relu if act == "relu" else F.silu
+
+    def forward(x):
+        t = F.conv2d(x, params["conv_w"], params["conv_b"], padding=1, groups=C // 8)
+        shortcut = x
+        if st == 2:
+            t = F.conv2d(t, params["blur"], None, stride=2, padding=1, groups=C)
+            shortcut = F.conv2d(x, params["blur"], None, stride=2, padding=1, groups=C)
+            if Co != C:
+                shortcut = F.conv2d(shortcut, params["sw"], params["sb"])
+        h = phi(F.conv2d(t, params["u"], params["a"]))
+        return F.conv2d(h, params["v"], params["b"]) + shortcut
+
+    return p, forward
+
+
+def make_input(torch, s, dtype, device, seed=7):
+    N, H, W, C = s[:4]
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    x = torch.rand((N, C, H, W), generator=g, dtype=torch.float64) * 2 - 1
+    return x.to(device=device, dtype=dtype).contiguous(memory_format=torch.channels_last)
+
+
+def convlab_layouts(p, s):
+    """The parameters in convlab's layouts (core/ops/convfirst.hpp), as float32 numpy arrays, in input order."""
+    import numpy as np
+    N, H, W, C, hid, Co, st = s
+    arrays = [
+        p["conv_w"].permute(0, 2, 3, 1).numpy(),  # OIHW -> KRSC [C, 3, 3, 8]
+        p["conv_b"].numpy(),
+        p["u"][:, :, 0, 0].T.numpy(),            # [C, hidden]
+        p["a"].numpy(),
+        p["v"][:, :, 0, 0].T.numpy(),            # [hidden, Cout]
+        p["b"].numpy(),
+    ]
+    if "sw" in p:
+        arrays += [p["sw"][:, :, 0, 0].T.numpy(), p["sb"].numpy()]
+    return [np.ascontiguousarray(a, dtype=np.float32) for a in arrays]
+
+
+def check_against_convlab(torch, F, convlab, act):
+    import numpy as np
+    for s in CHECK_SHAPES:
+        p, forward = make_block(torch, F, s, act, torch.float32, "cuda")
+        x = make_input(torch, s, torch.float32, "cuda")
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
+        with torch.inference_mode():
+            y_torch = forward(x).permute(0, 2, 3, 1).contiguous().cpu().double().numpy()  # NHWC
+        with tempfile.TemporaryDirectory() as d:
+            files = [os.path.join(d, "x.npy")]
+            np.save(files[0], np.ascontiguousarray(x.permute(0, 2, 3, 1).cpu().numpy(), dtype=np.float32))
+            for i, a in enumerate(convlab_layouts(p, s)):
+                files.append(os.path.join(d, f"in{i}.npy"))
+                np.save(files[-1], a)
+            out = os.path.join(d, "y.npy")
+            cmd = [convlab, "run", "convfirst", "--in", ",".join(files), "--shape", f"stride={s[6]},act={act}",
+                   "--out", out]
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode != 0:
+                fail(f"`{' '.join(cmd)}` failed ({r.returncode}): {r.stderr.strip()}", 1)
+            y_convlab = np.load(out).astype(np.float64)
+        rel = float(np.linalg.norm(y_torch - y_convlab) / np.linalg.norm(y_convlab))
+        print(f"agreement with convlab on {label(s, act, 'f32')}: rel L2 {rel:.2e}")
+        if not rel <= 1e-4:
+            fail(f"PyTorch's block and convlab's disagree on {label(s, act, 'f32')}: rel L2 {rel:.3g}", 1)
+
+
+def time_call(torch, fn, x, reps, warmup):
+    flush = torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device="cuda")
+    with torch.inference_mode():
+        y = fn(x)
+        for _ in range(warmup):
+            fn(x)
+        times = []
+        for _ in range(reps):
+            flush.zero_()
+            start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            y = fn(x)
+            stop.record()
+            stop.synchronize()
+            times.append(start.elapsed_time(stop))
+    return times, y
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--shapes", default=DEFAULT_SHAPES, help="N,H,W,C,hidden,Cout,stride;... (default: %(default)s)")
+    parser.add_argument("--act", default="relu", choices=["relu", "silu"])
+    parser.add_argument("--convlab", default="", help="the convlab program, for the agreement check")
+    parser.add_argument("--reps", type=int, default=30)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--budget-s", type=float, default=240.0,
+                        help="wall-clock budget: max-autotune runs only while enough of it is left")
+    parser.add_argument("--no-max-autotune", action="store_true")
+    args = parser.parse_args()
+    begin = time.time()
+    shapes = parse_shapes(args.shapes)
+    torch, F = load_torch()
+    checked = False
+    if args.convlab:
+        check_against_convlab(torch, F, args.convlab, args.act)
+        checked = True
+    else:
+        print("no --convlab: the agreement with convlab's block is NOT checked", file=sys.stderr)
+
+    props = torch.cuda.get_device_properties(0)
+    context = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "host_name": socket.gethostname(), "executable": "bench/convfirst_torch.py", "gpu_name": props.name,
+        "torch_version": torch.__version__, "cuda_version": str(torch.version.cuda),
+        "cudnn_version": str(torch.backends.cudnn.version()), "library_build_type": "release",
+        "timing": f"CUDA events, L2 flushed, median of {args.reps} after {args.warmup} warm-up calls",
+        "agreement_with_convlab": "checked" if checked else "not checked",
+    }
+    rows = []
+
+    def write():
+        with open(args.out, "w") as f:
+            json.dump({"context": context, "benchmarks": rows}, f, indent=1)
+
+    # Eager on every shape first, then Inductor, then max-autotune: when the
+    # budget runs out, the slower-to-prepare baselines are the ones left out.
+    blocks = {}
+    for s in shapes:
+        _, forward = make_block(torch, F, s, args.act, torch.float16, "cuda")
+        x = make_input(torch, s, torch.float16, "cuda")
+        _, forward64 = make_block(torch, F, s, args.act, torch.float64, "cuda")  # same weights, float64
+        with torch.inference_mode():
+            ref = forward64(x[:1].double())  # the first image
+        blocks[s] = (forward, x, ref)
+    variants = [("torch_eager", lambda f: f), ("torch_inductor", lambda f: torch.compile(f))]
+    if not args.no_max_autotune:
+        variants.append(("torch_inductor_max_autotune", lambda f: torch.compile(f, mode="max-autotune")))
+    for name, build in variants:
+        for s in shapes:
+            forward, x, ref = blocks[s]
+            row_name = f"convfirst/cuda/{name}/{label(s, args.act)}/manual_time"
+            row = {"name": row_name, "run_name": row_name, "run_type": "iteration", "repetitions": 1,
+                   "repetition_index": 0, "threads": 1, "label": label(s, args.act)}
+            left = args.budget_s - (time.time() - begin)
+            if (name.endswith("max_autotune") and left < 90) or left < 15:
+                print(f"{row_name}: skipped, {left:.0f} s of the budget left", file=sys.stderr)
+                continue
+            try:
+                torch._dynamo.reset()
+                fn = build(forward)
+                t0 = time.time()
+                times, y = time_call(torch, fn, x, args.reps, args.warmup)
+                setup = time.time() - t0
+            except Exception as error:  # a compile failure is a row, not the end of the run
+                first = (str(error).strip().splitlines() or ["unknown error"])[0]
+                row.update({"error_occurred": True, "error_message": f"{name}: {first}"})
+                rows.append(row)
+                write()
+                continue
+            rel = float((y[:1].double() - ref).norm() / ref.norm())
+            ms = statistics.median(times)
+            rate = 2.0 * macs(s) / (ms / 1e3)
+            row.update({"iterations": len(times), "real_time": ms, "cpu_time": ms, "time_unit": "ms",
+                        "FLOP/s": rate, "bytes/s": min_bytes(s) / (ms / 1e3), "intensity": 2.0 * macs(s) / min_bytes(s),
+                        "rel_l2": rel, "min_ms": min(times), "max_ms": max(times), "baseline": 1.0,
+                        "setup_s": setup, "workspace_bytes": 0.0})
+            if not rel <= 1e-2:
+                row.update({"error_occurred": True, "error_message": f"rel L2 {rel:.3g} against float64"})
+            print(f"{row_name}: {ms:.3f} ms, {rate / 1e12:.1f} TFLOP/s, rel L2 {rel:.2g} (setup {setup:.0f} s)")
+            rows.append(row)
+            write()
+    write()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

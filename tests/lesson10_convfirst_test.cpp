@@ -1,0 +1,163 @@
+// tests/lesson10_convfirst_test.cpp — lesson 10's claims that the registry tests do not check.
+//
+// The registry tests run every convfirst rung on the test table against
+// ref::convfirst_block. Beside that:
+//
+//   1. The descriptor's counts, by hand on a tiny block (MACs, compulsory
+//      bytes, layer-by-layer bytes), and the plans agree with the descriptor:
+//      the layer-by-layer plan's kernels add up to layer_by_layer_bytes(), the
+//      fused plan's to min_bytes(), every plan to the block's MACs.
+//   2. The fused CPU rung's workspace does not grow with N·H·W.
+//   3. `convlab run convfirst --in` takes 7 files, or 9 for a projecting
+//      stride-2 block, and refuses other counts and mismatches with one line.
+//   4. `convlab plans convfirst` prints the three plans; --json parses.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/json.hpp"
+#include "core/npy.hpp"
+#include "core/ops/convfirst.hpp"
+#include "tests/catch_compat.hpp"
+#include "tests/support.hpp"
+
+namespace {
+
+using namespace convlab;
+
+ConvFirstProblem block(int N, int H, int W, int C, int hidden, int C_out, int stride, DType dtype = DType::f32) {
+  ConvFirstProblem p;
+  p.N = N, p.H = H, p.W = W, p.C = C, p.hidden = hidden, p.C_out = C_out, p.stride = stride, p.dtype = dtype;
+  return p;
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+std::filesystem::path work_dir() {
+  const auto dir = std::filesystem::temp_directory_path() / ("convlab_l10_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+Tensor random_tensor(const Shape& shape, uint64_t seed, double scale) {
+  Tensor t(shape, DType::f32);
+  std::mt19937_64 rng(seed);
+  t.fill_uniform(rng, -scale, scale);
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("convfirst: the descriptor's counts by hand", "[convfirst][lesson10][cpu]") {
+  // N=1, 2x3 image, C=8, hidden=16: 6 pixels.
+  const ConvFirstProblem p = block(1, 2, 3, 8, 16, 8, 1);
+  CHECK(p.conv_macs() == 6.0 * 8 * 72);                 // 72 MACs per output channel (3x3 x 8 channels)
+  CHECK(p.ffn_macs() == 6.0 * (8 * 16 + 16 * 8));
+  CHECK(p.macs() == 3456.0 + 1536.0);
+  CHECK(p.flops() == 2.0 * p.macs());
+  const double weights = 8 * 72 + 8 + 8 * 16 + 16 + 16 * 8 + 8;  // conv w, b; U, a; V, b
+  CHECK(p.weight_elems() == weights);
+  CHECK(p.min_bytes() == 4.0 * (48 + weights + 48));
+  // + t written and read, h (6 x 16) written and read, x read again by the shortcut
+  CHECK(p.layer_by_layer_bytes() == p.min_bytes() + 4.0 * (2 * 48 + 2 * 96 + 48));
+
+  // Stride 2, 5x5 -> 3x3, C 8 -> 16: the projection adds C·C_out MACs per output pixel.
+  const ConvFirstProblem s = block(1, 5, 5, 8, 32, 16, 2);
+  REQUIRE(s.has_projection());
+  CHECK(s.P() == 3);
+  CHECK(s.Q() == 3);
+  CHECK(s.conv_macs() == 25.0 * 8 * 72);  // the conv runs at full resolution
+  CHECK(s.shortcut_macs() == 9.0 * 8 * 16);
+  CHECK(block(1, 5, 5, 8, 32, 8, 2).shortcut_macs() == 0.0);  // identity shortcut
+}
+
+TEST_CASE("convfirst: every plan adds up to the descriptor", "[convfirst][lesson10][cpu]") {
+  for (const ConvFirstProblem& p :
+       {block(2, 7, 9, 16, 64, 16, 1, DType::f16), block(1, 13, 7, 24, 72, 40, 2), block(3, 7, 7, 8, 32, 8, 2)}) {
+    INFO(OpTraits<ConvFirstProblem>::spec(p));
+    const std::vector<ConvFirstPlan> plans = convfirst_plans(p);
+    REQUIRE(plans.size() == 3);
+    CHECK(plans[0].name == "layer_by_layer");
+    CHECK(std::abs(plans[0].dram_bytes() - p.layer_by_layer_bytes()) <= 1e-9 * p.layer_by_layer_bytes());
+    CHECK(plans[1].name == "fused");
+    CHECK(plans[1].dram_bytes() == p.min_bytes());
+    CHECK(plans[2].name == "large_c");
+    CHECK(plans[2].global_bytes > plans[1].global_bytes);  // the partial sums cross global memory
+    for (const ConvFirstPlan& plan : plans) CHECK(std::abs(plan.macs() - p.macs()) <= 1e-9 * p.macs());
+    // The suite's own layer-by-layer rungs move more than the plan's floor.
+    CHECK(p.suite_layer_by_layer_bytes() > p.layer_by_layer_bytes());
+  }
+}
+
+TEST_CASE("convfirst: the fused CPU rung's workspace does not grow with the image", "[convfirst][lesson10][cpu]") {
+  const std::size_t small = testing::workspace_of("convfirst", Device::cpu, "10b_fused", "N=1,H=7,C=64");
+  const std::size_t big = testing::workspace_of("convfirst", Device::cpu, "10b_fused", "N=4,H=56,C=64");
+  CHECK(small == big);
+  const std::size_t layers = testing::workspace_of("convfirst", Device::cpu, "10a_layer_by_layer", "N=4,H=56,C=64");
+  CHECK(layers > 4u * 56 * 56 * 64 * 4);  // at least t (and the FFN's hidden tensor) in memory
+}
+
+TEST_CASE("convfirst: convlab run --in takes 7 files, or 9 with the projection", "[convfirst][lesson10][app][cpu]") {
+  if (testing::skip_without_program("lesson 10 app test")) return;
+  const auto dir = work_dir();
+  const auto file = [&](const std::string& name, const Shape& shape, uint64_t seed, double scale) {
+    const std::string path = (dir / (name + ".npy")).string();
+    write_npy(path, random_tensor(shape, seed, scale));
+    return path;
+  };
+  // Stride 2, 7x5 -> 4x3, C = 16 -> 32, hidden 48.
+  const std::vector<std::string> files = {
+      file("x", {1, 7, 5, 16}, 1, 1.0),     file("conv_w", {16, 3, 3, 8}, 2, 0.2), file("conv_b", {16}, 3, 0.5),
+      file("u", {16, 48}, 4, 0.4),          file("a", {48}, 5, 0.5),               file("v", {48, 32}, 6, 0.35),
+      file("b", {32}, 7, 0.5),              file("shortcut_w", {16, 32}, 8, 0.4), file("shortcut_b", {32}, 9, 0.5)};
+  const auto joined = [&](std::size_t count) {
+    std::string s;
+    for (std::size_t i = 0; i < count; ++i) s += (i ? "," : "") + files[i];
+    return s;
+  };
+  const std::string out = (dir / "y.npy").string();
+  const testing::ProgramResult ok =
+      testing::run_convlab("run convfirst --in " + joined(9) + " --shape stride=2 --out " + out);
+  INFO(ok.out << ok.err);
+  REQUIRE(ok.status == 0);
+  CHECK(contains(ok.out, " ok "));
+  CHECK(read_npy(out).shape() == Shape{1, 4, 3, 32});
+
+  struct Refusal {
+    std::string args, says;
+  };
+  for (const Refusal& r : {Refusal{"run convfirst --in " + joined(8) + " --shape stride=2", "takes 7 input files"},
+                           Refusal{"run convfirst --in " + joined(9), "identity"},
+                           Refusal{"run convfirst --in " + joined(7) + " --shape stride=2", "shortcut_w"},
+                           Refusal{"run convfirst --in " + joined(9) + " --shape stride=2,bogus=1", "bogus"}}) {
+    const testing::ProgramResult e = testing::run_convlab(r.args);
+    INFO(r.args << "\n" << e.err);
+    CHECK(e.status == 2);
+    CHECK(contains(e.err, r.says));
+    CHECK(std::count(e.err.begin(), e.err.end(), '\n') == 1);
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
+
+TEST_CASE("convfirst: convlab plans prints the three tensor machines", "[convfirst][lesson10][app][cpu]") {
+  if (testing::skip_without_program("lesson 10 app test")) return;
+  const testing::ProgramResult text = testing::run_convlab("plans convfirst --shape N=8,H=14,C=32,dtype=f16 --machine h200");
+  INFO(text.err);
+  REQUIRE(text.status == 0);
+  for (const char* part : {"plan layer_by_layer (Fig. 7a)", "plan fused (Fig. 7b)", "plan large_c (Fig. 7c)", "DRAM",
+                           "local (smem/regs)", "attainable"})
+    CHECK(contains(text.out, part));
+  const testing::ProgramResult js = testing::run_convlab("plans convfirst --json --shape N=8,H=14,C=32,dtype=f16 --machine h200");
+  REQUIRE(js.status == 0);
+  const json::Value v = json::parse(js.out);
+  const json::Value* plans = v.find("plans");
+  REQUIRE(plans != nullptr);
+  CHECK(plans->items.size() == 3);
+  CHECK(testing::run_convlab("plans ffn").status == 2);
+}
