@@ -24,7 +24,7 @@ namespace {
 constexpr uint64_t kTourSeed = 1;  // one seed: variants on the same shape share inputs and one reference
 
 void print_help(std::ostream& out) {
-  out << "usage: convlab tour [--device cpu|cuda|all] [--reps N] [--json FILE]\n"
+  out << "usage: convlab tour [--device cpu|gpu|all] [--reps N] [--json FILE]\n"
          "\n"
          "Runs every registered variant on its operation's tour shape for its device,\n"
          "checks it against the reference and times it. The table is grouped by lesson:\n"
@@ -34,7 +34,7 @@ void print_help(std::ostream& out) {
          "shape. Library baselines are marked. GPU variants without a GPU, and variants\n"
          "that do not support the tour shape, get a row that says so.\n"
          "\n"
-         "--device D   cpu, cuda or all (default all)\n"
+         "--device D   cpu, gpu or all (default all)\n"
          "--reps N     timed repetitions per variant; default: at least 3 and 100 ms\n"
          "--json FILE  also write every row, the machine's peaks and the date as JSON\n"
          "\n"
@@ -82,8 +82,8 @@ int run(const std::vector<std::string>& args) {
   const ParsedArgs parsed = parse_args(args, {{"--json", true}, {"--device", true}, {"--reps", true}}, "tour");
   if (!parsed.positional.empty()) throw UsageError("`convlab tour` takes no arguments, got '" + parsed.positional[0] + "'");
   const std::string device_filter = parsed.get("--device", "all");
-  if (device_filter != "all" && device_filter != "cpu" && device_filter != "cuda")
-    throw UsageError("--device wants cpu, cuda or all, got '" + device_filter + "'");
+  if (device_filter != "all" && device_filter != "cpu" && device_filter != "gpu")
+    throw UsageError("--device wants cpu, gpu or all, got '" + device_filter + "'");
   RepetitionPolicy reps;
   reps.exact_reps = int(parsed.get_int("--reps", -1, 0, 1000000));
 

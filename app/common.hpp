@@ -70,7 +70,7 @@ struct Target {
 };
 Target resolve_target(const std::string& text);
 
-Device parse_device(const std::string& text);  // "cpu" | "cuda"; UsageError otherwise
+Device parse_device(const std::string& text);  // "cpu" | "gpu"; UsageError otherwise ("cuda": renamed)
 
 // "no CUDA device visible" (and why, when this build has no CUDA at all).
 std::string no_gpu_reason();

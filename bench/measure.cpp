@@ -154,7 +154,7 @@ void measure_case(benchmark::State& state, const BenchTarget& t) {
     ICase* c = prepare_case(state, t, name);
     if (c == nullptr) return;
 
-    const bool on_gpu = t.info.device == Device::cuda;
+    const bool on_gpu = t.info.device == Device::gpu;
     double total_ms = 0;
     for (auto _ : state) {
       // GPU: event-timed kernel after an L2 flush. CPU: wall clock around run().

@@ -2,7 +2,7 @@
 //
 //   build-gpu/convlab_tune_sgemm [--size N] [--reps R] [--json FILE]
 //
-// Rung 08's kernel (gpu/gemm/sgemm_double_buffered.cuh) takes its tile shapes
+// Rung 08's kernel (gpu/lib/sgemm_double_buffered.cuh) takes its tile shapes
 // as a template parameter. This program instantiates a handful of them, checks
 // each against cuBLAS's SGEMM (TF32 off) on the same random N×N×N problem and
 // on an odd-sized one, times each with CUDA events (median of R runs after two
@@ -28,8 +28,8 @@
 #include <vector>
 
 #include "core/device.hpp"
-#include "gpu/common/cublas_handle.cuh"
-#include "gpu/gemm/sgemm_double_buffered.cuh"
+#include "gpu/lib/cublas_handle.cuh"
+#include "gpu/lib/sgemm_double_buffered.cuh"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "core/ops/attention.hpp"
+#include "ops/attention.hpp"
 
 #include "reference/attention.hpp"
 
@@ -67,7 +67,7 @@ std::vector<AttentionProblem> test_shapes() {
 }  // namespace
 
 std::vector<AttentionProblem> OpTraits<AttentionProblem>::shapes(ShapeTable table, Device device) {
-  const bool gpu = device == Device::cuda;
+  const bool gpu = device == Device::gpu;
   using enum DType;
   switch (table) {
     case ShapeTable::test: return test_shapes();

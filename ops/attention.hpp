@@ -1,7 +1,6 @@
-// core/ops/attention.hpp — scaled dot-product attention (lesson 09):
+// ops/attention.hpp — scaled dot-product attention (lesson 09):
 //   O = softmax(Q·Kᵀ·scale [+ causal mask]) · V,   scale = 1/√d
-// per (batch, head). The problem descriptor lives here rather than in
-// core/problems.hpp so that lesson 09 touches no shared header.
+// per (batch, head).
 #pragma once
 
 #include <cmath>
@@ -9,7 +8,7 @@
 #include <vector>
 
 #include "core/harness.hpp"
-#include "core/problems.hpp"
+#include "core/dtype.hpp"
 
 namespace convlab {
 

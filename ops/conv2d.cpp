@@ -1,4 +1,4 @@
-#include "core/ops/conv2d.hpp"
+#include "ops/conv2d.hpp"
 
 #include "reference/conv2d.hpp"
 
@@ -93,7 +93,7 @@ std::vector<ConvProblem> test_shapes() {
 }  // namespace
 
 std::vector<ConvProblem> OpTraits<ConvProblem>::shapes(ShapeTable table, Device device) {
-  const bool gpu = device == Device::cuda;
+  const bool gpu = device == Device::gpu;
   switch (table) {
     case ShapeTable::test: return test_shapes();
     case ShapeTable::tour:

@@ -1,14 +1,54 @@
-// core/ops/conv2d.hpp — the conv2d operation: what a variant receives, and how
-// the harness draws, checks and names conv2d problems.
+// ops/conv2d.hpp — the conv2d operation: its problem descriptor, what a variant
+// receives, and how the harness draws, checks and names conv2d problems.
+// "Compulsory bytes" follow Lavin's Eq. 23: every input element read once,
+// every weight read once, every output written once, nothing re-read. It is
+// the floor a kernel's traffic can approach, not what a naive kernel moves.
+// Operational intensity (Eq. 24) is flops() / min_bytes().
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "core/harness.hpp"
-#include "core/problems.hpp"
+#include "core/dtype.hpp"
+#include "reference/conv2d.hpp"
 
 namespace convlab {
+
+// y = conv2d(x, w): cross-correlation as in Eq. 15/18, no bias.
+//   x: [N, H, W, C]        NHWC activations
+//   w: [K, R, S, C/groups] KRSC weights (per group: T = C/groups input channels)
+//   y: [N, P, Q, K]        NHWC, P = (H + 2·pad − R)/stride + 1, Q likewise
+// The geometry (P, Q, T, validity) is the reference's ref::ConvShape, written
+// once; this descriptor adds the dtype, the FLOP count (2 per MAC) and the
+// compulsory bytes (Lavin's Eq. 22-23).
+struct ConvProblem {
+  int N = 1, H = 1, W = 1, C = 1, K = 1, R = 1, S = 1;
+  int stride = 1, pad = 0, groups = 1;
+  DType dtype = DType::f32;
+
+  ref::ConvShape shape() const { return {N, H, W, C, K, R, S, stride, pad, groups}; }
+  operator ref::ConvShape() const { return shape(); }  // every conv oracle takes the geometry
+
+  int P() const { return shape().P(); }
+  int Q() const { return shape().Q(); }
+  int T() const { return C / groups; }       // input channels per group (group width)
+  int K_per_group() const { return K / groups; }
+
+  double input_elems() const { return shape().input_elems(); }
+  double weight_elems() const { return shape().weight_elems(); }
+  double output_elems() const { return shape().output_elems(); }
+
+  // Eq. 22 without the bias term: T·R·S multiply-accumulates per output.
+  double flops() const { return 2.0 * output_elems() * T() * R * S; }
+  // Eq. 23 without the bias vector, in bytes.
+  double min_bytes() const { return dtype_size(dtype) * (input_elems() + weight_elems() + output_elems()); }
+  int reduction_depth() const { return T() * R * S; }
+
+  bool valid() const { return shape().valid(); }
+  std::string invalid_reason() const { return shape().invalid_reason(); }
+};
+
 
 template <> struct Args<ConvProblem> {
   const void* x;    // [N, H, W, C]          NHWC, problem dtype

@@ -1,6 +1,6 @@
-#include "core/ops/conv_pool.hpp"
+#include "ops/conv_pool.hpp"
 
-#include "core/ops/conv2d.hpp"
+#include "ops/conv2d.hpp"
 
 #include "reference/conv_pool.hpp"
 
@@ -26,7 +26,7 @@ Args<ConvPoolProblem> OpTraits<ConvPoolProblem>::bind(std::vector<Tensor>& in, s
 
 void OpTraits<ConvPoolProblem>::reference(const ConvPoolProblem& p, const std::vector<std::vector<double>>& in,
                                           std::vector<std::vector<double>>& out) {
-  ref::conv_bias_relu_pool(p, in.at(0).data(), in.at(1).data(), in.at(2).data(), in.at(3).data(),
+  ref::conv_bias_relu_pool(p.conv(), in.at(0).data(), in.at(1).data(), in.at(2).data(), in.at(3).data(),
                            out.at(0).data());
 }
 
@@ -77,7 +77,7 @@ std::vector<ConvPoolProblem> test_shapes() {
 //   compute-bound either way, for contrast.
 //   CPU n2 112x112 C16 → K64 3x3 f32: ~0.46 GFLOP, milliseconds on 2 cores.
 std::vector<ConvPoolProblem> OpTraits<ConvPoolProblem>::shapes(ShapeTable table, Device device) {
-  const bool gpu = device == Device::cuda;
+  const bool gpu = device == Device::gpu;
   switch (table) {
     case ShapeTable::test: return test_shapes();
     case ShapeTable::tour:

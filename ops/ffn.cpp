@@ -1,4 +1,4 @@
-#include "core/ops/ffn.hpp"
+#include "ops/ffn.hpp"
 
 #include "reference/ffn.hpp"
 
@@ -74,7 +74,7 @@ std::vector<FfnProblem> test_shapes() {
 }  // namespace
 
 std::vector<FfnProblem> OpTraits<FfnProblem>::shapes(ShapeTable table, Device device) {
-  const bool gpu = device == Device::cuda;
+  const bool gpu = device == Device::gpu;
   constexpr int kImageNetTokens = 128 * 56 * 56;  // 401408: batch 128 at 56x56, a ConvNeXt stage-1 FFN
   switch (table) {
     case ShapeTable::test: return test_shapes();

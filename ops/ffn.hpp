@@ -1,12 +1,11 @@
-// core/ops/ffn.hpp — the position-wise feed-forward network of Eq. 30,
+// ops/ffn.hpp — the position-wise feed-forward network of Eq. 30,
 //
 //   FFN(X) = φ(X·U + a)·V + b
 //
 // and how the harness draws, checks and names FFN problems (lesson 08).
 //
-// FfnProblem lives here rather than in core/problems.hpp only to keep the
-// shared file untouched while several lessons are written in parallel; it is
-// the one source of the op's shapes, FLOPs and bytes all the same.
+// FfnProblem is the one source of the op's shapes, FLOPs and bytes; the
+// activation type is the reference's (ops/ sits above reference/).
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
-#include "core/ops/gemm.hpp"
+#include "ops/gemm.hpp"
 
-#include "reference/conv2d.hpp"
+#include "reference/gemm.hpp"
 
 namespace convlab {
 
@@ -24,7 +24,7 @@ void OpTraits<GemmProblem>::reference(const GemmProblem& p, const std::vector<st
 }
 
 std::vector<GemmProblem> OpTraits<GemmProblem>::shapes(ShapeTable table, Device device) {
-  const bool gpu = device == Device::cuda;
+  const bool gpu = device == Device::gpu;
   using enum DType;
   switch (table) {
     case ShapeTable::test: {

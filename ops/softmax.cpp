@@ -1,6 +1,6 @@
-#include "core/ops/softmax.hpp"
+#include "ops/softmax.hpp"
 
-#include "reference/attention.hpp"
+#include "reference/softmax.hpp"
 
 namespace convlab {
 
@@ -24,7 +24,7 @@ void OpTraits<SoftmaxProblem>::reference(const SoftmaxProblem& p, const std::vec
 }
 
 std::vector<SoftmaxProblem> OpTraits<SoftmaxProblem>::shapes(ShapeTable table, Device device) {
-  const bool gpu = device == Device::cuda;
+  const bool gpu = device == Device::gpu;
   using enum DType;
   switch (table) {
     case ShapeTable::test:

@@ -1,14 +1,13 @@
-// core/ops/softmax.hpp — the row-softmax operation (lesson 09):
+// ops/softmax.hpp — the row-softmax operation (lesson 09):
 //   y[r, c] = exp(x[r, c] − m_r) / Σ_t exp(x[r, t] − m_r),   m_r = max_t x[r, t]
-// x and y are [rows, cols] row-major. The problem descriptor lives here rather
-// than in core/problems.hpp so that lesson 09 touches no shared header.
+// x and y are [rows, cols] row-major.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "core/harness.hpp"
-#include "core/problems.hpp"
+#include "core/dtype.hpp"
 
 namespace convlab {
 

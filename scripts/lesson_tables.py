@@ -19,7 +19,7 @@ baseline libraries in the same run. Options in the marker:
                             (counter model_bytes) and its rate
     baseline=NAME[,NAME]    ratio columns for rungs that are library baselines
                             without being named after the library
-                            (lesson 08's 02_layer_by_layer_cublas)
+                            (lesson 08's cublas)
     columns=roofline        see below
 
 With `columns=roofline` the table also shows GB/s (compulsory bytes / time)
@@ -103,7 +103,7 @@ def rows_for(data, op, device, shape):
 # The variants the registry flags as baselines (`convlab list`), for runs
 # recorded before convlab_bench wrote that flag into every row (third session
 # of 2026-11-30), plus PyTorch's rows.
-OLD_BASELINES = {"cublas", "cudnn", "eigen", "openblas", "onednn", "01_cublas_softmax", "02_layer_by_layer_cublas",
+OLD_BASELINES = {"cublas", "cudnn", "eigen", "openblas", "onednn", "cublas", "cublas",
                  "torch_inductor", "torch_sdpa_flash", "torch_sdpa_cudnn"}
 
 

@@ -17,7 +17,7 @@
 #include "core/harness.hpp"
 #include "core/json.hpp"
 #include "core/npy.hpp"
-#include "core/problems.hpp"
+#include "ops/conv2d.hpp"
 #include "reference/conv2d.hpp"
 #include "tests/catch_compat.hpp"
 #include "tests/support.hpp"
@@ -107,11 +107,11 @@ TEST_CASE("app: run --in/--out computes the reference convolution on the user's 
 TEST_CASE("app: a shape run writes its output and reports ok", "[app][cpu]") {
   if (skip_without_program()) return;
   const auto dir = work_dir();
-  const ProgramResult r = run_convlab("run conv2d/cpu/01_seven_loop --shape N=2,H=7,W=5,C=3,K=4,pad=1 --reps 0 --out " +
+  const ProgramResult r = run_convlab("run conv2d/cpu/01a_seven_loop --shape N=2,H=7,W=5,C=3,K=4,pad=1 --reps 0 --out " +
                                       (dir / "y.npy").string());
   INFO(r.out << r.err);
   CHECK(r.status == 0);
-  CHECK(contains(r.out, "conv2d/cpu/01_seven_loop"));
+  CHECK(contains(r.out, "conv2d/cpu/01a_seven_loop"));
   CHECK(contains(r.out, "N=2,H=7,W=5,C=3,K=4"));
   CHECK(read_npy((dir / "y.npy").string()).shape() == Shape{2, 7, 5, 4});
 }
@@ -137,11 +137,11 @@ TEST_CASE("app: bad input gives one error line and the documented exit status", 
       {"run conv9d", 2, "unknown operation 'conv9d'"},
       {"run conv2d/cpu/99_nothing", 2, "convlab list"},
       {"run conv2d/tpu", 2, "unknown device"},
-      {"run conv2d/cpu/01_seven_loop --shape H=abc", 2, "not an integer"},
-      {"run conv2d/cpu/01_seven_loop --shape bogus=1", 2, "unknown key 'bogus'"},
-      {"run conv2d/cpu/01_seven_loop --shape H", 2, "malformed"},
-      {"run conv2d/cpu/01_seven_loop --shape dtype=f16 --reps 0", 1, "does not support"},
-      {"run conv2d/cpu/01_seven_loop --frob", 2, "unknown option '--frob'"},
+      {"run conv2d/cpu/01a_seven_loop --shape H=abc", 2, "not an integer"},
+      {"run conv2d/cpu/01a_seven_loop --shape bogus=1", 2, "unknown key 'bogus'"},
+      {"run conv2d/cpu/01a_seven_loop --shape H", 2, "malformed"},
+      {"run conv2d/cpu/01a_seven_loop --shape dtype=f16 --reps 0", 1, "does not support"},
+      {"run conv2d/cpu/01a_seven_loop --frob", 2, "unknown option '--frob'"},
       {"run conv2d --in " + x, 2, "takes 2 input files"},
       {"run conv2d --in " + x + "," + w + "," + w, 2, "takes 2 input files"},
       {"run conv2d --in " + (dir / "missing.npy").string() + "," + w, 1, "cannot open"},
@@ -153,7 +153,7 @@ TEST_CASE("app: bad input gives one error line and the documented exit status", 
   if (cuda_device_count() == 0)
     for (const OpHandle* op : all_ops())
       for (const VariantInfo& v : op->variants())
-        if (v.device == Device::cuda) {
+        if (v.device == Device::gpu) {
           cases.push_back({"run " + v.id() + " --reps 0", 1, "CUDA"});
           break;
         }
@@ -176,18 +176,18 @@ TEST_CASE("app: roofline reads benchmark JSON and puts each row under its roof",
   //   cmp: I = 100, repeated: iterations at 4 and 6 TFLOP/s, median 5 → roof 10 000 (compute), 50%
   //   bad: an error row, counted and left out
   std::ofstream(dir / "bench.json") << R"({"context": {}, "benchmarks": [
-    {"name": "conv2d/cuda/mem/n1_f16/manual_time", "run_type": "iteration", "real_time": 2.0, "time_unit": "ms",
+    {"name": "conv2d/gpu/mem/n1_f16/manual_time", "run_type": "iteration", "real_time": 2.0, "time_unit": "ms",
      "FLOP/s": 1e12, "intensity": 2, "peak_gflops": 10000, "peak_gbs": 1000},
-    {"name": "gemm/cuda/cmp/64x64x64_f32/manual_time", "run_name": "gemm/cuda/cmp/64x64x64_f32/manual_time",
+    {"name": "gemm/gpu/cmp/64x64x64_f32/manual_time", "run_name": "gemm/gpu/cmp/64x64x64_f32/manual_time",
      "run_type": "iteration", "real_time": 1.0, "time_unit": "ms", "FLOP/s": 4e12, "intensity": 100,
      "peak_gflops": 10000, "peak_gbs": 1000},
-    {"name": "gemm/cuda/cmp/64x64x64_f32/manual_time", "run_name": "gemm/cuda/cmp/64x64x64_f32/manual_time",
+    {"name": "gemm/gpu/cmp/64x64x64_f32/manual_time", "run_name": "gemm/gpu/cmp/64x64x64_f32/manual_time",
      "run_type": "iteration", "real_time": 1.0, "time_unit": "ms", "FLOP/s": 6e12, "intensity": 100,
      "peak_gflops": 10000, "peak_gbs": 1000},
-    {"name": "gemm/cuda/cmp/64x64x64_f32/manual_time_median", "run_name": "gemm/cuda/cmp/64x64x64_f32/manual_time",
+    {"name": "gemm/gpu/cmp/64x64x64_f32/manual_time_median", "run_name": "gemm/gpu/cmp/64x64x64_f32/manual_time",
      "run_type": "aggregate", "aggregate_name": "median", "real_time": 1.0, "time_unit": "ms", "FLOP/s": 5e12,
      "intensity": 100, "peak_gflops": 10000, "peak_gbs": 1000},
-    {"name": "gemm/cuda/bad/64x64x64_f32/manual_time", "run_type": "iteration", "error_occurred": true,
+    {"name": "gemm/gpu/bad/64x64x64_f32/manual_time", "run_type": "iteration", "error_occurred": true,
      "error_message": "boom"}]})";
   const std::string file = (dir / "bench.json").string();
 
@@ -200,7 +200,7 @@ TEST_CASE("app: roofline reads benchmark JSON and puts each row under its roof",
   REQUIRE(rows->items.size() == 2);
   const json::Value& mem = rows->items[0];
   const json::Value& cmp = rows->items[1];
-  CHECK(mem.find("name")->text == "conv2d/cuda/mem/n1_f16");
+  CHECK(mem.find("name")->text == "conv2d/gpu/mem/n1_f16");
   CHECK(mem.find("dtype")->text == "f16");
   CHECK(mem.find("bound")->text == "memory");
   CHECK(near(mem.find("ridge")->number, 10.0));

@@ -4,7 +4,7 @@
 // The registry already runs every gemm variant on the test table (tests/main.cpp).
 // Two things it cannot reach are checked here, through the same harness
 // (random inputs, NaN-poisoned outputs, the double reference):
-//   - the blocking boundaries of cpu/gemm/gemm_kernels.hpp: the table's
+//   - the blocking boundaries of cpu/lib/gemm_kernels.hpp: the table's
 //     largest K is 256 = KC, so the "add to C" path of later depth slices,
 //     several row blocks and several column panels need shapes of their own;
 //   - the portable micro-kernel that 05/06 fall back to on CPUs without
@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "core/ops/gemm.hpp"
-#include "cpu/gemm/gemm_kernels.hpp"
+#include "ops/gemm.hpp"
+#include "cpu/lib/gemm_kernels.hpp"
 #include "tests/catch_compat.hpp"
 #include "tests/support.hpp"
 
@@ -82,7 +82,7 @@ TEST_CASE("gemm/cpu ladder: every rung across the blocking boundaries", "[gemm][
       testing::check_twice(*c, v.id() + " on " + spec);
     }
   }
-  CHECK(rungs >= 6);  // 01_naive … 06_openmp
+  CHECK(rungs >= 6);  // 03a_naive … 03f_openmp
 }
 
 TEST_CASE("gemm/cpu micro-kernel choice: run-time check and CONVLAB_NO_AVX2", "[gemm][cpu][microkernel]") {
@@ -101,7 +101,7 @@ TEST_CASE("gemm/cpu micro-kernel choice: run-time check and CONVLAB_NO_AVX2", "[
   }
 }
 
-// The portable path end to end: the very code 05_microkernel runs (gemm_packed
+// The portable path end to end: the very code 03e_microkernel runs (gemm_packed
 // with the kernel the run-time selection picks), with the selection forced to
 // the fallback, through the harness on the f32 test table and the boundary shapes.
 void run_forced_portable(const GemmProblem& p, const Args<GemmProblem>& a) {
@@ -112,10 +112,10 @@ void run_forced_portable(const GemmProblem& p, const Args<GemmProblem>& a) {
 }
 std::size_t one_thread_workspace(const GemmProblem& p) { return packed_workspace_bytes(p, 1); }
 
-TEST_CASE("gemm/cpu/05_microkernel: portable fallback through the harness", "[gemm][cpu][microkernel]") {
+TEST_CASE("gemm/cpu/03e_microkernel: portable fallback through the harness", "[gemm][cpu][microkernel]") {
   ScopedEnv no_avx2("CONVLAB_NO_AVX2", "1");
   Variant<GemmProblem> v;
-  v.name = "05_microkernel[CONVLAB_NO_AVX2=1]";
+  v.name = "03e_microkernel[CONVLAB_NO_AVX2=1]";
   v.supports = f32_only<GemmProblem>;
   v.run = run_forced_portable;
   v.workspace_bytes = one_thread_workspace;

@@ -1,4 +1,4 @@
-// tests/mma_layout_test.cpp — the tensor-core index maps of gpu/common/mma.cuh, checked on the host.
+// tests/mma_layout_test.cpp — the tensor-core index maps of gpu/lib/mma.cuh, checked on the host.
 //
 // The GEMM rungs 09 and 10 can only run on a GPU, but the index arithmetic
 // that makes them right or wrong (which lane holds which fragment element,
@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "gpu/common/mma.cuh"
+#include "gpu/lib/mma.cuh"
 #include "tests/catch_compat.hpp"
 
 namespace convlab::gpu {

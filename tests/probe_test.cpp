@@ -77,12 +77,12 @@ TEST_CASE("probe: the peak each variant is judged against", "[probe][cpu]") {
   CHECK(m.peak_gflops(Device::cpu, DType::f32, Threads::single) == 10);
   CHECK(m.peak_gflops(Device::cpu, DType::f32, Threads::all) == 40);
   CHECK(m.peak_gflops(Device::cpu, DType::f16, Threads::all) == 40);  // the CPU computes f16 in f32
-  CHECK(m.peak_gflops(Device::cuda, DType::f32, Threads::all) == 50000);
-  CHECK(m.peak_gflops(Device::cuda, DType::f16, Threads::all) == 600000);
-  CHECK(m.peak_gflops(Device::cuda, DType::bf16, Threads::single) == 590000);
+  CHECK(m.peak_gflops(Device::gpu, DType::f32, Threads::all) == 50000);
+  CHECK(m.peak_gflops(Device::gpu, DType::f16, Threads::all) == 600000);
+  CHECK(m.peak_gflops(Device::gpu, DType::bf16, Threads::single) == 590000);
   CHECK(m.peak_gbs(Device::cpu, Threads::single) == 5);
   CHECK(m.peak_gbs(Device::cpu, Threads::all) == 15);
-  CHECK(m.peak_gbs(Device::cuda, Threads::all) == 4000);
+  CHECK(m.peak_gbs(Device::gpu, Threads::all) == 4000);
 }
 
 TEST_CASE("probe: the cache is reused on this machine and ignored from another", "[probe][cpu]") {

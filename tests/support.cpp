@@ -44,7 +44,7 @@ void check_twice(ICase& c, const std::string& what) {
 
 void check_variant_on_table(const OpHandle& op, std::size_t index) {
   const VariantInfo v = op.variants().at(index);
-  if (v.device == Device::cuda && skip_without_gpu()) return;
+  if (v.device == Device::gpu && skip_without_gpu()) return;
   int tested = 0;
   for (const std::string& spec : op.shapes(ShapeTable::test, v.device)) {
     if (!op.unsupported_reason(index, spec).empty()) continue;
@@ -74,12 +74,14 @@ std::size_t workspace_of(const std::string& op, Device device, const std::string
 
 // ---- the convlab program ----------------------------------------------------------------
 
-std::string convlab_program() {
+std::string sibling_program(const std::string& name) {
   std::error_code ec;
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  const auto program = exe.parent_path() / "convlab";
+  const auto program = exe.parent_path() / name;
   return !ec && std::filesystem::exists(program) ? program.string() : "";
 }
+
+std::string convlab_program() { return sibling_program("convlab"); }
 
 bool skip_without_program(const std::string& what) {
   if (!convlab_program().empty()) return false;
@@ -87,11 +89,13 @@ bool skip_without_program(const std::string& what) {
   return true;
 }
 
-ProgramResult run_convlab(const std::string& args) {
+ProgramResult run_convlab(const std::string& args) { return run_program(convlab_program(), args); }
+
+ProgramResult run_program(const std::string& program, const std::string& args) {
   // The captured streams go to a folder of this process, removed again after the run.
   const auto dir = std::filesystem::temp_directory_path() / ("convlab_program_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  const std::string command = convlab_program() + " " + args + " >" + (dir / "stdout.txt").string() + " 2>" +
+  const std::string command = program + " " + args + " >" + (dir / "stdout.txt").string() + " 2>" +
                               (dir / "stderr.txt").string();
   const int raw = std::system(command.c_str());
   ProgramResult r;

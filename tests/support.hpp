@@ -84,6 +84,10 @@ struct ProgramResult {
 };
 // Runs `convlab ARGS` through the shell, its stdout and stderr captured.
 ProgramResult run_convlab(const std::string& args);
+// A program built beside this test binary (e.g. "convlab_duplicate_id"); "" when absent.
+std::string sibling_program(const std::string& name);
+// Runs `PROGRAM ARGS` through the shell, its stdout and stderr captured.
+ProgramResult run_program(const std::string& program, const std::string& args);
 
 // The whole text of a file ("" when it cannot be read).
 std::string read_text(const std::filesystem::path& path);

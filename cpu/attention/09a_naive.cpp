@@ -1,4 +1,4 @@
-// cpu/attention/01_naive.cpp — lesson 09, attention rung 1: the textbook form, S and P in memory.
+// cpu/attention/09a_naive.cpp — lesson 09, attention rung 1: the textbook form, S and P in memory.
 //
 // Idea: attention written as the formula reads, three steps per (batch, head):
 //
@@ -12,10 +12,10 @@
 // while Q, K, V and O together are only 4·N·d per head. For N ≫ d that
 // traffic dwarfs the compulsory bytes. The fused rung (02) removes it.
 // Supported: f32, any sizes.
-// Run just this: build/convlab run attention/cpu/01_naive
+// Run just this: build/convlab run attention/cpu/09a_naive
 #include <cmath>
 
-#include "core/ops/attention.hpp"
+#include "ops/attention.hpp"
 
 namespace convlab {
 namespace {
@@ -54,7 +54,7 @@ void run(const AttentionProblem& p, const Args<AttentionProblem>& a) {
       for (int t = 0; t < d; ++t) dot += qi[t] * kh[int64_t(j) * d + t];
       si[j] = dot * scale;
     }
-    // Step 2: the three-pass softmax of cpu/softmax/01_three_pass, in place.
+    // Step 2: the three-pass softmax of cpu/softmax/09a_three_pass, in place.
     float m = -INFINITY;
     for (int j = 0; j < Nk; ++j) m = std::fmax(m, si[j]);  // finite: key 0 is always visible
     float l = 0.f;
@@ -71,7 +71,7 @@ void run(const AttentionProblem& p, const Args<AttentionProblem>& a) {
 }
 
 const Register<AttentionProblem> reg{{
-    .name = "01_naive",
+    .name = "09a_naive",
     .device = Device::cpu,
     .lesson = 9,
     .supports = f32_only<AttentionProblem>,

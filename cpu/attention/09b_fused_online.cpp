@@ -1,7 +1,7 @@
-// cpu/attention/02_fused_online.cpp — lesson 09, attention rung 2: fused, blocked over keys.
+// cpu/attention/09b_fused_online.cpp — lesson 09, attention rung 2: fused, blocked over keys.
 //
-// Idea over 01_naive: never hold a whole score row. Walk the keys in blocks of
-// kKeyBlock and apply the online-softmax identity (cpu/softmax/02_online) to
+// Idea over 09a_naive: never hold a whole score row. Walk the keys in blocks of
+// kKeyBlock and apply the online-softmax identity (cpu/softmax/09b_online) to
 // the OUTPUT row as well as to the sum. For one query row keep
 //
 //   m  running max of the scores seen so far
@@ -25,13 +25,13 @@
 // Cost: one exp per score as before, plus d multiplies per row per block for
 // the rescale; bytes: Q, K, V read (K, V once per query block), O written once.
 // Supported: f32, any sizes.
-// Run just this: build/convlab run attention/cpu/02_fused_online
+// Run just this: build/convlab run attention/cpu/09b_fused_online
 #include <omp.h>
 
 #include <algorithm>
 #include <cmath>
 
-#include "core/ops/attention.hpp"
+#include "ops/attention.hpp"
 
 namespace convlab {
 namespace {
@@ -133,7 +133,7 @@ void run(const AttentionProblem& p, const Args<AttentionProblem>& a) {
 }
 
 const Register<AttentionProblem> reg{{
-    .name = "02_fused_online",
+    .name = "09b_fused_online",
     .device = Device::cpu,
     .lesson = 9,
     .supports = f32_only<AttentionProblem>,

@@ -1,4 +1,4 @@
-// cpu/conv2d/01_seven_loop.cpp — lesson 01, rung 1: the definition, as loops.
+// cpu/conv2d/01a_seven_loop.cpp — lesson 01, rung 1: the definition, as loops.
 //
 // Idea: Eq. 15/18 of Lavin's paper written out literally. Seven nested loops —
 // four over the output (n, p, q, k) and three over the reduction (r, s, t) —
@@ -7,8 +7,8 @@
 // the caches happen to catch those reloads, not by the arithmetic units.
 // Cost: N·P·Q·K·T·R·S multiply-adds, one thread, no SIMD beyond what the
 // compiler finds on its own.
-// Run just this: build/convlab run conv2d/cpu/01_seven_loop
-#include "core/ops/conv2d.hpp"
+// Run just this: build/convlab run conv2d/cpu/01a_seven_loop
+#include "ops/conv2d.hpp"
 
 namespace convlab {
 namespace {
@@ -40,7 +40,7 @@ void run(const ConvProblem& p, const Args<ConvProblem>& a) {
 }
 
 const Register<ConvProblem> reg{{
-    .name = "01_seven_loop",
+    .name = "01a_seven_loop",
     .device = Device::cpu,
     .lesson = 1,
     .supports = f32_only<ConvProblem>,

@@ -1,6 +1,6 @@
-// cpu/conv2d/02_openmp.cpp — lesson 01, rung 2: the same loops on every core.
+// cpu/conv2d/01b_openmp.cpp — lesson 01, rung 2: the same loops on every core.
 //
-// Idea over 01_seven_loop: the N·P·Q output pixels are independent, so the
+// Idea over 01a_seven_loop: the N·P·Q output pixels are independent, so the
 // three outer loops are fused into one and shared among OpenMP threads; each
 // thread writes a disjoint set of outputs, so no synchronisation is needed.
 // The inner loops are unchanged except for one thing: the K accumulators of a
@@ -9,14 +9,14 @@
 // data reuse that GEMM blocking (lesson 03) makes systematic.
 // Cost: the same multiply-adds; speed-up at most the core count, less where
 // memory bandwidth runs out first.
-// Run just this: build/convlab run conv2d/cpu/02_openmp
+// Run just this: build/convlab run conv2d/cpu/01b_openmp
 #include <omp.h>
 
 #include <algorithm>
 
 #include <vector>
 
-#include "core/ops/conv2d.hpp"
+#include "ops/conv2d.hpp"
 
 namespace convlab {
 namespace {
@@ -57,7 +57,7 @@ void run(const ConvProblem& p, const Args<ConvProblem>& a) {
 }
 
 const Register<ConvProblem> reg{{
-    .name = "02_openmp",
+    .name = "01b_openmp",
     .device = Device::cpu,
     .lesson = 1,
     .supports = f32_only<ConvProblem>,

@@ -1,8 +1,8 @@
-// cpu/conv2d/03_im2col_naive_gemm.cpp — lesson 02, rung 3: convolution as a matrix product.
+// cpu/conv2d/02a_im2col_naive_gemm.cpp — lesson 02, rung 3: convolution as a matrix product.
 //
 // Idea over lesson 01's direct loops: copy, for every output pixel, the R·S·T
 // inputs its window covers into one row of a "patch matrix" (im2col, see
-// cpu/conv2d/im2col.hpp), zero padding written out explicitly. Then the whole
+// cpu/lib/im2col.hpp), zero padding written out explicitly. Then the whole
 // convolution is ONE matrix product per group,
 //
 //   y_g [N·P·Q, K/G]  =  patches_g [N·P·Q, R·S·T]  ·  w_gᵀ      (w_g = [K/G, R·S·T], KRSC rows)
@@ -10,10 +10,10 @@
 // and y_g is a column slice of NHWC y, written in place. The GEMM here is the
 // plain three-loop definition (lesson 03's rung 1): its point is the
 // *structure*, not the speed — once a convolution is a GEMM, all of lesson 03
-// applies to it unchanged (rung 04_im2col_gemm does exactly that).
+// applies to it unchanged (rung 02b_im2col_gemm does exactly that).
 //
 // Both operands of every dot product are contiguous: a patch row and a KRSC
-// weight row both run along (r, s, t). Compare 01_seven_loop, where the
+// weight row both run along (r, s, t). Compare 01a_seven_loop, where the
 // window's R·S pieces are scattered through x and the padding test sits in
 // the loop: here the gather happened once, up front, for all K channels.
 //
@@ -21,16 +21,16 @@
 // matrix. Workspace: one group's patch matrix, N·P·Q·R·S·T floats — about
 // R·S times the input for stride 1 (9× for 3x3), reported by the harness as
 // workspace_bytes. For 1x1, stride 1, pad 0 the patch matrix IS x (viewed as
-// [N·H·W, C]): no copy and workspace 0. One thread, like 01_seven_loop; the
+// [N·H·W, C]): no copy and workspace 0. One thread, like 01a_seven_loop; the
 // naive GEMM's single dependency chain per output (one `acc`) is lesson 03's
 // first problem, not this lesson's.
-// Run just this: build/convlab run conv2d/cpu/03_im2col_naive_gemm
+// Run just this: build/convlab run conv2d/cpu/02a_im2col_naive_gemm
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 
-#include "core/ops/conv2d.hpp"
-#include "cpu/conv2d/im2col.hpp"
+#include "ops/conv2d.hpp"
+#include "cpu/lib/im2col.hpp"
 
 namespace convlab {
 namespace {
@@ -45,7 +45,7 @@ void run(const ConvProblem& p, const Args<ConvProblem>& a) {
   float* y = static_cast<float*>(a.y);              // [N, P, Q, K]        NHWC = [N·P·Q, K]
   const bool view = patch_matrix_is_a_view(p);
   float* ws = static_cast<float*>(a.workspace);     // [N·P·Q, R·S·T] one group's patch matrix
-  if (!view && !ws) throw std::runtime_error("conv2d/cpu/03_im2col_naive_gemm: missing workspace");
+  if (!view && !ws) throw std::runtime_error("conv2d/cpu/02a_im2col_naive_gemm: missing workspace");
 
   const int64_t M = patch_rows(p);                  // GEMM rows: output pixels
   const int64_t depth = patch_cols(p);              // GEMM depth: R·S·T
@@ -77,7 +77,7 @@ void run(const ConvProblem& p, const Args<ConvProblem>& a) {
 }
 
 const Register<ConvProblem> reg{{
-    .name = "03_im2col_naive_gemm",
+    .name = "02a_im2col_naive_gemm",
     .device = Device::cpu,
     .lesson = 2,
     .supports = f32_only<ConvProblem>,

@@ -1,9 +1,9 @@
-// cpu/conv2d/04_im2col_gemm.cpp — lesson 02, rung 4: im2col + the suite's fast GEMM.
+// cpu/conv2d/02b_im2col_gemm.cpp — lesson 02, rung 4: im2col + the suite's fast GEMM.
 //
-// Idea over 03_im2col_naive_gemm: the same patch rows, built by all threads,
+// Idea over 02a_im2col_naive_gemm: the same patch rows, built by all threads,
 // and the product y_g = patches_g · w_gᵀ handed to lesson 03's finished GEMM
 // — Goto's five loops, packed micro-panels, the AVX2 6×16 register
-// micro-kernel and rung 06's OpenMP split (cpu/gemm/gemm_kernels.hpp,
+// micro-kernel and rung 06's OpenMP split (cpu/lib/gemm_kernels.hpp,
 // gemm_packed_parallel). Nothing convolution-specific is left in the hot
 // loop: that is the whole point of im2col. The GEMM sees
 //
@@ -40,16 +40,16 @@
 // GEMM's MC) + the GEMM's packed B panel and one packed A block per thread,
 // sized for omp_get_max_threads() when the case is built. 1x1, stride 1,
 // pad 0: x is the patch matrix (a view): one GEMM per group, no slab at all.
-// Run just this: build/convlab run conv2d/cpu/04_im2col_gemm   (OMP_NUM_THREADS=n to choose n)
+// Run just this: build/convlab run conv2d/cpu/02b_im2col_gemm   (OMP_NUM_THREADS=n to choose n)
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 
-#include "core/ops/conv2d.hpp"
-#include "cpu/common/threads.hpp"
-#include "cpu/conv2d/im2col.hpp"
-#include "cpu/gemm/gemm_kernels.hpp"
+#include "ops/conv2d.hpp"
+#include "cpu/lib/threads.hpp"
+#include "cpu/lib/im2col.hpp"
+#include "cpu/lib/gemm_kernels.hpp"
 
 namespace convlab {
 namespace {
@@ -106,7 +106,7 @@ void run(const ConvProblem& p, const Args<ConvProblem>& a) {
   const float* w = static_cast<const float*>(a.w);  // [K, R, S, C/groups] KRSC = per group [K/G, R·S·T]
   float* y = static_cast<float*>(a.y);              // [N, P, Q, K]        NHWC = [N·P·Q, K]
   float* ws = static_cast<float*>(a.workspace);     // [slab | packed B panel | packed A blocks]
-  if (!ws) throw std::runtime_error("conv2d/cpu/04_im2col_gemm: missing workspace");
+  if (!ws) throw std::runtime_error("conv2d/cpu/02b_im2col_gemm: missing workspace");
   float* slab = ws;                                 // [slab rows, R·S·T] patch rows
   void* gemm_ws = ws + slab_floats_aligned(p);      // 64-byte aligned: the slab part is rounded to 16 floats
   const MicroKernel kernel = selected_micro_kernel().kernel;
@@ -143,7 +143,7 @@ void run(const ConvProblem& p, const Args<ConvProblem>& a) {
 }
 
 const Register<ConvProblem> reg{{
-    .name = "04_im2col_gemm",
+    .name = "02b_im2col_gemm",
     .device = Device::cpu,
     .lesson = 2,
     .supports = supports,

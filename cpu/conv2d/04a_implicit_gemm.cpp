@@ -1,6 +1,6 @@
-// cpu/conv2d/05_implicit_gemm.cpp — lesson 04, CPU rung 5: GEMM on a matrix that is never written.
+// cpu/conv2d/04a_implicit_gemm.cpp — lesson 04, CPU rung 5: GEMM on a matrix that is never written.
 //
-// Idea over 04_im2col_gemm: the convolution is the GEMM
+// Idea over 02b_im2col_gemm: the convolution is the GEMM
 //
 //   Y[M, K] = A[M, RST] · B[RST, K]      M = N·P·Q output pixels, RST = R·S·T reduction
 //
@@ -9,7 +9,7 @@
 //   Y = y as [N·P·Q, K] row-major      NHWC y is exactly that matrix
 //
 // and rung 04 writes A (the im2col matrix, R·S times the size of x) to memory
-// before multiplying. But lesson 03's GEMM (rung 06_openmp) already copies A,
+// before multiplying. But lesson 03's GEMM (rung 03f_openmp) already copies A,
 // one MC × KC block at a time, into a small packed buffer before the
 // micro-kernel sees it. So let THAT copy read x directly: the packing routine
 // gets the address map (m, r, s, t) → x[...] — a "virtual im2col view" — in
@@ -32,7 +32,7 @@
 // R·S re-reads of one block touch the same few image rows, which stay in L2.
 // Supported: f32, any shape, stride, pad and groups (each group is its own
 // GEMM over its T channels and K/groups outputs); N·P·Q < 2³¹.
-// Run just this: build/convlab run conv2d/cpu/05_implicit_gemm
+// Run just this: build/convlab run conv2d/cpu/04a_implicit_gemm
 #include <omp.h>
 
 #include <algorithm>
@@ -40,9 +40,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/ops/conv2d.hpp"
-#include "cpu/common/threads.hpp"
-#include "cpu/gemm/gemm_kernels.hpp"
+#include "ops/conv2d.hpp"
+#include "cpu/lib/threads.hpp"
+#include "cpu/lib/gemm_kernels.hpp"
 
 namespace convlab {
 namespace {
@@ -50,7 +50,7 @@ namespace {
 using namespace cpu_gemm;  // kMR, kNR, kKC, kMC, kNC, pack_bt_micropanel, macro_kernel: lesson 03's
 
 // ---- tunables ------------------------------------------------------------------
-// All the blocking sizes are lesson 03's (cpu/gemm/gemm_kernels.hpp), on purpose:
+// All the blocking sizes are lesson 03's (cpu/lib/gemm_kernels.hpp), on purpose:
 // implicit GEMM changes where A comes from, not how the GEMM is blocked. The one
 // choice made here is how the reduction RST is cut into depth slices.
 constexpr bool kBalancedSlices = true;  // RST = 576 → 3 slices of 192, not 256 + 256 + 64
@@ -131,7 +131,7 @@ void pack_a_implicit(const Im2colView& v, int64_t m0, int mc, int k0, int kc, fl
 }
 
 // B = wᵀ is packed by lesson 03's pack_bt_micropanel (added for lesson 02's
-// 04_im2col_gemm): it reads w's rows as B's columns, so no transpose is stored.
+// 02b_im2col_gemm): it reads w's rows as B's columns, so no transpose is stored.
 
 std::size_t workspace_bytes(const ConvProblem& p) { return packed_workspace_bytes(gemm_view(p), thread_count()); }
 
@@ -200,7 +200,7 @@ void run(const ConvProblem& p, const Args<ConvProblem>& a) {
 }
 
 const Register<ConvProblem> reg{{
-    .name = "05_implicit_gemm",
+    .name = "04a_implicit_gemm",
     .device = Device::cpu,
     .lesson = 4,
     .supports = supports,

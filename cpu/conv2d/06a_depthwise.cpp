@@ -1,6 +1,6 @@
-// cpu/conv2d/08_depthwise.cpp — lesson 06, CPU rung 8: depthwise convolution as its own loop nest.
+// cpu/conv2d/06a_depthwise.cpp — lesson 06, CPU rung 8: depthwise convolution as its own loop nest.
 //
-// Idea over 05_implicit_gemm: a depthwise conv (groups = C = K, one input
+// Idea over 04a_implicit_gemm: a depthwise conv (groups = C = K, one input
 // channel per group, T = 1) is not a GEMM worth the name. As a GEMM per group
 // it is M = N·P·Q rows by ONE column by a reduction of R·S = 9: rung 05 packs
 // a block of A for every group to multiply it with a single weight column,
@@ -36,14 +36,14 @@
 // of x) the data sits in L3 and the loop runs at cache speed, not DRAM speed.
 // Supported: f32, groups == C == K (no channel multiplier), any R, S, stride,
 // pad. Workspace: R·S·C floats (the transposed weights).
-// Run just this: build/convlab run conv2d/cpu/08_depthwise --shape N=8,H=28,C=128,K=128,R=3,pad=1,groups=128
+// Run just this: build/convlab run conv2d/cpu/06a_depthwise --shape N=8,H=28,C=128,K=128,R=3,pad=1,groups=128
 #include <omp.h>
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
-#include "core/ops/conv2d.hpp"
+#include "ops/conv2d.hpp"
 
 namespace convlab {
 namespace {
@@ -128,7 +128,7 @@ void run(const ConvProblem& p, const Args<ConvProblem>& a) {
 }
 
 const Register<ConvProblem> reg{{
-    .name = "08_depthwise",
+    .name = "06a_depthwise",
     .device = Device::cpu,
     .lesson = 6,
     .supports = supports,

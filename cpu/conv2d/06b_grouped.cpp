@@ -1,6 +1,6 @@
-// cpu/conv2d/09_grouped.cpp — lesson 06, CPU rung 9: grouped convolution with narrow groups.
+// cpu/conv2d/06b_grouped.cpp — lesson 06, CPU rung 9: grouped convolution with narrow groups.
 //
-// Idea over 08_depthwise: between depthwise (T = 1) and dense (T = C) lie
+// Idea over 06a_depthwise: between depthwise (T = 1) and dense (T = C) lie
 // grouped convs with a small group width T: ResNeXt's T = 4..32, ConvFirst's
 // T = 8. Rung 05 runs them as one implicit GEMM per group, M = N·P·Q by
 // Kg = K/groups by R·S·T, and with Kg = 8 its 6×16 micro-kernel computes 16
@@ -38,7 +38,7 @@
 // keeps T = 8 further from the peak than T = 32.
 // Supported: f32, groups > 1 with T ≥ 2 or Kg ≥ 2 (depthwise proper is
 // 08's), Kg ≤ 64, any R, S, stride, pad. Workspace: K·R·S·T + C floats.
-// Run just this: build/convlab run conv2d/cpu/09_grouped --shape N=8,H=28,C=128,K=128,R=3,pad=1,groups=16
+// Run just this: build/convlab run conv2d/cpu/06b_grouped --shape N=8,H=28,C=128,K=128,R=3,pad=1,groups=16
 #include <omp.h>
 
 #include <algorithm>
@@ -46,7 +46,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "core/ops/conv2d.hpp"
+#include "ops/conv2d.hpp"
 
 namespace convlab {
 namespace {
@@ -184,7 +184,7 @@ void run(const ConvProblem& p, const Args<ConvProblem>& a) {
 }
 
 const Register<ConvProblem> reg{{
-    .name = "09_grouped",
+    .name = "06b_grouped",
     .device = Device::cpu,
     .lesson = 6,
     .supports = supports,

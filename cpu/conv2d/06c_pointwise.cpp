@@ -1,6 +1,6 @@
-// cpu/conv2d/10_pointwise.cpp — lesson 06, CPU rung 10: a pointwise (1x1) conv is a GEMM, with nothing to build.
+// cpu/conv2d/06c_pointwise.cpp — lesson 06, CPU rung 10: a pointwise (1x1) conv is a GEMM, with nothing to build.
 //
-// Idea over 09_grouped: the other half of a depthwise-separable block. With
+// Idea over 06b_grouped: the other half of a depthwise-separable block. With
 // R = S = 1, stride 1, no padding and one group, output pixel m reads input
 // pixel m and nothing else, so in NHWC the convolution IS the GEMM
 //
@@ -12,7 +12,7 @@
 // No im2col (lesson 02), no view (lesson 04), no per-group loop: x is handed
 // to lesson 03's packed GEMM as A, w as Bᵀ (its packing reads rows of w as
 // columns of B, so no transpose is stored), and y is C. The only thing this
-// rung does is see that, and call the GEMM (cpu/gemm/gemm_kernels.hpp,
+// rung does is see that, and call the GEMM (cpu/lib/gemm_kernels.hpp,
 // gemm_packed_parallel: Goto's five loops, AVX2 6×16 micro-kernel, OpenMP).
 //
 // Cost: 2·M·K·C flops at the GEMM's rate. The intensity (Eq. 26) is
@@ -23,13 +23,13 @@
 // both move about the same bytes.
 // Supported: f32, R = S = 1, stride 1, pad 0, groups 1, N·H·W < 2³¹.
 // Workspace: the GEMM's packed B panel and one packed A block per thread.
-// Run just this: build/convlab run conv2d/cpu/10_pointwise --shape N=8,H=28,C=128,K=128,R=1
+// Run just this: build/convlab run conv2d/cpu/06c_pointwise --shape N=8,H=28,C=128,K=128,R=1
 #include <cstddef>
 #include <cstdint>
 
-#include "core/ops/conv2d.hpp"
-#include "cpu/common/threads.hpp"
-#include "cpu/gemm/gemm_kernels.hpp"
+#include "ops/conv2d.hpp"
+#include "cpu/lib/threads.hpp"
+#include "cpu/lib/gemm_kernels.hpp"
 
 namespace convlab {
 namespace {
@@ -66,7 +66,7 @@ void run(const ConvProblem& p, const Args<ConvProblem>& a) {
 }
 
 const Register<ConvProblem> reg{{
-    .name = "10_pointwise",
+    .name = "06c_pointwise",
     .device = Device::cpu,
     .lesson = 6,
     .supports = supports,

@@ -47,7 +47,7 @@
 #include <stdexcept>
 #include <unsupported/Eigen/CXX11/Tensor>
 
-#include "core/ops/conv2d.hpp"
+#include "ops/conv2d.hpp"
 
 namespace convlab {
 namespace {

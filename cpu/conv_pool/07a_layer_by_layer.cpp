@@ -1,9 +1,9 @@
-// cpu/conv_pool/01_layer_by_layer.cpp — lesson 07, CPU rung 1: three layers, three passes.
+// cpu/conv_pool/07a_layer_by_layer.cpp — lesson 07, CPU rung 1: three layers, three passes.
 //
 // The baseline every framework runs when nothing fuses: each layer is its own
 // kernel and hands the next one a full tensor in memory.
 //
-//   pass 1  y_full = conv2d(x, w)                 the suite's best CPU conv, conv2d/cpu/05_implicit_gemm,
+//   pass 1  y_full = conv2d(x, w)                 the suite's best CPU conv, conv2d/cpu/04a_implicit_gemm,
 //                                                 called through the registry (not copied)
 //   pass 2  y_full = max(y_full·scale + bias, 0)  in place, one sweep
 //   pass 3  y     = maxpool2x2(y_full)            one sweep, floor on odd P / Q
@@ -19,19 +19,19 @@
 // 4·6.4 MB sweep at ~20–40 GB/s (L3/DRAM, 2 cores) costs ~1 ms next to the conv's
 // ~5–8 ms at 60–90 GFLOP/s: fused/unfused ≈ 1.1–1.25×. The CPU gain is small
 // because the conv is expensive per byte there; lesson text has the GPU side.
-// Run just this: build/convlab run conv_bias_relu_pool/cpu/01_layer_by_layer
+// Run just this: build/convlab run conv_bias_relu_pool/cpu/07a_layer_by_layer
 #include <algorithm>
 #include <cstddef>
 #include <stdexcept>
 
-#include "core/ops/conv2d.hpp"
-#include "core/ops/conv_pool.hpp"
-#include "cpu/conv_pool/layer_passes.hpp"
+#include "ops/conv2d.hpp"
+#include "ops/conv_pool.hpp"
+#include "cpu/lib/layer_passes.hpp"
 
 namespace convlab {
 namespace {
 
-constexpr const char* kConvVariant = "05_implicit_gemm";  // conv2d/cpu/05_implicit_gemm
+constexpr const char* kConvVariant = "04a_implicit_gemm";  // conv2d/cpu/04a_implicit_gemm
 constexpr std::size_t kAlign = 64;                         // the conv's workspace starts on a cache line
 
 // The registered conv variant this rung calls. Looked up at run time, when
@@ -39,7 +39,7 @@ constexpr std::size_t kAlign = 64;                         // the conv's workspa
 const Variant<ConvProblem>& conv_variant() {
   for (const Variant<ConvProblem>& v : Registry<ConvProblem>::variants())
     if (v.device == Device::cpu && v.name == kConvVariant) return v;
-  throw std::logic_error(std::string("conv_bias_relu_pool/cpu/01_layer_by_layer: conv2d/cpu/") + kConvVariant +
+  throw std::logic_error(std::string("conv_bias_relu_pool/cpu/07a_layer_by_layer: conv2d/cpu/") + kConvVariant +
                          " is not registered");
 }
 
@@ -73,14 +73,14 @@ void run(const ConvPoolProblem& p, const Args<ConvPoolProblem>& a) {
 }
 
 const Register<ConvPoolProblem> reg{{
-    .name = "01_layer_by_layer",
+    .name = "07a_layer_by_layer",
     .device = Device::cpu,
     .lesson = 7,
     .supports = supports,
     .run = run,
     .workspace_bytes = workspace_bytes,
     .threads = Threads::all,
-    .idea = "conv2d/cpu/05_implicit_gemm, then a scale/bias/ReLU pass, then a 2x2 max-pool pass; "
+    .idea = "conv2d/cpu/04a_implicit_gemm, then a scale/bias/ReLU pass, then a 2x2 max-pool pass; "
             "the full-resolution tensor goes through memory 4 times",
     .model_bytes = model_bytes,
 }};

@@ -1,6 +1,6 @@
-// cpu/conv_pool/02_fused.cpp — lesson 07, CPU rung 2: the epilogue and the pool run on the conv's output tile.
+// cpu/conv_pool/07b_fused.cpp — lesson 07, CPU rung 2: the epilogue and the pool run on the conv's output tile.
 //
-// Idea over 01_layer_by_layer: rung 01 writes the conv output y_full, reads it
+// Idea over 07a_layer_by_layer: rung 01 writes the conv output y_full, reads it
 // back to scale/bias/ReLU it, writes it again, and reads it a third time to
 // pool it. Here a thread computes a block of conv outputs into a small tile
 // that stays in its L2 (≤ 144 rows × 256 channels), and finishes the layer
@@ -30,7 +30,7 @@
 // Prediction (bench shape n2 112x112 C16 → K64 3x3 f32): the same GEMM work
 // as rung 01 minus its two extra sweeps of y_full: ~1.1–1.25× faster (see
 // rung 01's header); the win is small on a CPU whose conv is slow per byte.
-// Run just this: build/convlab run conv_bias_relu_pool/cpu/02_fused
+// Run just this: build/convlab run conv_bias_relu_pool/cpu/07b_fused
 #include <omp.h>
 
 #include <algorithm>
@@ -38,9 +38,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/ops/conv_pool.hpp"
-#include "cpu/common/threads.hpp"
-#include "cpu/gemm/gemm_kernels.hpp"
+#include "ops/conv_pool.hpp"
+#include "cpu/lib/threads.hpp"
+#include "cpu/lib/gemm_kernels.hpp"
 
 namespace convlab {
 namespace {
@@ -259,7 +259,7 @@ void run(const ConvPoolProblem& p, const Args<ConvPoolProblem>& a) {
 }
 
 const Register<ConvPoolProblem> reg{{
-    .name = "02_fused",
+    .name = "07b_fused",
     .device = Device::cpu,
     .lesson = 7,
     .supports = supports,

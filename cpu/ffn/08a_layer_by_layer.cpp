@@ -1,4 +1,4 @@
-// cpu/ffn/01_layer_by_layer.cpp — lesson 08, rung 1: Eq. 30 as written, one layer at a time.
+// cpu/ffn/08a_layer_by_layer.cpp — lesson 08, rung 1: Eq. 30 as written, one layer at a time.
 //
 // The first rung of a new lesson is the plain algorithm done well: the two
 // linear layers of FFN(X) = φ(X·U + a)·V + b are two calls of lesson 03's
@@ -18,15 +18,15 @@
 // so every pass over it goes to DRAM. Rung 02 removes it.
 //
 // Supported: f32, any sizes. Workspace: H plus the GEMM's packed panels.
-// Run just this: build/convlab run ffn/cpu/01_layer_by_layer
+// Run just this: build/convlab run ffn/cpu/08a_layer_by_layer
 #include <omp.h>
 
 #include <cstddef>
 
-#include "core/ops/ffn.hpp"
-#include "cpu/common/threads.hpp"
-#include "cpu/ffn/ffn_cpu.hpp"
-#include "cpu/gemm/gemm_kernels.hpp"
+#include "ops/ffn.hpp"
+#include "cpu/lib/threads.hpp"
+#include "cpu/lib/ffn_cpu.hpp"
+#include "cpu/lib/gemm_kernels.hpp"
 
 namespace convlab {
 namespace {
@@ -80,7 +80,7 @@ void run(const FfnProblem& p, const Args<FfnProblem>& args) {
 }
 
 const Register<FfnProblem> reg{{
-    .name = "01_layer_by_layer",
+    .name = "08a_layer_by_layer",
     .device = Device::cpu,
     .lesson = 8,
     .supports = f32_only<FfnProblem>,

@@ -1,6 +1,6 @@
-// cpu/ffn/02_loop_fused.cpp — lesson 08, rung 2: loop fusion, the hidden tensor never exists.
+// cpu/ffn/08b_loop_fused.cpp — lesson 08, rung 2: loop fusion, the hidden tensor never exists.
 //
-// Idea over 01_layer_by_layer: Eq. 32. φ acts on each hidden channel on its
+// Idea over 08a_layer_by_layer: Eq. 32. φ acts on each hidden channel on its
 // own, so the columns of U can be taken a chunk at a time, and each chunk's
 // hidden values used at once by the matching rows of V:
 //
@@ -34,16 +34,16 @@
 // TM-row tiles, short enough that the micro-kernel's edge handling and call
 // overhead show. DRAM traffic drops to x, z and the weights.
 //
-// Supported: f32, any sizes. Run just this: build/convlab run ffn/cpu/02_loop_fused
+// Supported: f32, any sizes. Run just this: build/convlab run ffn/cpu/08b_loop_fused
 #include <omp.h>
 
 #include <algorithm>
 #include <cstddef>
 
-#include "core/ops/ffn.hpp"
-#include "cpu/common/threads.hpp"
-#include "cpu/ffn/ffn_cpu.hpp"
-#include "cpu/gemm/gemm_kernels.hpp"
+#include "ops/ffn.hpp"
+#include "cpu/lib/threads.hpp"
+#include "cpu/lib/ffn_cpu.hpp"
+#include "cpu/lib/gemm_kernels.hpp"
 
 namespace convlab {
 namespace {
@@ -161,7 +161,7 @@ void run(const FfnProblem& p, const Args<FfnProblem>& args) {
 }
 
 const Register<FfnProblem> reg{{
-    .name = "02_loop_fused",
+    .name = "08b_loop_fused",
     .device = Device::cpu,
     .lesson = 8,
     .supports = f32_only<FfnProblem>,

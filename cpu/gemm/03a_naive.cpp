@@ -1,4 +1,4 @@
-// cpu/gemm/01_naive.cpp — lesson 03, rung 1: the definition, as three loops.
+// cpu/gemm/03a_naive.cpp — lesson 03, rung 1: the definition, as three loops.
 //
 // Idea: C(i, j) = Σ_k A(i, k) · B(k, j), written the way it is defined — for
 // every output element, a dot product of a row of A with a column of B, in
@@ -14,10 +14,10 @@
 // `supports` therefore stops at M·N·K ≤ 1024³ (4 s per run here), so the
 // CPU benchmark stays within a few minutes; the rung is still tested on the
 // whole test table and benchmarked at 256³ and 1024³.
-// Run just this: build/convlab run gemm/cpu/01_naive
+// Run just this: build/convlab run gemm/cpu/03a_naive
 #include <cstdint>
 
-#include "core/ops/gemm.hpp"
+#include "ops/gemm.hpp"
 
 namespace convlab {
 namespace {
@@ -44,7 +44,7 @@ void run(const GemmProblem& p, const Args<GemmProblem>& args) {
 }
 
 const Register<GemmProblem> reg{{
-    .name = "01_naive",
+    .name = "03a_naive",
     .device = Device::cpu,
     .lesson = 3,
     .supports = supports,

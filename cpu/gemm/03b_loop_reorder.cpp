@@ -1,6 +1,6 @@
-// cpu/gemm/02_loop_reorder.cpp — lesson 03, rung 2: the same loops, (i, k, j).
+// cpu/gemm/03b_loop_reorder.cpp — lesson 03, rung 2: the same loops, (i, k, j).
 //
-// Idea over 01_naive: swap the two inner loops. For a fixed row i and depth
+// Idea over 03a_naive: swap the two inner loops. For a fixed row i and depth
 // k, A(i, k) is one number, and it multiplies the whole row k of B into the
 // whole row i of C:
 //
@@ -18,10 +18,10 @@
 // L3), 16 MiB at 2048² (next to A and C, 16 MiB each, it does not: DRAM).
 // Every FMA lane needs one fresh float of B: 2 FLOP per 4 bytes.
 // Size cap: M·N·K ≤ 2048³ (under a second per run here), so the benchmark stays short.
-// Run just this: build/convlab run gemm/cpu/02_loop_reorder
+// Run just this: build/convlab run gemm/cpu/03b_loop_reorder
 #include <cstdint>
 
-#include "core/ops/gemm.hpp"
+#include "ops/gemm.hpp"
 
 namespace convlab {
 namespace {
@@ -51,7 +51,7 @@ void run(const GemmProblem& p, const Args<GemmProblem>& args) {
 }
 
 const Register<GemmProblem> reg{{
-    .name = "02_loop_reorder",
+    .name = "03b_loop_reorder",
     .device = Device::cpu,
     .lesson = 3,
     .supports = supports,

@@ -1,6 +1,6 @@
-// cpu/gemm/03_cache_blocking.cpp — lesson 03, rung 3: blocks that fit the caches.
+// cpu/gemm/03c_cache_blocking.cpp — lesson 03, rung 3: blocks that fit the caches.
 //
-// Idea over 02_loop_reorder: 02 streams all of B through the core once per
+// Idea over 03b_loop_reorder: 02 streams all of B through the core once per
 // row of A. Cut B into blocks of BK × BN that fit in L2 and finish everything
 // that needs one block — every row of A — before moving to the next. A block
 // of b × b floats is then fetched from DRAM (or L3) once and used b times per
@@ -23,12 +23,12 @@
 // the L3 anyway, blocking gains about a quarter over 02; at 2048³, where it
 // does not, about half.
 // Tunables: kBlockM/N/K in gemm_kernels.hpp (shared with 04, static_asserts there).
-// Run just this: build/convlab run gemm/cpu/03_cache_blocking
+// Run just this: build/convlab run gemm/cpu/03c_cache_blocking
 #include <algorithm>
 #include <cstdint>
 
-#include "core/ops/gemm.hpp"
-#include "cpu/gemm/gemm_kernels.hpp"
+#include "ops/gemm.hpp"
+#include "cpu/lib/gemm_kernels.hpp"
 
 namespace convlab {
 namespace {
@@ -57,7 +57,7 @@ void run(const GemmProblem& p, const Args<GemmProblem>& args) {
 }
 
 const Register<GemmProblem> reg{{
-    .name = "03_cache_blocking",
+    .name = "03c_cache_blocking",
     .device = Device::cpu,
     .lesson = 3,
     .supports = f32_only<GemmProblem>,

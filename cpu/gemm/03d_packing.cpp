@@ -1,6 +1,6 @@
-// cpu/gemm/04_packing.cpp — lesson 03, rung 4: copy each block before using it.
+// cpu/gemm/03d_packing.cpp — lesson 03, rung 4: copy each block before using it.
 //
-// Idea over 03_cache_blocking: a block of a row-major matrix is not a block
+// Idea over 03c_cache_blocking: a block of a row-major matrix is not a block
 // of memory. 03's B block is BK rows of BN floats, each N floats after the
 // previous one: at N = 2048 the rows are 8 KiB apart, so the block is spread
 // over BK different 4 KiB pages (one TLB entry each), its rows compete for
@@ -24,12 +24,12 @@
 // around every FMA. 05 packs differently — into the micro-panels a register
 // kernel wants — and keeps C in registers.
 // Tunables: kBlockM/N/K in gemm_kernels.hpp (shared with 03).
-// Run just this: build/convlab run gemm/cpu/04_packing
+// Run just this: build/convlab run gemm/cpu/03d_packing
 #include <algorithm>
 #include <cstddef>
 
-#include "core/ops/gemm.hpp"
-#include "cpu/gemm/gemm_kernels.hpp"
+#include "ops/gemm.hpp"
+#include "cpu/lib/gemm_kernels.hpp"
 
 namespace convlab {
 namespace {
@@ -65,7 +65,7 @@ void run(const GemmProblem& p, const Args<GemmProblem>& args) {
 }
 
 const Register<GemmProblem> reg{{
-    .name = "04_packing",
+    .name = "03d_packing",
     .device = Device::cpu,
     .lesson = 3,
     .supports = f32_only<GemmProblem>,

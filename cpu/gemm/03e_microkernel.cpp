@@ -1,6 +1,6 @@
-// cpu/gemm/05_microkernel.cpp — lesson 03, rung 5: the register micro-kernel.
+// cpu/gemm/03e_microkernel.cpp — lesson 03, rung 5: the register micro-kernel.
 //
-// Idea over 04_packing: 04's inner loop loads C(i, j) from L1 and stores it
+// Idea over 03d_packing: 04's inner loop loads C(i, j) from L1 and stores it
 // back around every FMA, so it is bound by loads and stores, not by
 // arithmetic. Here a small MR × NR = 6 × 16 tile of C stays in registers for
 // a whole depth slice of KC = 256 steps, and C is touched once at the end.
@@ -43,12 +43,12 @@
 // tests/gemm_cpu_test.cpp runs both paths.
 // Cost: the multiply-adds; packing every element of A N/NC times and of B
 // once; workspace one MC × KC block of A and one KC × NC panel of B. One thread.
-// Run just this: build/convlab run gemm/cpu/05_microkernel
-//                CONVLAB_NO_AVX2=1 build/convlab run gemm/cpu/05_microkernel   (the portable path)
+// Run just this: build/convlab run gemm/cpu/03e_microkernel
+//                CONVLAB_NO_AVX2=1 build/convlab run gemm/cpu/03e_microkernel   (the portable path)
 #include <cstddef>
 
-#include "core/ops/gemm.hpp"
-#include "cpu/gemm/gemm_kernels.hpp"
+#include "ops/gemm.hpp"
+#include "cpu/lib/gemm_kernels.hpp"
 
 namespace convlab {
 namespace {
@@ -63,7 +63,7 @@ void run(const GemmProblem& p, const Args<GemmProblem>& args) {
 }
 
 const Register<GemmProblem> reg{{
-    .name = "05_microkernel",
+    .name = "03e_microkernel",
     .device = Device::cpu,
     .lesson = 3,
     .supports = f32_only<GemmProblem>,

@@ -1,6 +1,6 @@
-// cpu/gemm/06_openmp.cpp — lesson 03, rung 6: every core, one shared B panel.
+// cpu/gemm/03f_openmp.cpp — lesson 03, rung 6: every core, one shared B panel.
 //
-// Idea over 05_microkernel: the same five loops, kernel and blocking, on all
+// Idea over 03e_microkernel: the same five loops, kernel and blocking, on all
 // OpenMP threads. Which loop to split decides who shares what:
 //
 //   for jc step NC:                          (all threads together)
@@ -30,13 +30,13 @@
 // Workspace: the B panel once and one A block per thread, sized for
 // omp_get_max_threads() when the case is built (run() uses the same count,
 // so OMP_NUM_THREADS must not change in between).
-// Run just this: build/convlab run gemm/cpu/06_openmp   (OMP_NUM_THREADS=n to choose n)
+// Run just this: build/convlab run gemm/cpu/03f_openmp   (OMP_NUM_THREADS=n to choose n)
 #include <algorithm>
 #include <cstddef>
 
-#include "core/ops/gemm.hpp"
-#include "cpu/common/threads.hpp"
-#include "cpu/gemm/gemm_kernels.hpp"
+#include "ops/gemm.hpp"
+#include "cpu/lib/threads.hpp"
+#include "cpu/lib/gemm_kernels.hpp"
 
 namespace convlab {
 namespace {
@@ -63,7 +63,7 @@ void run(const GemmProblem& p, const Args<GemmProblem>& args) {
 }
 
 const Register<GemmProblem> reg{{
-    .name = "06_openmp",
+    .name = "03f_openmp",
     .device = Device::cpu,
     .lesson = 3,
     .supports = f32_only<GemmProblem>,

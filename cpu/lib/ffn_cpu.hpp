@@ -1,6 +1,6 @@
-// cpu/ffn/ffn_cpu.hpp — the element-wise pieces both CPU FFN rungs share:
+// cpu/lib/ffn_cpu.hpp — the element-wise pieces both CPU FFN rungs share:
 // φ in fp32, and the pass "rows of a matrix += bias, then φ". Header-only,
-// registers nothing; the GEMMs come from lesson 03 (cpu/gemm/gemm_kernels.hpp).
+// registers nothing; the GEMMs come from lesson 03 (cpu/lib/gemm_kernels.hpp).
 #pragma once
 
 #include <algorithm>
@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <stdexcept>
 
-#include "core/ops/ffn.hpp"
+#include "ops/ffn.hpp"
 
 namespace convlab::cpu_ffn {
 

@@ -1,4 +1,4 @@
-// cpu/gemm/gemm_kernels.hpp — the shared pieces of lesson 03's CPU GEMM
+// cpu/lib/gemm_kernels.hpp — the shared pieces of lesson 03's CPU GEMM
 // ladder: every tunable (one block, below), the cache-block routines of rungs
 // 03–04, and the packing routines, micro-kernels (AVX2/FMA and portable),
 // macro-kernel and one-thread driver of rungs 05–06, and (for lesson 02's
@@ -41,7 +41,7 @@
 #include <string_view>
 
 #include "core/probe.hpp"  // cpu_has_avx2_fma
-#include "core/problems.hpp"
+#include "ops/gemm.hpp"
 
 namespace convlab::cpu_gemm {
 
@@ -433,7 +433,7 @@ inline void gemm_packed(const GemmProblem& p, const float* a, const float* b, fl
 }
 
 // ============================================================================
-// Rung 06's OpenMP driver (cpu/gemm/06_openmp.cpp calls it), written for
+// Rung 06's OpenMP driver (cpu/gemm/03f_openmp.cpp calls it), written for
 // operands that may be views into larger tensors (lesson 02: one group's patch
 // matrix, one group's rows of KRSC weights, one group's channel slice of an
 // NHWC output): B panel packed by all threads together, row blocks of C dealt

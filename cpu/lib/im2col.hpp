@@ -1,5 +1,5 @@
-// cpu/conv2d/im2col.hpp — lesson 02's patch matrix, shared by the CPU rungs
-// 03_im2col_naive_gemm and 04_im2col_gemm (header-only, registers nothing).
+// cpu/lib/im2col.hpp — lesson 02's patch matrix, shared by the CPU rungs
+// 02a_im2col_naive_gemm and 02b_im2col_gemm (header-only, registers nothing).
 //
 // im2col ("image to columns") turns a convolution into one matrix product.
 // For group g, row i = (n, p, q) of the patch matrix holds the R·S·T inputs
@@ -37,7 +37,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "core/problems.hpp"
+#include "ops/conv2d.hpp"
 
 namespace convlab::cpu_conv {
 

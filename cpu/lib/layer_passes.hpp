@@ -1,4 +1,4 @@
-// cpu/conv_pool/layer_passes.hpp — the two cheap passes of the layer-by-layer
+// cpu/lib/layer_passes.hpp — the two cheap passes of the layer-by-layer
 // form (lesson 07), shared by the CPU rungs that need them.
 //
 // Each is a separate sweep over the full-resolution conv output y_full

@@ -1,4 +1,4 @@
-// cpu/common/threads.hpp — how many threads the OpenMP CPU variants use.
+// cpu/lib/threads.hpp — how many threads the OpenMP CPU variants use.
 //
 // A variant with per-thread workspace (a packed A block, a tile, a slab per
 // thread) sizes it for thread_count() threads when the case is built, and its

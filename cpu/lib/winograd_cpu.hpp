@@ -1,4 +1,4 @@
-// cpu/conv2d/winograd_cpu.hpp — lesson 05's CPU Winograd convolution,
+// cpu/lib/winograd_cpu.hpp — lesson 05's CPU Winograd convolution,
 // F(m×m, 3×3) for m = 2 and 4, shared by rungs 06 (m = 2) and 07 (m = 4).
 // Header-only, registers nothing; the rung files say what each m costs.
 //
@@ -54,10 +54,10 @@
 #include <cstdint>
 #include <stdexcept>
 
-#include "core/ops/conv2d.hpp"
-#include "cpu/common/threads.hpp"
-#include "cpu/conv2d/winograd_transforms.hpp"
-#include "cpu/gemm/gemm_kernels.hpp"
+#include "ops/conv2d.hpp"
+#include "cpu/lib/threads.hpp"
+#include "cpu/lib/winograd_transforms.hpp"
+#include "cpu/lib/gemm_kernels.hpp"
 
 namespace convlab::winograd_cpu {
 

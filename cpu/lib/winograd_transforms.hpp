@@ -1,4 +1,4 @@
-// cpu/conv2d/winograd_transforms.hpp — the matrices of Winograd's minimal
+// cpu/lib/winograd_transforms.hpp — the matrices of Winograd's minimal
 // filtering algorithms F(2,3) and F(4,3) (lesson 05), written once.
 //
 // F(m, 3) computes m outputs of a 3-tap correlation from α = m + 2 inputs:
@@ -20,8 +20,8 @@
 // common denominator so tests can check the algorithm exactly in integers
 // (tests/lesson05_winograd_test.cpp), and the float kernels use num/den.
 //
-// Header-only, registers nothing. Used by cpu/conv2d/06_winograd_f2x2_3x3.cpp,
-// 07_winograd_f4x4_3x3.cpp (through winograd_cpu.hpp) and the lesson 05 tests;
+// Header-only, registers nothing. Used by cpu/conv2d/05a_winograd_f2x2_3x3.cpp,
+// 05b_winograd_f4x4_3x3.cpp (through winograd_cpu.hpp) and the lesson 05 tests;
 // the GPU kernels (gpu/conv2d/07_winograd_*.cu) spell F(2x2,3x3) out by hand.
 #pragma once
 

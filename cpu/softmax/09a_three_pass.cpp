@@ -1,4 +1,4 @@
-// cpu/softmax/01_three_pass.cpp — lesson 09, softmax rung 1: the safe softmax, three passes.
+// cpu/softmax/09a_three_pass.cpp — lesson 09, softmax rung 1: the safe softmax, three passes.
 //
 // Idea: exp overflows float above x ≈ 88.7, so a row of logits ~1e4 cannot be
 // exponentiated as it is. Softmax does not change when a constant is
@@ -13,10 +13,10 @@
 // Cost: x is read three times (exp evaluated twice per element); for rows
 // longer than the cache that is three trips to DRAM. Rows are independent,
 // so OpenMP shares them out.
-// Run just this: build/convlab run softmax/cpu/01_three_pass
+// Run just this: build/convlab run softmax/cpu/09a_three_pass
 #include <cmath>
 
-#include "core/ops/softmax.hpp"
+#include "ops/softmax.hpp"
 
 namespace convlab {
 namespace {
@@ -38,7 +38,7 @@ void run(const SoftmaxProblem& p, const Args<SoftmaxProblem>& a) {
 }
 
 const Register<SoftmaxProblem> reg{{
-    .name = "01_three_pass",
+    .name = "09a_three_pass",
     .device = Device::cpu,
     .lesson = 9,
     .supports = f32_only<SoftmaxProblem>,

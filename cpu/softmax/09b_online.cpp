@@ -1,6 +1,6 @@
-// cpu/softmax/02_online.cpp — lesson 09, softmax rung 2: online max and sum, two passes.
+// cpu/softmax/09b_online.cpp — lesson 09, softmax rung 2: online max and sum, two passes.
 //
-// Idea over 01_three_pass: the maximum and the sum can be found in ONE pass if
+// Idea over 09a_three_pass: the maximum and the sum can be found in ONE pass if
 // the sum is kept relative to the maximum seen so far and corrected whenever
 // the maximum grows (Milakov & Gimelshein, 2018). After j elements keep
 //
@@ -19,10 +19,10 @@
 // Cost: two reads of x instead of three, and the same two exps per element as
 // the three-pass form: the rescale costs one extra exp only when the maximum
 // changes (about ln(cols) times in a random row).
-// Run just this: build/convlab run softmax/cpu/02_online
+// Run just this: build/convlab run softmax/cpu/09b_online
 #include <cmath>
 
-#include "core/ops/softmax.hpp"
+#include "ops/softmax.hpp"
 
 namespace convlab {
 namespace {
@@ -49,7 +49,7 @@ void run(const SoftmaxProblem& p, const Args<SoftmaxProblem>& a) {
 }
 
 const Register<SoftmaxProblem> reg{{
-    .name = "02_online",
+    .name = "09b_online",
     .device = Device::cpu,
     .lesson = 9,
     .supports = f32_only<SoftmaxProblem>,

@@ -1,6 +1,6 @@
-// gpu/attention/02_fused_f32.cu — lesson 09, GPU rung 2: fused attention on CUDA cores, fp32 math.
+// gpu/attention/09b_fused_online.cu — lesson 09, GPU rung 2: fused attention on CUDA cores, fp32 math.
 //
-// Idea over 01_cublas_softmax: do what cpu/attention/02_fused_online does, on
+// Idea over cublas: do what cpu/attention/09b_fused_online does, on
 // the GPU, and S and P never reach DRAM. A block takes kRowsPerBlock query
 // rows of one (b, h); its warps walk the keys in tiles of kKeyTile = 32 that
 // the whole block stages in shared memory (K and V converted to fp32), so a
@@ -29,12 +29,12 @@
 // 0.670 ms. Tests pass; memcheck 0 errors; racecheck did not complete.
 // Supported: f32, f16, bf16 (loaded as fp32, output rounded once), d a
 // multiple of 32 up to 128, any Nq, Nk, causal or not.
-// Run just this: build/convlab run attention/cuda/02_fused_f32 --shape B=4,H=16,N=1024,d=64
+// Run just this: build/convlab run attention/gpu/09b_fused_online --shape B=4,H=16,N=1024,d=64
 #include <cstdint>
 
-#include "core/ops/attention.hpp"
-#include "gpu/common/check.cuh"
-#include "gpu/common/element.cuh"
+#include "ops/attention.hpp"
+#include "gpu/lib/check.cuh"
+#include "gpu/lib/element.cuh"
 
 namespace convlab {
 namespace {
@@ -128,7 +128,7 @@ __global__ void __launch_bounds__(kThreads)
       }
       const float m_tile = warp_max(s);
       if (m_tile == -INFINITY) continue;  // the whole tile is masked for this row (uniform across the warp)
-      // The rescale (cpu/attention/02_fused_online.cpp): α = exp(m − m'), 0 on the first tile.
+      // The rescale (cpu/attention/09b_fused_online.cpp): α = exp(m − m'), 0 on the first tile.
       const float m_new = fmaxf(m[r], m_tile);
       const float alpha = expf(m[r] - m_new);
       const float p = expf(s - m_new);  // 0 for masked keys
@@ -176,8 +176,8 @@ void run(const AttentionProblem& p, const Args<AttentionProblem>& a) {
 }
 
 const Register<AttentionProblem> reg{{
-    .name = "02_fused_f32",
-    .device = Device::cuda,
+    .name = "09b_fused_online",
+    .device = Device::gpu,
     .lesson = 9,
     .supports = supports,
     .run = run,

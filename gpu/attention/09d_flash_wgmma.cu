@@ -1,7 +1,7 @@
-// gpu/attention/04_flash_wgmma.cu — lesson 09, GPU rung 4: FlashAttention on Hopper's warpgroup MMA.
+// gpu/attention/09d_flash_wgmma.cu — lesson 09, GPU rung 4: FlashAttention on Hopper's warpgroup MMA.
 //
-// Idea over 03_flash_tensor_core: the same online softmax, the same "P never
-// leaves registers", but the products run on wgmma (gpu/common/wgmma.cuh), the
+// Idea over 09c_flash_tensor_core: the same online softmax, the same "P never
+// leaves registers", but the products run on wgmma (gpu/lib/wgmma.cuh), the
 // instruction Hopper's tensor cores reach their full rate with, in the spirit
 // of FlashAttention-3 (without its producer warps, TMA and explicit ping-pong:
 // "FA3-lite").
@@ -24,7 +24,7 @@
 //     dense fp16 on an H100/H200); mma.sync stays well below it. How far
 //     below is an estimate, not a measured cap. What this suite did measure on
 //     the H200 (bench/results/2026-11-30-h200-3/bench-gemm.json): its best
-//     mma.sync GEMM, gemm/cuda/10_tensor_core_pipelined, 398–416 TFLOP/s at
+//     mma.sync GEMM, gemm/gpu/03o_tensor_core_pipelined, 398–416 TFLOP/s at
 //     4096³ and 8192³, against 672–692 for cuBLAS's HGEMM in the same run
 //     (736–767 in `convlab probe`'s 8192³, across sessions) — about 60 %;
 //     rung 03's issue rate got attention to 257.
@@ -57,7 +57,7 @@
 // products keep them busy. A CTA needs ~200 registers per thread and 161 KB
 // of shared memory (d = 128): one CTA per SM.
 //
-// The plain loop this implements is rung 03's (cpu/attention/02_fused_online):
+// The plain loop this implements is rung 03's (cpu/attention/09b_fused_online):
 //     m = −∞, l = 0, o = 0;  per key tile: s_j = scale·q·k_j (masked −∞),
 //     m' = max(m, max_j s_j), α = exp(m − m'), l = α·l + Σ_j exp(s_j − m'),
 //     o = α·o + Σ_j exp(s_j − m')·v_j, m = m';   finally o / l
@@ -116,15 +116,15 @@
 // and zero-filled); causal (top-left) or not; B·H ≤ 65535. Needs compute
 // capability 9.0 and an explicit 90 in CONVLAB_CUDA_ARCHS (CMake then compiles
 // this file, like every file whose name contains "wgmma", for sm_90a).
-// Run just this: build/convlab run attention/cuda/04_flash_wgmma --shape B=4,H=16,N=4096,d=128,dtype=f16
+// Run just this: build/convlab run attention/gpu/09d_flash_wgmma --shape B=4,H=16,N=4096,d=128,dtype=f16
 #include <cstdint>
 
-#include "core/ops/attention.hpp"
-#include "gpu/common/check.cuh"
-#include "gpu/common/element.cuh"
-#include "gpu/common/mma.cuh"
-#include "gpu/common/wgmma.cuh"
-#include "gpu/common/wgmma_probe.hpp"
+#include "ops/attention.hpp"
+#include "gpu/lib/check.cuh"
+#include "gpu/lib/element.cuh"
+#include "gpu/lib/mma.cuh"
+#include "gpu/lib/wgmma.cuh"
+#include "gpu/lib/wgmma_probe.hpp"
 
 namespace convlab {
 namespace {
@@ -485,11 +485,11 @@ template <class Element, int kHeadDim> void launch(const AttentionProblem& p, co
 
 void run(const AttentionProblem& p, const Args<AttentionProblem>& a) {
   if (const std::string why = gpu::wgmma_unavailable_reason(); !why.empty())
-    throw Unsupported("04_flash_wgmma cannot run here: " + why);
+    throw Unsupported("09d_flash_wgmma cannot run here: " + why);
   // 16-byte cp.async of row pieces: rows are d·2 = 128 or 256 bytes, so only
   // the bases must be 16-byte aligned (the harness's cudaMalloc gives 256).
   if (!gpu::aligned_16(a.q) || !gpu::aligned_16(a.k) || !gpu::aligned_16(a.v) || !gpu::aligned_16(a.o))
-    throw Unsupported("04_flash_wgmma needs 16-byte aligned q, k, v and o");
+    throw Unsupported("09d_flash_wgmma needs 16-byte aligned q, k, v and o");
   gpu::visit_dtype<__half, __nv_bfloat16>(p.dtype, [&](auto tag) {
     using Element = typename decltype(tag)::type;
     if (p.d == 64)
@@ -500,8 +500,8 @@ void run(const AttentionProblem& p, const Args<AttentionProblem>& a) {
 }
 
 const Register<AttentionProblem> reg{{
-    .name = "04_flash_wgmma",
-    .device = Device::cuda,
+    .name = "09d_flash_wgmma",
+    .device = Device::gpu,
     .lesson = 9,
     .supports = supports,
     .run = run,

@@ -1,9 +1,9 @@
-// gpu/attention/01_cublas_softmax.cu — lesson 09, GPU baseline: attention unfused, as three library-grade steps.
+// gpu/attention/cublas.cu — lesson 09, GPU baseline: attention unfused, as three library-grade steps.
 //
 // What it is: the formula, each step done as well as a library does it.
 //
 //   1. S = scale · Q·Kᵀ        cuBLAS strided-batched GEMM, one per (b, h); fp32 S
-//   2. P = softmax_rows(S)      one warp per row (gpu/softmax/warp_softmax.cuh),
+//   2. P = softmax_rows(S)      one warp per row (gpu/lib/warp_softmax.cuh),
 //                               causal keys j > i written as 0; P in the problem's dtype
 //   3. O = P·V                  cuBLAS strided-batched GEMM, fp32 accumulation
 //
@@ -28,19 +28,19 @@
 // pass; memcheck 0 errors; racecheck did not complete inside its time limit.
 //
 // The row-major / column-major trick of gpu/gemm/cublas.cu, per head, done by
-// gpu::gemm_row_major_strided_batched (gpu/common/cublas_handle.cuh):
+// gpu::gemm_row_major_strided_batched (gpu/lib/cublas_handle.cuh):
 //   S[Nq,Nk] = Q·Kᵀ row-major (Q ld d; K stored [Nk,d], ld d, transposed)
 //            = Sᵀ col-major = K·Qᵀ: cuBLAS gets K's bytes with OP_T, Q's with OP_N, m = Nk, n = Nq, k = d
 //   O[Nq,d]  = P·V row-major (P ld Nk; V ld d)
 //            = Oᵀ col-major = Vᵀ·Pᵀ: cuBLAS gets V's bytes, then P's, both OP_N, m = d, n = Nq, k = Nk
 // Supported: f32 (plain fp32 GEMMs, no TF32), f16, bf16; any sizes.
-// Run just this: build/convlab run attention/cuda/01_cublas_softmax --shape B=4,H=16,N=4096,d=128,dtype=f16
+// Run just this: build/convlab run attention/gpu/cublas --shape B=4,H=16,N=4096,d=128,dtype=f16
 #include <cstdint>
 
-#include "core/ops/attention.hpp"
-#include "gpu/common/check.cuh"
-#include "gpu/common/cublas_handle.cuh"
-#include "gpu/softmax/warp_softmax.cuh"
+#include "ops/attention.hpp"
+#include "gpu/lib/check.cuh"
+#include "gpu/lib/cublas_handle.cuh"
+#include "gpu/lib/warp_softmax.cuh"
 
 namespace convlab {
 namespace {
@@ -102,8 +102,8 @@ void run(const AttentionProblem& p, const Args<AttentionProblem>& a) {
 }
 
 const Register<AttentionProblem> reg{{
-    .name = "01_cublas_softmax",
-    .device = Device::cuda,
+    .name = "cublas",
+    .device = Device::gpu,
     .lesson = 9,
     .supports = supports,
     .run = run,

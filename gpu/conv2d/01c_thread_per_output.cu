@@ -1,6 +1,6 @@
-// gpu/conv2d/01_thread_per_output.cu — lesson 01, GPU rung 1: one thread per output.
+// gpu/conv2d/01c_thread_per_output.cu — lesson 01, GPU rung 1: one thread per output.
 //
-// Idea: the seven-loop convolution (cpu/conv2d/01_seven_loop) with its four
+// Idea: the seven-loop convolution (cpu/conv2d/01a_seven_loop) with its four
 // output loops (n, p, q, k) replaced by the GPU's grid. Every one of the
 // N·P·Q·K outputs gets its own thread, which runs the three reduction loops
 // (r, s, t) on its own and writes its one value. There is no cooperation
@@ -17,14 +17,14 @@
 // Cost: N·P·Q·K·T·R·S multiply-adds, as on the CPU, and for every one of them
 // two loads from global memory (through the caches): about 2 loads per FMA,
 // where the GPU can afford well under one. The kernel is bound by load
-// throughput, not arithmetic — rung 2 (02_smem_tile) attacks exactly that.
+// throughput, not arithmetic — rung 2 (01d_smem_tile) attacks exactly that.
 // fp32 and fp16 (fp16 values are widened to fp32, accumulated in fp32, and the
 // sum rounded to fp16 once at the store).
-// Run just this: build/convlab run conv2d/cuda/01_thread_per_output
-#include "core/ops/conv2d.hpp"
-#include "gpu/common/check.cuh"
-#include "gpu/common/conv_geometry.cuh"
-#include "gpu/common/element.cuh"
+// Run just this: build/convlab run conv2d/gpu/01c_thread_per_output
+#include "ops/conv2d.hpp"
+#include "gpu/lib/check.cuh"
+#include "gpu/lib/conv_geometry.cuh"
+#include "gpu/lib/element.cuh"
 
 namespace convlab {
 namespace {
@@ -97,8 +97,8 @@ void run(const ConvProblem& p, const Args<ConvProblem>& a) {
 }
 
 const Register<ConvProblem> reg{{
-    .name = "01_thread_per_output",
-    .device = Device::cuda,
+    .name = "01c_thread_per_output",
+    .device = Device::gpu,
     .lesson = 1,
     .supports = supports,
     .run = run,

@@ -1,6 +1,6 @@
-// gpu/conv2d/02_smem_tile.cu — lesson 01, GPU rung 2: a shared-memory tile.
+// gpu/conv2d/01d_smem_tile.cu — lesson 01, GPU rung 2: a shared-memory tile.
 //
-// Idea over 01_thread_per_output: neighbouring outputs read almost the same
+// Idea over 01c_thread_per_output: neighbouring outputs read almost the same
 // inputs. An 8×8 patch of output pixels with a 3×3 filter reads a 10×10 patch
 // of x, yet rung 1 loads each of those x values up to 9 times per output
 // channel, and each weight once per output pixel. Here a block of threads
@@ -20,11 +20,11 @@
 // budget: those problems are declared unsupported rather than handled slowly.
 // fp32 and fp16 (widened to fp32 in shared memory, fp32 sums, one rounding to
 // fp16 at the store).
-// Run just this: build/convlab run conv2d/cuda/02_smem_tile
-#include "core/ops/conv2d.hpp"
-#include "gpu/common/check.cuh"
-#include "gpu/common/conv_geometry.cuh"
-#include "gpu/common/element.cuh"
+// Run just this: build/convlab run conv2d/gpu/01d_smem_tile
+#include "ops/conv2d.hpp"
+#include "gpu/lib/check.cuh"
+#include "gpu/lib/conv_geometry.cuh"
+#include "gpu/lib/element.cuh"
 
 namespace convlab {
 namespace {
@@ -195,8 +195,8 @@ void run(const ConvProblem& p, const Args<ConvProblem>& a) {
 }
 
 const Register<ConvProblem> reg{{
-    .name = "02_smem_tile",
-    .device = Device::cuda,
+    .name = "01d_smem_tile",
+    .device = Device::gpu,
     .lesson = 1,
     .supports = supports,
     .run = run,

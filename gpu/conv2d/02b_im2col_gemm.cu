@@ -1,14 +1,14 @@
-// gpu/conv2d/03_im2col_gemm.cu — lesson 02, GPU rung 3: im2col + the suite's own SGEMM.
+// gpu/conv2d/02b_im2col_gemm.cu — lesson 02, GPU rung 3: im2col + the suite's own SGEMM.
 //
-// Idea over lesson 01's direct kernels (01_thread_per_output, 02_smem_tile):
+// Idea over lesson 01's direct kernels (01c_thread_per_output, 01d_smem_tile):
 // do not write a convolution kernel at all. Lay the input windows out as a
-// patch matrix (gpu/conv2d/im2col.cuh: one coalesced copy kernel) and the
+// patch matrix (gpu/lib/im2col.cuh: one coalesced copy kernel) and the
 // convolution of group g becomes one matrix product,
 //
 //   y_g [N·P·Q, K/G] = patches_g [N·P·Q, R·S·T] · w_gᵀ [R·S·T, K/G]
 //
-// run by lesson 03's best fp32 GEMM, rung 08_double_buffering
-// (gpu/gemm/sgemm_double_buffered.cuh), unchanged. Every trick of that
+// run by lesson 03's best fp32 GEMM, rung 03m_double_buffering
+// (gpu/lib/sgemm_double_buffered.cuh), unchanged. Every trick of that
 // kernel — 128×128 block tiles, warp tiles, float4 loads, two shared stages —
 // now works for convolutions too.
 //
@@ -20,7 +20,7 @@
 //   w  [K, R·S·T] (per group [K/G, R·S·T])  --transpose_weights-->  wt [G][R·S·T][K/G]
 //   groups > 1:  C = y_tmp [N·P·Q, K/G]     --scatter_group-->      y[:, g·K/G … (g+1)·K/G − 1]
 //
-// (04_im2col_cublas needs neither: cuBLAS takes transposes and leading
+// (02c_im2col_cublas needs neither: cuBLAS takes transposes and leading
 // dimensions as arguments.)
 //
 //   plain form:                                   kernels here, per group g:
@@ -44,17 +44,17 @@
 // re-tiled SGEMM): 1.519 ms, 19.5 TFLOP/s at N=32 56×56 C=K=128, against the
 // 0.96 ms this count gives: the GEMM on the tall, 128-wide patch matrix runs
 // well under its 4096³ rate, and the im2col and transpose kernels are not free.
-// Run just this: build/convlab run conv2d/cuda/03_im2col_gemm
+// Run just this: build/convlab run conv2d/gpu/02b_im2col_gemm
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 
-#include "core/ops/conv2d.hpp"
-#include "gpu/common/check.cuh"
-#include "gpu/common/conv_geometry.cuh"
-#include "gpu/conv2d/im2col.cuh"
-#include "gpu/gemm/sgemm_double_buffered.cuh"
+#include "ops/conv2d.hpp"
+#include "gpu/lib/check.cuh"
+#include "gpu/lib/conv_geometry.cuh"
+#include "gpu/lib/im2col.cuh"
+#include "gpu/lib/sgemm_double_buffered.cuh"
 
 namespace convlab {
 namespace {
@@ -132,7 +132,7 @@ void run(const ConvProblem& p, const Args<ConvProblem>& a) {
   const auto* w = static_cast<const float*>(a.w);  // [K, R, S, C/groups] KRSC
   auto* y = static_cast<float*>(a.y);              // [N, P, Q, K]        NHWC = [N·P·Q, K]
   auto* ws = static_cast<unsigned char*>(a.workspace);
-  if (!ws) throw std::runtime_error("conv2d/cuda/03_im2col_gemm: missing workspace");
+  if (!ws) throw std::runtime_error("conv2d/gpu/02b_im2col_gemm: missing workspace");
   const Layout l = layout(p);
   auto* patches = reinterpret_cast<float*>(ws);                      // [N·P·Q, R·S·T] one group
   auto* wt = reinterpret_cast<float*>(ws + l.patches);               // [G][R·S·T][K/G]
@@ -161,8 +161,8 @@ void run(const ConvProblem& p, const Args<ConvProblem>& a) {
 }
 
 const Register<ConvProblem> reg{{
-    .name = "03_im2col_gemm",
-    .device = Device::cuda,
+    .name = "02b_im2col_gemm",
+    .device = Device::gpu,
     .lesson = 2,
     .supports = supports,
     .run = run,

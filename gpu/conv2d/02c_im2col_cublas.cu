@@ -1,6 +1,6 @@
-// gpu/conv2d/04_im2col_cublas.cu — lesson 02, GPU rung 4: im2col + cuBLAS.
+// gpu/conv2d/02c_im2col_cublas.cu — lesson 02, GPU rung 4: im2col + cuBLAS.
 //
-// Idea over 03_im2col_gemm: the same im2col kernel (gpu/conv2d/im2col.cuh),
+// Idea over 02b_im2col_gemm: the same im2col kernel (gpu/lib/im2col.cuh),
 // and the matrix product handed to NVIDIA's cuBLAS instead of the suite's own
 // SGEMM. This is the classic Caffe recipe (im2col + one cublasSgemm per
 // group), and it separates two questions: how much does materialising the
@@ -24,14 +24,14 @@
 //   cublasGemmEx(OP_T, OP_N, m = K/G, n = M, k = R·S·T,
 //                w + g·(K/G)·R·S·T, ld R·S·T,   A, ld lda,   y + g·K/G, ld K)
 //
-// gpu::gemm_row_major (gpu/common/cublas_handle.cuh) makes that call from
+// gpu::gemm_row_major (gpu/lib/cublas_handle.cuh) makes that call from
 // the row-major statement, y_g = A·w_gᵀ with w_g marked transposed.
 //
 // 1x1, stride 1, pad 0 (any groups): no im2col. Group g's patch matrix is x
 // itself from column g·T on, rows C apart — cuBLAS's leading dimension takes
 // the stride, so the view works even with groups (03's GEMM cannot).
 //
-// fp32 runs on a handle with TF32 off (gpu/common/cublas_handle.cuh): plain
+// fp32 runs on a handle with TF32 off (gpu/lib/cublas_handle.cuh): plain
 // IEEE FMAs, as the fp32 tolerance demands. fp16 copies fp16 patches and runs
 // on tensor cores with fp32 accumulation (CUBLAS_COMPUTE_32F) and fp16
 // output, reduced-precision reductions forbidden by the handle.
@@ -39,17 +39,17 @@
 // Workspace: one group's patch matrix, N·P·Q·R·S·T elements (0 for the 1x1 view).
 // Measured on the H200 (bench/results/2026-11-30-h200-3/bench-conv2d.json):
 // 1.421 ms, 20.8 TFLOP/s at N=32 56×56 C=K=128 fp32, 0.55× cuDNN.
-// Run just this: build/convlab run conv2d/cuda/04_im2col_cublas
+// Run just this: build/convlab run conv2d/gpu/02c_im2col_cublas
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 
-#include "core/ops/conv2d.hpp"
-#include "gpu/common/check.cuh"
-#include "gpu/common/conv_geometry.cuh"
-#include "gpu/common/cublas_handle.cuh"
-#include "gpu/common/element.cuh"
-#include "gpu/conv2d/im2col.cuh"
+#include "ops/conv2d.hpp"
+#include "gpu/lib/check.cuh"
+#include "gpu/lib/conv_geometry.cuh"
+#include "gpu/lib/cublas_handle.cuh"
+#include "gpu/lib/element.cuh"
+#include "gpu/lib/im2col.cuh"
 
 namespace convlab {
 namespace {
@@ -71,7 +71,7 @@ bool supports(const ConvProblem& p) {
 
 void run(const ConvProblem& p, const Args<ConvProblem>& a) {
   if (!patch_matrix_is_a_view(p) && !a.workspace)
-    throw std::runtime_error("conv2d/cuda/04_im2col_cublas: missing workspace");
+    throw std::runtime_error("conv2d/gpu/02c_im2col_cublas: missing workspace");
   const gpu::ConvGeometry g = gpu::geometry_of(p);
   const int M = int(patch_rows(p)), depth = int(patch_cols(p)), Kg = p.K_per_group();
   const cudaDataType_t type = gpu::cuda_data_type(p.dtype);
@@ -104,8 +104,8 @@ void run(const ConvProblem& p, const Args<ConvProblem>& a) {
 }
 
 const Register<ConvProblem> reg{{
-    .name = "04_im2col_cublas",
-    .device = Device::cuda,
+    .name = "02c_im2col_cublas",
+    .device = Device::gpu,
     .lesson = 2,
     .supports = supports,
     .run = run,

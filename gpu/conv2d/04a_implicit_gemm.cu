@@ -1,6 +1,6 @@
-// gpu/conv2d/05_implicit_gemm_f32.cu — lesson 04, GPU rung 5: implicit GEMM, fp32 on the CUDA cores.
+// gpu/conv2d/04a_implicit_gemm.cu — lesson 04, GPU rung 5: implicit GEMM, fp32 on the CUDA cores.
 //
-// Idea over 02_smem_tile (and over lesson 02's im2col + GEMM): a convolution
+// Idea over 01d_smem_tile (and over lesson 02's im2col + GEMM): a convolution
 // IS a GEMM, per group g,
 //
 //   Y[M, Kg] = A[M, RST] · B[RST, Kg]     M = N·P·Q output pixels, Kg = K/groups, RST = R·S·T
@@ -10,7 +10,7 @@
 //   B[j, k] = w[g·Kg + k, j]              KRSC w is [K, RST] row-major: B column-major
 //   Y[m, k] = y[m, g·Kg + k]              NHWC y is [N·P·Q, K] row-major
 //
-// so take lesson 03's best SIMT GEMM (gpu/gemm/08_double_buffering as it was
+// so take lesson 03's best SIMT GEMM (gpu/gemm/03m_double_buffering as it was
 // written: 128×128 block tiles, K slices of 8, 8×8 outputs per thread, two
 // shared stages, register prefetch; rung 08 has since been re-tiled to
 // 128×128×16 with 8×16 per lane, which this kernel has not tried) and change
@@ -42,18 +42,18 @@
 // when T % 4 == 0 and K/groups % 4 == 0 (16-byte aligned buffers), predicated
 // scalar path otherwise. Limits: N·P·Q < 2³¹ with ceil(N·P·Q/128) ≤ 65535,
 // H·W·C < 2³¹, groups ≤ 65535.
-// The kernel itself lives in gpu/conv2d/implicit_gemm_f32.cuh (tile diagram,
+// The kernel itself lives in gpu/lib/implicit_gemm_f32.cuh (tile diagram,
 // contract, tunables), shared with lesson 07's fused conv + pool; this file
 // instantiates it with the plain output policy, StoreY.
-// Run just this: build/convlab run conv2d/cuda/05_implicit_gemm_f32
+// Run just this: build/convlab run conv2d/gpu/04a_implicit_gemm
 #include <climits>
 #include <cstdint>
 
-#include "core/ops/conv2d.hpp"
-#include "gpu/common/check.cuh"
-#include "gpu/common/conv_geometry.cuh"
-#include "gpu/common/gemm_tiles.cuh"
-#include "gpu/conv2d/implicit_gemm_f32.cuh"  // the kernel (shared with lesson 07's fused layer)
+#include "ops/conv2d.hpp"
+#include "gpu/lib/check.cuh"
+#include "gpu/lib/conv_geometry.cuh"
+#include "gpu/lib/gemm_tiles.cuh"
+#include "gpu/lib/implicit_gemm_f32.cuh"  // the kernel (shared with lesson 07's fused layer)
 
 namespace convlab {
 namespace {
@@ -75,8 +75,8 @@ void run(const ConvProblem& p, const Args<ConvProblem>& a) {
 }
 
 const Register<ConvProblem> reg{{
-    .name = "05_implicit_gemm_f32",
-    .device = Device::cuda,
+    .name = "04a_implicit_gemm",
+    .device = Device::gpu,
     .lesson = 4,
     .supports = supports,
     .run = run,

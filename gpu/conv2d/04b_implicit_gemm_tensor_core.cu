@@ -1,7 +1,7 @@
-// gpu/conv2d/06_implicit_gemm_tensor_core.cu — lesson 04, GPU rung 6: implicit GEMM on the tensor cores.
+// gpu/conv2d/04b_implicit_gemm_tensor_core.cu — lesson 04, GPU rung 6: implicit GEMM on the tensor cores.
 //
-// Idea over 05_implicit_gemm_f32: the same virtual im2col view, now feeding
-// lesson 03's tensor-core GEMM (gpu/gemm/10_tensor_core_pipelined: mma.sync
+// Idea over 04a_implicit_gemm: the same virtual im2col view, now feeding
+// lesson 03's tensor-core GEMM (gpu/gemm/03o_tensor_core_pipelined: mma.sync
 // m16n8k16, fp16/bf16 in, fp32 accumulate; ldmatrix; cp.async ring; XOR
 // swizzle; double-buffered fragments). Per group g, with M = N·P·Q,
 // Kg = K/groups, RST = R·S·T:
@@ -50,19 +50,19 @@
 // Supported: f16 and bf16, any shape, stride, pad and groups; fast path when
 // T % 8 == 0 with 16-byte aligned x and w. Limits: N·P·Q ≤ 2³¹ − 1 − 128,
 // N·H·W·C + (R + 2·pad + 34)·(W + 1)·C < 2³¹, K·RST < 2³¹, groups ≤ 65535.
-// The kernel itself lives in gpu/conv2d/implicit_gemm_tensor_core.cuh (tile
+// The kernel itself lives in gpu/lib/implicit_gemm_tensor_core.cuh (tile
 // diagram, contract, tunables), shared with lesson 07's fused conv + pool;
 // this file instantiates it with the plain output policy, StoreY.
-// Run just this: build/convlab run conv2d/cuda/06_implicit_gemm_tensor_core --shape N=128,H=56,C=128,K=128,R=3,pad=1,dtype=f16
+// Run just this: build/convlab run conv2d/gpu/04b_implicit_gemm_tensor_core --shape N=128,H=56,C=128,K=128,R=3,pad=1,dtype=f16
 #include <climits>
 #include <cstdint>
 
-#include "core/ops/conv2d.hpp"
-#include "gpu/common/check.cuh"
-#include "gpu/common/conv_geometry.cuh"
-#include "gpu/common/element.cuh"
-#include "gpu/common/mma.cuh"
-#include "gpu/conv2d/implicit_gemm_tensor_core.cuh"  // the kernel (shared with lesson 07's fused layer)
+#include "ops/conv2d.hpp"
+#include "gpu/lib/check.cuh"
+#include "gpu/lib/conv_geometry.cuh"
+#include "gpu/lib/element.cuh"
+#include "gpu/lib/mma.cuh"
+#include "gpu/lib/implicit_gemm_tensor_core.cuh"  // the kernel (shared with lesson 07's fused layer)
 
 namespace convlab {
 namespace {
@@ -86,8 +86,8 @@ void run(const ConvProblem& p, const Args<ConvProblem>& args) {
 }
 
 const Register<ConvProblem> reg{{
-    .name = "06_implicit_gemm_tensor_core",
-    .device = Device::cuda,
+    .name = "04b_implicit_gemm_tensor_core",
+    .device = Device::gpu,
     .lesson = 4,
     .supports = supports,
     .run = run,
@@ -97,8 +97,8 @@ const Register<ConvProblem> reg{{
 
 }  // namespace
 
-// The same conv, callable from other variants (gpu/conv2d/implicit_gemm_tensor_core.cuh):
-// lesson 06's 11_pointwise runs its fp16 1x1 convs here, where the view is the identity.
+// The same conv, callable from other variants (gpu/lib/implicit_gemm_tensor_core.cuh):
+// lesson 06's 06c_pointwise runs its fp16 1x1 convs here, where the view is the identity.
 namespace gpu::tensor_core_conv {
 bool supports(const ConvProblem& p) { return ::convlab::supports(p); }
 void run(const ConvProblem& p, const Args<ConvProblem>& args) { ::convlab::run(p, args); }

@@ -1,6 +1,6 @@
-// gpu/conv2d/09_depthwise.cu — lesson 06, GPU rung 9: depthwise convolution at memory speed.
+// gpu/conv2d/06a_depthwise.cu — lesson 06, GPU rung 9: depthwise convolution at memory speed.
 //
-// Idea over 06_implicit_gemm_tensor_core: a depthwise conv (groups = C = K,
+// Idea over 04b_implicit_gemm_tensor_core: a depthwise conv (groups = C = K,
 // T = 1) has nothing for tensor cores to do. Per output element it does R·S
 // multiply-adds and the compulsory traffic is one read of x and one write of
 // y, so its intensity is R·S/2 flops per byte at fp16 (Eq. 27: 4.5 for 3x3).
@@ -61,7 +61,7 @@
 // Measured on the H200, first version (bench/results/2026-11-30-h200-3/bench-conv2d.json;
 // all tests pass, memcheck 0 errors, racecheck 0 hazards):
 //
-//   shape (N=128 28×28 3x3)   09_depthwise                cuDNN
+//   shape (N=128 28×28 3x3)   06a_depthwise                cuDNN
 //   C=384 fp32                0.116 ms  2.67 TB/s (63%)   2.06 ms   0.15 TB/s
 //   C=384 fp16                0.144 ms  1.07 TB/s (25%)   0.084 ms  1.83 TB/s (2.23 in a later run)
 //   C=256 fp16                0.104 ms  0.99 TB/s         0.067 ms  1.54 TB/s
@@ -112,16 +112,16 @@
 //
 // Supported: f32 and f16; groups == C == K (no channel multiplier); any R, S
 // with R·S ≤ 1024, any stride and pad; C ≤ 65535.
-// Run just this: build/convlab run conv2d/cuda/09_depthwise --shape N=128,H=28,C=384,K=384,R=3,pad=1,groups=384,dtype=f16
+// Run just this: build/convlab run conv2d/gpu/06a_depthwise --shape N=128,H=28,C=384,K=384,R=3,pad=1,groups=384,dtype=f16
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
 
-#include "core/ops/conv2d.hpp"
-#include "gpu/common/check.cuh"
-#include "gpu/common/conv_geometry.cuh"
-#include "gpu/common/element.cuh"
+#include "ops/conv2d.hpp"
+#include "gpu/lib/check.cuh"
+#include "gpu/lib/conv_geometry.cuh"
+#include "gpu/lib/element.cuh"
 
 namespace convlab {
 namespace {
@@ -426,7 +426,7 @@ template <class Element, int kVec> void launch(const ConvProblem& p, const Args<
   const int lanes = lanes_for(chunks, taps, kVec);
   const dim3 block(unsigned(lanes), unsigned(kThreads / lanes));
   const int slabs = gpu::ceil_div(chunks, lanes);
-  if (slabs > gpu::kMaxGridYZ) throw Unsupported("conv2d/cuda/09_depthwise: too many channel slabs");
+  if (slabs > gpu::kMaxGridYZ) throw Unsupported("conv2d/gpu/06a_depthwise: too many channel slabs");
   const std::size_t shared = std::size_t(taps) * lanes * kVec * sizeof(float);
   const auto* x = static_cast<const Element*>(args.x);
   const auto* w = static_cast<const Element*>(args.w);
@@ -477,8 +477,8 @@ void run(const ConvProblem& p, const Args<ConvProblem>& args) {
 }
 
 const Register<ConvProblem> reg{{
-    .name = "09_depthwise",
-    .device = Device::cuda,
+    .name = "06a_depthwise",
+    .device = Device::gpu,
     .lesson = 6,
     .supports = supports,
     .run = run,

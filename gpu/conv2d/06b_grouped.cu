@@ -1,6 +1,6 @@
-// gpu/conv2d/10_grouped.cu — lesson 06, GPU rung 10: grouped convolution, one group per tensor-core tile.
+// gpu/conv2d/06b_grouped.cu — lesson 06, GPU rung 10: grouped convolution, one group per tensor-core tile.
 //
-// Idea over 09_depthwise: with a group width T = 8 (ConvFirst) or 32
+// Idea over 06a_depthwise: with a group width T = 8 (ConvFirst) or 32
 // (ResNeXt) each output does T·R·S = 72 or 288 multiply-adds — 16× or 64×
 // a depthwise conv's — and the intensity (Eq. 24 with K = C: T·R·S/2 = 36 flop/B at
 // fp16 for T = 8) is below the H200's ridge (~175) but far above
@@ -22,7 +22,7 @@
 // the tap. One ldmatrix.x4 loads an mma's whole A fragment. B = W_gᵀ is w's
 // own rows (KRSC: [Kg][R·S·T]), staged once per block and read with
 // ldmatrix.x2, no .trans; C's pairs are adjacent output channels, one half2
-// store. The index arithmetic lives in gpu/conv2d/grouped_indexing.cuh and
+// store. The index arithmetic lives in gpu/lib/grouped_indexing.cuh and
 // is checked on the host by tests/lesson06_grouped_test.cpp.
 //
 //   plain loops:                              one block (8 warps):
@@ -70,7 +70,7 @@
 // It predicted 40–70 µs (~18 M warp instructions) and measured, on the H200
 // (bench/results/2026-11-30-h200-3/bench-conv2d.json; all tests pass,
 // memcheck 0 errors, racecheck 0 hazards), N=128 28×28 C=K=256 3x3 fp16, as
-// the first version (then named 09_grouped; the lesson's rungs were renumbered since):
+// the first version (then named 06b_grouped; the lesson's rungs were renumbered since):
 //
 //   T = 8  (groups=32)   first version 0.165 ms  22.5 TFLOP/s   cuDNN 0.119 ms  31.2 TFLOP/s   first/cuDNN 0.72×
 //   T = 32 (groups=8)    first version 0.359 ms  41.2 TFLOP/s   cuDNN 0.087 ms   169 TFLOP/s   (06: 0.210 ms, 70.5)
@@ -133,23 +133,23 @@
 // broadcasts (wider groups: one thread per output). Prediction for the T = 8
 // fp32 shape: load-issue bound at about one weight load per FMA, ~10–20
 // TFLOP/s (0.2–0.4 ms), against a 74 µs floor at the SGEMM rate. Measured:
-// 1.354 ms, 2.7 TFLOP/s — 1.03× cuDNN (1.393 ms) and 1.10× 05_implicit_gemm
+// 1.354 ms, 2.7 TFLOP/s — 1.03× cuDNN (1.393 ms) and 1.10× 04a_implicit_gemm
 // (1.489 ms), but 4–7× under the prediction. A likely cause: the threads of
 // a warp are consecutive pixels, so each x load touches 32 sectors 1 KiB
 // apart (C floats), and y is written the same way.
 // Supported: f32 and f16, groups > 1 and not depthwise (T = Kg = 1 is 09's);
 // any R·S ≤ 64 taps whose tile and filter slab fit in shared memory (mma
 // path; the other paths have no limit), stride, pad.
-// Run just this: build/convlab run conv2d/cuda/10_grouped --shape N=128,H=28,C=256,K=256,R=3,pad=1,groups=32,dtype=f16
+// Run just this: build/convlab run conv2d/gpu/06b_grouped --shape N=128,H=28,C=256,K=256,R=3,pad=1,groups=32,dtype=f16
 #include <climits>
 #include <cstdint>
 
-#include "core/ops/conv2d.hpp"
-#include "gpu/common/check.cuh"
-#include "gpu/common/conv_geometry.cuh"
-#include "gpu/common/element.cuh"
-#include "gpu/common/mma.cuh"
-#include "gpu/conv2d/grouped_indexing.cuh"  // the view's index arithmetic (checked on the host)
+#include "ops/conv2d.hpp"
+#include "gpu/lib/check.cuh"
+#include "gpu/lib/conv_geometry.cuh"
+#include "gpu/lib/element.cuh"
+#include "gpu/lib/mma.cuh"
+#include "gpu/lib/grouped_indexing.cuh"  // the view's index arithmetic (checked on the host)
 
 namespace convlab {
 namespace {
@@ -618,8 +618,8 @@ void run(const ConvProblem& p, const Args<ConvProblem>& args) {
 }
 
 const Register<ConvProblem> reg{{
-    .name = "10_grouped",
-    .device = Device::cuda,
+    .name = "06b_grouped",
+    .device = Device::gpu,
     .lesson = 6,
     .supports = supports,
     .run = run,

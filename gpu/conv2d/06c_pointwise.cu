@@ -1,18 +1,18 @@
-// gpu/conv2d/11_pointwise.cu — lesson 06, GPU rung 11: a pointwise (1x1) conv is the suite's GEMM.
+// gpu/conv2d/06c_pointwise.cu — lesson 06, GPU rung 11: a pointwise (1x1) conv is the suite's GEMM.
 //
-// Idea over 10_grouped: with R = S = 1, stride 1, pad 0 and one group, NHWC
+// Idea over 06b_grouped: with R = S = 1, stride 1, pad 0 and one group, NHWC
 // x is already the GEMM's A and KRSC w its Bᵀ:
 //
 //   Y[M, K] = X[M, C] · Wᵀ      M = N·H·W;  X = x as stored, W = w as [K, C], Y = y as stored
 //
 // so the rung writes no kernel of its own for the product. It calls:
 //
-//   fp32  lesson 03's double-buffered SGEMM (gpu/gemm/sgemm_double_buffered.cuh),
+//   fp32  lesson 03's double-buffered SGEMM (gpu/lib/sgemm_double_buffered.cuh),
 //         which wants B = Wᵀ as [C, K] row-major: w (K·C floats, 256 KiB for
 //         C = K = 256) is transposed into the workspace by a small kernel
 //         first — 0.5 MB of traffic against 2 × 103 MB for x and y.
-//   fp16  lesson 04's tensor-core implicit GEMM (06_implicit_gemm_tensor_core,
-//         through gpu/conv2d/implicit_gemm_tensor_core.cuh). For a 1x1 conv
+//   fp16  lesson 04's tensor-core implicit GEMM (04b_implicit_gemm_tensor_core,
+//         through gpu/lib/implicit_gemm_tensor_core.cuh). For a 1x1 conv
 //         its im2col view is the identity (every 16-byte chunk of A is 8
 //         channels of one pixel, no padding), and it takes w as [K, C] rows
 //         directly, the "col" operand mma.sync wants: nothing to transpose.
@@ -27,7 +27,7 @@
 // Measured on the H200 (bench/results/2026-11-30-h200-3/bench-conv2d.json;
 // all tests pass, memcheck 0 errors, racecheck 0 hazards):
 //
-//          11_pointwise               cuDNN      04_im2col_cublas (cuBLAS on x as stored)
+//          06c_pointwise               cuDNN      02c_im2col_cublas (cuBLAS on x as stored)
 //   fp32   0.327 ms   40.3 TFLOP/s    0.613 ms   0.289 ms   45.5 TFLOP/s
 //   fp16   0.068 ms    193 TFLOP/s    0.136 ms   0.035 ms    377 TFLOP/s (70% of roofline)
 //
@@ -41,13 +41,13 @@
 // reductions.
 // Supported: f32 (ceil(N·H·W / 128) ≤ 65535) and what 06 supports in f16;
 // R = S = 1, stride 1, pad 0, groups 1.
-// Run just this: build/convlab run conv2d/cuda/11_pointwise --shape N=128,H=28,C=256,K=256,R=1,dtype=f16
+// Run just this: build/convlab run conv2d/gpu/06c_pointwise --shape N=128,H=28,C=256,K=256,R=1,dtype=f16
 #include <cstdint>
 
-#include "core/ops/conv2d.hpp"
-#include "gpu/common/check.cuh"
-#include "gpu/conv2d/implicit_gemm_tensor_core.cuh"
-#include "gpu/gemm/sgemm_double_buffered.cuh"
+#include "ops/conv2d.hpp"
+#include "gpu/lib/check.cuh"
+#include "gpu/lib/implicit_gemm_tensor_core.cuh"
+#include "gpu/lib/sgemm_double_buffered.cuh"
 
 namespace convlab {
 namespace {
@@ -96,8 +96,8 @@ void run(const ConvProblem& p, const Args<ConvProblem>& args) {
 }
 
 const Register<ConvProblem> reg{{
-    .name = "11_pointwise",
-    .device = Device::cuda,
+    .name = "06c_pointwise",
+    .device = Device::gpu,
     .lesson = 6,
     .supports = supports,
     .run = run,

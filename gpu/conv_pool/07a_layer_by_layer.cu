@@ -1,10 +1,10 @@
-// gpu/conv_pool/01_layer_by_layer.cu — lesson 07, GPU rung 1: three kernels, the intermediate in HBM.
+// gpu/conv_pool/07a_layer_by_layer.cu — lesson 07, GPU rung 1: three kernels, the intermediate in HBM.
 //
 // What a framework runs when nothing fuses: every layer is its own kernel.
 //
 //   kernel 1  y_full = conv2d(x, w)                 the suite's implicit-GEMM convs, called through
-//                                                   the registry: conv2d/cuda/06_implicit_gemm_tensor_core
-//                                                   (f16) or conv2d/cuda/05_implicit_gemm_f32 (f32)
+//                                                   the registry: conv2d/gpu/04b_implicit_gemm_tensor_core
+//                                                   (f16) or conv2d/gpu/04a_implicit_gemm (f32)
 //   kernel 2  y_full = max(y_full·scale + bias, 0)  in place, 16-byte vectors
 //   kernel 3  y      = maxpool2x2(y_full)           16-byte vectors, floor on odd P / Q
 //
@@ -27,17 +27,17 @@
 // Kernels 2 + 3 need ≥ 668 MB / 4.2 TB/s = 159 µs, so kernel 1 took ≤ 221 µs, not ~120:
 // the conv is slower than assumed. Rung 02 measured 1.40× (f16), 1.46× (f32), 1.11×, and
 // 0.92× at 1x1 — below the ≥ 1.5× goal; lesson 07 explains the gap.
-// Run just this: build/convlab run conv_bias_relu_pool/cuda/01_layer_by_layer --shape N=64,H=112,C=16,K=128,R=3,pad=1,dtype=f16
+// Run just this: build/convlab run conv_bias_relu_pool/gpu/07a_layer_by_layer --shape N=64,H=112,C=16,K=128,R=3,pad=1,dtype=f16
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
 
-#include "core/ops/conv2d.hpp"
-#include "core/ops/conv_pool.hpp"
-#include "gpu/common/check.cuh"
-#include "gpu/common/element.cuh"
+#include "ops/conv2d.hpp"
+#include "ops/conv_pool.hpp"
+#include "gpu/lib/check.cuh"
+#include "gpu/lib/element.cuh"
 
 namespace convlab {
 namespace {
@@ -49,13 +49,13 @@ constexpr std::size_t kWorkspaceAlign = 256;  // the conv's own workspace (if an
 
 // ---- the conv: a registered conv2d variant -----------------------------------------
 const char* conv_name(DType dtype) {
-  return dtype == DType::f32 ? "05_implicit_gemm_f32" : "06_implicit_gemm_tensor_core";
+  return dtype == DType::f32 ? "04a_implicit_gemm" : "04b_implicit_gemm_tensor_core";
 }
 
 const Variant<ConvProblem>& find_conv_variant(DType dtype) {
   for (const Variant<ConvProblem>& v : Registry<ConvProblem>::variants())
-    if (v.device == Device::cuda && v.name == conv_name(dtype)) return v;
-  throw std::logic_error(std::string("conv_bias_relu_pool/cuda/01_layer_by_layer: conv2d/cuda/") + conv_name(dtype) +
+    if (v.device == Device::gpu && v.name == conv_name(dtype)) return v;
+  throw std::logic_error(std::string("conv_bias_relu_pool/gpu/07a_layer_by_layer: conv2d/gpu/") + conv_name(dtype) +
                          " is not registered");
 }
 
@@ -193,13 +193,13 @@ void run(const ConvPoolProblem& p, const Args<ConvPoolProblem>& a) {
 }
 
 const Register<ConvPoolProblem> reg{{
-    .name = "01_layer_by_layer",
-    .device = Device::cuda,
+    .name = "07a_layer_by_layer",
+    .device = Device::gpu,
     .lesson = 7,
     .supports = supports,
     .run = run,
     .workspace_bytes = workspace_bytes,
-    .idea = "conv2d/cuda/06 (f16) or 05 (f32), then a scale/bias/ReLU kernel, then a 2x2 max-pool kernel; "
+    .idea = "conv2d/gpu/06 (f16) or 05 (f32), then a scale/bias/ReLU kernel, then a 2x2 max-pool kernel; "
             "y_full crosses HBM 4 times",
     .model_bytes = model_bytes,
 }};

@@ -1,6 +1,6 @@
-// gpu/conv_pool/02_fused.cu — lesson 07, GPU rung 2: conv, scale/bias, ReLU and 2x2 max-pool in one kernel.
+// gpu/conv_pool/07b_fused.cu — lesson 07, GPU rung 2: conv, scale/bias, ReLU and 2x2 max-pool in one kernel.
 //
-// Idea over 01_layer_by_layer: rung 01's kernels 2 and 3 only ever touch
+// Idea over 07a_layer_by_layer: rung 01's kernels 2 and 3 only ever touch
 // values that kernel 1 had in registers a moment earlier. So finish the layer
 // there: after the implicit GEMM's main loop, each thread scales, biases and
 // pools its accumulators, and stores only the pooled outputs. y_full never
@@ -8,8 +8,8 @@
 // x, w, scale, bias once, y_pool once) — 899 MB → 77 MB on the bench shape.
 //
 // The main loops are lesson 04's, unchanged and not copied: the fp32 kernel of
-// conv2d/cuda/05 (gpu/conv2d/implicit_gemm_f32.cuh) and the tensor-core kernel
-// of conv2d/cuda/06 (gpu/conv2d/implicit_gemm_tensor_core.cuh), instantiated
+// conv2d/gpu/05 (gpu/lib/implicit_gemm_f32.cuh) and the tensor-core kernel
+// of conv2d/gpu/06 (gpu/lib/implicit_gemm_tensor_core.cuh), instantiated
 // here with an output policy that pools. Two things make that possible:
 //
 //   1. Row order. A 2x2 window's four pixels are scattered over two image
@@ -82,16 +82,16 @@
 // from every lane — is not established; the conv alone was not re-profiled.
 // Supported: f32 (any shape, vectorized when T, K/groups % 4 == 0 and aligned)
 // and f16 (fast loads when T % 8 == 0), within the lesson 04 kernels' limits.
-// Run just this: build/convlab run conv_bias_relu_pool/cuda/02_fused --shape N=64,H=112,C=16,K=128,R=3,pad=1,dtype=f16
+// Run just this: build/convlab run conv_bias_relu_pool/gpu/07b_fused --shape N=64,H=112,C=16,K=128,R=3,pad=1,dtype=f16
 #include <cstdint>
 
-#include "core/ops/conv_pool.hpp"
-#include "gpu/common/check.cuh"
-#include "gpu/common/conv_geometry.cuh"
-#include "gpu/common/element.cuh"
-#include "gpu/common/gemm_tiles.cuh"
-#include "gpu/conv2d/implicit_gemm_f32.cuh"
-#include "gpu/conv2d/implicit_gemm_tensor_core.cuh"
+#include "ops/conv_pool.hpp"
+#include "gpu/lib/check.cuh"
+#include "gpu/lib/conv_geometry.cuh"
+#include "gpu/lib/element.cuh"
+#include "gpu/lib/gemm_tiles.cuh"
+#include "gpu/lib/implicit_gemm_f32.cuh"
+#include "gpu/lib/implicit_gemm_tensor_core.cuh"
 
 namespace convlab {
 namespace {
@@ -259,8 +259,8 @@ void run(const ConvPoolProblem& p, const Args<ConvPoolProblem>& a) {
 }
 
 const Register<ConvPoolProblem> reg{{
-    .name = "02_fused",
-    .device = Device::cuda,
+    .name = "07b_fused",
+    .device = Device::gpu,
     .lesson = 7,
     .supports = supports,
     .run = run,

@@ -1,8 +1,8 @@
-// gpu/ffn/01_layer_by_layer.cu — lesson 08, GPU rung 1: Eq. 30 layer by layer on the suite's own GEMM.
+// gpu/ffn/08a_layer_by_layer.cu — lesson 08, GPU rung 1: Eq. 30 layer by layer on the suite's own GEMM.
 //
-// The GPU twin of cpu/ffn/01_layer_by_layer: lesson 03's fp32 SGEMM (rung 08,
-// double-buffered, gpu/gemm/sgemm_double_buffered.cuh) twice, with the bias
-// (+ φ) pass of gpu/ffn/ffn_epilogue.cuh after each:
+// The GPU twin of cpu/ffn/08a_layer_by_layer: lesson 03's fp32 SGEMM (rung 08,
+// double-buffered, gpu/lib/sgemm_double_buffered.cuh) twice, with the bias
+// (+ φ) pass of gpu/lib/ffn_epilogue.cuh after each:
 //
 //   H = X·U ;  H = φ(H + a) ;  Z = H·V ;  Z = Z + b        H [P, hidden] in the workspace
 //
@@ -19,13 +19,13 @@
 // rows). fp16 would want lesson 03's tensor-core GEMM (gpu/gemm/10_...), which
 // lives inside its rung's file and has no launcher other variants can call;
 // the f16 layer-by-layer path is the cuBLAS baseline.
-// Run just this: build/convlab run ffn/cuda/01_layer_by_layer --shape P=401408,C=64,dtype=f32
+// Run just this: build/convlab run ffn/gpu/08a_layer_by_layer --shape P=401408,C=64,dtype=f32
 #include <cstddef>
 
-#include "core/ops/ffn.hpp"
-#include "gpu/common/check.cuh"
-#include "gpu/ffn/ffn_epilogue.cuh"
-#include "gpu/gemm/sgemm_double_buffered.cuh"
+#include "ops/ffn.hpp"
+#include "gpu/lib/check.cuh"
+#include "gpu/lib/ffn_epilogue.cuh"
+#include "gpu/lib/sgemm_double_buffered.cuh"
 
 namespace convlab {
 namespace {
@@ -47,8 +47,8 @@ void run(const FfnProblem& p, const Args<FfnProblem>& args) {
 }
 
 const Register<FfnProblem> reg{{
-    .name = "01_layer_by_layer",
-    .device = Device::cuda,
+    .name = "08a_layer_by_layer",
+    .device = Device::gpu,
     .lesson = 8,
     .supports = supports,
     .run = run,

@@ -1,7 +1,7 @@
-// gpu/ffn/03_fused_tensor_core.cu — lesson 08, GPU rung 3: the whole FFN in one kernel,
+// gpu/ffn/08c_fused_tensor_core.cu — lesson 08, GPU rung 3: the whole FFN in one kernel,
 // the hidden tensor never leaves the chip.
 //
-// Idea over 02_layer_by_layer_cublas: Eq. 32 on the tensor cores. Each block
+// Idea over cublas: Eq. 32 on the tensor cores. Each block
 // owns a tile of rows of X and loops over the hidden channels in chunks of TH:
 //
 //   X_t = X[rows of the block, :]                            shared memory, loaded once
@@ -14,7 +14,7 @@
 // The step that makes it work (FlashAttention-2 does the same with its P
 // matrix): the fp32 accumulator of an m16n8 mma — lane (g, t) holds rows g
 // and g+8, columns 2t and 2t+1 — is, for two neighbouring n8 tiles, exactly
-// the A fragment of the next m16k16 mma (gpu/common/mma.cuh: mma_c_coord vs
+// the A fragment of the next m16k16 mma (gpu/lib/mma.cuh: mma_c_coord vs
 // mma_a_coord; checked on the host in tests/lesson08_ffn_test.cpp):
 //
 //     A reg 0 = pack(D[tile 2kk][0], D[2kk][1])       row g,   k 2t, 2t+1
@@ -75,15 +75,15 @@
 // multiple of 8 (16-byte cp.async chunks; a partial last chunk is zero-filled,
 // and φ(0 + 0) = 0 times zero rows of V adds nothing); any P ≥ 1 (the last
 // row tile is zero-filled and its extra rows never stored); 16-byte-aligned
-// buffers. Everything else runs on 02_layer_by_layer_cublas.
-// Run just this: build/convlab run ffn/cuda/03_fused_tensor_core --shape P=401408,C=64,dtype=f16
+// buffers. Everything else runs on cublas.
+// Run just this: build/convlab run ffn/gpu/08c_fused_tensor_core --shape P=401408,C=64,dtype=f16
 // (the tour shape is fp32, which this rung does not take).
 #include <cstdint>
 
-#include "core/ops/ffn.hpp"
-#include "gpu/common/check.cuh"
-#include "gpu/common/element.cuh"
-#include "gpu/common/mma.cuh"
+#include "ops/ffn.hpp"
+#include "gpu/lib/check.cuh"
+#include "gpu/lib/element.cuh"
+#include "gpu/lib/mma.cuh"
 
 namespace convlab {
 namespace {
@@ -180,7 +180,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
-  const int g = lane / 4, t = lane % 4;  // mma fragment coordinates (gpu/common/mma.cuh)
+  const int g = lane / 4, t = lane % 4;  // mma fragment coordinates (gpu/lib/mma.cuh)
   const int64_t block_row0 = int64_t(blockIdx.x) * Cfg::kBlockRows;
   const int warp_row0 = warp * Cfg::kWarpRows;  // within the block's tile
   const int chunks = gpu::ceil_div(hidden, TH);
@@ -374,7 +374,7 @@ void run(const FfnProblem& p, const Args<FfnProblem>& args) {
   // boundaries (the harness's are cudaMalloc'ed, 256-byte aligned), and the
   // epilogue's 32-bit stores need z 4-byte aligned.
   if (!gpu::aligned_16(args.x) || !gpu::aligned_16(args.u) || !gpu::aligned_16(args.v) || !gpu::aligned_16(args.z))
-    throw Unsupported("ffn/cuda/03_fused_tensor_core: x, u, v and z must be 16-byte aligned");
+    throw Unsupported("ffn/gpu/08c_fused_tensor_core: x, u, v and z must be 16-byte aligned");
   gpu::visit_dtype<__half, __nv_bfloat16>(p.dtype, [&](auto tag) {
     using Element = typename decltype(tag)::type;
     switch (p.C) {
@@ -383,14 +383,14 @@ void run(const FfnProblem& p, const Args<FfnProblem>& args) {
       case 64: launch<Config64, Element>(p, args); break;
       case 128: launch<Config128, Element>(p, args); break;
       case 256: launch<Config256, Element>(p, args); break;
-      default: throw Unsupported("ffn/cuda/03_fused_tensor_core: C must be 16, 32, 64, 128 or 256");
+      default: throw Unsupported("ffn/gpu/08c_fused_tensor_core: C must be 16, 32, 64, 128 or 256");
     }
   });
 }
 
 const Register<FfnProblem> reg{{
-    .name = "03_fused_tensor_core",
-    .device = Device::cuda,
+    .name = "08c_fused_tensor_core",
+    .device = Device::gpu,
     .lesson = 8,
     .supports = supports,
     .run = run,

@@ -1,4 +1,4 @@
-// gpu/ffn/02_layer_by_layer_cublas.cu — lesson 08, baseline: Eq. 30 layer by layer on cuBLAS.
+// gpu/ffn/cublas.cu — lesson 08, baseline: Eq. 30 layer by layer on cuBLAS.
 //
 // What a framework's eager mode does (PyTorch's nn.Linear → GELU → nn.Linear):
 // two cuBLAS GEMMs with fp32 accumulation (cublasGemmEx, CUBLAS_COMPUTE_32F;
@@ -12,7 +12,7 @@
 // Each GEMM is as fast as NVIDIA makes it; what the form costs is the hidden
 // tensor: 4 passes over P·hidden values (written, read and written, read),
 // 822 MB at P = 401408, hidden = 256 in fp16, against 103 MB of x and z.
-// This is the yardstick gpu/ffn/03_fused_tensor_core must beat by 2x.
+// This is the yardstick gpu/ffn/08c_fused_tensor_core must beat by 2x.
 // Measured (H200, P = 401408, α = 4, f16; bench/results/2026-11-30-h200-3/
 // bench-ffn.json): C = 64 0.280 ms (its layer_by_layer_bytes at 3.67 TB/s,
 // 87% of HBM: memory-bound, as counted), C = 128 0.542 ms, C = 256 1.239 ms
@@ -21,16 +21,16 @@
 //
 // Row-major through column-major cuBLAS: C = A·B row-major is Cᵀ = Bᵀ·Aᵀ
 // column-major, so each call passes B first (gpu::gemm_row_major in
-// gpu/common/cublas_handle.cuh; gpu/gemm/cublas.cu explains it).
+// gpu/lib/cublas_handle.cuh; gpu/gemm/cublas.cu explains it).
 // Supported: f32 (IEEE fp32, no TF32: see cublas_handle.cuh), f16, bf16; any sizes.
-// Run just this: build/convlab run ffn/cuda/02_layer_by_layer_cublas --shape P=401408,C=64,dtype=f16
+// Run just this: build/convlab run ffn/gpu/cublas --shape P=401408,C=64,dtype=f16
 #include <cstddef>
 
-#include "core/ops/ffn.hpp"
-#include "gpu/common/check.cuh"
-#include "gpu/common/cublas_handle.cuh"
-#include "gpu/common/element.cuh"
-#include "gpu/ffn/ffn_epilogue.cuh"
+#include "ops/ffn.hpp"
+#include "gpu/lib/check.cuh"
+#include "gpu/lib/cublas_handle.cuh"
+#include "gpu/lib/element.cuh"
+#include "gpu/lib/ffn_epilogue.cuh"
 
 namespace convlab {
 namespace {
@@ -61,8 +61,8 @@ void run(const FfnProblem& p, const Args<FfnProblem>& args) {
 }
 
 const Register<FfnProblem> reg{{
-    .name = "02_layer_by_layer_cublas",
-    .device = Device::cuda,
+    .name = "cublas",
+    .device = Device::gpu,
     .lesson = 8,
     .supports = any_dtype<FfnProblem>,
     .run = run,

@@ -1,4 +1,4 @@
-// gpu/gemm/01_naive.cu — lesson 03, GPU rung 1: one thread per output, rows along the warp.
+// gpu/gemm/03a_naive.cu — lesson 03, GPU rung 1: one thread per output, rows along the warp.
 //
 // Idea: the textbook triple loop with its two outer loops (i over rows of C,
 // j over its columns) handed to the grid. Thread (i, j) runs the k loop alone:
@@ -18,14 +18,14 @@
 // Cost: 2·M·N·K flops and 2 global loads per FMA, most of them wasted sectors.
 // Prediction at 4096³ on an H200: ~1-2 TFLOP/s (≈ 2-4% of cuBLAS's ~51). The
 // L1/L2 caches serve the repeated A rows, so it is bound by load/store-unit
-// and L1 transaction throughput, not by DRAM. Rung 2 (02_coalesced) only swaps
+// and L1 transaction throughput, not by DRAM. Rung 2 (03g_coalesced) only swaps
 // which index runs along the warp and gets several times faster.
 //
 // Supported: fp32, any M, N, K (threads past the edge of C return at once),
 // as long as ceil(N/32) fits in gridDim.y (N ≤ 2 097 120).
-// Run just this: build/convlab run gemm/cuda/01_naive
-#include "core/ops/gemm.hpp"
-#include "gpu/common/check.cuh"
+// Run just this: build/convlab run gemm/gpu/03a_naive
+#include "ops/gemm.hpp"
+#include "gpu/lib/check.cuh"
 
 namespace convlab {
 namespace {
@@ -74,8 +74,8 @@ void run(const GemmProblem& p, const Args<GemmProblem>& a) {
 }
 
 const Register<GemmProblem> reg{{
-    .name = "01_naive",
-    .device = Device::cuda,
+    .name = "03a_naive",
+    .device = Device::gpu,
     .lesson = 3,
     .supports = supports,
     .run = run,

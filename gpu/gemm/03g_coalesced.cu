@@ -1,11 +1,11 @@
-// gpu/gemm/02_coalesced.cu — lesson 03, GPU rung 2: columns along the warp (coalescing).
+// gpu/gemm/03g_coalesced.cu — lesson 03, GPU rung 2: columns along the warp (coalescing).
 //
-// Idea over 01_naive: the same one-thread-per-output kernel with one change —
+// Idea over 03a_naive: the same one-thread-per-output kernel with one change —
 // threadIdx.x, the index that runs along a warp, now picks the COLUMN j.
 // The 32 threads of a warp share one row i and take 32 consecutive columns:
 //
-//   01_naive:     row = ...threadIdx.x, col = ...threadIdx.y   (warp = 32 rows)
-//   02_coalesced: row = ...threadIdx.y, col = ...threadIdx.x   (warp = 32 columns)
+//   03a_naive:     row = ...threadIdx.x, col = ...threadIdx.y   (warp = 32 rows)
+//   03g_coalesced: row = ...threadIdx.y, col = ...threadIdx.x   (warp = 32 columns)
 //
 // so per k step a warp
 //   - loads A[i][k] once for all 32 threads (a broadcast),
@@ -16,14 +16,14 @@
 // Cost: unchanged arithmetic and still ~2 loads (now mostly L1 hits) per FMA;
 // nothing is reused from registers or shared memory, so the kernel is bound by
 // L1/LSU throughput. Prediction at 4096³ on an H200: ~5-8 TFLOP/s (≈ 10-15% of
-// cuBLAS). Rung 3 (03_smem_tiling) stages tiles of A and B in shared memory so
+// cuBLAS). Rung 3 (03h_smem_tiling) stages tiles of A and B in shared memory so
 // that each global element is loaded once per block instead of once per thread.
 //
 // Supported: fp32, any M, N, K, as long as ceil(M/32) fits in gridDim.y
 // (M ≤ 2 097 120).
-// Run just this: build/convlab run gemm/cuda/02_coalesced
-#include "core/ops/gemm.hpp"
-#include "gpu/common/check.cuh"
+// Run just this: build/convlab run gemm/gpu/03g_coalesced
+#include "ops/gemm.hpp"
+#include "gpu/lib/check.cuh"
 
 namespace convlab {
 namespace {
@@ -73,8 +73,8 @@ void run(const GemmProblem& p, const Args<GemmProblem>& a) {
 }
 
 const Register<GemmProblem> reg{{
-    .name = "02_coalesced",
-    .device = Device::cuda,
+    .name = "03g_coalesced",
+    .device = Device::gpu,
     .lesson = 3,
     .supports = supports,
     .run = run,

@@ -1,6 +1,6 @@
-// gpu/gemm/03_smem_tiling.cu — lesson 03, GPU rung 3: shared-memory tiling.
+// gpu/gemm/03h_smem_tiling.cu — lesson 03, GPU rung 3: shared-memory tiling.
 //
-// Idea over 02_coalesced: the 32×32 threads of a block all need the same 32
+// Idea over 03g_coalesced: the 32×32 threads of a block all need the same 32
 // rows of A and the same 32 columns of B. Instead of each thread fetching its
 // own K-long row and column from global memory, the block walks K in slices of
 // kTileK: it copies a 32×kTileK tile of A and a kTileK×32 tile of B into shared
@@ -19,16 +19,16 @@
 // Cost: two __syncthreads per K slice, 8 KiB of shared memory per block. The
 // new limit is shared memory itself: still 2 shared loads per FMA, and an SM
 // issues far fewer shared loads than FMAs per clock. Prediction at 4096³ on an
-// H200: ~10-14 TFLOP/s (≈ 20-25% of cuBLAS). Rung 4 (04_register_blocking_1d)
+// H200: ~10-14 TFLOP/s (≈ 20-25% of cuBLAS). Rung 4 (03i_register_blocking_1d)
 // gives each thread several outputs so one loaded value feeds several FMAs.
 //
 // Supported: fp32, any M, N, K: out-of-range tile elements are loaded as 0
 // (they add nothing) and out-of-range outputs are not stored. ceil(M/32) must
 // fit in gridDim.y (M ≤ 2 097 120).
-// Run just this: build/convlab run gemm/cuda/03_smem_tiling
-#include "core/ops/gemm.hpp"
-#include "gpu/common/check.cuh"
-#include "gpu/common/gemm_tiles.cuh"
+// Run just this: build/convlab run gemm/gpu/03h_smem_tiling
+#include "ops/gemm.hpp"
+#include "gpu/lib/check.cuh"
+#include "gpu/lib/gemm_tiles.cuh"
 
 namespace convlab {
 namespace {
@@ -92,8 +92,8 @@ void run(const GemmProblem& p, const Args<GemmProblem>& a) {
 }
 
 const Register<GemmProblem> reg{{
-    .name = "03_smem_tiling",
-    .device = Device::cuda,
+    .name = "03h_smem_tiling",
+    .device = Device::gpu,
     .lesson = 3,
     .supports = supports,
     .run = run,

@@ -1,6 +1,6 @@
-// gpu/gemm/04_register_blocking_1d.cu — lesson 03, GPU rung 4: a column of outputs per thread.
+// gpu/gemm/03i_register_blocking_1d.cu — lesson 03, GPU rung 4: a column of outputs per thread.
 //
-// Idea over 03_smem_tiling: a thread computes kThreadM outputs stacked in one
+// Idea over 03h_smem_tiling: a thread computes kThreadM outputs stacked in one
 // column of C instead of one. For every k it loads the single B value it
 // needs once into a register and reuses it kThreadM times:
 //
@@ -18,15 +18,15 @@
 // Cost: kThreadM accumulator registers per thread; 512 threads per block.
 // Still ~1.1 shared loads per FMA, so shared-memory bandwidth stays the limit.
 // Prediction at 4096³ on an H200: ~18-22 TFLOP/s (≈ 35-45% of cuBLAS). Rung 5
-// (05_register_blocking_2d) blocks in both directions: an 8×8 outer product
+// (03j_register_blocking_2d) blocks in both directions: an 8×8 outer product
 // per thread needs only 16 shared loads for 64 FMAs.
 //
 // Supported: fp32, any M, N, K (zero-filled tile loads, guarded stores);
 // ceil(M/64) must fit in gridDim.y (M ≤ 4 194 240).
-// Run just this: build/convlab run gemm/cuda/04_register_blocking_1d
-#include "core/ops/gemm.hpp"
-#include "gpu/common/check.cuh"
-#include "gpu/common/gemm_tiles.cuh"
+// Run just this: build/convlab run gemm/gpu/03i_register_blocking_1d
+#include "ops/gemm.hpp"
+#include "gpu/lib/check.cuh"
+#include "gpu/lib/gemm_tiles.cuh"
 
 namespace convlab {
 namespace {
@@ -107,8 +107,8 @@ void run(const GemmProblem& p, const Args<GemmProblem>& a) {
 }
 
 const Register<GemmProblem> reg{{
-    .name = "04_register_blocking_1d",
-    .device = Device::cuda,
+    .name = "03i_register_blocking_1d",
+    .device = Device::gpu,
     .lesson = 3,
     .supports = supports,
     .run = run,

@@ -1,6 +1,6 @@
-// gpu/gemm/05_register_blocking_2d.cu — lesson 03, GPU rung 5: an 8×8 block of outputs per thread.
+// gpu/gemm/03j_register_blocking_2d.cu — lesson 03, GPU rung 5: an 8×8 block of outputs per thread.
 //
-// Idea over 04_register_blocking_1d: block in both directions. Per k a thread
+// Idea over 03i_register_blocking_1d: block in both directions. Per k a thread
 // loads kThreadM values of A (a column piece) and kThreadN values of B (a row
 // piece) into registers and forms their outer product, kThreadM·kThreadN FMAs:
 //
@@ -19,15 +19,15 @@
 // shared), and the thread layout is naive — a warp reading Bs[kk][tx·8 + j]
 // hits each bank 4 times (tx and tx+4 are 32 floats apart), and As[m][kk] has
 // a 2-way conflict between the warp's two rows. Prediction at 4096³ on an
-// H200: ~25-30 TFLOP/s (≈ 50-60% of cuBLAS). Rung 6 (06_vectorized) stores A
+// H200: ~25-30 TFLOP/s (≈ 50-60% of cuBLAS). Rung 6 (03k_vectorized) stores A
 // transposed and moves everything in 16-byte pieces.
 //
 // Supported: fp32, any M, N, K (zero-filled tile loads, guarded stores);
 // ceil(M/128) must fit in gridDim.y.
-// Run just this: build/convlab run gemm/cuda/05_register_blocking_2d
-#include "core/ops/gemm.hpp"
-#include "gpu/common/check.cuh"
-#include "gpu/common/gemm_tiles.cuh"
+// Run just this: build/convlab run gemm/gpu/03j_register_blocking_2d
+#include "ops/gemm.hpp"
+#include "gpu/lib/check.cuh"
+#include "gpu/lib/gemm_tiles.cuh"
 
 namespace convlab {
 namespace {
@@ -129,8 +129,8 @@ void run(const GemmProblem& p, const Args<GemmProblem>& a) {
 }
 
 const Register<GemmProblem> reg{{
-    .name = "05_register_blocking_2d",
-    .device = Device::cuda,
+    .name = "03j_register_blocking_2d",
+    .device = Device::gpu,
     .lesson = 3,
     .supports = supports,
     .run = run,

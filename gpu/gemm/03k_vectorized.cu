@@ -1,6 +1,6 @@
-// gpu/gemm/06_vectorized.cu — lesson 03, GPU rung 6: 16-byte loads, A transposed in shared memory.
+// gpu/gemm/03k_vectorized.cu — lesson 03, GPU rung 6: 16-byte loads, A transposed in shared memory.
 //
-// Idea over 05_register_blocking_2d: move data in float4 pieces everywhere.
+// Idea over 03j_register_blocking_2d: move data in float4 pieces everywhere.
 //   - Global → shared: each thread fetches its share of the A and B tiles as
 //     one 16-byte load each (LDG.128) instead of four 4-byte loads.
 //   - A is stored TRANSPOSED in shared memory, As[k][m]. The 8 values a thread
@@ -20,7 +20,7 @@
 // (cudaMalloc gives 256). The kernel is therefore compiled twice:
 // kVectorized = true for such problems, and kVectorized = false, which keeps
 // the same tiles and shared-memory layout but fills and drains them with
-// predicated scalar accesses, for all others (gpu/common/gemm_tiles.cuh).
+// predicated scalar accesses, for all others (gpu/lib/gemm_tiles.cuh).
 // run() picks one per launch; the test table exercises both (64³ and 256³ take
 // the float4 path; 31×63×65, 7×5×3, ... the scalar one).
 //
@@ -30,14 +30,14 @@
 // no spills, so 2 blocks of 256 threads per SM; the loads of the next tile do
 // not overlap with the math (a block waits at each barrier). Prediction at
 // 4096³ on an H200: ~32-38 TFLOP/s (≈ 65-75% of cuBLAS). Rung 7
-// (07_warp_tiling) lays threads out so that a warp's shared reads are
+// (03l_warp_tiling) lays threads out so that a warp's shared reads are
 // conflict-free and its piece of C is compact.
 //
 // Supported: fp32, any M, N, K; ceil(M/128) must fit in gridDim.y.
-// Run just this: build/convlab run gemm/cuda/06_vectorized
-#include "core/ops/gemm.hpp"
-#include "gpu/common/check.cuh"
-#include "gpu/common/gemm_tiles.cuh"
+// Run just this: build/convlab run gemm/gpu/03k_vectorized
+#include "ops/gemm.hpp"
+#include "gpu/lib/check.cuh"
+#include "gpu/lib/gemm_tiles.cuh"
 
 namespace convlab {
 namespace {
@@ -140,8 +140,8 @@ void run(const GemmProblem& p, const Args<GemmProblem>& a) {
 }
 
 const Register<GemmProblem> reg{{
-    .name = "06_vectorized",
-    .device = Device::cuda,
+    .name = "03k_vectorized",
+    .device = Device::gpu,
     .lesson = 3,
     .supports = supports,
     .run = run,

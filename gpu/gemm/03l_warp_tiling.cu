@@ -1,6 +1,6 @@
-// gpu/gemm/07_warp_tiling.cu — lesson 03, GPU rung 7: warp tiles and a conflict-free thread layout.
+// gpu/gemm/03l_warp_tiling.cu — lesson 03, GPU rung 7: warp tiles and a conflict-free thread layout.
 //
-// Idea over 06_vectorized: add the level of the hierarchy that actually issues
+// Idea over 03k_vectorized: add the level of the hierarchy that actually issues
 // instructions, the warp. The 128×128 block tile is cut into eight 64×32 warp
 // tiles, and inside a warp tile each lane's 8×8 outputs are NOT one contiguous
 // 8×8 square but four 4×4 pieces, 32 rows and 16 columns apart:
@@ -32,16 +32,16 @@
 // the next tile still do not overlap the FMAs inside a block: each K slice is
 // load → barrier → 8 k-steps of math → barrier, and only the other resident
 // block hides that latency. Prediction at 4096³ on an H200: ~38-43 TFLOP/s
-// (≈ 75-85% of cuBLAS). Rung 8 (08_double_buffering) fetches slice s+1 while
+// (≈ 75-85% of cuBLAS). Rung 8 (03m_double_buffering) fetches slice s+1 while
 // computing slice s.
 //
 // Supported: fp32, any M, N, K (float4 path when K % 4 == 0 and N % 4 == 0
 // with 16-byte aligned buffers, predicated scalar path otherwise; both tested);
 // ceil(M/128) must fit in gridDim.y.
-// Run just this: build/convlab run gemm/cuda/07_warp_tiling
-#include "core/ops/gemm.hpp"
-#include "gpu/common/check.cuh"
-#include "gpu/common/gemm_tiles.cuh"
+// Run just this: build/convlab run gemm/gpu/03l_warp_tiling
+#include "ops/gemm.hpp"
+#include "gpu/lib/check.cuh"
+#include "gpu/lib/gemm_tiles.cuh"
 
 namespace convlab {
 namespace {
@@ -157,8 +157,8 @@ void run(const GemmProblem& p, const Args<GemmProblem>& a) {
 }
 
 const Register<GemmProblem> reg{{
-    .name = "07_warp_tiling",
-    .device = Device::cuda,
+    .name = "03l_warp_tiling",
+    .device = Device::gpu,
     .lesson = 3,
     .supports = supports,
     .run = run,

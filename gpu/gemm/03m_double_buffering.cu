@@ -1,6 +1,6 @@
-// gpu/gemm/08_double_buffering.cu — lesson 03, GPU rung 8: fetch the next slice while computing this one.
+// gpu/gemm/03m_double_buffering.cu — lesson 03, GPU rung 8: fetch the next slice while computing this one.
 //
-// Idea over 07_warp_tiling: in rung 7 every K slice is a strict sequence
+// Idea over 03l_warp_tiling: in rung 7 every K slice is a strict sequence
 //
 //   fetch slice s from global (~500+ cycles of latency)   → barrier
 //   64 FMAs × 8 k-steps out of shared memory               → barrier
@@ -40,7 +40,7 @@
 // 81% of cuBLAS, under the predicted 43–48: the FMA pipe was not yet the limit.
 // Per 64 FMAs a lane still issues 4 LDS.128, and every 8 k-steps a barrier,
 // the global fetches and the transposed stores. bench/tune_sgemm_tiles.cu
-// sweeps ten shapes of this same kernel (gpu/gemm/sgemm_double_buffered.cuh
+// sweeps ten shapes of this same kernel (gpu/lib/sgemm_double_buffered.cuh
 // takes them as a template parameter) in one GPU call. Measured at 4096³ / 8192³
 // (bench/results/2026-11-30-h200-2/tune-sgemm.txt):
 //
@@ -60,16 +60,16 @@
 // Supported: fp32, any M, N, K (float4 path when K % 4 == 0 and N % 4 == 0
 // with 16-byte aligned buffers, predicated scalar path otherwise; both tested);
 // ceil(M/128) must fit in gridDim.y.
-// Run just this: build/convlab run gemm/cuda/08_double_buffering
-#include "core/ops/gemm.hpp"
-#include "gpu/common/check.cuh"
-#include "gpu/common/gemm_tiles.cuh"
-#include "gpu/gemm/sgemm_double_buffered.cuh"
+// Run just this: build/convlab run gemm/gpu/03m_double_buffering
+#include "ops/gemm.hpp"
+#include "gpu/lib/check.cuh"
+#include "gpu/lib/gemm_tiles.cuh"
+#include "gpu/lib/sgemm_double_buffered.cuh"
 
 namespace convlab {
 namespace {
 
-using namespace gpu::double_buffered;  // tunables, kernel and launch: gpu/gemm/sgemm_double_buffered.cuh
+using namespace gpu::double_buffered;  // tunables, kernel and launch: gpu/lib/sgemm_double_buffered.cuh
 
 bool supports(const GemmProblem& p) {
   return p.dtype == DType::f32 && gpu::ceil_div<int64_t>(p.M, kBlockM) <= gpu::kMaxGridYZ;
@@ -81,8 +81,8 @@ void run(const GemmProblem& p, const Args<GemmProblem>& a) {
 }
 
 const Register<GemmProblem> reg{{
-    .name = "08_double_buffering",
-    .device = Device::cuda,
+    .name = "03m_double_buffering",
+    .device = Device::gpu,
     .lesson = 3,
     .supports = supports,
     .run = run,

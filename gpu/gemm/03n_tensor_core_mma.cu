@@ -1,6 +1,6 @@
-// gpu/gemm/09_tensor_core_mma.cu — lesson 03, GPU rung 9: tensor cores, one warp instruction per 16x8x16 product.
+// gpu/gemm/03n_tensor_core_mma.cu — lesson 03, GPU rung 9: tensor cores, one warp instruction per 16x8x16 product.
 //
-// Idea over 08_double_buffering: the fp32 rungs before it spend one FFMA per
+// Idea over 03m_double_buffering: the fp32 rungs before it spend one FFMA per
 // multiply-add. A tensor core takes 16-bit inputs and does a whole
 // 16x8x16 block (2048 multiply-adds) in one warp-wide instruction,
 //
@@ -8,7 +8,7 @@
 //
 // accumulating in fp32. The instruction does not read memory: its operands are
 // "fragments", each lane holding a few elements of A, B and D in registers in
-// a fixed pattern (gpu/common/mma.cuh draws it). Getting the tiles out of shared
+// a fixed pattern (gpu/lib/mma.cuh draws it). Getting the tiles out of shared
 // memory into that pattern is the job of `ldmatrix`, which reads 8x8 blocks
 // of 16-bit elements and hands every lane its part; `ldmatrix.trans` transposes
 // on the way, which is how B, stored k-major ([K,N] row-major), becomes the
@@ -27,14 +27,14 @@
 // 16-byte loads, bigger warp tiles).
 //
 // Supported: f16 and bf16, any M, N, K (M up to 65535 block rows).
-// Run just this: build/convlab run gemm/cuda/09_tensor_core_mma --shape M=4096,dtype=f16
+// Run just this: build/convlab run gemm/gpu/03n_tensor_core_mma --shape M=4096,dtype=f16
 // (the tour shape is fp32, which tensor-core rungs do not take).
 #include <cstdint>
 
-#include "core/ops/gemm.hpp"
-#include "gpu/common/check.cuh"
-#include "gpu/common/element.cuh"
-#include "gpu/common/mma.cuh"
+#include "ops/gemm.hpp"
+#include "gpu/lib/check.cuh"
+#include "gpu/lib/element.cuh"
+#include "gpu/lib/mma.cuh"
 
 namespace convlab {
 namespace {
@@ -126,7 +126,7 @@ __global__ void __launch_bounds__(kThreads)
       // TUTORIAL: ldmatrix.x4 reads a 16x16 block as four 8x8 matrices. Lane l
       // names one 16-byte row: row l % 16, columns 8·(l / 16) .. +8. In
       // return it receives, per matrix, the 2 elements the mma fragment wants
-      // it to hold (gpu/common/mma.cuh, ldmatrix_x4_row_address; the host test
+      // it to hold (gpu/lib/mma.cuh, ldmatrix_x4_row_address; the host test
       // tests/mma_layout_test.cpp checks the two layouts agree).
       const gpu::MatrixCoord row_start = gpu::ldmatrix_x4_row_address(lane);
 
@@ -189,8 +189,8 @@ void run(const GemmProblem& p, const Args<GemmProblem>& args) {
 }
 
 const Register<GemmProblem> reg{{
-    .name = "09_tensor_core_mma",
-    .device = Device::cuda,
+    .name = "03n_tensor_core_mma",
+    .device = Device::gpu,
     .lesson = 3,
     .supports = supports,
     .run = run,

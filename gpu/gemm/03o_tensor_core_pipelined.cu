@@ -1,6 +1,6 @@
-// gpu/gemm/10_tensor_core_pipelined.cu — lesson 03, GPU rung 10: keep the tensor cores fed.
+// gpu/gemm/03o_tensor_core_pipelined.cu — lesson 03, GPU rung 10: keep the tensor cores fed.
 //
-// Idea over 09_tensor_core_mma: rung 09 issues the right instructions but starves
+// Idea over 03n_tensor_core_mma: rung 09 issues the right instructions but starves
 // them. Every k tile it loads element by element, waits, computes, waits again,
 // and its 32x32 warp tile does 8 mma per 4 ldmatrix. Four changes, each
 // attacking one stall:
@@ -31,14 +31,14 @@
 // swizzled layout), so every M, N, K is still correct.
 //
 // Supported: f16 and bf16, any M, N, K; fast path when K % 8 == 0 and N % 8 == 0.
-// Run just this: build/convlab run gemm/cuda/10_tensor_core_pipelined --shape M=4096,dtype=f16
+// Run just this: build/convlab run gemm/gpu/03o_tensor_core_pipelined --shape M=4096,dtype=f16
 // (the tour shape is fp32, which tensor-core rungs do not take).
 #include <cstdint>
 
-#include "core/ops/gemm.hpp"
-#include "gpu/common/check.cuh"
-#include "gpu/common/element.cuh"
-#include "gpu/common/mma.cuh"
+#include "ops/gemm.hpp"
+#include "gpu/lib/check.cuh"
+#include "gpu/lib/element.cuh"
+#include "gpu/lib/mma.cuh"
 
 namespace convlab {
 namespace {
@@ -367,8 +367,8 @@ void run(const GemmProblem& p, const Args<GemmProblem>& args) {
 }
 
 const Register<GemmProblem> reg{{
-    .name = "10_tensor_core_pipelined",
-    .device = Device::cuda,
+    .name = "03o_tensor_core_pipelined",
+    .device = Device::gpu,
     .lesson = 3,
     .supports = supports,
     .run = run,

@@ -1,4 +1,4 @@
-// gpu/common/check.cuh — turning CUDA's error codes into convlab::DeviceError.
+// gpu/lib/check.cuh — turning CUDA's error codes into convlab::DeviceError.
 //
 // Every CUDA call in gpu/ goes through check_cuda(); every launcher ends with
 // check_launch(), because a kernel launch reports a bad configuration (too

@@ -1,14 +1,14 @@
-// gpu/common/conv_geometry.cuh — a ConvProblem's sizes as plain ints a kernel can take.
+// gpu/lib/conv_geometry.cuh — a ConvProblem's sizes as plain ints a kernel can take.
 //
 // ConvProblem's member functions are host code; a kernel gets this flat copy,
 // with the derived sizes (P, Q, T, K per group) computed once on the host.
 #pragma once
 
-#include "core/problems.hpp"
+#include "ops/conv2d.hpp"
 
 // The row-order maps below are plain arithmetic, callable on the host too so
 // that tests (tests/lesson07_fusion_test.cpp) can check them without a GPU.
-// Same definition as gpu/common/mma.cuh's (an identical redefinition is allowed).
+// Same definition as gpu/lib/mma.cuh's (an identical redefinition is allowed).
 #if defined(__CUDACC__)
 #define CONVLAB_HOST_DEVICE __host__ __device__
 #else
@@ -62,7 +62,7 @@ CONVLAB_HOST_DEVICE inline OutputPixel window_order(const ConvGeometry& cg, int 
   return window_corner(cg, m / 4, m % 4);
 }
 
-// The tensor-core kernel's order (lesson 07, gpu/conv_pool/02_fused.cu). A warp
+// The tensor-core kernel's order (lesson 07, gpu/conv_pool/07b_fused.cu). A warp
 // there owns 64 GEMM rows from a multiple of 64, and its lane with group g holds
 // rows 16·mi + 8·h + g of them (m16 tile mi = 0..3, h = 0..1; gpu::mma_c_coord).
 // Number those rows so that the tile index is the corner:

@@ -1,4 +1,4 @@
-// gpu/common/cublas_handle.cuh — the process's one cuBLAS handle, error checks,
+// gpu/lib/cublas_handle.cuh — the process's one cuBLAS handle, error checks,
 // and the one row-major GEMM call every cuBLAS-backed variant makes on it.
 //
 // A cuBLAS handle is expensive to create (it allocates device workspace and
@@ -20,7 +20,7 @@
 
 #include "core/device.hpp"
 #include "core/dtype.hpp"
-#include "gpu/common/check.cuh"
+#include "gpu/lib/check.cuh"
 
 namespace convlab::gpu {
 

@@ -1,4 +1,4 @@
-// gpu/common/cudnn_handle.cuh — the process's one cuDNN handle, error checks,
+// gpu/lib/cudnn_handle.cuh — the process's one cuDNN handle, error checks,
 // and owning wrappers for cuDNN's legacy descriptors.
 //
 // Like the cuBLAS handle (cublas_handle.cuh), the cuDNN handle is made on

@@ -1,4 +1,4 @@
-// gpu/common/element.cuh — the element types behind convlab's DTypes, on the GPU.
+// gpu/lib/element.cuh — the element types behind convlab's DTypes, on the GPU.
 //
 // The harness keeps f16 and bf16 tensors as raw 16-bit patterns (uint16_t on
 // the host); on the device the very same bytes are read as __half and

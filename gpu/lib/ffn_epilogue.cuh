@@ -1,4 +1,4 @@
-// gpu/ffn/ffn_epilogue.cuh — what lesson 08's GPU rungs share: φ on the
+// gpu/lib/ffn_epilogue.cuh — what lesson 08's GPU rungs share: φ on the
 // device, and the unfused rungs' bias (+ φ) pass over a row-major matrix.
 // Header-only, registers nothing.
 #pragma once
@@ -8,9 +8,9 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "core/ops/ffn.hpp"
-#include "gpu/common/check.cuh"
-#include "gpu/common/element.cuh"
+#include "ops/ffn.hpp"
+#include "gpu/lib/check.cuh"
+#include "gpu/lib/element.cuh"
 
 namespace convlab::gpu::ffn {
 

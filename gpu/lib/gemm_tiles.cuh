@@ -1,4 +1,4 @@
-// gpu/common/gemm_tiles.cuh — bounds-checked loads and stores for the fp32 GEMM ladder.
+// gpu/lib/gemm_tiles.cuh — bounds-checked loads and stores for the fp32 GEMM ladder.
 //
 // Every rung of lesson 03 (gpu/gemm/0*.cu) handles any M, N, K. The rule is
 // the same everywhere, so it is written once, here:
@@ -28,7 +28,7 @@
 
 #include <cstdint>
 
-#include "gpu/common/check.cuh"
+#include "gpu/lib/check.cuh"
 
 namespace convlab::gpu {
 

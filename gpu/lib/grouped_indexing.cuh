@@ -1,12 +1,12 @@
-// gpu/conv2d/grouped_indexing.cuh — the index arithmetic of 10_grouped's tensor-core kernel, host-callable.
+// gpu/lib/grouped_indexing.cuh — the index arithmetic of 06b_grouped's tensor-core kernel, host-callable.
 //
-// 10_grouped's mma kernel reads the im2col view of a staged NHWC tile with
+// 06b_grouped's mma kernel reads the im2col view of a staged NHWC tile with
 // ldmatrix: every lane hands the instruction the address of 16 bytes (8
 // channels of one tap of one pixel), and which bytes those are decides
 // whether the answer is right. That arithmetic is plain integer math, kept
 // here so that tests/lesson06_grouped_test.cpp checks it on the host against
 // the definition of the view, through the ldmatrix and mma models of
-// gpu/common/mma.cuh.
+// gpu/lib/mma.cuh.
 //
 // Vocabulary, for one group of T input channels (T % 8 == 0) and an R×S filter:
 //
@@ -19,7 +19,7 @@
 // consecutive channels of ONE tap: 16 contiguous bytes, one ldmatrix row.
 #pragma once
 
-#include "gpu/common/mma.cuh"  // CONVLAB_HOST_DEVICE, MatrixCoord
+#include "gpu/lib/mma.cuh"  // CONVLAB_HOST_DEVICE, MatrixCoord
 
 namespace convlab::gpu::grouped {
 

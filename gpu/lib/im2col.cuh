@@ -1,8 +1,8 @@
-// gpu/conv2d/im2col.cuh — lesson 02's im2col kernel, shared by
-// gpu/conv2d/03_im2col_gemm.cu (the suite's own SGEMM) and
-// gpu/conv2d/04_im2col_cublas.cu (cuBLAS).
+// gpu/lib/im2col.cuh — lesson 02's im2col kernel, shared by
+// gpu/conv2d/02b_im2col_gemm.cu (the suite's own SGEMM) and
+// gpu/conv2d/02c_im2col_cublas.cu (cuBLAS).
 //
-// The patch matrix of group g (the CPU side explains it in cpu/conv2d/im2col.hpp):
+// The patch matrix of group g (the CPU side explains it in cpu/lib/im2col.hpp):
 //
 //   patches[i][j] = x[n, p·stride + r − pad, q·stride + s − pad, g·T + t]   (0 in the padding)
 //   i = (n·P + p)·Q + q  ∈ [0, N·P·Q)          a row per output pixel
@@ -32,8 +32,8 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "gpu/common/check.cuh"
-#include "gpu/common/conv_geometry.cuh"
+#include "gpu/lib/check.cuh"
+#include "gpu/lib/conv_geometry.cuh"
 
 namespace convlab::gpu {
 

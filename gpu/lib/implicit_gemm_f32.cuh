@@ -1,8 +1,8 @@
-// gpu/conv2d/implicit_gemm_f32.cuh — lesson 04's fp32 implicit-GEMM conv kernel, shared.
+// gpu/lib/implicit_gemm_f32.cuh — lesson 04's fp32 implicit-GEMM conv kernel, shared.
 //
-// The kernel of gpu/conv2d/05_implicit_gemm_f32.cu (read that file's header
+// The kernel of gpu/conv2d/04a_implicit_gemm.cu (read that file's header
 // for the idea), kept in a header so that lesson 07's fused layer
-// (gpu/conv_pool/02_fused.cu) runs the very same main loop. It is
+// (gpu/conv_pool/07b_fused.cu) runs the very same main loop. It is
 // parameterised by an output policy Out:
 //   Out::pixel(cg, m)  which output pixel GEMM row m is (the row order)
 //   out.store<kVec>(cg, M, group, acc, m_piece, k_piece)
@@ -13,9 +13,9 @@
 #include <climits>
 #include <cstdint>
 
-#include "core/problems.hpp"
-#include "gpu/common/check.cuh"
-#include "gpu/common/conv_geometry.cuh"
+#include "ops/conv2d.hpp"
+#include "gpu/lib/check.cuh"
+#include "gpu/lib/conv_geometry.cuh"
 
 namespace convlab::gpu::igemm_f32 {
 

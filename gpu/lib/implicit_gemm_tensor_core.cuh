@@ -1,8 +1,8 @@
-// gpu/conv2d/implicit_gemm_tensor_core.cuh — lesson 04's tensor-core implicit-GEMM conv kernel, shared.
+// gpu/lib/implicit_gemm_tensor_core.cuh — lesson 04's tensor-core implicit-GEMM conv kernel, shared.
 //
-// The kernel of gpu/conv2d/06_implicit_gemm_tensor_core.cu (read that file's
+// The kernel of gpu/conv2d/04b_implicit_gemm_tensor_core.cu (read that file's
 // header for the idea), kept in a header so that lesson 07's fused layer
-// (gpu/conv_pool/02_fused.cu) runs the very same pipeline. It is
+// (gpu/conv_pool/07b_fused.cu) runs the very same pipeline. It is
 // parameterised by an output policy Out:
 //   Out::pixel(cg, m)   which output pixel GEMM row m is (the row order)
 //   out.store(cg, M, group, warp_m, warp_n, lane, acc)
@@ -11,19 +11,19 @@
 //
 // At the end, gpu::tensor_core_conv::supports/run: lesson 04's whole variant
 // (06's own supports() and run()), for rungs that want the conv as it is —
-// lesson 06's 11_pointwise hands it 1x1 convolutions, for which the im2col
+// lesson 06's 06c_pointwise hands it 1x1 convolutions, for which the im2col
 // view is the identity and the kernel is a plain GEMM.
 #pragma once
 
 #include <climits>
 #include <cstdint>
 
-#include "core/ops/conv2d.hpp"
-#include "core/problems.hpp"
-#include "gpu/common/check.cuh"
-#include "gpu/common/conv_geometry.cuh"
-#include "gpu/common/element.cuh"
-#include "gpu/common/mma.cuh"
+#include "ops/conv2d.hpp"
+#include "ops/conv2d.hpp"
+#include "gpu/lib/check.cuh"
+#include "gpu/lib/conv_geometry.cuh"
+#include "gpu/lib/element.cuh"
+#include "gpu/lib/mma.cuh"
 
 namespace convlab::gpu::igemm_tc {
 
@@ -382,7 +382,7 @@ template <class Element> struct StoreY {
   }
 };
 
-// The shape limits of launch() (see 06_implicit_gemm_tensor_core.cu's header),
+// The shape limits of launch() (see 04b_implicit_gemm_tensor_core.cu's header),
 // for M GEMM rows of problem p.
 inline bool fits(int64_t M, const ConvProblem& p) {
   const int64_t tiles = ceil_div<int64_t>(M, kBlockM) * ceil_div(p.K_per_group(), kBlockN);
@@ -421,7 +421,7 @@ void launch(const ConvGeometry& cg, int M, const Element* x, const Element* w, O
 
 namespace convlab::gpu::tensor_core_conv {
 
-// f16 or bf16, and the size limits of 06's header (defined in 06_implicit_gemm_tensor_core.cu).
+// f16 or bf16, and the size limits of 06's header (defined in 04b_implicit_gemm_tensor_core.cu).
 bool supports(const ConvProblem& p);
 // Asynchronous on the default stream, as every variant's run().
 void run(const ConvProblem& p, const Args<ConvProblem>& args);

@@ -1,4 +1,4 @@
-// gpu/common/mma.cuh — warp-level tensor-core building blocks (sm_80 and later):
+// gpu/lib/mma.cuh — warp-level tensor-core building blocks (sm_80 and later):
 // mma.sync m16n8k16, ldmatrix, cp.async, and the index maps that go with them.
 //
 // Two halves:

@@ -1,22 +1,22 @@
-// gpu/gemm/sgemm_double_buffered.cuh — lesson 03's GPU rung 8 kernel, shared.
+// gpu/lib/sgemm_double_buffered.cuh — lesson 03's GPU rung 8 kernel, shared.
 //
-// The fp32 SGEMM kernel of gpu/gemm/08_double_buffering.cu (two shared-memory
+// The fp32 SGEMM kernel of gpu/gemm/03m_double_buffering.cu (two shared-memory
 // stages, register prefetch of the next K slice, double-buffered fragments),
 // kept here so that other variants can call the suite's own GEMM:
-// lesson 02's gpu/conv2d/03_im2col_gemm.cu runs it on the im2col patch
-// matrix, and lesson 05's Winograd rungs (gpu/conv2d/winograd.cuh) run their
+// lesson 02's gpu/conv2d/02b_im2col_gemm.cu runs it on the im2col patch
+// matrix, and lesson 05's Winograd rungs (gpu/lib/winograd.cuh) run their
 // 16 or 36 per-point GEMMs as one batched launch (launch_batched, blockIdx.z
 // picks the product; the kernel body is shared with the plain launch).
 // The idea, its cost and the measurements are told in 08's header;
 // this file holds the tunables, the kernel with its contract, and its
-// launch (the float4-or-scalar choice). 08_double_buffering.cu keeps the
+// launch (the float4-or-scalar choice). 03m_double_buffering.cu keeps the
 // registration.
 #pragma once
 
 #include <cstdint>
 
-#include "gpu/common/check.cuh"
-#include "gpu/common/gemm_tiles.cuh"
+#include "gpu/lib/check.cuh"
+#include "gpu/lib/gemm_tiles.cuh"
 
 namespace convlab::gpu::double_buffered {
 
@@ -90,7 +90,7 @@ struct SliceInFlight {
 //   (by·BM, bx·BN); warp w the WM×WN warp tile at ((w / kWarpsN)·WM, (w % kWarpsN)·WN);
 //   lane (lm, ln) = (lane / 4, lane % 4) owns the 4×4 pieces at rows
 //   i·32 + lm·4 and columns j·16 + ln·4 of its warp tile (the picture
-//   in 07_warp_tiling; for DefaultTiles i ∈ {0, 1}, j ∈ {0, 1, 2, 3}). Per K slice k0, float4
+//   in 03l_warp_tiling; for DefaultTiles i ∈ {0, 1}, j ∈ {0, 1, 2, 3}). Per K slice k0, float4
 //   number f = t + l·kThreads of the A tile is A[row0 + f / (BK/4)][k0 + (f % (BK/4))·4 ..+3],
 //   and of the B tile B[k0 + f / (BN/4)][col0 + (f % (BN/4))·4 ..+3].
 //

@@ -1,16 +1,16 @@
-// gpu/softmax/warp_softmax.cuh — one warp computes the softmax of one row,
-// with the online max/sum update (cpu/softmax/02_online.cpp) done per lane
+// gpu/lib/warp_softmax.cuh — one warp computes the softmax of one row,
+// with the online max/sum update (cpu/softmax/09b_online.cpp) done per lane
 // and the lanes' partial results merged by the same identity.
 //
-// Shared by gpu/softmax/01_online_warp.cu (x → y) and the unfused attention
-// baseline gpu/attention/01_cublas_softmax.cu (fp32 scores → probabilities,
+// Shared by gpu/softmax/09c_online_warp.cu (x → y) and the unfused attention
+// baseline gpu/attention/cublas.cu (fp32 scores → probabilities,
 // with a causal prefix).
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 
-#include "gpu/common/element.cuh"
+#include "gpu/lib/element.cuh"
 
 namespace convlab::gpu {
 
@@ -35,7 +35,7 @@ __device__ __forceinline__ OnlineMaxSum merge(OnlineMaxSum a, OnlineMaxSum b) {
 // lanes of a warp with the same arguments; visible >= 1. Lane c handles
 // columns c, c + 32, ... (coalesced). x is read twice: the second pass usually
 // hits L1/L2 for rows of a few thousand elements.
-// TUTORIAL: the plain loops are cpu/softmax/02_online.cpp's; the only new
+// TUTORIAL: the plain loops are cpu/softmax/09b_online.cpp's; the only new
 // step is the 5-round butterfly that merges the 32 lanes' (m, l) pairs.
 template <class In, class Out>
 __device__ void warp_softmax_row(const In* __restrict__ x, Out* __restrict__ y, int cols, int visible) {

@@ -1,7 +1,7 @@
-// gpu/common/wgmma.cuh — Hopper's warpgroup MMA (wgmma, sm_90a): shared-memory
+// gpu/lib/wgmma.cuh — Hopper's warpgroup MMA (wgmma, sm_90a): shared-memory
 // tile layout, matrix descriptors, register fragments, and the PTX wrappers.
 //
-// What changes against mma.sync (gpu/common/mma.cuh):
+// What changes against mma.sync (gpu/lib/mma.cuh):
 //
 //   * a WARPGROUP (4 consecutive warps, 128 threads, the first warp's index a
 //     multiple of 4) issues one instruction together: m64nNk16, D[64 x N] +=
@@ -34,7 +34,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "gpu/common/mma.cuh"
+#include "gpu/lib/mma.cuh"
 
 namespace convlab::gpu {
 
@@ -202,7 +202,7 @@ template <class Tile> CONVLAB_HOST_DEVICE constexpr uint32_t mn_major_step_bytes
 // elements and the 128-byte swizzle with base offset 0. The tests compare it
 // with Sw128Tile::byte_offset: if the two agree, what cp.async writes is what
 // wgmma reads — as far as this reading of the PTX ISA is right, which only the
-// GPU test (gpu/common/wgmma_probe.cu) can confirm.
+// GPU test (gpu/lib/wgmma_probe.cu) can confirm.
 CONVLAB_HOST_DEVICE constexpr uint32_t sw128_address(uint32_t linear) { return linear ^ (((linear >> 7) & 7) << 4); }
 
 CONVLAB_HOST_DEVICE constexpr uint32_t wgmma_k_major_sw128_address(uint64_t desc, int mn, int k) {
@@ -227,7 +227,7 @@ CONVLAB_HOST_DEVICE constexpr uint32_t wgmma_mn_major_sw128_address(uint64_t des
 // wrappers as traps, so a file using them builds everywhere. What keeps
 // kernels away from the traps is a host-side check:
 // gpu::wgmma_unavailable_reason() (wgmma_probe.hpp) launches a one-thread
-// kernel that reports kWgmmaCompiled (only gpu/common/wgmma_probe.cu reads
+// kernel that reports kWgmmaCompiled (only gpu/lib/wgmma_probe.cu reads
 // that constant), and callers ask it before launching: rung 04's run() throws
 // Unsupported when the reason is not empty. CMakeLists.txt compiles files
 // whose name contains "wgmma" for 90a when CONVLAB_CUDA_ARCHS lists 90

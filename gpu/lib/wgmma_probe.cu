@@ -1,9 +1,9 @@
-// gpu/common/wgmma_probe.cu — the GPU half of gpu/common/wgmma_probe.hpp: one
-// tile of each of 04_flash_wgmma's products, with its layouts, descriptors and
+// gpu/lib/wgmma_probe.cu — the GPU half of gpu/lib/wgmma_probe.hpp: one
+// tile of each of 09d_flash_wgmma's products, with its layouts, descriptors and
 // fragment maps, written out so tests/lesson09_wgmma_test.cpp can compare
 // them with a host product. Compiled for sm_90a (its name contains "wgmma";
 // see CMakeLists.txt). Not a variant: it registers nothing.
-#include "gpu/common/wgmma_probe.hpp"
+#include "gpu/lib/wgmma_probe.hpp"
 
 #include <cuda_runtime.h>
 
@@ -11,10 +11,10 @@
 #include <string>
 
 #include "core/device.hpp"
-#include "gpu/common/check.cuh"
-#include "gpu/common/element.cuh"
-#include "gpu/common/mma.cuh"
-#include "gpu/common/wgmma.cuh"
+#include "gpu/lib/check.cuh"
+#include "gpu/lib/element.cuh"
+#include "gpu/lib/mma.cuh"
+#include "gpu/lib/wgmma.cuh"
 
 namespace convlab::gpu {
 namespace {
@@ -161,7 +161,7 @@ std::string probe_reason() {
            "sm_90a)";
   device_synchronize("wgmma_compiled_kernel");
   int value = -1;
-  copy_bytes(&value, Device::cpu, flag.ptr, Device::cuda, sizeof(int));
+  copy_bytes(&value, Device::cpu, flag.ptr, Device::gpu, sizeof(int));
   if (value != 1)
     return "the code loaded for " + device +
            " was compiled without sm_90a features: configure with an explicit 90 in CONVLAB_CUDA_ARCHS "
@@ -199,10 +199,10 @@ WgmmaProbeResult run_wgmma_probe(DType dtype, int d, const std::vector<uint16_t>
 
   DeviceBuffer dq(q_elems * 2), dk(kv_elems * 2), dp(p_elems * 2), dv(kv_elems * 2);
   DeviceBuffer ds(p_elems * 4), dop(q_elems * 4), dos(q_elems * 4);
-  copy_bytes(dq.ptr, Device::cuda, q.data(), Device::cpu, dq.bytes);
-  copy_bytes(dk.ptr, Device::cuda, k.data(), Device::cpu, dk.bytes);
-  copy_bytes(dp.ptr, Device::cuda, p.data(), Device::cpu, dp.bytes);
-  copy_bytes(dv.ptr, Device::cuda, v.data(), Device::cpu, dv.bytes);
+  copy_bytes(dq.ptr, Device::gpu, q.data(), Device::cpu, dq.bytes);
+  copy_bytes(dk.ptr, Device::gpu, k.data(), Device::cpu, dk.bytes);
+  copy_bytes(dp.ptr, Device::gpu, p.data(), Device::cpu, dp.bytes);
+  copy_bytes(dv.ptr, Device::gpu, v.data(), Device::cpu, dv.bytes);
   for (DeviceBuffer* out : {&ds, &dop, &dos}) device_memset(out->ptr, 0xff, out->bytes);  // NaN: unwritten shows
   float* s = static_cast<float*>(ds.ptr);
   float* o_p = static_cast<float*>(dop.ptr);
@@ -220,9 +220,9 @@ WgmmaProbeResult run_wgmma_probe(DType dtype, int d, const std::vector<uint16_t>
   r.s.resize(p_elems);
   r.o_from_p.resize(q_elems);
   r.o_from_s.resize(q_elems);
-  copy_bytes(r.s.data(), Device::cpu, ds.ptr, Device::cuda, ds.bytes);
-  copy_bytes(r.o_from_p.data(), Device::cpu, dop.ptr, Device::cuda, dop.bytes);
-  copy_bytes(r.o_from_s.data(), Device::cpu, dos.ptr, Device::cuda, dos.bytes);
+  copy_bytes(r.s.data(), Device::cpu, ds.ptr, Device::gpu, ds.bytes);
+  copy_bytes(r.o_from_p.data(), Device::cpu, dop.ptr, Device::gpu, dop.bytes);
+  copy_bytes(r.o_from_s.data(), Device::cpu, dos.ptr, Device::gpu, dos.bytes);
   return r;
 }
 

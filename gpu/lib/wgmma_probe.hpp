@@ -1,5 +1,5 @@
-// gpu/common/wgmma_probe.hpp — is wgmma usable here, and does it do what
-// gpu/common/wgmma.cuh says? Plain C++ (no CUDA types), for variants' run()
+// gpu/lib/wgmma_probe.hpp — is wgmma usable here, and does it do what
+// gpu/lib/wgmma.cuh says? Plain C++ (no CUDA types), for variants' run()
 // and for tests/lesson09_wgmma_test.cpp; implemented in wgmma_probe.cu,
 // which exists only in builds with CONVLAB_CUDA.
 #pragma once
@@ -17,9 +17,9 @@ namespace convlab::gpu {
 // whose CONVLAB_CUDA_ARCHS has no 90. Asked once per process, then cached.
 std::string wgmma_unavailable_reason();
 
-// The probe: the two products of gpu/attention/04_flash_wgmma.cu, once each,
+// The probe: the two products of gpu/attention/09d_flash_wgmma.cu, once each,
 // on one CTA of two warpgroups, with that rung's tile layout, descriptors and
-// fragment maps (gpu/common/wgmma.cuh), so that a wrong convention shows up as
+// fragment maps (gpu/lib/wgmma.cuh), so that a wrong convention shows up as
 // a wrong product, and which product says where:
 //
 //   s        [128 x 128] = q [128 x d] · k [128 x d]ᵀ   wgmma m64n128k16, A and B K-major from

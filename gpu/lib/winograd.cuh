@@ -1,8 +1,8 @@
-// gpu/conv2d/winograd.cuh — lesson 05's GPU Winograd convolution F(m×m, 3×3),
-// shared by gpu/conv2d/07_winograd_f2x2_3x3.cu (m = 2) and
-// 08_winograd_f4x4_3x3.cu (m = 4). Header-only, registers nothing.
+// gpu/lib/winograd.cuh — lesson 05's GPU Winograd convolution F(m×m, 3×3),
+// shared by gpu/conv2d/05a_winograd_f2x2_3x3.cu (m = 2) and
+// 05b_winograd_f4x4_3x3.cu (m = 4). Header-only, registers nothing.
 //
-// The CPU rungs' four steps (cpu/conv2d/winograd_cpu.hpp), as four launches on
+// The CPU rungs' four steps (cpu/lib/winograd_cpu.hpp), as four launches on
 // the default stream, α = m + 2, e = (ξ, ν) one of the α² points:
 //
 //   1. transform_filters   U[e][c][k] = (G g_kc Gᵀ)[e]            one thread per (c, k)
@@ -16,11 +16,11 @@
 // the CUDA cores, not on tensor cores: V in fp16 would add a rounding of the
 // transformed input, which the F(4×4) transform amplifies (see the lesson).
 // Measured on the H200 (bench/results/2026-11-30-h200-3): this costs the fp16
-// variants 3.4–5.1× against 06_implicit_gemm_tensor_core, while in fp32 both
-// sizes beat 05_implicit_gemm_f32 (1.45× and 2.32× at N=32 56×56 C=K=128).
+// variants 3.4–5.1× against 04b_implicit_gemm_tensor_core, while in fp32 both
+// sizes beat 04a_implicit_gemm (1.45× and 2.32× at N=32 56×56 C=K=128).
 //
 // Transform code: the matrices come from the CPU's header
-// (cpu/conv2d/winograd_transforms.hpp), read at compile time: static_for
+// (cpu/lib/winograd_transforms.hpp), read at compile time: static_for
 // hands each loop index as a type, so T::BT[i][k] is a constant expression,
 // `if constexpr` drops the zero terms and ±1 become plain adds. The loops
 // below read like the matrix products they are; the compiled code is the
@@ -45,11 +45,11 @@
 #include <type_traits>
 #include <utility>
 
-#include "core/ops/conv2d.hpp"
-#include "cpu/conv2d/winograd_transforms.hpp"
-#include "gpu/common/check.cuh"
-#include "gpu/common/element.cuh"
-#include "gpu/gemm/sgemm_double_buffered.cuh"
+#include "ops/conv2d.hpp"
+#include "cpu/lib/winograd_transforms.hpp"
+#include "gpu/lib/check.cuh"
+#include "gpu/lib/element.cuh"
+#include "gpu/lib/sgemm_double_buffered.cuh"
 
 namespace convlab::gpu::winograd {
 

@@ -1,6 +1,6 @@
-// gpu/softmax/01_online_warp.cu — lesson 09, GPU softmax: one warp per row, online max/sum.
+// gpu/softmax/09c_online_warp.cu — lesson 09, GPU softmax: one warp per row, online max/sum.
 //
-// Idea: the CPU rung 02_online on a GPU. Each of a warp's 32 lanes keeps its
+// Idea: the CPU rung 09b_online on a GPU. Each of a warp's 32 lanes keeps its
 // own running (max, sum) over the columns it reads (lane, lane + 32, ...), and
 // the 32 partial pairs are merged with the same rescaling identity in a
 // 5-round shuffle butterfly — no shared memory, no block barrier. A second
@@ -17,10 +17,10 @@
 // an unrolled first pass. Tests pass (incl. the large-logit rows); memcheck 0
 // errors; racecheck did not complete inside its time limit.
 // Supported: f32, f16, bf16 (computed in fp32), any rows and cols.
-// Run just this: build/convlab run softmax/cuda/01_online_warp
-#include "core/ops/softmax.hpp"
-#include "gpu/common/check.cuh"
-#include "gpu/softmax/warp_softmax.cuh"
+// Run just this: build/convlab run softmax/gpu/09c_online_warp
+#include "ops/softmax.hpp"
+#include "gpu/lib/check.cuh"
+#include "gpu/lib/warp_softmax.cuh"
 
 namespace convlab {
 namespace {
@@ -49,8 +49,8 @@ void run(const SoftmaxProblem& p, const Args<SoftmaxProblem>& a) {
 }
 
 const Register<SoftmaxProblem> reg{{
-    .name = "01_online_warp",
-    .device = Device::cuda,
+    .name = "09c_online_warp",
+    .device = Device::gpu,
     .lesson = 9,
     .supports = supports,
     .run = run,

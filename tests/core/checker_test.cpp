@@ -10,8 +10,8 @@
 #include <functional>
 #include <string>
 
-#include "core/ops/conv2d.hpp"
-#include "core/ops/gemm.hpp"
+#include "ops/conv2d.hpp"
+#include "ops/gemm.hpp"
 #include "tests/catch_compat.hpp"
 #include "tests/support.hpp"
 
