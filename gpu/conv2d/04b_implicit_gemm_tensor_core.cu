@@ -62,46 +62,20 @@
 #include "gpu/lib/conv_geometry.cuh"
 #include "gpu/lib/element.cuh"
 #include "gpu/lib/mma.cuh"
-#include "gpu/lib/implicit_gemm_tensor_core.cuh"  // the kernel (shared with lesson 07's fused layer)
+#include "gpu/lib/implicit_gemm_tensor_core.cuh"  // the kernel, and the variant's supports/run
 
 namespace convlab {
 namespace {
-
-using gpu::ConvGeometry;
-
-int64_t gemm_rows(const ConvProblem& p) { return int64_t(p.N) * p.P() * p.Q(); }
-
-bool supports(const ConvProblem& p) {
-  return (p.dtype == DType::f16 || p.dtype == DType::bf16) && gpu::igemm_tc::fits(gemm_rows(p), p);
-}
-
-void run(const ConvProblem& p, const Args<ConvProblem>& args) {
-  gpu::visit_dtype<__half, __nv_bfloat16>(p.dtype, [&](auto tag) {
-    using Element = typename decltype(tag)::type;
-    auto* y = static_cast<Element*>(args.y);
-    const bool pair_stores = p.K_per_group() % 2 == 0 && reinterpret_cast<uintptr_t>(y) % 4 == 0;
-    gpu::igemm_tc::launch(gpu::geometry_of(p), int(gemm_rows(p)), static_cast<const Element*>(args.x),
-                          static_cast<const Element*>(args.w), gpu::igemm_tc::StoreY<Element>{y, pair_stores});
-  });
-}
 
 const Register<ConvProblem> reg{{
     .name = "04b_implicit_gemm_tensor_core",
     .device = Device::gpu,
     .lesson = 4,
-    .supports = supports,
-    .run = run,
-    .idea = "gemm rung 10's mma.sync/ldmatrix/cp.async pipeline (128x128x32, 4 stages) on the im2col view: "
+    .supports = gpu::tensor_core_conv::supports,
+    .run = gpu::tensor_core_conv::run,
+    .idea = "gemm rung 03o's mma.sync/ldmatrix/cp.async pipeline (128x128x32, 4 stages) on the im2col view: "
             "padding = zero-fill cp.async; f16/bf16",
 }};
 
 }  // namespace
-
-// The same conv, callable from other variants (gpu/lib/implicit_gemm_tensor_core.cuh):
-// lesson 06's 06c_pointwise runs its fp16 1x1 convs here, where the view is the identity.
-namespace gpu::tensor_core_conv {
-bool supports(const ConvProblem& p) { return ::convlab::supports(p); }
-void run(const ConvProblem& p, const Args<ConvProblem>& args) { ::convlab::run(p, args); }
-}  // namespace gpu::tensor_core_conv
-
 }  // namespace convlab

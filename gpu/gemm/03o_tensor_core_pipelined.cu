@@ -39,6 +39,7 @@
 #include "gpu/lib/check.cuh"
 #include "gpu/lib/element.cuh"
 #include "gpu/lib/mma.cuh"
+#include "gpu/lib/mma_pipeline.cuh"
 
 namespace convlab {
 namespace {
@@ -81,12 +82,7 @@ using SwizzleB = gpu::ChunkSwizzle<kBRowChunks>;
 static_assert(kBlockM % (kWarpsM * kMmaM) == 0 && kBlockN % (kWarpsN * kMmaN) == 0,
               "the warps must tile the block tile in whole mma tiles");
 static_assert(kWarpN % 16 == 0, "one ldmatrix.x4.trans loads B for two n8 tiles (16 columns)");
-static_assert(kBlockK % kMmaK == 0 && kKSteps % 2 == 0,
-              "whole k16 steps per stage, an even number: the two fragment buffers alternate "
-              "and step 0 of every stage must land in buffer 0");
-static_assert(kStages >= 3,
-              "tile k+1 is read while tile k+kStages-1 is written into the stage tile k-1 vacated; "
-              "with 2 stages those would be the same buffer");
+static_assert(kBlockK % kMmaK == 0, "whole k16 steps per stage (mma_pipeline wants an even number of them)");
 static_assert((kBlockM * kARowChunks) % kThreads == 0 && (kBlockK * kBRowChunks) % kThreads == 0,
               "every thread copies the same number of 16-byte chunks per stage");
 static_assert(kThreads % kARowChunks == 0 && kThreads % kBRowChunks == 0,
@@ -243,72 +239,12 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   float acc[kMmaTilesM][kMmaTilesN][4] = {};  // D fragments (gpu::mma_c_coord)
 
-  // ---- the pipeline ------------------------------------------------------------
+  // ---- the pipeline (gpu/lib/mma_pipeline.cuh) ------------------------------------
   //
-  // TUTORIAL: the plain loop is rung 09's
-  //
-  //     for (kt = 0; kt < k_tiles; ++kt) { load tile kt; sync; compute tile kt; sync; }
-  //
-  // Here tile kt lives in stage kt % kStages, and loads run kStages-1 tiles
-  // ahead of the math:
-  //
-  //     prologue: start tiles 0 .. kStages-2 (one commit group each)
-  //     for kt:   step 0:  start tile kt+kStages-1 into the stage tile kt-1 left
-  //               steps:   ldmatrix step s+1 while the mma of step s run
-  //               last step: wait until tile kt+1 has landed, barrier, then
-  //                          ldmatrix its step 0 (while the mma of our last step run)
-  //
-  // One commit group per tile, even an empty one past the end of K, so "tile
-  // kt+1 has landed" is always "at most kStages-2 groups still pending".
-  // The single barrier per tile does two jobs: it publishes tile kt+1 (every
-  // thread waited for its own copies of it), and it certifies that every warp
-  // finished reading tile kt-1 (its last ldmatrix came before), so the copy
-  // into that stage at the next step 0 overwrites nothing still needed.
-  const int k_tiles = gpu::ceil_div(K, kBlockK);
-#pragma unroll
-  for (int t = 0; t < kStages - 1; ++t) {
-    if (t < k_tiles) load_tile(t, t);
-    gpu::cp_async_commit();
-  }
-  gpu::cp_async_wait<kStages - 2>();
-  __syncthreads();
-
-  int read_stage = 0;             // stage holding tile kt
-  int write_stage = kStages - 1;  // stage that receives tile kt + kStages - 1
-  uint32_t read_base = shared_base;
-  load_fragments(0, read_base, 0);
-
-  for (int kt = 0; kt < k_tiles; ++kt) {
-#pragma unroll
-    for (int step = 0; step < kKSteps; ++step) {
-      if (step == kKSteps - 1) {
-        gpu::cp_async_wait<kStages - 2>();  // my copies of tile kt+1 are done
-        __syncthreads();                    // everyone's are; everyone is past tile kt-1
-        read_stage = read_stage + 1 == kStages ? 0 : read_stage + 1;
-        read_base = shared_base + read_stage * kStageBytes;
-      }
-      // The next step's fragments: of this tile, or step 0 of tile kt+1. (After
-      // the last tile this reads a stage that holds nothing useful; harmless.)
-      load_fragments((step + 1) % 2, read_base, (step + 1) % kKSteps);
-
-      if (step == 0) {
-        const int next = kt + kStages - 1;
-        if (next < k_tiles) load_tile(write_stage, next);
-        gpu::cp_async_commit();
-        write_stage = write_stage + 1 == kStages ? 0 : write_stage + 1;
-      }
-
-#pragma unroll
-      for (int mi = 0; mi < kMmaTilesM; ++mi)
-#pragma unroll
-        for (int ni = 0; ni < kMmaTilesN; ++ni) {
-          // Serpentine order over n: consecutive mma share an A or B fragment.
-          const int n = (mi % 2 == 0) ? ni : kMmaTilesN - 1 - ni;
-          gpu::mma_m16n8k16<Element>(acc[mi][n], a_frag[step % 2][mi], b_frag[step % 2][n]);
-        }
-    }
-  }
-  gpu::cp_async_wait<0>();  // nothing real is pending (only empty groups); leave no copy behind
+  // Tile kt lives in stage kt % kStages; copies run kStages-1 tiles ahead of
+  // the mma, and the fragments of step s+1 are loaded while step s computes.
+  gpu::mma_pipeline<kStages, kKSteps, kStageBytes, Element>(shared_base, gpu::ceil_div(K, kBlockK), load_tile,
+                                                            load_fragments, a_frag, b_frag, acc);
 
   // ---- epilogue: fp32 -> Element, bounds-checked -------------------------------
   //

@@ -9,21 +9,22 @@
 //                       what to do with a warp's finished 64×64 accumulators
 // StoreY (lesson 04) stores them to y; lesson 07's policy pools them first.
 //
-// At the end, gpu::tensor_core_conv::supports/run: lesson 04's whole variant
-// (06's own supports() and run()), for rungs that want the conv as it is —
-// lesson 06's 06c_pointwise hands it 1x1 convolutions, for which the im2col
-// view is the identity and the kernel is a plain GEMM.
+// At the end, gpu::tensor_core_conv::supports/run: the whole conv as a
+// variant runs it (rung 04b registers it; 06c_pointwise hands it 1x1
+// convolutions, for which the im2col view is the identity and the kernel is a
+// plain GEMM). The main loop is gpu/lib/mma_pipeline.cuh, shared with gemm
+// rung 03o.
 #pragma once
 
 #include <climits>
 #include <cstdint>
 
 #include "ops/conv2d.hpp"
-#include "ops/conv2d.hpp"
 #include "gpu/lib/check.cuh"
 #include "gpu/lib/conv_geometry.cuh"
 #include "gpu/lib/element.cuh"
 #include "gpu/lib/mma.cuh"
+#include "gpu/lib/mma_pipeline.cuh"
 
 namespace convlab::gpu::igemm_tc {
 
@@ -65,12 +66,7 @@ using Swizzle = gpu::ChunkSwizzle<kRowChunks>;  // both tiles: rows of 4 chunks 
 static_assert(kBlockM % (kWarpsM * kMmaM) == 0 && kBlockN % (kWarpsN * kMmaN) == 0,
               "the warps must tile the block tile in whole mma tiles");
 static_assert(kWarpN % 16 == 0, "one ldmatrix.x4 loads B for two n8 tiles (16 rows n of the [n][j] tile)");
-static_assert(kBlockK % kMmaK == 0 && kKSteps % 2 == 0,
-              "whole k16 steps per stage, an even number: the two fragment buffers alternate "
-              "and step 0 of every stage must land in buffer 0");
-static_assert(kStages >= 3,
-              "tile k+1 is read while tile k+kStages-1 is written into the stage tile k-1 vacated; "
-              "with 2 stages those would be the same buffer");
+static_assert(kBlockK % kMmaK == 0, "whole k16 steps per stage (mma_pipeline wants an even number of them)");
 static_assert(kThreads % kRowChunks == 0 && kBlockM % kRowStep == 0 && kBlockN % kRowStep == 0,
               "every thread copies whole rows' worth of one chunk column: kRowStep rows apart");
 static_assert(kRowStep % Swizzle::kPhasePeriodRows == 0,
@@ -189,9 +185,10 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
   const uint16_t* x_bits = reinterpret_cast<const uint16_t*>(x);  // f16/bf16 bit patterns (slow path)
   const uint16_t* w_bits = reinterpret_cast<const uint16_t*>(w_rows);
 
-  // Copies the next k tile (tiles are copied in order 0, 1, 2, ..., once each)
-  // into `stage`, then moves the cursor 32 reduction indices on.
-  const auto load_tile = [&](int stage) {
+  // Copies the next k tile (tiles are copied in order 0, 1, 2, ..., once each,
+  // so the cursor is at tile `k_tile`) into `stage`, then moves the cursor 32
+  // reduction indices on.
+  const auto load_tile = [&](int stage, int /*k_tile*/) {
     const uint32_t stage_base = shared_base + stage * kStageBytes;
     const int j = j_next;
     if constexpr (kFastLoads) {
@@ -283,59 +280,13 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
 
   float acc[kMmaTilesM][kMmaTilesN][4] = {};  // D fragments (gpu::mma_c_coord)
 
-  // ---- the pipeline: rung 10's, unchanged ---------------------------------------
+  // ---- the pipeline: lesson 03's (gpu/lib/mma_pipeline.cuh) -----------------------
   //
-  //     prologue: start tiles 0 .. kStages-2 (one commit group each)
-  //     for kt:   step 0:  start tile kt+kStages-1 into the stage tile kt-1 left
-  //               steps:   ldmatrix step s+1 while the mma of step s run
-  //               last step: wait until tile kt+1 has landed, barrier, then
-  //                          ldmatrix its step 0 (while the mma of our last step run)
-  //
-  // One commit group per tile, even an empty one past the end, so "tile kt+1
-  // has landed" is always "at most kStages-2 groups still pending"; the one
-  // barrier per tile publishes tile kt+1 and certifies every warp is done
-  // reading tile kt-1 (see rung 10 for the full argument).
-  const int k_tiles = gpu::ceil_div(depth, kBlockK);
-#pragma unroll
-  for (int t = 0; t < kStages - 1; ++t) {
-    if (t < k_tiles) load_tile(t);
-    gpu::cp_async_commit();
-  }
-  gpu::cp_async_wait<kStages - 2>();
-  __syncthreads();
-
-  int read_stage = 0;             // stage holding tile kt
-  int write_stage = kStages - 1;  // stage that receives tile kt + kStages - 1
-  uint32_t read_base = shared_base;
-  load_fragments(0, read_base, 0);
-
-  for (int kt = 0; kt < k_tiles; ++kt) {
-#pragma unroll
-    for (int step = 0; step < kKSteps; ++step) {
-      if (step == kKSteps - 1) {
-        gpu::cp_async_wait<kStages - 2>();  // my copies of tile kt+1 are done
-        __syncthreads();                    // everyone's are; everyone is past tile kt-1
-        read_stage = read_stage + 1 == kStages ? 0 : read_stage + 1;
-        read_base = shared_base + read_stage * kStageBytes;
-      }
-      load_fragments((step + 1) % 2, read_base, (step + 1) % kKSteps);
-
-      if (step == 0) {
-        if (kt + kStages - 1 < k_tiles) load_tile(write_stage);  // the cursor is at tile kt + kStages - 1
-        gpu::cp_async_commit();
-        write_stage = write_stage + 1 == kStages ? 0 : write_stage + 1;
-      }
-
-#pragma unroll
-      for (int mi = 0; mi < kMmaTilesM; ++mi)
-#pragma unroll
-        for (int ni = 0; ni < kMmaTilesN; ++ni) {
-          const int n = (mi % 2 == 0) ? ni : kMmaTilesN - 1 - ni;  // serpentine: consecutive mma share a fragment
-          gpu::mma_m16n8k16<Element>(acc[mi][n], a_frag[step % 2][mi], b_frag[step % 2][n]);
-        }
-    }
-  }
-  gpu::cp_async_wait<0>();
+  // The same schedule as gemm/gpu/03o: tile kt in stage kt % kStages, copies
+  // kStages-1 tiles ahead, fragments of step s+1 loaded while step s computes.
+  // Tiles are asked for in order, which is what the cursor above relies on.
+  gpu::mma_pipeline<kStages, kKSteps, kStageBytes, Element>(shared_base, gpu::ceil_div(depth, kBlockK), load_tile,
+                                                            load_fragments, a_frag, b_frag, acc);
 
   // ---- epilogue: the Out policy's (StoreY below: lesson 04's plain store) ------------
   out.store(cg, M, group, block_m0 + warp_m0, block_n0 + warp_n0, lane, acc);
@@ -421,10 +372,29 @@ void launch(const ConvGeometry& cg, int M, const Element* x, const Element* w, O
 
 namespace convlab::gpu::tensor_core_conv {
 
-// f16 or bf16, and the size limits of 06's header (defined in 04b_implicit_gemm_tensor_core.cu).
-bool supports(const ConvProblem& p);
-// Asynchronous on the default stream, as every variant's run().
-void run(const ConvProblem& p, const Args<ConvProblem>& args);
+// The whole tensor-core conv as a variant runs it: rows in pixel order, the
+// plain store. conv2d/gpu/04b_implicit_gemm_tensor_core registers exactly
+// this; 06c_pointwise calls it for its fp16 1x1 convs (the view is then the
+// identity and the kernel a plain GEMM).
+
+// f16 or bf16, and the size limits of launch() (fits above).
+inline bool supports(const ConvProblem& p) {
+  return (p.dtype == DType::f16 || p.dtype == DType::bf16) &&
+         igemm_tc::fits(int64_t(p.N) * p.P() * p.Q(), p);
+}
+
+// y = conv2d(x, w) for args.x [N,H,W,C] NHWC, args.w [K,R,S,C/groups] KRSC,
+// args.y [N,P,Q,K] NHWC; asynchronous on the default stream, as every
+// variant's run(). Caller: supports(p).
+inline void run(const ConvProblem& p, const Args<ConvProblem>& args) {
+  visit_dtype<__half, __nv_bfloat16>(p.dtype, [&](auto tag) {
+    using Element = typename decltype(tag)::type;
+    auto* y = static_cast<Element*>(args.y);
+    const bool pair_stores = p.K_per_group() % 2 == 0 && reinterpret_cast<uintptr_t>(y) % 4 == 0;
+    igemm_tc::launch(geometry_of(p), int(int64_t(p.N) * p.P() * p.Q()), static_cast<const Element*>(args.x),
+                     static_cast<const Element*>(args.w), igemm_tc::StoreY<Element>{y, pair_stores});
+  });
+}
 
 }  // namespace convlab::gpu::tensor_core_conv
 
