@@ -9,7 +9,7 @@
 // warm-ups, cuBLAS timed in between the same way), and prints one row per
 // shape: time, TFLOP/s, ratio to cuBLAS, registers and spills. It answers
 // "which tiles should DefaultTiles be?" in one GPU call; the benchmarks
-// (convlab_bench) then measure the chosen one properly. bench/NOTES.md keeps
+// (convlab_bench) then measure the chosen one properly. lessons/03-gemm/NOTES.md keeps
 // the predictions and the answers.
 //
 // Exit status: 0 when every shape matched cuBLAS, 1 when one did not,

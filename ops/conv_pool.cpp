@@ -68,14 +68,6 @@ std::vector<ConvPoolProblem> test_shapes() {
 
 }  // namespace
 
-// Benchmark shapes (bench/NOTES.md, "lesson 07", has the floors):
-//   GPU n64 112x112 C16 → K128 3x3 f16: the layer-by-layer form is memory-bound
-//       (intensity 33 flop/byte, far below the ~150 ridge), the fused form is not (384);
-//   the same in f32; n64 112x112 C=K=64 1x1 f16, memory-bound even fused (intensity 51:
-//   6.6 GFLOP over 128 MB; layer by layer 539 MB; measured on the H200 the fused
-//   kernel does NOT win here, see lesson 07); and n32 56x56 C=K=128 3x3 f16,
-//   compute-bound either way, for contrast.
-//   CPU n2 112x112 C16 → K64 3x3 f32: ~0.46 GFLOP, milliseconds on 2 cores.
 std::vector<ConvPoolProblem> OpTraits<ConvPoolProblem>::shapes(ShapeTable table, Device device) {
   const bool gpu = device == Device::gpu;
   switch (table) {

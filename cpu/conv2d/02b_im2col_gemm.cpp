@@ -14,15 +14,6 @@
 // The transposed B costs nothing: the GEMM packs B into micro-panels anyway,
 // and pack_bt_micropanel reads w's rows where pack_b would read B's.
 //
-// One more idea, forced by measurement: build the patch matrix a SLAB of rows
-// at a time. Written whole (03's way), the matrix for N=8, 56×56, C=K=64,
-// 3×3 is 57.8 MB — larger than the 32 MiB L3 — so every float makes a round
-// trip to DRAM: written by im2col, read back by the GEMM's A packing, at
-// DRAM speed, between two compute phases that cannot overlap it. Measured on
-// this machine (2 threads): 22.5 ms, 35% of the FMA peak. Cut into slabs of
-// kSlabBytes, each slab is still in cache when the GEMM packs it: 12.0 ms,
-// 66%. Same im2col, same GEMM, same FLOPs; only the order changed.
-//
 //   plain form (03):                              here:
 //     A = im2col(all N·P·Q rows)                    for each slab [i0, i0 + rows) of output pixels:
 //     y_g = A · w_gᵀ  (naive loops)                   A = im2col_rows(i0, rows)     rows split over threads
@@ -57,11 +48,6 @@ namespace {
 using namespace cpu_conv;
 using namespace cpu_gemm;
 
-// ---- tunables ----------------------------------------------------------------
-// Bytes of patch rows built before the GEMM consumes them. Measured on this
-// machine for the N=8 bench layer: whole matrix 22.5 ms, 16 MiB 15.4 ms,
-// 4 MiB 12.0 ms, 1 MiB 14.2 ms (smaller slabs give each thread too few row
-// blocks between barriers and repack B more often).
 constexpr std::size_t kSlabBytes = std::size_t(4) << 20;
 constexpr std::size_t kL3Bytes = std::size_t(32) << 20;  // shared by both cores
 static_assert(kSlabBytes <= kL3Bytes / 4,

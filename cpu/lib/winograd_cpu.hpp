@@ -35,13 +35,6 @@
 // next slab: V and M of one slab stay in that core's L2 between the steps,
 // and no tensor the size of the whole problem is ever written but U.
 //
-// Two measured details (perf, N=8 56×56 C=K=64, one thread): packing U into
-// B panels for every slab's GEMMs cost as much as packing V, so U is packed
-// once per run when each point's GEMM is one panel (C ≤ KC, K ≤ NC); and the
-// transforms' per-element bounds tests kept the compiler from vectorising
-// their loads and stores — whole 16-channel blocks now copy straight. Both
-// together: 18.5 → 13.3 ms CPU time.
-//
 // Workspace: U (α²·C·K floats, and its packed panels) + per thread: V slab, M slab and one
 // single-thread GEMM workspace (packed B panel + packed A block), for
 // omp_get_max_threads() threads as counted when the case is built.
@@ -65,10 +58,6 @@ using cpu_gemm::kAlignFloats;
 using cpu_gemm::kMR;
 using cpu_gemm::round_up;
 
-// ---- tunables ------------------------------------------------------------------
-// Bytes of V + M one slab may take: both must still be in the core's L2 (1 MiB
-// on this machine) when the GEMMs and then the output transform read them.
-// Measured for F(2x2,3x3), N=8 56×56 C=K=64 on 2 threads: see bench/NOTES.md.
 inline constexpr std::size_t kSlabBytes = std::size_t(512) << 10;
 inline constexpr int kChannelBlock = 16;  // channels transformed together: two AVX2 / one AVX-512 vector
 static_assert(kSlabBytes <= cpu_gemm::kL2Bytes / 2,

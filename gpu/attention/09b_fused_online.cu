@@ -22,11 +22,6 @@
 // few TFLOP/s (≈ 10–20% of the fp32 FMA peak) — but DRAM traffic is O(N·d)
 // and the memory O(tile) like the CPU rung. The tensor-core rung 03 is the
 // real answer.
-// Measured (H200, bench/results/2026-11-30-h200-3/bench-attention.json), as
-// expected: f16 B·H = 64, N = 4096, d = 128: 65.1 ms = 8.4 TFLOP/s (16% of the
-// fp32 peak; 15x slower than the unfused cuBLAS path); d = 64: 6.1 TFLOP/s;
-// f32 N = 1024, d = 64: 2.907 ms = 5.9 TFLOP/s against cuBLAS + softmax's
-// 0.670 ms. Tests pass; memcheck 0 errors; racecheck did not complete.
 // Supported: f32, f16, bf16 (loaded as fp32, output rounded once), d a
 // multiple of 32 up to 128, any Nq, Nk, causal or not.
 // Run just this: build/convlab run attention/gpu/09b_fused_online --shape B=4,H=16,N=1024,d=64

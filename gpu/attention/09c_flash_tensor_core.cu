@@ -38,34 +38,6 @@
 // n8 tiles) and 64 for P·V (4 key k16 steps x 16 d n8 tiles); 32 ldmatrix.x4
 // of K and 32 of V (32 KB of shared reads); 1024 exp2 (32 per lane).
 //
-// PREDICTION (fp16, B·H = 64, N = 4096, d = 128, non-causal; H200, 132 SMs,
-// ~1.9 GHz). FLOPs 4·64·4096²·128 = 550 GFLOP; compulsory bytes 0.27 GB.
-// Floors: 550 G / 736 T (measured HGEMM peak) = 0.75 ms; bytes 0.06 ms. Per
-// SM and tile: 128 mma·W warps at ~1 mma/clk/SM under mma.sync (whose ceiling
-// on Hopper is ~2/3 of the wgmma peak) ≈ 190·W clocks; shared reads 32 KB·W at
-// 128 B/clk = 256·W clocks — shared-memory bandwidth is the tighter ceiling
-// (≈ 2000 FLOP/clk/SM ≈ 500 TFLOP/s) — and 1024·W exp2 at 16/clk = 64·W
-// clocks on the SFU. With 8 warps per SM (2 CTAs) and imperfect overlap of
-// these three, expect 180–260 TFLOP/s (PyTorch's FA2 back end: ~340 with
-// 128-query CTAs, which halve the K/V shared reads per FLOP). The issue's
-// goal: ≥ 150 TFLOP/s. Against the unfused baseline (≈ 3.5–4 ms, see
-// cublas) that is ≈ 1.5–2.5x, NOT the ≥ 3x the issue asks: 3x
-// needs ≤ 1.2 ms, i.e. ≥ 460 TFLOP/s, cuDNN's (wgmma, TMA) territory. See
-// bench/NOTES.md.
-//
-// MEASURED (H200, bench/results/2026-11-30-h200-3/bench-attention.json; tests
-// pass, memcheck 0 errors, racecheck did not complete inside its time limit):
-// 2.140 ms = 257 TFLOP/s — top of the predicted range, issue goal ≥ 150 met —
-// against 4.303 ms unfused: 2.01x, so the ≥ 3x goal is NOT met, as counted
-// above (against the measured baseline 3x needs ≤ 1.43 ms, ≈ 384 TFLOP/s).
-// Causal 1.133 ms = 243 TFLOP/s (0.53x the non-causal time; predicted ≈ 0.6x),
-// 2.98x; d = 64 1.230 ms = 224 TFLOP/s (predicted 150–220), 3.42x,
-// because the unfused path's N² traffic does not shrink with d; bf16 2.119 ms
-// = 259 TFLOP/s. PyTorch SDPA (bench/sdpa_torch.py) was not run yet, so the
-// comparison with FA2/cuDNN is still open. Next steps toward 3x: 128-query
-// CTAs (halve K/V shared reads per FLOP), separate K and V cp.async groups,
-// then wgmma + TMA.
-//
 // Supported: f16, bf16; d ∈ {64, 128}; any Nq, Nk ≥ 1 (partial tiles masked
 // and zero-filled), causal (top-left) or not; B·H ≤ 65535.
 // Run just this: build/convlab run attention/gpu/09c_flash_tensor_core --shape B=4,H=16,N=4096,d=128,dtype=f16

@@ -6,29 +6,6 @@
 // of FlashAttention-3 (without its producer warps, TMA and explicit ping-pong:
 // "FA3-lite").
 //
-// What wgmma changes over mma.sync:
-//   * one instruction per WARPGROUP (4 warps, 128 threads), 64 x N x 16 with N
-//     up to 256, instead of one 16 x 8 x 16 per warp: one m64n128k16 (N = 128
-//     here) is the work of 64 m16n8k16 per warpgroup, 16 per warp, so the issue
-//     slots that rung 03 spent on mma, ldmatrix and address arithmetic (~8
-//     instructions per mma, issue 53 % busy under Nsight Compute) are freed for
-//     the softmax;
-//   * operands come from SHARED MEMORY through 64-bit matrix descriptors (A may
-//     come from registers): no ldmatrix at all. The price is a fixed shared-memory
-//     layout: the 128-byte-swizzled tile of gpu::Sw128Tile, written by cp.async
-//     in exactly the arrangement the descriptor promises;
-//   * it is ASYNCHRONOUS: issue, commit a group, keep working, wait for the group.
-//     That is what lets one warpgroup compute its softmax while its own P·V of
-//     the previous tile is still on the tensor cores;
-//   * only wgmma reaches the tensor cores' full rate on Hopper (~1000 TFLOP/s
-//     dense fp16 on an H100/H200); mma.sync stays well below it. How far
-//     below is an estimate, not a measured cap. What this suite did measure on
-//     the H200 (bench/results/2026-11-30-h200-3/bench-gemm.json): its best
-//     mma.sync GEMM, gemm/gpu/03o_tensor_core_pipelined, 398–416 TFLOP/s at
-//     4096³ and 8192³, against 672–692 for cuBLAS's HGEMM in the same run
-//     (736–767 in `convlab probe`'s 8192³, across sessions) — about 60 %;
-//     rung 03's issue rate got attention to 257.
-//
 // CTA layout: 128 queries of one (b, h), 256 threads = 2 warpgroups; warpgroup
 // w owns queries 64w .. 64w+63 of the CTA outright (its softmax state is
 // private, as in rung 03, one level up). All 256 threads also load: K and V
@@ -63,54 +40,6 @@
 //     o = α·o + Σ_j exp(s_j − m')·v_j, m = m';   finally o / l
 // with exp as exp2 of scores pre-multiplied by scale·log2(e) — here folded
 // into one FFMA per score, s·(scale·log2 e) − m, before ex2.approx.
-//
-// PREDICTION (written before the first run of this file). fp16,
-// B·H = 64, N = 4096, d = 128, non-causal, on the H200: 132 SMs, dense fp16
-// wgmma 4096 FLOP/clk/SM (989 TFLOP/s at 1.83 GHz; cuBLAS HGEMM measured 736
-// there), MUFU.EX2 16/clk/SM (4 per sub-partition), shared memory 128 B/clk/SM.
-// Per SM (one CTA, 1 per SM) and 128-key tile:
-//   tensor cores: 2 warpgroups x (8 + 8) wgmma 64x128x16 = 8.4 MFLOP
-//                 -> 2048 clk at the full wgmma rate (512 per warpgroup and product);
-//   exp2:         128 x 128 scores + 512 α = 16.9 K ex2 -> 1056 clk of MUFU per
-//                 sub-partition: half the tensor time, so it must overlap, not add;
-//   other issue:  the steady-state loop is ~560 SASS instructions per thread and
-//                 tile (counted in the sm_90a SASS: 66 MUFU, 70 FMNMX, 66 FFMA,
-//                 66 FADD, 66 FMUL for α, 32 F2FP, 16 LDGSTS, 16 HGMMA, address
-//                 and descriptor arithmetic); 2 warps per sub-partition ≈ 1120 issue
-//                 cycles of the 2048 (rung 03 needed ~8 instructions per mma);
-//   shared mem:   S reads A (2 KB) + B (4 KB) per wgmma, P·V reads B (4 KB):
-//                 2 x (8·6 + 8·4) KB = 160 KB, plus 64 KB of cp.async writes =
-//                 224 KB -> 1750 clk at 128 B/clk, IF wgmma operand reads cost the
-//                 same bandwidth as ld.shared (not documented; GEMMs with the same
-//                 reads per FLOP run near peak, so probably not the first limit);
-//   L2 -> SM:     64 KB of K/V per 8.4 MFLOP: ~3 TB/s at 400 TFLOP/s, below L2's rate.
-// Timeline of a tile: the barrier releases both warpgroups together, so their
-// S products queue together (~1024 clk of tensor time during which the ALUs
-// only issue the copies), then both softmaxes run (~1100 issue cycles, MUFU-
-// bound) while the two P·V products (1024 clk) keep the tensor cores busy.
-// That is ≈ 2048 + (softmax − P·V overhang ≈ 100) + barrier and wgmma latency
-// (≈ 200–400) ≈ 2400–2600 clk per tile if the tensor cores ran at full rate;
-// they will not quite (cuBLAS reaches 74 % of 989 on this machine), and the
-// 2048 CTAs make 15.5 waves. Central estimate: **420–520 TFLOP/s, i.e.
-// 1.06–1.31 ms, 3.3–4.1x the 4.30 ms unfused path** (goal: ≥ 3x, ≤ 1.43 ms),
-// the lower half likelier: no producer warps, no TMA, a block-wide barrier per
-// tile instead of FA3's ping-pong (PyTorch's FA2 back end: 354; cuDNN: 628 on
-// the same machine). Causal ≈ 0.55x the non-causal time. d = 64: half the
-// tensor work, the same exp work, so MUFU-bound: ≈ 250–350 TFLOP/s.
-//
-// MEASURED (H200, bench/results/2026-11-30-h200-5/bench-gpu.json, the same
-// run as rungs 01 and 03; all attention tests and the wgmma probe pass there;
-// compute-sanitizer memcheck 0 errors and racecheck 0 hazards in -h200-6, call
-// 3, and again in -h200-9 with the N = 300 test shapes, whose three key tiles,
-// the last one partial, refill the K/V buffers): 1.168 ms = 471 TFLOP/s, inside
-// the predicted 420–520, against 4.327 ms for the unfused cuBLAS + softmax path:
-// **3.70×, the issue's ≥ 3× goal MET** (rung 03: 2.130 ms, 2.03×). Causal:
-// 0.650 ms = 423 TFLOP/s, 5.2× the unfused path (3.391 ms), 0.56× the
-// non-causal time (predicted 0.55×). PyTorch on the same H200 (-h200-4/
-// sdpa-torch.json): FA2 354 TFLOP/s, cuDNN 628. -h200-8/bench-gpu.json:
-// d = 64 fp16 0.805 ms = 342 TFLOP/s (predicted 250–350), 5.22× the unfused
-// path (4.201 ms); bf16 at d = 128 1.146 ms = 480 TFLOP/s, 3.76× (4.310 ms).
-// All 42 GPU tests passed in -h200-8 and -h200-9.
 //
 // Supported: f16, bf16; d ∈ {64, 128}; any Nq, Nk ≥ 1 (partial tiles masked
 // and zero-filled); causal (top-left) or not; B·H ≤ 65535. Needs compute

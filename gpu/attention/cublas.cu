@@ -13,20 +13,6 @@
 // the second GEMM (cuBLAS takes one input type). This is the path every
 // framework took before fused attention, and the yardstick of rung 03.
 //
-// Bytes, fp16, B·H = 64, N = 4096, d = 128: S written (4.3 GB), read by the
-// softmax (4.3 GB), P written (2.1 GB) and read (2.1 GB): 12.9 GB, ≈ 3.1 ms at
-// the measured 4.2 TB/s — against 0.27 GB of compulsory bytes. The two GEMMs'
-// 550 GFLOP add ≈ 0.8 ms at cuBLAS's ~690 TFLOP/s, but the first is bound by
-// writing S anyway. Predicted ≈ 3.5–4 ms, i.e. 140–160 "TFLOP/s".
-// Causal: S and P·V are computed in full (a GEMM cannot skip a triangle), so
-// with the causal FLOP convention (half) it reports half the rate.
-// Measured (H200, bench/results/2026-11-30-h200-3/bench-attention.json): 4.30
-// ms = 128 TFLOP/s, a little slower than predicted (12.9 GB in 4.30 ms: ≈ 3.0
-// TB/s effective); causal 3.37 ms, faster than the predicted "same time" because the
-// softmax reads only the visible half of S; d = 64 4.21 ms (the N² traffic
-// does not shrink with d); f32 B·H = 64, N = 1024, d = 64: 0.670 ms. Tests
-// pass; memcheck 0 errors; racecheck did not complete inside its time limit.
-//
 // The row-major / column-major trick of gpu/gemm/cublas.cu, per head, done by
 // gpu::gemm_row_major_strided_batched (gpu/lib/cublas_handle.cuh):
 //   S[Nq,Nk] = Q·Kᵀ row-major (Q ld d; K stored [Nk,d], ld d, transposed)

@@ -40,10 +40,6 @@
 // Workspace (each piece 256-byte aligned): one group's patch matrix
 // N·P·Q·R·S·T floats, all of wᵀ (K·R·S·T floats), and for groups > 1 one
 // group's output N·P·Q·K/G floats. fp32 only (the GEMM is fp32).
-// Measured on the H200 (bench/results/2026-11-30-h200-3/bench-conv2d.json, the
-// re-tiled SGEMM): 1.519 ms, 19.5 TFLOP/s at N=32 56×56 C=K=128, against the
-// 0.96 ms this count gives: the GEMM on the tall, 128-wide patch matrix runs
-// well under its 4096³ rate, and the im2col and transpose kernels are not free.
 // Run just this: build/convlab run conv2d/gpu/02b_im2col_gemm
 #include <algorithm>
 #include <cstddef>

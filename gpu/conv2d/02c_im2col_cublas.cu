@@ -37,8 +37,6 @@
 // output, reduced-precision reductions forbidden by the handle.
 // Cost: cuBLAS's GEMM plus the patch matrix written and read once (see 03).
 // Workspace: one group's patch matrix, N·P·Q·R·S·T elements (0 for the 1x1 view).
-// Measured on the H200 (bench/results/2026-11-30-h200-3/bench-conv2d.json):
-// 1.421 ms, 20.8 TFLOP/s at N=32 56×56 C=K=128 fp32, 0.55× cuDNN.
 // Run just this: build/convlab run conv2d/gpu/02c_im2col_cublas
 #include <cstddef>
 #include <cstdint>

@@ -31,13 +31,6 @@
 // neighbouring output pixels, whose inputs sit C·4 bytes apart (stride 1), one
 // 32-byte sector each — every sector fully used, but spread over 16 lines.
 //
-// Prediction, N=32 56×56 C=K=128 3×3 on an H200: rung 08's GEMM reached
-// 41 TFLOP/s at 4096³ with these tiles (44 after its re-tiling); here M = 100 352, Kg = 128 (one column tile), RST = 1152,
-// 784 blocks ≈ 3 waves of 264 resident blocks, plus the loader overhead:
-// ~32–38 TFLOP/s, 85–100% of cuDNN's fp32 FMA algorithm (38 TFLOP/s in
-// bench/results/2026-11-30-h200). Measured: 40.3 TFLOP/s (0.734 ms), above the
-// range, 1.03–1.15× cuDNN on the 56×56 shapes (bench/results/2026-11-30-h200-2, -3).
-//
 // Supported: fp32, any N, H, W, C, K, R, S, stride, pad, groups; float4 path
 // when T % 4 == 0 and K/groups % 4 == 0 (16-byte aligned buffers), predicated
 // scalar path otherwise. Limits: N·P·Q < 2³¹ with ceil(N·P·Q/128) ≤ 65535,

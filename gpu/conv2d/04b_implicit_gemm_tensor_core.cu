@@ -39,14 +39,6 @@
 // taps or be misaligned) run a predicated slow path: every element is decoded
 // on its own and stored into the same swizzled chunk through registers.
 //
-// Prediction, N=128 56×56 C=K=128 3×3 fp16 on an H200: rung 10 reaches
-// 414 TFLOP/s at 4096³ with 128×256 tiles; here 128×128 tiles (less reuse per
-// byte of shared memory, 8 warps per SM as in rung 10), RST = 1152 = 36 tiles,
-// 3136 blocks ≈ 12 waves over 264 resident blocks, output stores not
-// coalesced through shared memory: ~250–330 TFLOP/s, 45–60% of cuDNN's
-// 554 TFLOP/s in bench/results/2026-11-30-h200. Measured: 304–306 TFLOP/s
-// (0.389 ms), 65% of cuDNN's 469 TFLOP/s in bench/results/2026-11-30-h200-2, -3.
-//
 // Supported: f16 and bf16, any shape, stride, pad and groups; fast path when
 // T % 8 == 0 with 16-byte aligned x and w. Limits: N·P·Q ≤ 2³¹ − 1 − 128,
 // N·H·W·C + (R + 2·pad + 34)·(W + 1)·C < 2³¹, K·RST < 2³¹, groups ≤ 65535.

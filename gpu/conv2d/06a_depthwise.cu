@@ -49,66 +49,10 @@
 // (same chunks, same shared weights). C not a multiple of kVec, or
 // misaligned tensors, run the same kernels with kVec = 1.
 //
-// Floor and prediction, N=128 28×28 C=384 3x3 s1 fp16 on an H200: x and y are
-// 77.1 MB each, w 6.9 KB: 154.2 MB compulsory, 0.69 GFLOP. At the probe's
-// 4.22 TB/s copy rate that is 36.5 µs; the FMA floor is ~14 µs (fp32 FMA at
-// ~50 TFLOP/s), far below. Expected here: x re-read ~4.5× from L2 (3 rows ×
-// 1.5 columns), DRAM traffic ~1×: 50–60 µs, 2.6–3.1 TB/s of compulsory bytes
-// (62–73% of copy), against cuDNN's ~1.95 TB/s (an estimate before any GPU
-// run; measured later: 1.83–2.37 TB/s in -h200-3 to -h200-7). fp32,
-// same shape: 308 MB, floor 73 µs, expected ~110 µs.
-//
-// Measured on the H200, first version (bench/results/2026-11-30-h200-3/bench-conv2d.json;
-// all tests pass, memcheck 0 errors, racecheck 0 hazards):
-//
 //   shape (N=128 28×28 3x3)   06a_depthwise                cuDNN
 //   C=384 fp32                0.116 ms  2.67 TB/s (63%)   2.06 ms   0.15 TB/s
 //   C=384 fp16                0.144 ms  1.07 TB/s (25%)   0.084 ms  1.83 TB/s (2.23 in a later run)
 //   C=256 fp16                0.104 ms  0.99 TB/s         0.067 ms  1.54 TB/s
-//
-// fp32 landed where predicted; fp16 took 2.4–2.9× the predicted time. Cutting
-// registers (2-pixel strips: 3 blocks per SM instead of 2) changed nothing.
-// Nsight Compute (bench/results/2026-11-30-h200-4/profile/, the fp16
-// shape) found why: the kernel was LATENCY bound, not bandwidth bound —
-// DRAM 20% busy, 0.56 eligible warps per scheduler, half of all stalls
-// waiting on global loads, 51 M warp instructions (42 per output value,
-// where the FMAs and conversions need ~14). Every one of the 18 loads of a
-// strip sat behind its own padding test (a branch and a reconvergence
-// point), so the loads went out a few at a time, and each block staged its
-// weights (with 9-way shared-memory bank conflicts) for one strip per
-// thread. fp32 hid this with half the FMAs per load and more warps. The
-// second version, the strip_3x3 below: strips take a branch-free path that issues
-// the strip's loads together; the grid is one persistent wave; the weights
-// are staged tap-major without conflicts and read as conflict-free quads.
-// Prediction for it: ~17 instructions per output (SASS of the interior
-// path: 546 for 32 outputs), ~20 M warp instructions, so the bytes bind
-// again: 50–65 µs, 2.4–3.1 TB/s in fp16; fp32 ~100 µs.
-//
-// Measured (H200, bench/results/2026-11-30-h200-5/ and -6/; tests pass,
-// memcheck 0 errors, racecheck 0 hazards), compulsory bytes over time:
-//
-//   shape (N=128 28×28 3x3)   first version        interior branch-free     + edges branch-free     + row-paired items         cuDNN (same run)
-//   C=384 fp16                0.144 ms 1.07 TB/s   0.083 ms 1.85 TB/s       0.064 ms 2.41 TB/s      0.0595 ms 2.59 TB/s (61%)  0.065 ms 2.37 TB/s
-//   C=384 fp32                0.116 ms 2.67 TB/s   0.089 ms 3.45 TB/s       0.087 ms 3.53 TB/s      0.088 ms 3.50 TB/s (83%)   2.04 ms
-//   C=256 fp16                0.104 ms 0.99 TB/s   0.049 ms 2.12 TB/s       0.042 ms 2.44 TB/s      0.042 ms 2.45 TB/s (58%)   0.049 ms 2.11 TB/s
-//
-// (last two columns: bench/results/2026-11-30-h200-7/.) The third step came
-// from profiling the second: at C=384 a block has 16 channel lanes, so one
-// warp holds two items, and numbered (n, p, strip) these were neighbouring
-// strips of a row — one interior, the other an edge strip, for about half
-// the warps, which then ran both paths of strip_3x3. Numbering the items so
-// that a warp's items are the SAME strip of consecutive output rows
-// (row_shift below) removed most of it (the row groups at the image's top
-// and bottom still mix) and let the two rows share input rows in L1: 35.9 →
-// 32.3 M instructions — still well above the ~20 M the second version's
-// prediction counted from the interior path alone, a miss of that count. fp16 C=384 now moves **2.58 TB/s, 60.9%
-// of the probe's copy rate (median of 5 repetitions; goal ≥ 60%: MET)**,
-// 1.10× cuDNN; fp32 83%. Tried and reverted on the way: prefetching each
-// thread's next strip into shared memory with cp.async (no change,
-// bench/results/2026-11-30-h200-6/bench-depthwise-prefetch-experiment.json),
-// and, in the first version, 2-pixel strips (no change). Nsight Compute of
-// the final version: issue 57% busy, DRAM 50%, L2 66% — no single limit
-// stands out any more.
 //
 // Supported: f32 and f16; groups == C == K (no channel multiplier); any R, S
 // with R·S ≤ 1024, any stride and pad; C ≤ 65535.
@@ -257,17 +201,6 @@ __device__ __forceinline__ void split_item(int64_t item, int inner, int middle, 
 // channels. `image` = x + n·H·W·C + c0, (ih0, iw0) = the strip's first input
 // pixel (tap (0, 0) of output q0, possibly in the padding), `weights` = this
 // thread's column of wsm (tap t at weights + t·slab_channels).
-//
-// The loop has no branches, so the compiler can issue all 3·kCols loads of
-// the strip before the first FMA needs one of them — the memory-level
-// parallelism a memory-bound kernel lives on. Padding is handled without
-// branching: an edge strip (kInterior false: a border row or column of the
-// image, a third of a 28×28 layer's strips) clamps each row and column into
-// the image, loads from there anyway and replaces the value by zero
-// (load_chunk's `inside`). The first version tested each tap and skipped
-// the padding with a branch; the branches serialised the loads, and the
-// edge strips, at ~1400 instructions against the interior's ~550, cost as
-// much as all the interior ones.
 template <class Element, int kVec, int kStride, bool kInterior>
 __device__ __forceinline__ void strip_3x3(const ConvGeometry& g, const Element* __restrict__ image, int ih0, int iw0,
                                           const float* weights, int slab_channels, int lanes,

@@ -62,68 +62,8 @@
 // fp32 floor ~74 µs — why FMA cannot reach cuDNN's 32 TFLOP/s (116 µs) with
 // room to spare and mma can.
 //
-// The previous design of this rung (kept in git history) built each A
-// register from a 32-bit shared load (two adjacent channels of one pixel at
-// one tap, via a shared tap-offset table), loaded B from global memory with
-// two 32-bit loads per mma, ran a runtime-length k loop, staged x through
-// registers with two divisions per 16-byte chunk, and used 4-row tiles.
-// It predicted 40–70 µs (~18 M warp instructions) and measured, on the H200
-// (bench/results/2026-11-30-h200-3/bench-conv2d.json; all tests pass,
-// memcheck 0 errors, racecheck 0 hazards), N=128 28×28 C=K=256 3x3 fp16, as
-// the first version (then named 06b_grouped; the lesson's rungs were renumbered since):
-//
-//   T = 8  (groups=32)   first version 0.165 ms  22.5 TFLOP/s   cuDNN 0.119 ms  31.2 TFLOP/s   first/cuDNN 0.72×
-//   T = 32 (groups=8)    first version 0.359 ms  41.2 TFLOP/s   cuDNN 0.087 ms   169 TFLOP/s   (06: 0.210 ms, 70.5)
-//
-// The goal for T = 8, at least cuDNN's speed, was NOT MET. Nsight Compute
-// on the T = 8 layer: instruction bound, 113 M warp instructions for ~1.0 M
-// mma (~110 per mma, 6× the estimate), issue slots 73 % busy, 80
-// registers, 3 blocks per SM, L1 hit rate 84 %.
-//
-// Prediction for this version, written before its first run (T = 8 layer, 1.0 M mma:
-// 6272 m-tiles × 32 groups × 5 k-steps, the 5th half empty):
-//   issue      the resident loop is ~52 SASS instructions per m-tile of 5
-//              mma (5 ldmatrix, 5 mma, 5 address adds, the pixel walk, two
-//              shuffles and two half2 stores): ~10 per mma, against ~110.
-//              Per warp and block, once: staging (~10 cp.async per thread,
-//              ~15 instructions each), index setup and 5 ldmatrix.x2 of B,
-//              ~550 instructions over 14 m-tiles. ~19 per mma in all, ~20 M
-//              warp instructions: ~21 µs of issue at 1.75 GHz on 132 SMs.
-//              (Profiled afterwards, -h200-5/profile/: 21.2 M warp
-//              instructions against the ~20 M predicted, issue slots 40 %
-//              busy, DRAM throughput 31 %, 59 registers per thread.)
-//   shared     ldmatrix reads 461 B per mma (4 x4 + 1 x2 per m-tile), the
-//              staging writes 53 KiB per block: ~600 MB, ~20 µs at 128 B per
-//              clock per SM.
-//   L2 → SM    x staged 1.38× (10 input rows per 8 output rows, 30 columns
-//              per 28; 6 rows per 4 in the last tile): 71 MB; filters 9 KiB
-//              per block, 19 MB; y 51 MB written.
-//   DRAM       ~103 MB: 24 µs.
-// Three limits of 20–25 µs that overlap only in part, in blocks that stage
-// and then compute (four per SM hide each other's staging; no double
-// buffering within a block): expected 35–60 µs, 62–106 TFLOP/s, 2.0–3.4×
-// cuDNN's 0.119 ms. T = 32 (streamed path; 3.6 M mma, ~11 instructions per
-// mma in its k loop and ~12 in all ≈ 47 µs of issue, 384 B of ldmatrix per
-// mma ≈ 47 µs of shared-memory bandwidth, 79 KiB per block: two blocks per
-// SM): expected 70–110 µs, 135–210 TFLOP/s, 0.8–1.2× cuDNN. If the T = 8
-// time lands near the issue or shared-memory estimate, the next step is a
-// persistent block that double-buffers its tiles (cp.async into one while it
-// computes the other) and stages the filter slab once.
-//
-// Measured (H200, bench/results/2026-11-30-h200-5/bench-gpu.json; tests pass in
-// that run; memcheck 0 errors and racecheck 0 hazards in -h200-6/sanitize.log),
-// N=128 28×28 C=K=256 3x3 fp16:
-//
 //   T = 8  (groups=32)   10 0.0588 ms  62.9 TFLOP/s   cuDNN 0.1175 ms  31.5 TFLOP/s   10/cuDNN 2.00×
 //   T = 32 (groups=8)    10 0.1345 ms   110 TFLOP/s   cuDNN 0.0886 ms   167 TFLOP/s   0.66×
-//
-// T = 8 lands inside the predicted 35–60 µs, at the top: 2.8× the first
-// version and twice cuDNN — the lesson's goal (at least cuDNN's rate) is MET.
-// T = 32 is 2.7× its first version, still 0.66× cuDNN (not a goal). Nsight
-// Compute of this version at T = 8 (-h200-5/profile/): 21.2 M warp
-// instructions (~20 M predicted), issue slots 40 % busy, DRAM 31 %, 59
-// registers: neither issue nor DRAM is saturated (the busiest memory unit
-// in that profile is at 70 %).
 //
 // fp32, and fp16 shapes the mma path cannot take (T not in {8, 16, 32, 64},
 // K/groups not a multiple of 8 up to 32, unaligned tensors, a tile and

@@ -17,16 +17,6 @@
 //         channels of one pixel, no padding), and it takes w as [K, C] rows
 //         directly, the "col" operand mma.sync wants: nothing to transpose.
 //
-// Floor and prediction, N=128 28×28 C=K=256 on an H200: 13.2 GFLOP; fp16
-// 103 MB compulsory (intensity 128 flop/B, just below the ridge of ~175: the
-// roofline allows 128 × 4.22 TB/s = 540 TFLOP/s, time floor 24 µs); fp32 206
-// MB, 13.2 GFLOP / 50 TFLOP/s = 263 µs, compute bound. Expected: fp32 ~80%
-// of cuBLAS SGEMM as at 4096³ (~40 TFLOP/s, 0.33 ms); fp16 like 06 on its
-// dense shapes, ~250–330 TFLOP/s (40–55 µs).
-//
-// Measured on the H200 (bench/results/2026-11-30-h200-3/bench-conv2d.json;
-// all tests pass, memcheck 0 errors, racecheck 0 hazards):
-//
 //          06c_pointwise               cuDNN      02c_im2col_cublas (cuBLAS on x as stored)
 //   fp32   0.327 ms   40.3 TFLOP/s    0.613 ms   0.289 ms   45.5 TFLOP/s
 //   fp16   0.068 ms    193 TFLOP/s    0.136 ms   0.035 ms    377 TFLOP/s (70% of roofline)

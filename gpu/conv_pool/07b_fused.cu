@@ -45,41 +45,6 @@
 // scale reverses the order); the ReLU may come after (it commutes with max).
 // Output stores shrink 4× and are 32-bit (f16 pairs) or float4 (fp32).
 //
-// Prediction (bench/NOTES.md, lesson 07), n64 112x112 C16 → K128 3x3 f16 on an
-// H200: the conv's compute, ~120 µs at 250 TFLOP/s, with 77 MB moved under it
-// (19 µs at 4 TB/s): ≈ 2.4× faster than rung 01's ≈ 290 µs (≥ 1.5× expected even
-// if the conv runs at half that speed). f32 same shape: conv ~850 µs at 35 TFLOP/s,
-// rung 01 adds ~2×(205 MB·2)/4 TB/s ≈ 0.2 ms + the conv's own y_full store
-// → ≈ 1.25×. Contrast n32 56x56 C=K=128 f16 (compute-bound): ≈ 1.2×.
-// Measured, first epilogue (bench/results/2026-11-30-h200-3/bench-conv-pool-and-depthwise-strip2.json,
-// H200; tests, memcheck and racecheck clean in that run), fused over rung 01:
-//   bench shape f16  272 µs (110 TFLOP/s) vs 380 µs: 1.40×, not 1.7–2.4×; f32 758 vs 1107 µs: 1.46×
-//   n32 56x56 f16    108 vs 120 µs: 1.11×
-//   1x1 C=K=64 f16   215 vs 197 µs: 0.92×, SLOWER — the 128 MB floor moved at only 0.6 TB/s
-//                    (K = 64 half-fills the 128-wide N tile; depth 64 = two pipeline stages).
-// Rung 01's passes need ≥ |moved| / 4.2 TB/s, which bounds its conv (this main loop with a
-// plain store) at ≤ 221 µs (3x3 f16) and ≤ 118 µs (1x1): in f16 that kernel was ≥ 50 / ≥ 97 µs
-// slower than the same conv unfused (window order, shuffles, 32-bit pooled stores: not yet
-// profiled then); in f32 it was not (758 vs ≤ 790 µs). The ≥ 1.5× goal was NOT met by it. The
-// next steps named then: time the conv alone, profile the pooled epilogue, a 64-wide N tile for
-// K ≤ 64, and a memory-bound shape where the conv itself is efficient (e.g. C = 32 → K = 128).
-// Those f16 numbers are of the FIRST tensor-core epilogue: rows in window_order, the pool
-// done across lanes l, l^4, l^8, l^12 by two __shfl_xor_sync rounds per value, one lane in
-// four storing. Nsight Compute on the bench shape then put it at 273 µs and 110.7 M warp
-// instructions against 210 µs and 63.2 M for lesson 04's plain conv (StoreY): ~1900 extra
-// instructions per warp, a dependent shuffle/max chain that 8 warps per SM could not hide.
-// warp_window_order replaced that epilogue after the measurement. Prediction for it: fused ≈
-// the plain conv's time + a few µs, ≈ 215–230 µs on the bench shape, ≈ 1.6–1.75× over rung 01.
-// Measured, second epilogue (bench/results/2026-11-30-h200-5/bench-gpu.json; tests pass in
-// that run; memcheck 0 errors and racecheck 0 hazards in -h200-6/sanitize.log), fused against
-// rung 01 in the same run:
-//   bench shape f16  167 µs (179 TFLOP/s) vs 381 µs: 2.28× — the ≥ 1.5× goal is MET
-//   n32 56x56 f16     94 vs 120 µs: 1.28×;   1x1 C=K=64 f16  115 vs 198 µs: 1.72× (was 0.92×)
-//   f32 (unchanged)  758 vs 1109 µs: 1.46×
-// Faster than predicted, and than the plain conv (210 µs under Nsight Compute in -h200-4):
-// the profile of this version (-h200-5/profile/) shows 169 µs and 69.7 M instructions (110.7 M
-// before). Why it beats the plain-store conv by ~40 µs — it writes a quarter of the bytes,
-// from every lane — is not established; the conv alone was not re-profiled.
 // Supported: f32 (any shape, vectorized when T, K/groups % 4 == 0 and aligned)
 // and f16 (fast loads when T % 8 == 0), within the lesson 04 kernels' limits.
 // Run just this: build/convlab run conv_bias_relu_pool/gpu/07b_fused --shape N=64,H=112,C=16,K=128,R=3,pad=1,dtype=f16

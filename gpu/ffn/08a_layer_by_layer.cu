@@ -6,15 +6,6 @@
 //
 //   H = X·U ;  H = φ(H + a) ;  Z = H·V ;  Z = Z + b        H [P, hidden] in the workspace
 //
-// Cost: the hidden tensor makes 4 trips through DRAM (P·hidden·4 bytes each,
-// 411 MB per trip at P = 401408, hidden = 256), and the SGEMM runs on the
-// fp32 pipes, a sixteenth of the tensor cores' rate. It is here so that the
-// fp32 row of the results table has a rung of our own next to cuBLAS.
-// Measured (H200, P = 401408, C = 64, f32; bench/results/2026-11-30-h200-3/
-// bench-ffn.json): 1.284 ms, 20.5 TFLOP/s, against cuBLAS's 1.011 ms (0.79x;
-// both run the same bias+φ passes, so the gap is in the GEMMs). Tests pass;
-// memcheck 0 errors; racecheck did not complete inside its time limit.
-//
 // Supported: f32 only, any sizes with ceil(P / 128) ≤ 65535 (the SGEMM's grid
 // rows). fp16 would want lesson 03's tensor-core GEMM (gpu/gemm/10_...), which
 // lives inside its rung's file and has no launcher other variants can call;

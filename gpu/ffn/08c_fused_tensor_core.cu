@@ -37,36 +37,6 @@
 //   128   105 G     206 MB       0.143 ms (compute)       2055 MB                0.49 ms
 //   256   421 G     411 MB       0.572 ms (compute)       4110 MB                0.98 ms
 //
-// (layer-by-layer bytes: H written, read+written by the bias pass, read; z
-// written, read+written by its bias pass — FfnProblem::layer_by_layer_bytes.)
-// The fused form is compute-bound at every width: at C = 64 its intensity is
-// 256 FLOP/byte against a ridge of 736/4.2 = 175. The layer-by-layer form is
-// memory-bound at every width. Prediction: mma.sync (not wgmma) reaches
-// perhaps half of the HGEMM rate with this little reuse per warp, so ≈ 0.07
-// ms at C = 64 against ≈ 0.25–0.30 ms for cuBLAS layer by layer: ≥ 3x. At
-// C = 256 the GEMM time catches up with the memory time, so the gain
-// shrinks (≈ 1.2 ms predicted against ≈ 1.5 ms).
-//
-// MEASURED (H200, bench/results/2026-11-30-h200-3/bench-ffn.json; tests pass,
-// memcheck 0 errors, racecheck did not complete inside its time limit):
-//
-//   C     fused              cuBLAS layer by layer    ratio   predicted
-//   64    0.129 ms, 205 T    0.280 ms                 2.18x   ≈ 0.07 ms, ≥ 3x
-//   128   0.512 ms, 205 T    0.542 ms                 1.06x   ≈ 0.3 ms, ≈ 2x
-//   256   1.927 ms, 218 T    1.239 ms, 340 T          0.64x   ≈ 1.2 ms, 1.2–1.5x
-//
-// The issue's goal (≥ 2x at C = 64) is met; the prediction is not. The
-// baseline behaved as counted (its layer_by_layer_bytes at 3.3–3.8 TB/s), but
-// this kernel runs at 205–218 TFLOP/s (27–29% of the HGEMM peak) at every C,
-// not at the assumed half. The rate stays flat while the work per block grows
-// 16x from C = 64 to 256, which suggests the steady-state chunk loop, not the
-// per-block prologue, is the loss. Not profiled yet; suspects: mma.sync
-// without wgmma, little B-fragment reuse (2 mma per fragment at C ≤ 64, 1 at
-// C ≥ 128) and, at C = 256, the 128-register Z accumulator. Fused time grows
-// as C², the traffic it removes as C: at 205 TFLOP/s against 3.7 TB/s the
-// break-even is C ≈ 140, as the C = 128 ratio shows. Next: Nsight Compute on
-// C = 64 and C = 256, more rows per warp, then wgmma.
-//
 // What it costs: the channel counts are compile-time (the Z accumulator must
 // live in registers), so each C is an instantiation; C_out must equal C; and
 // at C = 256 a warp's Z accumulator alone is 128 registers.

@@ -9,16 +9,6 @@
 //   Z = H·V            cublasGemmEx
 //   Z = Z + b          bias_activate_kernel (identity)
 //
-// Each GEMM is as fast as NVIDIA makes it; what the form costs is the hidden
-// tensor: 4 passes over P·hidden values (written, read and written, read),
-// 822 MB at P = 401408, hidden = 256 in fp16, against 103 MB of x and z.
-// This is the yardstick gpu/ffn/08c_fused_tensor_core must beat by 2x.
-// Measured (H200, P = 401408, α = 4, f16; bench/results/2026-11-30-h200-3/
-// bench-ffn.json): C = 64 0.280 ms (its layer_by_layer_bytes at 3.67 TB/s,
-// 87% of HBM: memory-bound, as counted), C = 128 0.542 ms, C = 256 1.239 ms
-// (340 TFLOP/s: large enough GEMMs to overtake the fused kernel); f32 C = 64
-// 1.011 ms. Tests pass; memcheck 0 errors; racecheck did not complete.
-//
 // Row-major through column-major cuBLAS: C = A·B row-major is Cᵀ = Bᵀ·Aᵀ
 // column-major, so each call passes B first (gpu::gemm_row_major in
 // gpu/lib/cublas_handle.cuh; gpu/gemm/cublas.cu explains it).

@@ -15,12 +15,6 @@
 //   - their C[i][j] stores are N floats apart: 32 transactions per warp;
 //   - only B[k][j] is one address for the whole warp (a broadcast).
 //
-// Cost: 2·M·N·K flops and 2 global loads per FMA, most of them wasted sectors.
-// Prediction at 4096³ on an H200: ~1-2 TFLOP/s (≈ 2-4% of cuBLAS's ~51). The
-// L1/L2 caches serve the repeated A rows, so it is bound by load/store-unit
-// and L1 transaction throughput, not by DRAM. Rung 2 (03g_coalesced) only swaps
-// which index runs along the warp and gets several times faster.
-//
 // Supported: fp32, any M, N, K (threads past the edge of C return at once),
 // as long as ceil(N/32) fits in gridDim.y (N ≤ 2 097 120).
 // Run just this: build/convlab run gemm/gpu/03a_naive

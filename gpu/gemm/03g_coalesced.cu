@@ -13,12 +13,6 @@
 //   - and finally stores C[i][j..j+31] in one 128-byte piece.
 // Every sector fetched is now fully used: "coalesced" access.
 //
-// Cost: unchanged arithmetic and still ~2 loads (now mostly L1 hits) per FMA;
-// nothing is reused from registers or shared memory, so the kernel is bound by
-// L1/LSU throughput. Prediction at 4096³ on an H200: ~5-8 TFLOP/s (≈ 10-15% of
-// cuBLAS). Rung 3 (03h_smem_tiling) stages tiles of A and B in shared memory so
-// that each global element is loaded once per block instead of once per thread.
-//
 // Supported: fp32, any M, N, K, as long as ceil(M/32) fits in gridDim.y
 // (M ≤ 2 097 120).
 // Run just this: build/convlab run gemm/gpu/03g_coalesced

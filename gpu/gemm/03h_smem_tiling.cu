@@ -16,12 +16,6 @@
 // 32 columns tj) reads As[ti][kk] as a broadcast and Bs[kk][tj..tj+31] from 32
 // different banks: no bank conflicts.
 //
-// Cost: two __syncthreads per K slice, 8 KiB of shared memory per block. The
-// new limit is shared memory itself: still 2 shared loads per FMA, and an SM
-// issues far fewer shared loads than FMAs per clock. Prediction at 4096³ on an
-// H200: ~10-14 TFLOP/s (≈ 20-25% of cuBLAS). Rung 4 (03i_register_blocking_1d)
-// gives each thread several outputs so one loaded value feeds several FMAs.
-//
 // Supported: fp32, any M, N, K: out-of-range tile elements are loaded as 0
 // (they add nothing) and out-of-range outputs are not stored. ceil(M/32) must
 // fit in gridDim.y (M ≤ 2 097 120).

@@ -15,12 +15,6 @@
 // grows to 64×64 (fewer blocks load each A and B element from global memory)
 // and the K slice shrinks to 8 so that the tiles stay small.
 //
-// Cost: kThreadM accumulator registers per thread; 512 threads per block.
-// Still ~1.1 shared loads per FMA, so shared-memory bandwidth stays the limit.
-// Prediction at 4096³ on an H200: ~18-22 TFLOP/s (≈ 35-45% of cuBLAS). Rung 5
-// (03j_register_blocking_2d) blocks in both directions: an 8×8 outer product
-// per thread needs only 16 shared loads for 64 FMAs.
-//
 // Supported: fp32, any M, N, K (zero-filled tile loads, guarded stores);
 // ceil(M/64) must fit in gridDim.y (M ≤ 4 194 240).
 // Run just this: build/convlab run gemm/gpu/03i_register_blocking_1d

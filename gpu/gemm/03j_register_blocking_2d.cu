@@ -12,16 +12,6 @@
 // the 128×128 block tile halves global traffic per FMA again (each A and B
 // element fetched from DRAM/L2 once per 128 outputs along the other axis).
 //
-// Cost: 64 accumulators + 16 operands per thread: ptxas gives 147 registers
-// (no spills), so only 1 block of 256 threads fits per SM (8 warps: little
-// latency hiding); 8 KiB of shared memory per block.
-// What still limits it: every load is a 4-byte scalar (from global and from
-// shared), and the thread layout is naive — a warp reading Bs[kk][tx·8 + j]
-// hits each bank 4 times (tx and tx+4 are 32 floats apart), and As[m][kk] has
-// a 2-way conflict between the warp's two rows. Prediction at 4096³ on an
-// H200: ~25-30 TFLOP/s (≈ 50-60% of cuBLAS). Rung 6 (03k_vectorized) stores A
-// transposed and moves everything in 16-byte pieces.
-//
 // Supported: fp32, any M, N, K (zero-filled tile loads, guarded stores);
 // ceil(M/128) must fit in gridDim.y.
 // Run just this: build/convlab run gemm/gpu/03j_register_blocking_2d

@@ -24,15 +24,6 @@
 // run() picks one per launch; the test table exercises both (64³ and 256³ take
 // the float4 path; 31×63×65, 7×5×3, ... the scalar one).
 //
-// Cost: the transposed store into As is four scalar STS per thread, and it
-// and the float4 reads of Bs keep some bank conflicts (threads tx and tx+4 of
-// a warp read Bs 128 bytes apart: the same banks). ptxas: 119-128 registers,
-// no spills, so 2 blocks of 256 threads per SM; the loads of the next tile do
-// not overlap with the math (a block waits at each barrier). Prediction at
-// 4096³ on an H200: ~32-38 TFLOP/s (≈ 65-75% of cuBLAS). Rung 7
-// (03l_warp_tiling) lays threads out so that a warp's shared reads are
-// conflict-free and its piece of C is compact.
-//
 // Supported: fp32, any M, N, K; ceil(M/128) must fit in gridDim.y.
 // Run just this: build/convlab run gemm/gpu/03k_vectorized
 #include "ops/gemm.hpp"

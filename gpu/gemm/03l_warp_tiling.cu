@@ -27,14 +27,6 @@
 //   plain (rung 6):   rows  thread_row + [0, 8),             cols thread_col + [0, 8)
 //   warp-tiled:       rows  warp_row + {0, 32} + lm·4 + [0,4), cols warp_col + {0, 16} + ln·4 + [0,4)
 //
-// Cost: more index arithmetic (all of it hoisted out of the K loop); ptxas:
-// 117-119 registers, no spills, 2 blocks per SM (__launch_bounds__(256, 2)). Loads of
-// the next tile still do not overlap the FMAs inside a block: each K slice is
-// load → barrier → 8 k-steps of math → barrier, and only the other resident
-// block hides that latency. Prediction at 4096³ on an H200: ~38-43 TFLOP/s
-// (≈ 75-85% of cuBLAS). Rung 8 (03m_double_buffering) fetches slice s+1 while
-// computing slice s.
-//
 // Supported: fp32, any M, N, K (float4 path when K % 4 == 0 and N % 4 == 0
 // with 16-byte aligned buffers, predicated scalar path otherwise; both tested);
 // ceil(M/128) must fit in gridDim.y.

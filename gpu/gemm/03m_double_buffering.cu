@@ -34,16 +34,6 @@
 // Cost: twice the shared memory and registers for the prefetched float4s and
 // the second set of fragments.
 //
-// Then, with the latency hidden, re-choose the tiles. With rung 7's shape
-// (128×128 block, BK = 8, eight 64×32 warps, 8×8 outputs per lane, 128
-// registers) double buffering measured 41.0 TFLOP/s at 4096³ on the H200,
-// 81% of cuBLAS, under the predicted 43–48: the FMA pipe was not yet the limit.
-// Per 64 FMAs a lane still issues 4 LDS.128, and every 8 k-steps a barrier,
-// the global fetches and the transposed stores. bench/tune_sgemm_tiles.cu
-// sweeps ten shapes of this same kernel (gpu/lib/sgemm_double_buffered.cuh
-// takes them as a template parameter) in one GPU call. Measured at 4096³ / 8192³
-// (bench/results/2026-11-30-h200-2/tune-sgemm.txt):
-//
 //   tiles (block × BK, warp, blocks/SM)     TFLOP/s       vs cuBLAS
 //   128×128×8,  64×32, 2   (rung 7's)       41.0 / 41.6   0.81 / 0.82
 //   128×128×16, 64×32, 2                    43.0 / 43.3   0.84 / 0.85   half the barriers per FMA

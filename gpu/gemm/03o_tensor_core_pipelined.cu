@@ -53,18 +53,10 @@ constexpr int kWarpsN = 4;    // warps side by side along N
 constexpr int kStages = 3;    // shared-memory buffers in the cp.async ring
 constexpr int kGroupM = 8;    // tile rows per rasterisation band (L2 reuse)
 
-// Fixed by the hardware.
-constexpr int kMmaM = 16, kMmaN = 8, kMmaK = 16;
-constexpr int kChunkElems = 8;  // 16-byte chunk = 8 f16/bf16 elements (cp.async and ldmatrix row unit)
-constexpr int kElemBytes = 2;
+// Fixed by the hardware: the m16n8k16 tile, the 16-byte chunk (gpu/lib/mma_pipeline.cuh).
+using gpu::kMmaM, gpu::kMmaN, gpu::kMmaK, gpu::kChunkElems, gpu::kElemBytes;
 
-// Derived.
-constexpr int kThreads = 32 * kWarpsM * kWarpsN;  // 256
-constexpr int kWarpM = kBlockM / kWarpsM;         // 64
-constexpr int kWarpN = kBlockN / kWarpsN;         // 64
-constexpr int kMmaTilesM = kWarpM / kMmaM;        // 4 m16 tiles per warp
-constexpr int kMmaTilesN = kWarpN / kMmaN;        // 8 n8 tiles per warp
-constexpr int kKSteps = kBlockK / kMmaK;          // 4 k16 steps per stage
+// Derived: the shared tiles, then the warps.
 constexpr int kARowChunks = kBlockK / kChunkElems;  // 8 chunks in a row of the A tile [kBlockM][kBlockK]
 constexpr int kBRowChunks = kBlockN / kChunkElems;  // 32 chunks in a row of the B tile [kBlockK][kBlockN]
 constexpr int kARowBytes = kBlockK * kElemBytes;
@@ -73,16 +65,18 @@ constexpr int kATileBytes = kBlockM * kARowBytes;  // 16 KB
 constexpr int kBTileBytes = kBlockK * kBRowBytes;  // 32 KB
 constexpr int kStageBytes = kATileBytes + kBTileBytes;
 constexpr int kSharedBytes = kStages * kStageBytes;  // 144 KB
+using Tiling = gpu::WarpTiling<kBlockM, kBlockN, kBlockK, kWarpsM, kWarpsN>;
+constexpr int kThreads = Tiling::kThreads;                                      // 256
+constexpr int kWarpM = Tiling::kWarpM, kWarpN = Tiling::kWarpN;                 // 64 x 64 per warp
+constexpr int kMmaTilesM = Tiling::kMmaTilesM, kMmaTilesN = Tiling::kMmaTilesN; // 4 x 8 m16n8 tiles per warp
+constexpr int kKSteps = Tiling::kKSteps;                                        // 4 k16 steps per stage
 constexpr int kAChunksPerThread = kBlockM * kARowChunks / kThreads;  // 4
 constexpr int kBChunksPerThread = kBlockK * kBRowChunks / kThreads;  // 8
 
 using SwizzleA = gpu::ChunkSwizzle<kARowChunks>;
 using SwizzleB = gpu::ChunkSwizzle<kBRowChunks>;
 
-static_assert(kBlockM % (kWarpsM * kMmaM) == 0 && kBlockN % (kWarpsN * kMmaN) == 0,
-              "the warps must tile the block tile in whole mma tiles");
 static_assert(kWarpN % 16 == 0, "one ldmatrix.x4.trans loads B for two n8 tiles (16 columns)");
-static_assert(kBlockK % kMmaK == 0, "whole k16 steps per stage (mma_pipeline wants an even number of them)");
 static_assert((kBlockM * kARowChunks) % kThreads == 0 && (kBlockK * kBRowChunks) % kThreads == 0,
               "every thread copies the same number of 16-byte chunks per stage");
 static_assert(kThreads % kARowChunks == 0 && kThreads % kBRowChunks == 0,
@@ -147,12 +141,9 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
-  const gpu::TileCoord tile =
-      gpu::grouped_tile(blockIdx.x, gpu::ceil_div(M, kBlockM), gpu::ceil_div(N, kBlockN), kGroupM);
-  const int block_m0 = tile.m * kBlockM;
-  const int block_n0 = tile.n * kBlockN;
-  const int warp_m0 = (warp / kWarpsN) * kWarpM;  // within the block tile
-  const int warp_n0 = (warp % kWarpsN) * kWarpN;
+  const gpu::WarpTileOrigin origin =
+      gpu::warp_tile_origin<kBlockM, kBlockN, kWarpM, kWarpN, kWarpsN, kGroupM>(M, N, warp);
+  const int block_m0 = origin.block_m0, block_n0 = origin.block_n0, warp_m0 = origin.warp_m0, warp_n0 = origin.warp_n0;
 
   // ---- global -> shared: which chunks this thread copies ------------------------
   //
@@ -223,18 +214,10 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   // Loads the fragments of k16 step `step` of the stage at `stage_base` into buffer `buf`.
   const auto load_fragments = [&](int buf, uint32_t stage_base, int step) {
+    gpu::load_a_fragments<kMmaTilesM, kARowBytes>(a_frag[buf], stage_base + a_read[step]);
 #pragma unroll
-    for (int mi = 0; mi < kMmaTilesM; ++mi)
-      gpu::ldmatrix_x4(a_frag[buf][mi], stage_base + a_read[step] + mi * kMmaM * kARowBytes);
-#pragma unroll
-    for (int nj = 0; nj < kMmaTilesN / 2; ++nj) {
-      uint32_t r[4];
-      gpu::ldmatrix_x4_trans(r, stage_base + b_read[nj] + step * kMmaK * kBRowBytes);
-      b_frag[buf][2 * nj][0] = r[0];      // k 0-7,  n 0-7 of the pair
-      b_frag[buf][2 * nj][1] = r[1];      // k 8-15, n 0-7
-      b_frag[buf][2 * nj + 1][0] = r[2];  // k 0-7,  n 8-15
-      b_frag[buf][2 * nj + 1][1] = r[3];  // k 8-15, n 8-15
-    }
+    for (int nj = 0; nj < kMmaTilesN / 2; ++nj)  // B is [k][n] in shared memory: .trans
+      gpu::load_b_fragment_pair<true>(b_frag[buf], nj, stage_base + b_read[nj] + step * kMmaK * kBRowBytes);
   };
 
   float acc[kMmaTilesM][kMmaTilesN][4] = {};  // D fragments (gpu::mma_c_coord)

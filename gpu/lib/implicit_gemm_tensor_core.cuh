@@ -38,18 +38,16 @@ constexpr int kStages = 4;    // shared-memory buffers in the cp.async ring
 constexpr int kGroupM = 8;    // tile rows per rasterisation band (L2 reuse of w and x)
 constexpr int kBlocksPerSM = 2;
 
-// Fixed by the hardware.
-constexpr int kMmaM = 16, kMmaN = 8, kMmaK = 16;
-constexpr int kChunkElems = 8;  // 16-byte chunk = 8 f16/bf16 elements (cp.async and ldmatrix row unit)
-constexpr int kElemBytes = 2;
+// Fixed by the hardware: gpu::kMmaM/N/K (the m16n8k16 tile), gpu::kChunkElems and
+// gpu::kElemBytes (the 16-byte chunk), from gpu/lib/mma_pipeline.cuh.
+using gpu::kMmaM, gpu::kMmaN, gpu::kMmaK, gpu::kChunkElems, gpu::kElemBytes;
 
 // Derived.
-constexpr int kThreads = 32 * kWarpsM * kWarpsN;        // 128
-constexpr int kWarpM = kBlockM / kWarpsM;               // 64
-constexpr int kWarpN = kBlockN / kWarpsN;               // 64
-constexpr int kMmaTilesM = kWarpM / kMmaM;              // 4 m16 tiles per warp
-constexpr int kMmaTilesN = kWarpN / kMmaN;              // 8 n8 tiles per warp
-constexpr int kKSteps = kBlockK / kMmaK;                // 2 k16 steps per stage
+using Tiling = gpu::WarpTiling<kBlockM, kBlockN, kBlockK, kWarpsM, kWarpsN>;
+constexpr int kThreads = Tiling::kThreads;                                      // 128
+constexpr int kWarpM = Tiling::kWarpM, kWarpN = Tiling::kWarpN;                 // 64 x 64 per warp
+constexpr int kMmaTilesM = Tiling::kMmaTilesM, kMmaTilesN = Tiling::kMmaTilesN; // 4 x 8 m16n8 tiles per warp
+constexpr int kKSteps = Tiling::kKSteps;                                        // 2 k16 steps per stage
 constexpr int kRowChunks = kBlockK / kChunkElems;       // 4 chunks per tile row, A [m][j] and B [n][j] alike
 constexpr int kRowBytes = kBlockK * kElemBytes;         // 64
 constexpr int kATileBytes = kBlockM * kRowBytes;        // 8 KiB
@@ -63,10 +61,7 @@ constexpr int kOutside = -(1 << 29);                    // ih0 of a row past M: 
 
 using Swizzle = gpu::ChunkSwizzle<kRowChunks>;  // both tiles: rows of 4 chunks (64 bytes)
 
-static_assert(kBlockM % (kWarpsM * kMmaM) == 0 && kBlockN % (kWarpsN * kMmaN) == 0,
-              "the warps must tile the block tile in whole mma tiles");
 static_assert(kWarpN % 16 == 0, "one ldmatrix.x4 loads B for two n8 tiles (16 rows n of the [n][j] tile)");
-static_assert(kBlockK % kMmaK == 0, "whole k16 steps per stage (mma_pipeline wants an even number of them)");
 static_assert(kThreads % kRowChunks == 0 && kBlockM % kRowStep == 0 && kBlockN % kRowStep == 0,
               "every thread copies whole rows' worth of one chunk column: kRowStep rows apart");
 static_assert(kRowStep % Swizzle::kPhasePeriodRows == 0,
@@ -130,12 +125,9 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
   const int group = blockIdx.y;
   const int Kg = cg.K_per_group;
   const int depth = cg.R * cg.S * cg.T;  // RST
-  const gpu::TileCoord tile =
-      gpu::grouped_tile(blockIdx.x, gpu::ceil_div(M, kBlockM), gpu::ceil_div(Kg, kBlockN), kGroupM);
-  const int block_m0 = tile.m * kBlockM;
-  const int block_n0 = tile.n * kBlockN;
-  const int warp_m0 = (warp / kWarpsN) * kWarpM;  // within the block tile
-  const int warp_n0 = (warp % kWarpsN) * kWarpN;
+  const gpu::WarpTileOrigin origin =
+      gpu::warp_tile_origin<kBlockM, kBlockN, kWarpM, kWarpN, kWarpsN, kGroupM>(M, Kg, warp);
+  const int block_m0 = origin.block_m0, block_n0 = origin.block_n0, warp_m0 = origin.warp_m0, warp_n0 = origin.warp_n0;
 
   // ---- global -> shared: the view, set up once ------------------------------------
   //
@@ -256,26 +248,14 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
   uint32_t a_frag[2][kMmaTilesM][4];  // [buffer][m16 tile]  A fragments (gpu::mma_a_coord)
   uint32_t b_frag[2][kMmaTilesN][2];  // [buffer][n8 tile]   B fragments (gpu::mma_b_coord)
 
-  // Loads the fragments of k16 step `step` of the stage at `stage_base` into buffer `buf`.
-  //
-  // B, stored [n][j]: ldmatrix (no .trans) hands lane 4g + t elements (n = g,
-  // j = 2t, 2t+1) of each 8×8 matrix — exactly mma_b_coord's b register for
-  // that n8 tile and k half. The x4's matrices are (n 0-7, j 0-7), (n 8-15,
-  // j 0-7), (n 0-7, j 8-15), (n 8-15, j 8-15), hence the order below
-  // (checked on the host in tests/lesson04_implicit_gemm_test.cpp).
+  // Loads the fragments of k16 step `step` of the stage at `stage_base` into
+  // buffer `buf`. B, stored [n][j], needs no .trans: ldmatrix hands each lane
+  // exactly mma_b_coord's registers (gpu::load_b_fragment_pair says in which order).
   const auto load_fragments = [&](int buf, uint32_t stage_base, int step) {
+    gpu::load_a_fragments<kMmaTilesM, kRowBytes>(a_frag[buf], stage_base + a_read[step]);
 #pragma unroll
-    for (int mi = 0; mi < kMmaTilesM; ++mi)
-      gpu::ldmatrix_x4(a_frag[buf][mi], stage_base + a_read[step] + mi * kMmaM * kRowBytes);
-#pragma unroll
-    for (int nj = 0; nj < kMmaTilesN / 2; ++nj) {
-      uint32_t r[4];
-      gpu::ldmatrix_x4(r, stage_base + b_read[step] + nj * 16 * kRowBytes);
-      b_frag[buf][2 * nj][0] = r[0];      // n 0-7 of the pair,  k 0-7
-      b_frag[buf][2 * nj + 1][0] = r[1];  // n 8-15,             k 0-7
-      b_frag[buf][2 * nj][1] = r[2];      // n 0-7,              k 8-15
-      b_frag[buf][2 * nj + 1][1] = r[3];  // n 8-15,             k 8-15
-    }
+    for (int nj = 0; nj < kMmaTilesN / 2; ++nj)  // B is [n][j] in shared memory: no .trans
+      gpu::load_b_fragment_pair<false>(b_frag[buf], nj, stage_base + b_read[step] + nj * 16 * kRowBytes);
   };
 
   float acc[kMmaTilesM][kMmaTilesN][4] = {};  // D fragments (gpu::mma_c_coord)

@@ -25,9 +25,86 @@
 
 #include <cstdint>
 
+#include "gpu/lib/check.cuh"
 #include "gpu/lib/mma.cuh"
 
 namespace convlab::gpu {
+
+// The pieces both users are built from, fixed by the hardware: the mma.sync
+// m16n8k16 tile and the 16-byte chunk (8 f16/bf16 elements) that cp.async
+// copies and ldmatrix reads as one row.
+constexpr int kMmaM = 16, kMmaN = 8, kMmaK = 16;
+constexpr int kChunkElems = 8;
+constexpr int kElemBytes = 2;
+
+// What a block tile of kBlockM x kBlockN (k tiles of kBlockK) split among
+// kWarpsM x kWarpsN warps comes to: each warp a kWarpM x kWarpN piece of
+// kMmaTilesM x kMmaTilesN mma tiles, kKSteps k16 steps per k tile.
+template <int kBlockM, int kBlockN, int kBlockK, int kWarpsM, int kWarpsN> struct WarpTiling {
+  static constexpr int kThreads = 32 * kWarpsM * kWarpsN;
+  static constexpr int kWarpM = kBlockM / kWarpsM;
+  static constexpr int kWarpN = kBlockN / kWarpsN;
+  static constexpr int kMmaTilesM = kWarpM / kMmaM;
+  static constexpr int kMmaTilesN = kWarpN / kMmaN;
+  static constexpr int kKSteps = kBlockK / kMmaK;
+  static_assert(kBlockM % (kWarpsM * kMmaM) == 0 && kBlockN % (kWarpsN * kMmaN) == 0,
+                "the warps must tile the block tile in whole mma tiles");
+  static_assert(kBlockK % kMmaK == 0, "whole k16 steps per k tile");
+};
+
+// Where this block's output tile and this warp's piece of it start: blocks
+// walk the tiles in bands of kGroupM tile rows (gpu::grouped_tile, for L2
+// reuse), warps sit row-major kWarpsN to a row. Plain form:
+//   tile = grouped_tile(blockIdx.x, ceil(rows / kBlockM), ceil(cols / kBlockN), kGroupM)
+//   block origin = tile · (kBlockM, kBlockN),  warp origin = (warp / kWarpsN, warp % kWarpsN) · (kWarpM, kWarpN)
+struct WarpTileOrigin {
+  int block_m0, block_n0;  // the block's tile in the output
+  int warp_m0, warp_n0;    // the warp's piece, within the block's tile
+};
+template <int kBlockM, int kBlockN, int kWarpM, int kWarpN, int kWarpsN, int kGroupM>
+__device__ __forceinline__ WarpTileOrigin warp_tile_origin(int rows, int cols, int warp) {
+  const TileCoord tile = grouped_tile(blockIdx.x, ceil_div(rows, kBlockM), ceil_div(cols, kBlockN), kGroupM);
+  return {tile.m * kBlockM, tile.n * kBlockN, (warp / kWarpsN) * kWarpM, (warp % kWarpsN) * kWarpN};
+}
+
+// ldmatrix.x4 of a warp's kTilesM m16 tiles of A for one k16 step, from a
+// tile stored [m][k] in rows of kRowBytes: tile mi starts mi·16 rows below
+// tile 0, whose address for this lane (gpu::ldmatrix_x4_row_address) is `lane_address`.
+template <int kTilesM, int kRowBytes>
+__device__ __forceinline__ void load_a_fragments(uint32_t (&a)[kTilesM][4], uint32_t lane_address) {
+#pragma unroll
+  for (int mi = 0; mi < kTilesM; ++mi) ldmatrix_x4(a[mi], lane_address + mi * kMmaM * kRowBytes);
+}
+
+// ldmatrix.x4 of B for one k16 step and the n8 tiles 2·nj and 2·nj + 1 (16
+// columns n) into b[2nj], b[2nj+1] (gpu::mma_b_coord's registers), from this
+// lane's address (gpu::ldmatrix_x4_row_address) in a tile stored
+//   kStoredKN = true:  [k][n] (B row-major as GEMM has it): read with .trans;
+//                      the x4's matrices are (k 0-7, n 0-7), (k 8-15, n 0-7),
+//                      (k 0-7, n 8-15), (k 8-15, n 8-15)
+//   kStoredKN = false: [n][k] (a KRSC weight: the "col" operand mma wants):
+//                      no .trans; lane 4g + t gets (n = g, k = 2t, 2t+1) of each
+//                      8x8 matrix, the matrices being (n 0-7, k 0-7), (n 8-15,
+//                      k 0-7), (n 0-7, k 8-15), (n 8-15, k 8-15)
+// (both orders checked on the host in tests/mma_layout_test.cpp and
+// tests/lesson04_implicit_gemm_test.cpp).
+template <bool kStoredKN, int kTilesN>
+__device__ __forceinline__ void load_b_fragment_pair(uint32_t (&b)[kTilesN][2], int nj, uint32_t lane_address) {
+  uint32_t r[4];
+  if constexpr (kStoredKN) {
+    ldmatrix_x4_trans(r, lane_address);
+    b[2 * nj][0] = r[0];      // k 0-7,  n 0-7 of the pair
+    b[2 * nj][1] = r[1];      // k 8-15, n 0-7
+    b[2 * nj + 1][0] = r[2];  // k 0-7,  n 8-15
+    b[2 * nj + 1][1] = r[3];  // k 8-15, n 8-15
+  } else {
+    ldmatrix_x4(r, lane_address);
+    b[2 * nj][0] = r[0];      // n 0-7 of the pair, k 0-7
+    b[2 * nj + 1][0] = r[1];  // n 8-15,            k 0-7
+    b[2 * nj][1] = r[2];      // n 0-7,             k 8-15
+    b[2 * nj + 1][1] = r[3];  // n 8-15,            k 8-15
+  }
+}
 
 template <int kStages, int kKSteps, int kStageBytes, class Element, int kTilesM, int kTilesN, class LoadTile,
           class LoadFragments>

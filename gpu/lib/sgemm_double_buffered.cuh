@@ -65,12 +65,6 @@ struct Tiles {
                 "static shared memory is capped at 48 KiB");
 };
 
-// Rung 08's choice: the fastest of the sweep bench/tune_sgemm_tiles.cu ran on
-// the H200 (bench/results/2026-11-30-h200-2/tune-sgemm.txt) among those with a
-// 128×128 block tile, which lesson 02's im2col GEMM (N = K = 128 columns) also
-// fills: 4 warps of 64×64, each lane 8×16 outputs, K slices of 16. 86–87% of
-// cuBLAS at 4096³ and 8192³, where rung 07's shape (128×128×8, 64×32 warps)
-// double-buffered gave 81–82%. ptxas, sm_90: 255 registers, no spills.
 using DefaultTiles = Tiles<128, 128, 16, 64, 64, 2>;
 
 // The default tile sizes, for callers that size grids or check limits.

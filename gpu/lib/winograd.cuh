@@ -10,15 +10,6 @@
 //   3. α² GEMMs, one launch M[e] = V[e] · U[e]  [tiles × C]·[C × K]  lesson 03's SGEMM, blockIdx.z = e
 //   4. transform_outputs   y[tile t, k] = (Aᵀ M[:, t, k] A)        one thread per (tile t, channel k)
 //
-// Element is float or __half: x, w and y in Element, everything in between
-// (U, V, M, the transforms and the GEMM's accumulation) in fp32. So the fp16
-// variant rounds only its inputs (as given) and its outputs — the GEMM runs on
-// the CUDA cores, not on tensor cores: V in fp16 would add a rounding of the
-// transformed input, which the F(4×4) transform amplifies (see the lesson).
-// Measured on the H200 (bench/results/2026-11-30-h200-3): this costs the fp16
-// variants 3.4–5.1× against 04b_implicit_gemm_tensor_core, while in fp32 both
-// sizes beat 04a_implicit_gemm (1.45× and 2.32× at N=32 56×56 C=K=128).
-//
 // Transform code: the matrices come from the CPU's header
 // (cpu/lib/winograd_transforms.hpp), read at compile time: static_for
 // hands each loop index as a type, so T::BT[i][k] is a constant expression,

@@ -9,13 +9,6 @@
 // coalesced; memory-bound, judged by % of HBM bandwidth. Exp is the accurate
 // expf, not __expf: its extra instructions hide under the memory traffic, and
 // __expf's error grows with |x| (it scales x by log2 e first).
-// Measured (H200, 65536 x 4096; bench/results/2026-11-30-h200-3/bench-softmax.json):
-// f32 0.785 ms = 2.74 TB/s (65% of HBM, counting x once and y once), f16
-// 0.474 ms = 2.27 TB/s (54%). Not profiled; the lower fraction at f16, which
-// moves half the bytes per load, points at too few bytes in flight (one
-// 2- or 4-byte load per lane per iteration) — next: 16-byte vector loads and
-// an unrolled first pass. Tests pass (incl. the large-logit rows); memcheck 0
-// errors; racecheck did not complete inside its time limit.
 // Supported: f32, f16, bf16 (computed in fp32), any rows and cols.
 // Run just this: build/convlab run softmax/gpu/09c_online_warp
 #include "ops/softmax.hpp"
