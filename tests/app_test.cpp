@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -244,3 +245,34 @@ TEST_CASE("app: help for the program and for each command", "[app][cpu]") {
     CHECK(r.err.empty());
   }
 }
+
+namespace {
+
+// With CUDA compiled the GPU rungs are registered and skipped, each row with the
+// snapshot's figure; without CUDA the tour lists the snapshot's GPU ladder.
+TEST_CASE("app: without a GPU the tour shows the committed H200 figure beside a skipped GPU row, marked", "[app][cpu]") {
+  if (skip_without_program()) return;
+  if (cuda_device_count() > 0) {
+    std::cout << "CONVLAB-SKIP: a GPU is present, the tour measures the GPU rows instead\n";
+    return;
+  }
+  // A snapshot of one row, for the tour shape of gemm/gpu/03a_naive.
+  OpHandle* gemm = find_op("gemm");
+  REQUIRE(gemm);
+  const std::vector<std::string> tour = gemm->shapes(ShapeTable::tour, Device::gpu);
+  REQUIRE(!tour.empty());
+  const std::string name = "gemm/gpu/03a_naive/" + gemm->label(tour[0]);
+  const auto dir = work_dir();
+  std::ofstream(dir / "bench-gpu.json")
+      << R"({"context": {"date": "2031-02-03T04:05:06+00:00", "git_rev": "feedbeef1234"}, "benchmarks": [)"
+      << R"({"name": ")" << name << R"(/manual_time", "run_name": ")" << name
+      << R"(/manual_time", "run_type": "iteration", "real_time": 12.5, "time_unit": "ms", "FLOP/s": 4.0e12}]})";
+  const ProgramResult r = run_convlab("tour --device gpu --reps 0", "CONVLAB_GPU_RESULTS=" + dir.string());
+  INFO(r.out << r.err);
+  CHECK(r.status == 0);
+  CHECK(contains(r.out, "[H200 rev feedbee 2031-02-03]"));
+  CHECK(contains(r.out, "12.50"));
+  CHECK(contains(r.out, "GPU rows show the last committed H200 figure"));
+}
+
+}  // namespace

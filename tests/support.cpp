@@ -89,13 +89,15 @@ bool skip_without_program(const std::string& what) {
   return true;
 }
 
-ProgramResult run_convlab(const std::string& args) { return run_program(convlab_program(), args); }
+ProgramResult run_convlab(const std::string& args, const std::string& env) {
+  return run_program(convlab_program(), args, env);
+}
 
-ProgramResult run_program(const std::string& program, const std::string& args) {
+ProgramResult run_program(const std::string& program, const std::string& args, const std::string& env) {
   // The captured streams go to a folder of this process, removed again after the run.
   const auto dir = std::filesystem::temp_directory_path() / ("convlab_program_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  const std::string command = program + " " + args + " >" + (dir / "stdout.txt").string() + " 2>" +
+  const std::string command = (env.empty() ? "" : env + " ") + program + " " + args + " >" + (dir / "stdout.txt").string() + " 2>" +
                               (dir / "stderr.txt").string();
   const int raw = std::system(command.c_str());
   ProgramResult r;
