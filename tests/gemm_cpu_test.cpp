@@ -38,7 +38,7 @@ std::vector<GemmProblem> boundary_shapes() {
       {kMC + kMR + 1, 3 * kNR + 5, 2 * kKC + 3, f32},   // 2 row blocks, 3 depth slices (the last 3 deep)
       {2 * kMC - 1, kNR - 1, kKC + 1, f32},             // narrower than one tile; a 1-deep last slice
       {13, kNC + kNR + 3, kKC + 7, f32},                // 2 column panels (N > NC)
-      {kBlockM + 3, kBlockN + 9, kBlockK + 2, f32},     // rungs 03–04: every block dimension ragged
+      {kBlockM + 3, kBlockN + 9, kBlockK + 2, f32},     // rungs 03c–03d: every block dimension ragged
       {1, 2 * kBlockN + 1, 3 * kBlockK + 1, f32},       // one row, long K
   };
 }

@@ -1,6 +1,6 @@
 // tests/lesson09_wgmma_test.cpp — the wgmma conventions behind gpu/attention/09d_flash_wgmma.cu.
 //
-// Rung 04 is only right if four conventions are, each read from the PTX ISA
+// Rung 09d is only right if four conventions are, each read from the PTX ISA
 // (gpu/lib/wgmma.cuh): the accumulator layout, the A-from-registers layout,
 // the shared-memory tile that cp.async writes, and the matrix descriptors that
 // tell wgmma how to read that tile (K-major for Q and K, MN-major for V).

@@ -1,4 +1,4 @@
-// cpu/attention/09a_naive.cpp — lesson 09, attention rung 1: the textbook form, S and P in memory.
+// cpu/attention/09a_naive.cpp — lesson 09, attention rung 09a: the textbook form, S and P in memory.
 //
 // Idea: attention written as the formula reads, three steps per (batch, head):
 //

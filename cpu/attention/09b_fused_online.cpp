@@ -1,4 +1,4 @@
-// cpu/attention/09b_fused_online.cpp — lesson 09, attention rung 2: fused, blocked over keys.
+// cpu/attention/09b_fused_online.cpp — lesson 09, attention rung 09b: fused, blocked over keys.
 //
 // Idea over 09a_naive: never hold a whole score row. Walk the keys in blocks of
 // kKeyBlock and apply the online-softmax identity (cpu/softmax/09b_online) to

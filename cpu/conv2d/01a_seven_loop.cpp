@@ -1,4 +1,4 @@
-// cpu/conv2d/01a_seven_loop.cpp — lesson 01, rung 1: the definition, as loops.
+// cpu/conv2d/01a_seven_loop.cpp — lesson 01, rung 01a: the definition, as loops.
 //
 // Idea: Eq. 15/18 of Lavin's paper written out literally. Seven nested loops —
 // four over the output (n, p, q, k) and three over the reduction (r, s, t) —

@@ -1,4 +1,4 @@
-// cpu/conv2d/01b_openmp.cpp — lesson 01, rung 2: the same loops on every core.
+// cpu/conv2d/01b_openmp.cpp — lesson 01, rung 01b: the same loops on every core.
 //
 // Idea over 01a_seven_loop: the N·P·Q output pixels are independent, so the
 // three outer loops are fused into one and shared among OpenMP threads; each

@@ -1,4 +1,4 @@
-// cpu/conv2d/02a_im2col_naive_gemm.cpp — lesson 02, rung 3: convolution as a matrix product.
+// cpu/conv2d/02a_im2col_naive_gemm.cpp — lesson 02, rung 02a: convolution as a matrix product.
 //
 // Idea over lesson 01's direct loops: copy, for every output pixel, the R·S·T
 // inputs its window covers into one row of a "patch matrix" (im2col, see
@@ -8,7 +8,7 @@
 //   y_g [N·P·Q, K/G]  =  patches_g [N·P·Q, R·S·T]  ·  w_gᵀ      (w_g = [K/G, R·S·T], KRSC rows)
 //
 // and y_g is a column slice of NHWC y, written in place. The GEMM here is the
-// plain three-loop definition (lesson 03's rung 1): its point is the
+// plain three-loop definition (lesson 03's rung 03a): its point is the
 // *structure*, not the speed — once a convolution is a GEMM, all of lesson 03
 // applies to it unchanged (rung 02b_im2col_gemm does exactly that).
 //

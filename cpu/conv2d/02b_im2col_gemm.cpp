@@ -1,9 +1,9 @@
-// cpu/conv2d/02b_im2col_gemm.cpp — lesson 02, rung 4: im2col + the suite's fast GEMM.
+// cpu/conv2d/02b_im2col_gemm.cpp — lesson 02, rung 02b: im2col + the suite's fast GEMM.
 //
 // Idea over 02a_im2col_naive_gemm: the same patch rows, built by all threads,
 // and the product y_g = patches_g · w_gᵀ handed to lesson 03's finished GEMM
 // — Goto's five loops, packed micro-panels, the AVX2 6×16 register
-// micro-kernel and rung 06's OpenMP split (cpu/lib/gemm_kernels.hpp,
+// micro-kernel and rung 03f's OpenMP split (cpu/lib/gemm_kernels.hpp,
 // gemm_packed_parallel). Nothing convolution-specific is left in the hot
 // loop: that is the whole point of im2col. The GEMM sees
 //

@@ -1,4 +1,4 @@
-// cpu/conv2d/04a_implicit_gemm.cpp — lesson 04, CPU rung 5: GEMM on a matrix that is never written.
+// cpu/conv2d/04a_implicit_gemm.cpp — lesson 04, CPU rung 04a: GEMM on a matrix that is never written.
 //
 // Idea over 02b_im2col_gemm: the convolution is the GEMM
 //
@@ -8,7 +8,7 @@
 //   B[(r,s,t), k] = w[k, r, s, t]      KRSC w is already [K, RST] row-major = B column-major
 //   Y = y as [N·P·Q, K] row-major      NHWC y is exactly that matrix
 //
-// and rung 04 writes A (the im2col matrix, R·S times the size of x) to memory
+// and rung 02b writes A (the im2col matrix, R·S times the size of x) to memory
 // before multiplying. But lesson 03's GEMM (rung 03f_openmp) already copies A,
 // one MC × KC block at a time, into a small packed buffer before the
 // micro-kernel sees it. So let THAT copy read x directly: the packing routine
@@ -139,7 +139,7 @@ bool supports(const ConvProblem& p) {
   return p.dtype == DType::f32 && int64_t(p.N) * p.P() * p.Q() <= INT_MAX;
 }
 
-// ---- the driver: lesson 03's rung 06, one GEMM per group ---------------------------
+// ---- the driver: lesson 03's rung 03f, one GEMM per group ---------------------------
 //
 //   for g < groups:                                  (all threads together)
 //     for jc step NC:  for pc step depth slice:

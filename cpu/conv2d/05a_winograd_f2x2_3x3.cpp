@@ -1,4 +1,4 @@
-// cpu/conv2d/05a_winograd_f2x2_3x3.cpp — lesson 05, CPU rung 6: Winograd F(2×2, 3×3).
+// cpu/conv2d/05a_winograd_f2x2_3x3.cpp — lesson 05, CPU rung 05a: Winograd F(2×2, 3×3).
 //
 // Idea over 02b_im2col_gemm / 04a_implicit_gemm: those rungs compute every
 // output pixel with its own 9·C multiply-adds. Neighbouring outputs share

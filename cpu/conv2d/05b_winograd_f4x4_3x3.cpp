@@ -1,4 +1,4 @@
-// cpu/conv2d/05b_winograd_f4x4_3x3.cpp — lesson 05, CPU rung 7: Winograd F(4×4, 3×3).
+// cpu/conv2d/05b_winograd_f4x4_3x3.cpp — lesson 05, CPU rung 05b: Winograd F(4×4, 3×3).
 //
 // Idea over 05a_winograd_f2x2_3x3: a bigger tile. A 4×4 block of outputs from
 // a 6×6 input tile costs 36 multiplies per (c, k) pair instead of

@@ -1,8 +1,8 @@
-// cpu/conv2d/06a_depthwise.cpp — lesson 06, CPU rung 8: depthwise convolution as its own loop nest.
+// cpu/conv2d/06a_depthwise.cpp — lesson 06, CPU rung 06a: depthwise convolution as its own loop nest.
 //
 // Idea over 04a_implicit_gemm: a depthwise conv (groups = C = K, one input
 // channel per group, T = 1) is not a GEMM worth the name. As a GEMM per group
-// it is M = N·P·Q rows by ONE column by a reduction of R·S = 9: rung 05 packs
+// it is M = N·P·Q rows by ONE column by a reduction of R·S = 9: rung 04a packs
 // a block of A for every group to multiply it with a single weight column,
 // and its 6×16 micro-kernel keeps 15 of its 16 columns idle. Every output
 // element costs R·S multiply-adds and reads R·S inputs, so per byte of x

@@ -1,8 +1,8 @@
-// cpu/conv2d/06b_grouped.cpp — lesson 06, CPU rung 9: grouped convolution with narrow groups.
+// cpu/conv2d/06b_grouped.cpp — lesson 06, CPU rung 06b: grouped convolution with narrow groups.
 //
 // Idea over 06a_depthwise: between depthwise (T = 1) and dense (T = C) lie
 // grouped convs with a small group width T: ResNeXt's T = 4..32, ConvFirst's
-// T = 8. Rung 05 runs them as one implicit GEMM per group, M = N·P·Q by
+// T = 8. Rung 04a runs them as one implicit GEMM per group, M = N·P·Q by
 // Kg = K/groups by R·S·T, and with Kg = 8 its 6×16 micro-kernel computes 16
 // columns of which 8 exist — half the FMAs are thrown away — and it packs a
 // fresh A block for each group's 8 columns of work. The work per output is

@@ -1,4 +1,4 @@
-// cpu/conv2d/06c_pointwise.cpp — lesson 06, CPU rung 10: a pointwise (1x1) conv is a GEMM, with nothing to build.
+// cpu/conv2d/06c_pointwise.cpp — lesson 06, CPU rung 06c: a pointwise (1x1) conv is a GEMM, with nothing to build.
 //
 // Idea over 06b_grouped: the other half of a depthwise-separable block. With
 // R = S = 1, stride 1, no padding and one group, output pixel m reads input

@@ -1,4 +1,4 @@
-// cpu/conv_pool/07a_layer_by_layer.cpp — lesson 07, CPU rung 1: three layers, three passes.
+// cpu/conv_pool/07a_layer_by_layer.cpp — lesson 07, CPU rung 07a: three layers, three passes.
 //
 // The baseline every framework runs when nothing fuses: each layer is its own
 // kernel and hands the next one a full tensor in memory.

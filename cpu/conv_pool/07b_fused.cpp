@@ -1,6 +1,6 @@
-// cpu/conv_pool/07b_fused.cpp — lesson 07, CPU rung 2: the epilogue and the pool run on the conv's output tile.
+// cpu/conv_pool/07b_fused.cpp — lesson 07, CPU rung 07b: the epilogue and the pool run on the conv's output tile.
 //
-// Idea over 07a_layer_by_layer: rung 01 writes the conv output y_full, reads it
+// Idea over 07a_layer_by_layer: rung 07a writes the conv output y_full, reads it
 // back to scale/bias/ReLU it, writes it again, and reads it a third time to
 // pool it. Here a thread computes a block of conv outputs into a small tile
 // that stays in its L2 (≤ 144 rows × 256 channels), and finishes the layer
@@ -20,7 +20,7 @@
 // that starts at a multiple of 4 and holds a multiple of 4 rows contains whole
 // windows: the pool needs nothing from a neighbouring block. With floor
 // pooling the odd last conv row / column belongs to no window, so it is simply
-// never a GEMM row: M = 4·N·P2·Q2, which also skips the work rung 01 throws away.
+// never a GEMM row: M = 4·N·P2·Q2, which also skips the work rung 07a throws away.
 //
 // Cost: the packed-B panels of the whole w (K × RST floats) are packed once
 // per run up front, because every row block now runs its full depth loop on
@@ -28,8 +28,8 @@
 // ≤ a few MB for real layers. The window decode is two divisions per row and
 // depth slice, as lesson 04's pixel decode was.
 // Prediction (bench shape n2 112x112 C16 → K64 3x3 f32): the same GEMM work
-// as rung 01 minus its two extra sweeps of y_full: ~1.1–1.25× faster (see
-// rung 01's header); the win is small on a CPU whose conv is slow per byte.
+// as rung 07a minus its two extra sweeps of y_full: ~1.1–1.25× faster (see
+// rung 07a's header); the win is small on a CPU whose conv is slow per byte.
 // Run just this: build/convlab run conv_bias_relu_pool/cpu/07b_fused
 #include <omp.h>
 

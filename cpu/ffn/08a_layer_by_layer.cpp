@@ -1,8 +1,8 @@
-// cpu/ffn/08a_layer_by_layer.cpp — lesson 08, rung 1: Eq. 30 as written, one layer at a time.
+// cpu/ffn/08a_layer_by_layer.cpp — lesson 08, rung 08a: Eq. 30 as written, one layer at a time.
 //
 // The first rung of a new lesson is the plain algorithm done well: the two
 // linear layers of FFN(X) = φ(X·U + a)·V + b are two calls of lesson 03's
-// fastest CPU GEMM (rung 06, OpenMP, packed, AVX2 micro-kernel), with an
+// fastest CPU GEMM (rung 03f, OpenMP, packed, AVX2 micro-kernel), with an
 // element-wise pass in between:
 //
 //   H = X·U                    GEMM 1: [P, C] · [C, hidden]      (gemm_packed_parallel)
@@ -15,7 +15,7 @@
 // the bias pass, and read by GEMM 2: 4·P·hidden·4 bytes of memory traffic,
 // which for P = 6272, hidden = 256 is 25.7 MB against 3.2 MB for x and z.
 // On 2 cores the GEMMs still dominate, but H no longer fits in any cache,
-// so every pass over it goes to DRAM. Rung 02 removes it.
+// so every pass over it goes to DRAM. Rung 08b removes it.
 //
 // Supported: f32, any sizes. Workspace: H plus the GEMM's packed panels.
 // Run just this: build/convlab run ffn/cpu/08a_layer_by_layer

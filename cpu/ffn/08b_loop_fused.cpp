@@ -1,4 +1,4 @@
-// cpu/ffn/08b_loop_fused.cpp — lesson 08, rung 2: loop fusion, the hidden tensor never exists.
+// cpu/ffn/08b_loop_fused.cpp — lesson 08, rung 08b: loop fusion, the hidden tensor never exists.
 //
 // Idea over 08a_layer_by_layer: Eq. 32. φ acts on each hidden channel on its
 // own, so the columns of U can be taken a chunk at a time, and each chunk's

@@ -1,4 +1,4 @@
-// cpu/gemm/03a_naive.cpp — lesson 03, rung 1: the definition, as three loops.
+// cpu/gemm/03a_naive.cpp — lesson 03, rung 03a: the definition, as three loops.
 //
 // Idea: C(i, j) = Σ_k A(i, k) · B(k, j), written the way it is defined — for
 // every output element, a dot product of a row of A with a column of B, in

@@ -1,4 +1,4 @@
-// cpu/gemm/03b_loop_reorder.cpp — lesson 03, rung 2: the same loops, (i, k, j).
+// cpu/gemm/03b_loop_reorder.cpp — lesson 03, rung 03b: the same loops, (i, k, j).
 //
 // Idea over 03a_naive: swap the two inner loops. For a fixed row i and depth
 // k, A(i, k) is one number, and it multiplies the whole row k of B into the

@@ -1,4 +1,4 @@
-// cpu/gemm/03c_cache_blocking.cpp — lesson 03, rung 3: blocks that fit the caches.
+// cpu/gemm/03c_cache_blocking.cpp — lesson 03, rung 03c: blocks that fit the caches.
 //
 // Idea over 03b_loop_reorder: 02 streams all of B through the core once per
 // row of A. Cut B into blocks of BK × BN that fit in L2 and finish everything

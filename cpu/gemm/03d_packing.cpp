@@ -1,4 +1,4 @@
-// cpu/gemm/03d_packing.cpp — lesson 03, rung 4: copy each block before using it.
+// cpu/gemm/03d_packing.cpp — lesson 03, rung 03d: copy each block before using it.
 //
 // Idea over 03c_cache_blocking: a block of a row-major matrix is not a block
 // of memory. 03's B block is BK rows of BN floats, each N floats after the

@@ -1,4 +1,4 @@
-// cpu/gemm/03e_microkernel.cpp — lesson 03, rung 5: the register micro-kernel.
+// cpu/gemm/03e_microkernel.cpp — lesson 03, rung 03e: the register micro-kernel.
 //
 // Idea over 03d_packing: 04's inner loop loads C(i, j) from L1 and stores it
 // back around every FMA, so it is bound by loads and stores, not by

@@ -1,4 +1,4 @@
-// cpu/gemm/03f_openmp.cpp — lesson 03, rung 6: every core, one shared B panel.
+// cpu/gemm/03f_openmp.cpp — lesson 03, rung 03f: every core, one shared B panel.
 //
 // Idea over 03e_microkernel: the same five loops, kernel and blocking, on all
 // OpenMP threads. Which loop to split decides who shares what:

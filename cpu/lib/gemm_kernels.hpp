@@ -1,20 +1,20 @@
 // cpu/lib/gemm_kernels.hpp — the shared pieces of lesson 03's CPU GEMM
 // ladder: every tunable (one block, below), the cache-block routines of rungs
 // 03–04, and the packing routines, micro-kernels (AVX2/FMA and portable),
-// macro-kernel and one-thread driver of rungs 05–06, and (for lesson 02's
-// im2col convolution) packing from a transposed B plus rung 06's OpenMP
+// macro-kernel and one-thread driver of rungs 03e–03f, and (for lesson 02's
+// im2col convolution) packing from a transposed B plus rung 03f's OpenMP
 // driver on strided views. Header-only, registers nothing; each rung's file
 // says which idea it adds and calls these, so a later rung reuses an earlier
 // one's code instead of copying it.
 //
-// Rungs 03–04: 02's (i, k, j) loops run inside blocks that fit the caches;
+// Rungs 03c–03d: 02's (i, k, j) loops run inside blocks that fit the caches;
 // 04 first copies each block into a contiguous buffer.
 //
 //   for jb step BN:  for kb step BK:  [04: pack B block]      B block: L2
 //     for ib step BM:  [04: pack A block]
 //       block_multiply_add: for i, k, j: C(i,j) += A(i,k)·B(k,j)   row of C: L1
 //
-// Rungs 05–06: Goto's structure (K. Goto, R. van de Geijn, "Anatomy of
+// Rungs 03e–03f: Goto's structure (K. Goto, R. van de Geijn, "Anatomy of
 // high-performance matrix multiplication", 2008) as BLIS spells it out: five
 // loops around a tiny register-resident kernel, each loop choosing which
 // operand stays in which level of the memory hierarchy.
@@ -51,12 +51,12 @@ namespace convlab::cpu_gemm {
 // 256-bit FMA pipes with a 4-cycle latency). Change them here and every rung
 // follows; the static_asserts say which constraint each one must respect.
 // ============================================================================
-// Rungs 03–04: cache blocks.
+// Rungs 03c–03d: cache blocks.
 inline constexpr int kBlockM = 64;   // rows of A and C per block (the A block is BM × BK)
 inline constexpr int kBlockN = 512;  // columns of B and C per block
 inline constexpr int kBlockK = 128;  // depth per block (the B block is BK × BN)
 
-// Rungs 05–06: register tile and packed panels.
+// Rungs 03e–03f: register tile and packed panels.
 inline constexpr int kMR = 6;     // rows of the C micro-tile: one broadcast of A per row per k
 inline constexpr int kNR = 16;    // columns of the C micro-tile: NR/8 AVX2 vectors per row
 inline constexpr int kKC = 256;   // depth of the packed panels (k per micro-kernel call)
@@ -98,7 +98,7 @@ static_assert(std::size_t(kMC) * kKC * sizeof(float) <= kL2Bytes / 2,
 constexpr std::size_t round_up(std::size_t x, std::size_t multiple) { return (x + multiple - 1) / multiple * multiple; }
 
 // ============================================================================
-// Rungs 03–04: one block product, and copying a block out of a matrix.
+// Rungs 03c–03d: one block product, and copying a block out of a matrix.
 // ============================================================================
 
 // C block (bm × bn) += A block (bm × bk) · B block (bk × bn), all row-major
@@ -130,7 +130,7 @@ inline void pack_block(int rows, int cols, const float* src, std::ptrdiff_t ld, 
   for (int r = 0; r < rows; ++r) std::memcpy(dst + std::ptrdiff_t(r) * cols, src + r * ld, sizeof(float) * cols);
 }
 
-// Floats of rung 04's two block buffers: B block (BK × BN), then A block (BM × BK).
+// Floats of rung 03d's two block buffers: B block (BK × BN), then A block (BM × BK).
 inline std::size_t packed_block_b_floats(const GemmProblem& p) {
   return round_up(std::size_t(std::min(p.K, kBlockK)) * std::min(p.N, kBlockN), kAlignFloats);
 }
@@ -139,7 +139,7 @@ inline std::size_t packed_block_a_floats(const GemmProblem& p) {
 }
 
 // ============================================================================
-// Rungs 05–06. Workspace: the packed buffers live in the harness's scratch
+// Rungs 03e–03f. Workspace: the packed buffers live in the harness's scratch
 // buffer (Variant::workspace_bytes), never allocated inside run().
 // ============================================================================
 
@@ -159,7 +159,7 @@ inline std::size_t packed_workspace_bytes(const GemmProblem& p, int threads) {
 }
 
 // ============================================================================
-// Packing into micro-panels. Rung 04 copied blocks as they were (row-major);
+// Packing into micro-panels. Rung 03d copied blocks as they were (row-major);
 // here a packed buffer holds the operand in exactly the order the
 // micro-kernel reads it: unit stride, 64-byte aligned, no TLB misses from
 // jumping between rows of a large matrix, and zero-padded to whole
@@ -259,7 +259,7 @@ inline void pack_bt_micropanel(int kc, int cols, const float* bt, std::ptrdiff_t
 // ============================================================================
 using MicroKernel = void (*)(int kc, const float* ap, const float* bp, float* c, std::ptrdiff_t ldc, bool accumulate);
 
-// Portable register-tile micro-kernel: rung 05's idea in plain C++, for CPUs
+// Portable register-tile micro-kernel: rung 03e's idea in plain C++, for CPUs
 // without AVX2/FMA. The MR × NR accumulator is a local array — the compiler
 // can keep it in registers, because nothing else can point to it — and the
 // j loop is marked `omp simd` so it becomes one SIMD operation per row on
@@ -408,7 +408,7 @@ inline void macro_kernel(int mc, int nc, int kc, const float* ap, const float* b
 }
 
 // ============================================================================
-// The five loops on one thread (rung 05). C = A·B with A [M, K],
+// The five loops on one thread (rung 03e). C = A·B with A [M, K],
 // B [K, N], C [M, N] row-major. The first depth slice (pc = 0) writes C, the
 // later ones add to it, so C's previous contents are never read.
 // `workspace` holds packed_workspace_bytes(p, 1) bytes, 64-byte aligned.
@@ -433,7 +433,7 @@ inline void gemm_packed(const GemmProblem& p, const float* a, const float* b, fl
 }
 
 // ============================================================================
-// Rung 06's OpenMP driver (cpu/gemm/03f_openmp.cpp calls it), written for
+// Rung 03f's OpenMP driver (cpu/gemm/03f_openmp.cpp calls it), written for
 // operands that may be views into larger tensors (lesson 02: one group's patch
 // matrix, one group's rows of KRSC weights, one group's channel slice of an
 // NHWC output): B panel packed by all threads together, row blocks of C dealt

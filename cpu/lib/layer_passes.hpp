@@ -2,7 +2,7 @@
 // form (lesson 07), shared by the CPU rungs that need them.
 //
 // Each is a separate sweep over the full-resolution conv output y_full
-// [N, P, Q, K] (NHWC): that is the point of rung 01 — every pass streams the
+// [N, P, Q, K] (NHWC): that is the point of rung 07a — every pass streams the
 // whole tensor through memory again.
 #pragma once
 

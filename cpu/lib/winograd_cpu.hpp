@@ -1,5 +1,5 @@
 // cpu/lib/winograd_cpu.hpp — lesson 05's CPU Winograd convolution,
-// F(m×m, 3×3) for m = 2 and 4, shared by rungs 06 (m = 2) and 07 (m = 4).
+// F(m×m, 3×3) for m = 2 and 4, shared by rungs 05a (m = 2) and 07 (m = 4).
 // Header-only, registers nothing; the rung files say what each m costs.
 //
 // The algorithm in four steps (α = m + 2, e = (ξ, ν) runs over the α² points):

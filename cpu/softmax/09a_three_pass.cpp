@@ -1,4 +1,4 @@
-// cpu/softmax/09a_three_pass.cpp — lesson 09, softmax rung 1: the safe softmax, three passes.
+// cpu/softmax/09a_three_pass.cpp — lesson 09, softmax rung 09a: the safe softmax, three passes.
 //
 // Idea: exp overflows float above x ≈ 88.7, so a row of logits ~1e4 cannot be
 // exponentiated as it is. Softmax does not change when a constant is

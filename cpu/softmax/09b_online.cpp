@@ -1,4 +1,4 @@
-// cpu/softmax/09b_online.cpp — lesson 09, softmax rung 2: online max and sum, two passes.
+// cpu/softmax/09b_online.cpp — lesson 09, softmax rung 09b: online max and sum, two passes.
 //
 // Idea over 09a_three_pass: the maximum and the sum can be found in ONE pass if
 // the sum is kept relative to the maximum seen so far and corrected whenever

@@ -1,4 +1,4 @@
-// gpu/attention/09b_fused_online.cu — lesson 09, GPU rung 2: fused attention on CUDA cores, fp32 math.
+// gpu/attention/09b_fused_online.cu — lesson 09, GPU rung 09b: fused attention on CUDA cores, fp32 math.
 //
 // Idea over cublas: do what cpu/attention/09b_fused_online does, on
 // the GPU, and S and P never reach DRAM. A block takes kRowsPerBlock query
@@ -20,7 +20,7 @@
 // Cost: 2 shared loads per FMA in the score loop and one per FMA in P·V, so
 // shared-memory bandwidth, not DRAM and not FMA issue, is the limit: expect a
 // few TFLOP/s (≈ 10–20% of the fp32 FMA peak) — but DRAM traffic is O(N·d)
-// and the memory O(tile) like the CPU rung. The tensor-core rung 03 is the
+// and the memory O(tile) like the CPU rung. The tensor-core rung 09c is the
 // real answer.
 // Supported: f32, f16, bf16 (loaded as fp32, output rounded once), d a
 // multiple of 32 up to 128, any Nq, Nk, causal or not.

@@ -1,4 +1,4 @@
-// gpu/attention/09c_flash_tensor_core.cu — lesson 09, GPU rung 3: FlashAttention-2 on tensor cores.
+// gpu/attention/09c_flash_tensor_core.cu — lesson 09, GPU rung 09c: FlashAttention-2 on tensor cores.
 //
 // Idea over 09b_fused_online: the same online softmax, but both products run on
 // the tensor cores (mma.sync m16n8k16, fp16/bf16 in, fp32 accumulate), and the

@@ -1,4 +1,4 @@
-// gpu/attention/09d_flash_wgmma.cu — lesson 09, GPU rung 4: FlashAttention on Hopper's warpgroup MMA.
+// gpu/attention/09d_flash_wgmma.cu — lesson 09, GPU rung 09d: FlashAttention on Hopper's warpgroup MMA.
 //
 // Idea over 09c_flash_tensor_core: the same online softmax, the same "P never
 // leaves registers", but the products run on wgmma (gpu/lib/wgmma.cuh), the
@@ -8,7 +8,7 @@
 //
 // CTA layout: 128 queries of one (b, h), 256 threads = 2 warpgroups; warpgroup
 // w owns queries 64w .. 64w+63 of the CTA outright (its softmax state is
-// private, as in rung 03, one level up). All 256 threads also load: K and V
+// private, as in rung 09c, one level up). All 256 threads also load: K and V
 // tiles of kBlockK = 128 keys, cp.async, multi-buffered (kStages).
 //
 //   S_t  [64 x 128 per warpgroup] = Q_w · K_tᵀ    wgmma m64n128k16 x d/16, A = Q_w and B = K_t
@@ -34,7 +34,7 @@
 // products keep them busy. A CTA needs ~200 registers per thread and 161 KB
 // of shared memory (d = 128): one CTA per SM.
 //
-// The plain loop this implements is rung 03's (cpu/attention/09b_fused_online):
+// The plain loop this implements is rung 09c's (cpu/attention/09b_fused_online):
 //     m = −∞, l = 0, o = 0;  per key tile: s_j = scale·q·k_j (masked −∞),
 //     m' = max(m, max_j s_j), α = exp(m − m'), l = α·l + Σ_j exp(s_j − m'),
 //     o = α·o + Σ_j exp(s_j − m')·v_j, m = m';   finally o / l
@@ -257,7 +257,7 @@ template <class Element, int kHeadDim> __device__ __forceinline__ void rescale_a
   using T = Tile<kHeadDim>;
 #pragma unroll
   for (int i = 0; i < T::kORegs; ++i) st.o[i] *= st.alpha[(i >> 1) & 1];
-  // TUTORIAL: rung 03's trick at warpgroup scale. The accumulators of key
+  // TUTORIAL: rung 09c's trick at warpgroup scale. The accumulators of key
   // columns 16kk .. 16kk+15 hold, per thread, exactly the elements the A
   // fragment of k-step kk wants (gpu::wgmma_d_index_for_a; checked on the host
   // in tests/lesson09_wgmma_test.cpp). One rounding, no data movement.

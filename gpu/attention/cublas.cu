@@ -11,7 +11,7 @@
 // 6 bytes per score at fp16: 6.4 GB at B·H = 64, N = 4096. S is fp32 because
 // it is the GEMM's fp32 accumulator written out; P must match V's type for
 // the second GEMM (cuBLAS takes one input type). This is the path every
-// framework took before fused attention, and the yardstick of rung 03.
+// framework took before fused attention, and the yardstick of rung 09c.
 //
 // The row-major / column-major trick of gpu/gemm/cublas.cu, per head, done by
 // gpu::gemm_row_major_strided_batched (gpu/lib/cublas_handle.cuh):

@@ -1,4 +1,4 @@
-// gpu/conv2d/01c_thread_per_output.cu — lesson 01, GPU rung 1: one thread per output.
+// gpu/conv2d/01c_thread_per_output.cu — lesson 01, GPU rung 01c: one thread per output.
 //
 // Idea: the seven-loop convolution (cpu/conv2d/01a_seven_loop) with its four
 // output loops (n, p, q, k) replaced by the GPU's grid. Every one of the
@@ -17,7 +17,7 @@
 // Cost: N·P·Q·K·T·R·S multiply-adds, as on the CPU, and for every one of them
 // two loads from global memory (through the caches): about 2 loads per FMA,
 // where the GPU can afford well under one. The kernel is bound by load
-// throughput, not arithmetic — rung 2 (01d_smem_tile) attacks exactly that.
+// throughput, not arithmetic — rung 01d (01d_smem_tile) attacks exactly that.
 // fp32 and fp16 (fp16 values are widened to fp32, accumulated in fp32, and the
 // sum rounded to fp16 once at the store).
 // Run just this: build/convlab run conv2d/gpu/01c_thread_per_output

@@ -1,8 +1,8 @@
-// gpu/conv2d/01d_smem_tile.cu — lesson 01, GPU rung 2: a shared-memory tile.
+// gpu/conv2d/01d_smem_tile.cu — lesson 01, GPU rung 01d: a shared-memory tile.
 //
 // Idea over 01c_thread_per_output: neighbouring outputs read almost the same
 // inputs. An 8×8 patch of output pixels with a 3×3 filter reads a 10×10 patch
-// of x, yet rung 1 loads each of those x values up to 9 times per output
+// of x, yet rung 01c loads each of those x values up to 9 times per output
 // channel, and each weight once per output pixel. Here a block of threads
 // owns a tile of outputs — kTileRows × kTileCols pixels of one image times
 // kTileChannels output channels — and, one chunk of kChunk input channels at a
@@ -12,7 +12,7 @@
 // Cost: the same multiply-adds, far fewer global loads. Per chunk a block
 // loads each halo value once and uses it for kTileChannels channels and up to
 // R·S taps, and loads each weight once and uses it for kTileRows·kTileCols
-// pixels (rung 1: two global loads per multiply-add). In exchange every chunk
+// pixels (rung 01c: two global loads per multiply-add). In exchange every chunk
 // of input channels costs 2·R·S block-wide barriers (__syncthreads), edge
 // tiles spend work on outputs they do not store, and a block whose group has
 // fewer than kTileChannels output channels (depthwise: one) leaves threads

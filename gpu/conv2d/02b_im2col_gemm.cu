@@ -1,4 +1,4 @@
-// gpu/conv2d/02b_im2col_gemm.cu — lesson 02, GPU rung 3: im2col + the suite's own SGEMM.
+// gpu/conv2d/02b_im2col_gemm.cu — lesson 02, GPU rung 02b: im2col + the suite's own SGEMM.
 //
 // Idea over lesson 01's direct kernels (01c_thread_per_output, 01d_smem_tile):
 // do not write a convolution kernel at all. Lay the input windows out as a

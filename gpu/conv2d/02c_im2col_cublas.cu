@@ -1,4 +1,4 @@
-// gpu/conv2d/02c_im2col_cublas.cu — lesson 02, GPU rung 4: im2col + cuBLAS.
+// gpu/conv2d/02c_im2col_cublas.cu — lesson 02, GPU rung 02c: im2col + cuBLAS.
 //
 // Idea over 02b_im2col_gemm: the same im2col kernel (gpu/lib/im2col.cuh),
 // and the matrix product handed to NVIDIA's cuBLAS instead of the suite's own

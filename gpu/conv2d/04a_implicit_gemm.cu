@@ -1,4 +1,4 @@
-// gpu/conv2d/04a_implicit_gemm.cu — lesson 04, GPU rung 5: implicit GEMM, fp32 on the CUDA cores.
+// gpu/conv2d/04a_implicit_gemm.cu — lesson 04, GPU rung 04a: implicit GEMM, fp32 on the CUDA cores.
 //
 // Idea over 01d_smem_tile (and over lesson 02's im2col + GEMM): a convolution
 // IS a GEMM, per group g,
@@ -12,14 +12,14 @@
 //
 // so take lesson 03's best SIMT GEMM (gpu/gemm/03m_double_buffering as it was
 // written: 128×128 block tiles, K slices of 8, 8×8 outputs per thread, two
-// shared stages, register prefetch; rung 08 has since been re-tiled to
+// shared stages, register prefetch; rung 03m has since been re-tiled to
 // 128×128×16 with 8×16 per lane, which this kernel has not tried) and change
 // only its two tile loaders. A's loader no
 // longer reads a stored matrix: it computes, for its row m and its 4 columns
 // j..j+3, where in x those values live — the im2col matrix is a virtual view,
 // never written (workspace 0; lesson 02 wrote R·S copies of x first). B's
 // loader reads w's rows, i.e. B's columns, so B is transposed on its way into
-// shared memory exactly as A already was in rung 08.
+// shared memory exactly as A already was in rung 03m.
 //
 // Cost of the view, and how it is amortised: a thread's row m is fixed for the
 // whole kernel, so (n, p, q) — two divisions — is decoded once. Its column j
@@ -73,7 +73,7 @@ const Register<ConvProblem> reg{{
     .lesson = 4,
     .supports = supports,
     .run = run,
-    .idea = "gemm rung 08's pipeline with its first tiles (128x128x8, 8x8/thread, double-buffered) with an A loader that reads x through "
+    .idea = "gemm rung 03m's pipeline with its first tiles (128x128x8, 8x8/thread, double-buffered) with an A loader that reads x through "
             "the im2col address map; no workspace",
 }};
 

@@ -1,4 +1,4 @@
-// gpu/conv2d/04b_implicit_gemm_tensor_core.cu — lesson 04, GPU rung 6: implicit GEMM on the tensor cores.
+// gpu/conv2d/04b_implicit_gemm_tensor_core.cu — lesson 04, GPU rung 04b: implicit GEMM on the tensor cores.
 //
 // Idea over 04a_implicit_gemm: the same virtual im2col view, now feeding
 // lesson 03's tensor-core GEMM (gpu/gemm/03o_tensor_core_pipelined: mma.sync
@@ -10,7 +10,7 @@
 //   B[j, k] = w[g·Kg + k, j]     KRSC w is [K, RST] row-major = B column-major
 //   Y[m, k] = y[m, g·Kg + k]     NHWC y is [N·P·Q, K] row-major
 //
-// Three things change against rung 10:
+// Three things change against rung 03o:
 //
 //   1. A's 16-byte chunks come from x through the view. A chunk is 8
 //      consecutive j of one row m. When T % 8 == 0 those 8 values are 8
@@ -21,7 +21,7 @@
 //      memory traffic and no branch around the copy.
 //   2. B is w itself, [n][j] row-major: the "col" operand mma wants. It is
 //      kept [n][j] in shared memory, the same shape as A's [m][j] tile, and
-//      read with ldmatrix WITHOUT .trans (rung 10 needed .trans for a [k][n] B).
+//      read with ldmatrix WITHOUT .trans (rung 03o needed .trans for a [k][n] B).
 //   3. Tiles of 128×128×32 and 4 warps of 64×64: Kg = 128 in the target layer,
 //      so one block column covers all output channels and x is read once.
 //      128 threads and 64 KiB of shared memory per block, two blocks per SM.

@@ -1,4 +1,4 @@
-// gpu/conv2d/05a_winograd_f2x2_3x3.cu — lesson 05, GPU rung 7: Winograd F(2×2, 3×3), fp32 and fp16.
+// gpu/conv2d/05a_winograd_f2x2_3x3.cu — lesson 05, GPU rung 05a: Winograd F(2×2, 3×3), fp32 and fp16.
 //
 // Idea over 04a_implicit_gemm: trade multiplies for data movement. Each
 // 2×2 block of outputs takes 16 multiplies per (c, k) pair instead of 36

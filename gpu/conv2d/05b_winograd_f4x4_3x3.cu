@@ -1,9 +1,9 @@
-// gpu/conv2d/05b_winograd_f4x4_3x3.cu — lesson 05, GPU rung 8: Winograd F(4×4, 3×3), fp32 and fp16.
+// gpu/conv2d/05b_winograd_f4x4_3x3.cu — lesson 05, GPU rung 05b: Winograd F(4×4, 3×3), fp32 and fp16.
 //
 // Idea over 05a_winograd_f2x2_3x3: bigger tiles, the same four launches
 // (gpu/lib/winograd.cuh). A 4×4 output tile from a 6×6 input tile: 36
 // multiplies per (c, k) pair instead of 144 — 4× fewer than direct — and V,
-// M are 36/16 = 2.25× x and y instead of 4×, so the traffic that held rung 07
+// M are 36/16 = 2.25× x and y instead of 4×, so the traffic that held rung 05a
 // back shrinks too. The price is accuracy (entries up to 8 in Bᵀ and Aᵀ,
 // 1/6 and 1/12 in G; the measured table is in lessons/05-winograd).
 //

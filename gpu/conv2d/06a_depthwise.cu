@@ -1,4 +1,4 @@
-// gpu/conv2d/06a_depthwise.cu — lesson 06, GPU rung 9: depthwise convolution at memory speed.
+// gpu/conv2d/06a_depthwise.cu — lesson 06, GPU rung 06a: depthwise convolution at memory speed.
 //
 // Idea over 04b_implicit_gemm_tensor_core: a depthwise conv (groups = C = K,
 // T = 1) has nothing for tensor cores to do. Per output element it does R·S

@@ -1,4 +1,4 @@
-// gpu/conv2d/06b_grouped.cu — lesson 06, GPU rung 10: grouped convolution, one group per tensor-core tile.
+// gpu/conv2d/06b_grouped.cu — lesson 06, GPU rung 06b: grouped convolution, one group per tensor-core tile.
 //
 // Idea over 06a_depthwise: with a group width T = 8 (ConvFirst) or 32
 // (ResNeXt) each output does T·R·S = 72 or 288 multiply-adds — 16× or 64×

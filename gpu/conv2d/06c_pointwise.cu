@@ -1,4 +1,4 @@
-// gpu/conv2d/06c_pointwise.cu — lesson 06, GPU rung 11: a pointwise (1x1) conv is the suite's GEMM.
+// gpu/conv2d/06c_pointwise.cu — lesson 06, GPU rung 06c: a pointwise (1x1) conv is the suite's GEMM.
 //
 // Idea over 06b_grouped: with R = S = 1, stride 1, pad 0 and one group, NHWC
 // x is already the GEMM's A and KRSC w its Bᵀ:

@@ -1,4 +1,4 @@
-// gpu/conv_pool/07a_layer_by_layer.cu — lesson 07, GPU rung 1: three kernels, the intermediate in HBM.
+// gpu/conv_pool/07a_layer_by_layer.cu — lesson 07, GPU rung 07a: three kernels, the intermediate in HBM.
 //
 // What a framework runs when nothing fuses: every layer is its own kernel.
 //
@@ -18,7 +18,7 @@
 //   flops 29.6 G; |y_full| = 205 MB; fused floor 77 MB; unfused 899 MB
 //   kernel 1: max(29.6 G / 250 T = 118 µs, (x + y_full) 231 MB / 4 TB/s = 58 µs) ≈ 120 µs
 //   kernel 2: 411 MB → ~105 µs;  kernel 3: 256 MB → ~65 µs          total ≈ 290 µs
-// rung 02 (fused) ≈ max(118 µs, 77 MB / 4 TB/s = 19 µs) ≈ 120 µs  →  ≈ 2.4× (floor ratio; ≥ 1.5× expected).
+// rung 07b (fused) ≈ max(118 µs, 77 MB / 4 TB/s = 19 µs) ≈ 120 µs  →  ≈ 2.4× (floor ratio; ≥ 1.5× expected).
 // Contrast n32 56x56 C=K=128 f16: the conv is ~120 µs of compute and y_full only
 // 26 MB: the two extra kernels add ~25 µs → fused ≈ 1.2× faster.
 // Run just this: build/convlab run conv_bias_relu_pool/gpu/07a_layer_by_layer --shape N=64,H=112,C=16,K=128,R=3,pad=1,dtype=f16

@@ -1,6 +1,6 @@
-// gpu/conv_pool/07b_fused.cu — lesson 07, GPU rung 2: conv, scale/bias, ReLU and 2x2 max-pool in one kernel.
+// gpu/conv_pool/07b_fused.cu — lesson 07, GPU rung 07b: conv, scale/bias, ReLU and 2x2 max-pool in one kernel.
 //
-// Idea over 07a_layer_by_layer: rung 01's kernels 2 and 3 only ever touch
+// Idea over 07a_layer_by_layer: rung 07a's kernels 2 and 3 only ever touch
 // values that kernel 1 had in registers a moment earlier. So finish the layer
 // there: after the implicit GEMM's main loop, each thread scales, biases and
 // pools its accumulators, and stores only the pooled outputs. y_full never

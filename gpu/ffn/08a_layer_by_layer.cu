@@ -1,6 +1,6 @@
-// gpu/ffn/08a_layer_by_layer.cu — lesson 08, GPU rung 1: Eq. 30 layer by layer on the suite's own GEMM.
+// gpu/ffn/08a_layer_by_layer.cu — lesson 08, GPU rung 08a: Eq. 30 layer by layer on the suite's own GEMM.
 //
-// The GPU twin of cpu/ffn/08a_layer_by_layer: lesson 03's fp32 SGEMM (rung 08,
+// The GPU twin of cpu/ffn/08a_layer_by_layer: lesson 03's fp32 SGEMM (rung 03m,
 // double-buffered, gpu/lib/sgemm_double_buffered.cuh) twice, with the bias
 // (+ φ) pass of gpu/lib/ffn_epilogue.cuh after each:
 //

@@ -1,4 +1,4 @@
-// gpu/ffn/08c_fused_tensor_core.cu — lesson 08, GPU rung 3: the whole FFN in one kernel,
+// gpu/ffn/08c_fused_tensor_core.cu — lesson 08, GPU rung 08c: the whole FFN in one kernel,
 // the hidden tensor never leaves the chip.
 //
 // Idea over cublas: Eq. 32 on the tensor cores. Each block

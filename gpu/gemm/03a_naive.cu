@@ -1,4 +1,4 @@
-// gpu/gemm/03a_naive.cu — lesson 03, GPU rung 1: one thread per output, rows along the warp.
+// gpu/gemm/03a_naive.cu — lesson 03, GPU rung 03a: one thread per output, rows along the warp.
 //
 // Idea: the textbook triple loop with its two outer loops (i over rows of C,
 // j over its columns) handed to the grid. Thread (i, j) runs the k loop alone:

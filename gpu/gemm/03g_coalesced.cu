@@ -1,4 +1,4 @@
-// gpu/gemm/03g_coalesced.cu — lesson 03, GPU rung 2: columns along the warp (coalescing).
+// gpu/gemm/03g_coalesced.cu — lesson 03, GPU rung 03g: columns along the warp (coalescing).
 //
 // Idea over 03a_naive: the same one-thread-per-output kernel with one change —
 // threadIdx.x, the index that runs along a warp, now picks the COLUMN j.

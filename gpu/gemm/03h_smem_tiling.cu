@@ -1,4 +1,4 @@
-// gpu/gemm/03h_smem_tiling.cu — lesson 03, GPU rung 3: shared-memory tiling.
+// gpu/gemm/03h_smem_tiling.cu — lesson 03, GPU rung 03h: shared-memory tiling.
 //
 // Idea over 03g_coalesced: the 32×32 threads of a block all need the same 32
 // rows of A and the same 32 columns of B. Instead of each thread fetching its

@@ -1,4 +1,4 @@
-// gpu/gemm/03i_register_blocking_1d.cu — lesson 03, GPU rung 4: a column of outputs per thread.
+// gpu/gemm/03i_register_blocking_1d.cu — lesson 03, GPU rung 03i: a column of outputs per thread.
 //
 // Idea over 03h_smem_tiling: a thread computes kThreadM outputs stacked in one
 // column of C instead of one. For every k it loads the single B value it

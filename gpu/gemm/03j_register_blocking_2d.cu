@@ -1,4 +1,4 @@
-// gpu/gemm/03j_register_blocking_2d.cu — lesson 03, GPU rung 5: an 8×8 block of outputs per thread.
+// gpu/gemm/03j_register_blocking_2d.cu — lesson 03, GPU rung 03j: an 8×8 block of outputs per thread.
 //
 // Idea over 03i_register_blocking_1d: block in both directions. Per k a thread
 // loads kThreadM values of A (a column piece) and kThreadN values of B (a row
@@ -8,7 +8,7 @@
 //   here:   a[i] = As[r+i][kk] (8 loads); b[j] = Bs[kk][c+j] (8 loads);
 //           for i < 8: for j < 8: acc[i][j] += a[i] * b[j]                    (16 shared loads)
 //
-// 16 shared loads for 64 FMAs (0.25 per FMA, down from ~1.1 in rung 4), and
+// 16 shared loads for 64 FMAs (0.25 per FMA, down from ~1.1 in rung 03i), and
 // the 128×128 block tile halves global traffic per FMA again (each A and B
 // element fetched from DRAM/L2 once per 128 outputs along the other axis).
 //

@@ -1,4 +1,4 @@
-// gpu/gemm/03k_vectorized.cu — lesson 03, GPU rung 6: 16-byte loads, A transposed in shared memory.
+// gpu/gemm/03k_vectorized.cu — lesson 03, GPU rung 03k: 16-byte loads, A transposed in shared memory.
 //
 // Idea over 03j_register_blocking_2d: move data in float4 pieces everywhere.
 //   - Global → shared: each thread fetches its share of the A and B tiles as
@@ -52,7 +52,7 @@ static_assert(kThreads % 32 == 0 && kThreads <= 1024, "whole warps, at most 1024
 //   kVectorized = true requires K % 4 == 0, N % 4 == 0 and 16-byte aligned
 //   A, B, C (gpu::can_use_float4); kVectorized = false requires nothing.
 //   Block (bx, by) owns the 128×128 tile of C at (by·128, bx·128); thread t
-//   the 8×8 micro-tile at (t / 16)·8, (t % 16)·8 inside it, as in rung 5.
+//   the 8×8 micro-tile at (t / 16)·8, (t % 16)·8 inside it, as in rung 03j.
 //   Per K slice k0, thread t fetches
 //     A[row0 + t/2][k0 + (t%2)·4 ..+3]  → As[k0-relative k][m]   (transposed)
 //     B[k0 + t/32][col0 + (t%32)·4 ..+3] → Bs[k][n]
@@ -136,7 +136,7 @@ const Register<GemmProblem> reg{{
     .lesson = 3,
     .supports = supports,
     .run = run,
-    .idea = "rung 5 with float4 global and shared accesses, A transposed in shared memory; scalar path for odd K/N",
+    .idea = "rung 03j with float4 global and shared accesses, A transposed in shared memory; scalar path for odd K/N",
 }};
 
 }  // namespace

@@ -1,4 +1,4 @@
-// gpu/gemm/03l_warp_tiling.cu — lesson 03, GPU rung 7: warp tiles and a conflict-free thread layout.
+// gpu/gemm/03l_warp_tiling.cu — lesson 03, GPU rung 03l: warp tiles and a conflict-free thread layout.
 //
 // Idea over 03k_vectorized: add the level of the hierarchy that actually issues
 // instructions, the warp. The 128×128 block tile is cut into eight 64×32 warp
@@ -18,13 +18,13 @@
 // — 8 distinct float4s, 128 contiguous bytes — and its B fragments from
 // Bs[k][warp_col + rn·16 + ln·4 ..+3] — 4 distinct float4s, 64 contiguous
 // bytes. Every LDS.128 is one conflict-free wavefront plus broadcasts, where
-// rung 6's contiguous 8×8 squares spread a warp's B reads over 512 bytes with
+// rung 03k's contiguous 8×8 squares spread a warp's B reads over 512 bytes with
 // 2-way conflicts. The same reasoning placed the writes: As gets kAPad floats
 // of padding per row, so the transposed A store (threads 2r and 2r+1 write
 // As[j][r] and As[j+4][r], 4·128 floats apart: the same bank) becomes
 // conflict-free (bank = (4·k + m) mod 32).
 //
-//   plain (rung 6):   rows  thread_row + [0, 8),             cols thread_col + [0, 8)
+//   plain (rung 03k):   rows  thread_row + [0, 8),             cols thread_col + [0, 8)
 //   warp-tiled:       rows  warp_row + {0, 32} + lm·4 + [0,4), cols warp_col + {0, 16} + ln·4 + [0,4)
 //
 // Supported: fp32, any M, N, K (float4 path when K % 4 == 0 and N % 4 == 0
@@ -69,7 +69,7 @@ static_assert(kThreadM * kThreadN == 64, "64 accumulators + 16 fragments fit in 
 //   (by·128, bx·128); warp w the 64×32 warp tile at ((w / 4)·64, (w % 4)·32)
 //   inside it; lane (lm, ln) the four 4×4 pieces drawn above. Per K slice k0,
 //   thread t fetches A[row0 + t/2][k0 + (t%2)·4 ..+3] into As (transposed) and
-//   B[k0 + t/32][col0 + (t%32)·4 ..+3] into Bs, exactly as in rung 6.
+//   B[k0 + t/32][col0 + (t%32)·4 ..+3] into Bs, exactly as in rung 03k.
 //   Edge duties: elements outside A or B are fetched as 0; every thread
 //   fetches and meets both barriers; outputs outside C are not stored.
 template <bool kVectorized>

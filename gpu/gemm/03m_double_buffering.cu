@@ -1,6 +1,6 @@
-// gpu/gemm/03m_double_buffering.cu — lesson 03, GPU rung 8: fetch the next slice while computing this one.
+// gpu/gemm/03m_double_buffering.cu — lesson 03, GPU rung 03m: fetch the next slice while computing this one.
 //
-// Idea over 03l_warp_tiling: in rung 7 every K slice is a strict sequence
+// Idea over 03l_warp_tiling: in rung 03l every K slice is a strict sequence
 //
 //   fetch slice s from global (~500+ cycles of latency)   → barrier
 //   64 FMAs × 8 k-steps out of shared memory               → barrier
@@ -10,7 +10,7 @@
 //
 //   shared memory: two stages As[2][..], Bs[2][..]. Slice s is computed from
 //     stage s % 2 while slice s+1 is written into stage (s+1) % 2, so one
-//     barrier per slice suffices (rung 7 needs two);
+//     barrier per slice suffices (rung 03l needs two);
 //   registers:     slice s+1's global loads are ISSUED before slice s's math
 //     and their results are only consumed (stored to shared memory) after it,
 //     so the 8 k-steps of FMAs run while the loads are in flight;
@@ -18,7 +18,7 @@
 //     from shared memory before the FMAs of k-step kk, hiding the shared-load
 //     latency behind 64 FMAs.
 //
-//   plain (rung 7):                          double-buffered (here):
+//   plain (rung 03l):                          double-buffered (here):
 //     for s:                                   fetch(0); store(stage 0); sync
 //       fetch(s); store(As, Bs); sync           for s:
 //       math(As, Bs); sync                         if (s+1 < S) fetch(s+1)  → registers
@@ -35,7 +35,7 @@
 // the second set of fragments.
 //
 //   tiles (block × BK, warp, blocks/SM)     TFLOP/s       vs cuBLAS
-//   128×128×8,  64×32, 2   (rung 7's)       41.0 / 41.6   0.81 / 0.82
+//   128×128×8,  64×32, 2   (rung 03l's)       41.0 / 41.6   0.81 / 0.82
 //   128×128×16, 64×32, 2                    43.0 / 43.3   0.84 / 0.85   half the barriers per FMA
 //   128×128×8,  32×64, 2                    38.4 / 38.8   0.76 / 0.76
 //   128×128×16, 64×64, 2   (128 threads)    44.0 / 44.4   0.86 / 0.87   ← DefaultTiles
@@ -76,7 +76,7 @@ const Register<GemmProblem> reg{{
     .lesson = 3,
     .supports = supports,
     .run = run,
-    .idea = "rung 7 with two shared stages, register prefetch of the next slice and double-buffered fragments, "
+    .idea = "rung 03l with two shared stages, register prefetch of the next slice and double-buffered fragments, "
             "re-tiled by a sweep to 128x128x16 with 64x64 warps (8x16 outputs per lane)",
 }};
 

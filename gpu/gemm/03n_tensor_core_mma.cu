@@ -1,4 +1,4 @@
-// gpu/gemm/03n_tensor_core_mma.cu — lesson 03, GPU rung 9: tensor cores, one warp instruction per 16x8x16 product.
+// gpu/gemm/03n_tensor_core_mma.cu — lesson 03, GPU rung 03n: tensor cores, one warp instruction per 16x8x16 product.
 //
 // Idea over 03m_double_buffering: the fp32 rungs before it spend one FFMA per
 // multiply-add. A tensor core takes 16-bit inputs and does a whole
@@ -23,7 +23,7 @@
 // What it costs: fp16/bf16 inputs (10 or 7 mantissa bits; the tolerance model
 // knows) and a kernel that spends much of its time waiting for global loads
 // it issued itself: nothing overlaps the next tile's loads with this tile's
-// math. Rung 10 fixes that (cp.async pipeline, swizzled shared memory,
+// math. Rung 03o fixes that (cp.async pipeline, swizzled shared memory,
 // 16-byte loads, bigger warp tiles).
 //
 // Supported: f16 and bf16, any M, N, K (M up to 65535 block rows).

@@ -1,6 +1,6 @@
-// gpu/gemm/03o_tensor_core_pipelined.cu — lesson 03, GPU rung 10: keep the tensor cores fed.
+// gpu/gemm/03o_tensor_core_pipelined.cu — lesson 03, GPU rung 03o: keep the tensor cores fed.
 //
-// Idea over 03n_tensor_core_mma: rung 09 issues the right instructions but starves
+// Idea over 03n_tensor_core_mma: rung 03n issues the right instructions but starves
 // them. Every k tile it loads element by element, waits, computes, waits again,
 // and its 32x32 warp tile does 8 mma per 4 ldmatrix. Four changes, each
 // attacking one stall:
@@ -11,7 +11,7 @@
 //      k+1 and k+2 fly while the tensor cores chew on tile k.
 //   2. 128x256 block tiles and 64x64 warp tiles: per k16 step a warp does
 //      4x8 = 32 mma for 8 ldmatrix.x4, and the block reads 48 KB from L2 per
-//      4.2 MFLOP (85 FLOP/byte; rung 09's 64x64x32 tile reads 32 FLOP/byte).
+//      4.2 MFLOP (85 FLOP/byte; rung 03n's 64x64x32 tile reads 32 FLOP/byte).
 //      k tiles of 64 halve the barriers per FLOP against 32.
 //   3. An XOR swizzle of the shared tiles instead of padding: rows stay dense
 //      (cp.async writes whole 16-byte chunks, no holes), and the 8 rows an
@@ -23,7 +23,7 @@
 //   resident together share rows of A and columns of B in L2.
 //
 // What it costs: 144 KB of shared memory and 254 registers per thread (one
-// 256-thread block per SM), a kernel three times the length of rung 09's, and
+// 256-thread block per SM), a kernel three times the length of rung 03n's, and
 // an alignment condition: a 16-byte cp.async of a row piece needs rows that
 // start on 16-byte boundaries, i.e. K % 8 == 0 (rows of A) and N % 8 == 0
 // (rows of B). Other shapes run the same kernel with a slow loader

@@ -19,7 +19,7 @@
 
 namespace convlab::gpu::igemm_f32 {
 
-// ---- tunables (rung 08's tile shapes before its re-tiling: rung 07's) ------------------
+// ---- tunables (rung 03m's tile shapes before its re-tiling: rung 03l's) ------------------
 constexpr int kBlockM = 128, kBlockN = 128, kBlockK = 8;  // block tile of Y, and the reduction slice
 constexpr int kWarpM = 64, kWarpN = 32;                   // warp tile of Y
 constexpr int kLanesM = 8, kLanesN = 4;                   // a warp's lanes as an 8×4 grid
@@ -83,7 +83,7 @@ struct SliceInFlight {
 //   256 threads; grid (ceil(Kg/128), ceil(M/128), groups). Block (bx, by, g)
 //   owns the 128×128 tile of group g's Y at (by·128, bx·128), i.e. outputs
 //   y[m, g·Kg + k] for m in by·128 + [0,128), k in bx·128 + [0,128); warps
-//   and lanes split it as rung 07 does (8×8 outputs per thread).
+//   and lanes split it as rung 03l does (8×8 outputs per thread).
 //   kVectorized = true requires T % 4 == 0, Kg % 4 == 0 and 16-byte aligned
 //   x, w, y; false requires nothing.
 //
@@ -187,7 +187,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     Bs[stage][b_col + 2][b_row] = s.b.z;
     Bs[stage][b_col + 3][b_row] = s.b.w;
   };
-  // Fragments of k-step kk, exactly rung 08's.
+  // Fragments of k-step kk, exactly rung 03m's.
   float a[2][kThreadM], b[2][kThreadN];
   const auto read_fragments = [&](int stage, int kk, float* a_frag, float* b_frag) {
 #pragma unroll
@@ -205,7 +205,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   store(0, fetch(0));  // prologue: slice 0 into stage 0
   __syncthreads();
 
-  // The main loop is rung 08's, line for line (see there for why one barrier suffices).
+  // The main loop is rung 03m's, line for line (see there for why one barrier suffices).
   int stage = 0;
   for (int k0 = 0; k0 < depth; k0 += kBlockK, stage ^= 1) {
     const bool has_next = k0 + kBlockK < depth;  // the same for every thread: no divergence

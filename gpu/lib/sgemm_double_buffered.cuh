@@ -1,4 +1,4 @@
-// gpu/lib/sgemm_double_buffered.cuh — lesson 03's GPU rung 8 kernel, shared.
+// gpu/lib/sgemm_double_buffered.cuh — lesson 03's GPU rung 03m kernel, shared.
 //
 // The fp32 SGEMM kernel of gpu/gemm/03m_double_buffering.cu (two shared-memory
 // stages, register prefetch of the next K slice, double-buffered fragments),
@@ -24,7 +24,7 @@ namespace convlab::gpu::double_buffered {
 // The tile shapes are a template parameter so that they can be swept
 // (bench/tune_sgemm_tiles.cu runs several on the GPU in one go) and so that an
 // exercise can change them without touching the kernel. DefaultTiles, below,
-// is what rung 08 and lesson 02's GPU rung use.
+// is what rung 03m and lesson 02's GPU rung use.
 //
 //   BM × BN   block tile of C          BK        the K slice per stage
 //   WM × WN   warp tile of C           MinBlocks blocks per SM promised to ptxas
@@ -223,7 +223,7 @@ void launch_tiles(int M, int N, int K, const float* A, const float* B, float* C)
   gpu::check_launch("gemm_double_buffering");
 }
 
-// The same with DefaultTiles: what rung 08 and lesson 02's GPU rung call.
+// The same with DefaultTiles: what rung 03m and lesson 02's GPU rung call.
 inline void launch(int M, int N, int K, const float* A, const float* B, float* C) {
   launch_tiles<DefaultTiles>(M, N, K, A, B, C);
 }

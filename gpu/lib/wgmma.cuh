@@ -228,7 +228,7 @@ CONVLAB_HOST_DEVICE constexpr uint32_t wgmma_mn_major_sw128_address(uint64_t des
 // kernels away from the traps is a host-side check:
 // gpu::wgmma_unavailable_reason() (wgmma_probe.hpp) launches a one-thread
 // kernel that reports kWgmmaCompiled (only gpu/lib/wgmma_probe.cu reads
-// that constant), and callers ask it before launching: rung 04's run() throws
+// that constant), and callers ask it before launching: rung 09d's run() throws
 // Unsupported when the reason is not empty. CMakeLists.txt compiles files
 // whose name contains "wgmma" for 90a when CONVLAB_CUDA_ARCHS lists 90
 // explicitly.
