@@ -14,7 +14,7 @@
 #   --only REGEX   which tests/benchmarks to run (default '/gpu/|GPU|Winograd': every GPU
 #                  variant's test and benchmark, plus the lesson tests that need a GPU or
 #                  print GPU rows: "...every GPU softmax variant...", "...error of Winograd..."),
-#                  matched against names such as gemm/gpu/05_register_blocking
+#                  matched against names such as gemm/gpu/03j_register_blocking_2d
 #   --no-tests, --no-bench   skip a stage (e.g. a build-only first call)
 #   --sanitize     also compute-sanitizer memcheck + racecheck on `convlab_tests "[gpu]"`
 #

@@ -22,7 +22,7 @@
 //
 // Header-only, registers nothing. Used by cpu/conv2d/05a_winograd_f2x2_3x3.cpp,
 // 05b_winograd_f4x4_3x3.cpp (through winograd_cpu.hpp) and the lesson 05 tests;
-// the GPU kernels (gpu/conv2d/07_winograd_*.cu) spell F(2x2,3x3) out by hand.
+// the GPU kernels (gpu/lib/winograd.cuh) spell F(2x2,3x3) out by hand.
 #pragma once
 
 namespace convlab::winograd {
