@@ -13,12 +13,6 @@
 //   x + w + y_full  |  2·y_full + scale + bias  |  y_full + y_pool
 // = fused floor + 4·|y_full|. The passes 2 and 3 do ~4 flops per element of
 // y_full for 12 bytes moved: they run at memory speed whatever the conv does.
-//
-// Prediction for the bench shape (n2 112x112 C16 → K64 3x3 f32, 0.47 GFLOP):
-// y_full is 6.4 MB — bigger than the two cores' L2, inside L3 — so the extra
-// 4·6.4 MB sweep at ~20–40 GB/s (L3/DRAM, 2 cores) costs ~1 ms next to the conv's
-// ~5–8 ms at 60–90 GFLOP/s: fused/unfused ≈ 1.1–1.25×. The CPU gain is small
-// because the conv is expensive per byte there; lesson text has the GPU side.
 // Run just this: build/convlab run conv_bias_relu_pool/cpu/07a_layer_by_layer
 #include <algorithm>
 #include <cstddef>

@@ -27,9 +27,6 @@
 // its own (its accumulator tile must be finished before the pool); that is
 // ≤ a few MB for real layers. The window decode is two divisions per row and
 // depth slice, as lesson 04's pixel decode was.
-// Prediction (bench shape n2 112x112 C16 → K64 3x3 f32): the same GEMM work
-// as rung 07a minus its two extra sweeps of y_full: ~1.1–1.25× faster (see
-// rung 07a's header); the win is small on a CPU whose conv is slow per byte.
 // Run just this: build/convlab run conv_bias_relu_pool/cpu/07b_fused
 #include <omp.h>
 

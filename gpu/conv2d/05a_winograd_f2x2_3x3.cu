@@ -10,9 +10,6 @@
 //
 // fp16: x, w, y in half; transforms, V, M and accumulation in fp32 (so the
 // same kernels, the same GEMM, twice the read bandwidth saved on x only).
-// Measured N=128 56×56 C=K=128 fp16: 2.001 ms (fp32: 1.909) — 5.1× slower than
-// 04b_implicit_gemm_tensor_core (0.389 ms): a 2.25× cut in multiplies on the
-// CUDA cores cannot match tensor cores' ~7× higher rate (lesson 05, "Speed").
 // Supported: f32 and f16, 3×3, stride 1, one group, any N, H, W, C, K, pad;
 // float4 GEMM path when C % 4 == 0 and K % 4 == 0. Limits: tiles ≤ 65535·128.
 // Run just this: build/convlab run conv2d/gpu/05a_winograd_f2x2_3x3

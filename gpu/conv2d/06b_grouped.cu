@@ -70,14 +70,8 @@
 // filter slab over 227 KiB of shared memory), run an FMA
 // kernel on the CUDA cores: one thread per (group, output pixel) with the
 // group's K/groups ≤ 32 accumulators in registers, weights read as warp-wide
-// broadcasts (wider groups: one thread per output). Prediction for the T = 8
-// fp32 shape: load-issue bound at about one weight load per FMA, ~10–20
-// TFLOP/s (0.2–0.4 ms), against a 74 µs floor at the SGEMM rate. Measured:
-// 1.354 ms, 2.7 TFLOP/s — 1.03× cuDNN (1.393 ms) and 1.10× 04a_implicit_gemm
-// (1.489 ms), but 4–7× under the prediction. A likely cause: the threads of
-// a warp are consecutive pixels, so each x load touches 32 sectors 1 KiB
-// apart (C floats), and y is written the same way.
-// Supported: f32 and f16, groups > 1 and not depthwise (T = Kg = 1 is 09's);
+// broadcasts (wider groups: one thread per output).
+// Supported: f32 and f16, groups > 1 and not depthwise (T = Kg = 1 is 06a_depthwise's);
 // any R·S ≤ 64 taps whose tile and filter slab fit in shared memory (mma
 // path; the other paths have no limit), stride, pad.
 // Run just this: build/convlab run conv2d/gpu/06b_grouped --shape N=128,H=28,C=256,K=256,R=3,pad=1,groups=32,dtype=f16

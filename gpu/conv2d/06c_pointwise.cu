@@ -16,20 +16,7 @@
 //         its im2col view is the identity (every 16-byte chunk of A is 8
 //         channels of one pixel, no padding), and it takes w as [K, C] rows
 //         directly, the "col" operand mma.sync wants: nothing to transpose.
-//
-//          06c_pointwise               cuDNN      02c_im2col_cublas (cuBLAS on x as stored)
-//   fp32   0.327 ms   40.3 TFLOP/s    0.613 ms   0.289 ms   45.5 TFLOP/s
-//   fp16   0.068 ms    193 TFLOP/s    0.136 ms   0.035 ms    377 TFLOP/s (70% of roofline)
-//
-// fp32 is as predicted (0.88× the cuBLAS route, 1.9× cuDNN). fp16 is 06's
-// time to the microsecond (it is 06's kernel): 2× cuDNN, but 0.5× cuBLAS and
-// under the predicted 250–330 TFLOP/s. Likely causes, not yet measured:
-// lesson 04's GEMM on a short reduction (C = 256: eight 32-wide k-slices,
-// three of them spent filling the 4-stage ring) and two 128-wide block
-// columns for K = 256, each fetching the same rows of x. The obvious next
-// step is to hand fp16 to cuBLAS as 04 does, or to give 06 tiles for short
-// reductions.
-// Supported: f32 (ceil(N·H·W / 128) ≤ 65535) and what 06 supports in f16;
+// Supported: f32 (ceil(N·H·W / 128) ≤ 65535) and what 04b_implicit_gemm_tensor_core supports in f16;
 // R = S = 1, stride 1, pad 0, groups 1.
 // Run just this: build/convlab run conv2d/gpu/06c_pointwise --shape N=128,H=28,C=256,K=256,R=1,dtype=f16
 #include <cstdint>

@@ -12,15 +12,6 @@
 // (ConvPoolProblem::unfused_bytes, the `model_bytes` counter): the fused floor
 // plus 4·|y_full| — kernel 1 writes it, kernel 2 reads and writes it, kernel 3
 // reads it. Kernels 2 and 3 do ~1 flop per byte: pure bandwidth.
-//
-// Prediction, bench shape n64 112x112 C16 → K128 3x3 f16 on an H200 (~4.0 TB/s
-// measured copy, conv at ~200–300 TFLOP/s on this K = 128 layer):
-//   flops 29.6 G; |y_full| = 205 MB; fused floor 77 MB; unfused 899 MB
-//   kernel 1: max(29.6 G / 250 T = 118 µs, (x + y_full) 231 MB / 4 TB/s = 58 µs) ≈ 120 µs
-//   kernel 2: 411 MB → ~105 µs;  kernel 3: 256 MB → ~65 µs          total ≈ 290 µs
-// rung 07b (fused) ≈ max(118 µs, 77 MB / 4 TB/s = 19 µs) ≈ 120 µs  →  ≈ 2.4× (floor ratio; ≥ 1.5× expected).
-// Contrast n32 56x56 C=K=128 f16: the conv is ~120 µs of compute and y_full only
-// 26 MB: the two extra kernels add ~25 µs → fused ≈ 1.2× faster.
 // Run just this: build/convlab run conv_bias_relu_pool/gpu/07a_layer_by_layer --shape N=64,H=112,C=16,K=128,R=3,pad=1,dtype=f16
 #include <algorithm>
 #include <cstddef>
