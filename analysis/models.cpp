@@ -2,7 +2,7 @@
 // architecture definition block by block, the way the paper's tables read,
 // and appends one row per kernel through TableBuilder, which applies the
 // counting conventions of network.hpp in one place. Conv rows take their
-// MACs and tensor sizes from ConvProblem (core/problems.hpp), the single
+// MACs and tensor sizes from ConvProblem (ops/conv2d.hpp), the single
 // source of conv arithmetic; the builder adds only what ConvProblem leaves
 // out (the bias vector, batch-norm parameters, the residual read).
 #include "analysis/models.hpp"
@@ -12,7 +12,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "core/problems.hpp"
+#include "ops/conv2d.hpp"
 
 namespace convlab::analysis {
 

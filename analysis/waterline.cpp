@@ -6,7 +6,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "core/problems.hpp"
+#include "ops/conv2d.hpp"
 
 namespace convlab::analysis {
 

@@ -60,10 +60,10 @@ void print_help(std::ostream& out) {
          "--assignment FILE  key = value lines: start, best, shape, hidden (relative to the\n"
          "                   file), seed, title, time_limit, memory_limit, time_budget.\n"
          "                   Options on the command line win over the file.\n"
-         "--start ID         the rung the assignment starts from, e.g. gemm/cpu/02_loop_reorder:\n"
+         "--start ID         the rung the assignment starts from, e.g. gemm/cpu/03b_loop_reorder:\n"
          "                   it fixes the op and device, and every test shape it supports is\n"
          "                   required of a submission\n"
-         "--best ID          the rung to beat (timed beside it), e.g. gemm/cpu/05_microkernel\n"
+         "--best ID          the rung to beat (timed beside it), e.g. gemm/cpu/03e_microkernel\n"
          "--shape SPEC       the timed problem (default: the op's tour shape for the device)\n"
          "--hidden TABLE     the instructor's shapes, one --shape spec per line ('#' comments)\n"
          "--seed N           the instructor's seed: every shape's inputs follow from it (default 1)\n"
@@ -78,7 +78,7 @@ void print_help(std::ostream& out) {
          "--time-budget MS   timing stops when the median settles or after this long (default 3000)\n"
          "\n"
          "Example:\n"
-         "  convlab grade class/ --start gemm/cpu/02_loop_reorder --best gemm/cpu/05_microkernel \\\n"
+         "  convlab grade class/ --start gemm/cpu/03b_loop_reorder --best gemm/cpu/03e_microkernel \\\n"
          "                --shape M=512,N=512,K=512 --hidden hidden-gemm.txt --seed 20261201\n"
          "\n"
          "Exit status: 0 the report was written (whatever the submissions did), 1 the\n"
@@ -414,7 +414,7 @@ TimingResult read_timing(const std::string& jsonl, const Outcome& o, const Limit
   }
   if (t.status == "ok" && t.median_ms > 0) {
     t.gflops = t.flops / (t.median_ms * 1e-3) / 1e9;
-    const Device d = t.device == "cuda" ? Device::cuda : Device::cpu;
+    const Device d = t.device == "cuda" ? Device::gpu : Device::cpu;
     t.peak_gflops = machine_peaks().peak_gflops(d, parse_dtype(t.dtype.empty() ? "f32" : t.dtype),
                                                 t.threads == "all" ? Threads::all : Threads::single);
     t.pct_peak = t.peak_gflops > 0 ? 100 * t.gflops / t.peak_gflops : -1;
@@ -567,7 +567,7 @@ int run(const std::vector<std::string>& args) {
   const VariantRef& start_ref = start.variants[0];
   OpHandle& op = *start.op;
   const Device device = start_ref.info.device;
-  if (device == Device::cuda && cuda_device_count() == 0)
+  if (device == Device::gpu && cuda_device_count() == 0)
     throw std::runtime_error("the assignment is on the GPU and " + no_gpu_reason());
   std::string best_id;
   if (!a.best.empty()) {
@@ -761,7 +761,7 @@ int run(const std::vector<std::string>& args) {
   };
   std::vector<Job> checks;
   std::vector<CheckRef> check_refs;
-  const bool gpu = device == Device::cuda;
+  const bool gpu = device == Device::gpu;
   for (std::size_t i = 0; i < subs.size(); ++i)
     for (std::size_t v = 0; v < subs[i].result.variants.size(); ++v)
       for (bool hidden : {false, true}) {

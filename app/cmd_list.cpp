@@ -58,7 +58,7 @@ int run(const std::vector<std::string>& args) {
     char lesson[8];
     std::snprintf(lesson, sizeof lesson, "%02d", v.info.lesson);
     table.print_row({lesson, v.info.op, device_name(v.info.device), v.info.name,
-                     v.info.device == Device::cuda ? "-" : v.info.threads == Threads::all ? "all" : "1", v.info.baseline ? "yes" : "", v.info.idea});
+                     v.info.device == Device::gpu ? "-" : v.info.threads == Threads::all ? "all" : "1", v.info.baseline ? "yes" : "", v.info.idea});
   }
   if (variants.empty()) std::cout << "(no variants registered in this build)\n";
   else std::cout << "\n" << variants.size() << " variants; run one with `convlab run OP/DEVICE/NAME`\n";

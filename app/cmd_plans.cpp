@@ -1,6 +1,6 @@
 // app/cmd_plans.cpp — `convlab plans convfirst --shape SPEC`: the tensor machine
 // of lesson 10 as text. For one ConvFirst block it prints each execution plan
-// the op's descriptor lists (core/ops/convfirst.hpp: layer by layer, fused,
+// the op's descriptor lists (ops/convfirst.hpp: layer by layer, fused,
 // large-C): where every tensor lives (DRAM, global = L2/DSMEM, local =
 // shared memory/registers), the plan's kernels with their MACs and DRAM
 // bytes, the on-chip global traffic, and the waterline-attainable time on
@@ -19,7 +19,7 @@
 #include "app/commands.hpp"
 #include "app/common.hpp"
 #include "core/json.hpp"
-#include "core/ops/convfirst.hpp"
+#include "ops/convfirst.hpp"
 #include "core/probe.hpp"
 
 namespace convlab::app {

@@ -78,7 +78,7 @@ double to_ms(double time, const std::string& unit) {
   throw std::runtime_error("unknown time_unit '" + unit + "'");
 }
 
-// "conv2d/cuda/05_implicit_gemm_f32/n32..._f32/manual_time" → the first four parts.
+// "conv2d/gpu/04a_implicit_gemm/n32..._f32/manual_time" → the first four parts.
 std::string benchmark_id(const std::string& name) {
   const std::vector<std::string> parts = split(name, '/');
   if (parts.size() < 4) return name;

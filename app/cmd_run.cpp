@@ -31,8 +31,8 @@ void print_help(std::ostream& out) {
          "intensity (min(peak, intensity x bandwidth), Eq. 10) and the % of it reached,\n"
          "and workspace.\n"
          "\n"
-         "TARGET   OP/DEVICE/NAME  one variant, e.g. conv2d/cpu/02_openmp\n"
-         "         OP/DEVICE       every variant of OP on DEVICE (cpu or cuda), e.g. conv2d/cpu\n"
+         "TARGET   OP/DEVICE/NAME  one variant, e.g. conv2d/cpu/01b_openmp\n"
+         "         OP/DEVICE       every variant of OP on DEVICE (cpu or gpu), e.g. conv2d/cpu\n"
          "         OP              every variant of OP, e.g. conv2d\n"
          "\n"
          "--shape SPEC   the problem as key=value pairs; missing keys take the operation's\n"
@@ -46,7 +46,7 @@ void print_help(std::ostream& out) {
          "               --shape then gives only what they cannot say (conv2d: stride=2,pad=1;\n"
          "               groups = C / w's last dimension). With OP or OP/DEVICE, the first\n"
          "               variant in lesson order that supports the inputs is used (on the CPU\n"
-         "               unless DEVICE says cuda).\n"
+         "               unless DEVICE says gpu).\n"
          "--out FILE     write the first output as .npy (needs --in or a single variant)\n"
          "\n"
          "Operations, their inputs, and their full default spec:\n";
@@ -58,7 +58,7 @@ void print_help(std::ostream& out) {
   }
   out << "\n"
          "Examples:\n"
-         "  convlab run conv2d/cpu/02_openmp --shape N=8,H=28,W=28,C=128,K=128\n"
+         "  convlab run conv2d/cpu/01b_openmp --shape N=8,H=28,W=28,C=128,K=128\n"
          "  convlab run conv2d --in x.npy,w.npy --shape stride=2,pad=1 --out y.npy\n"
          "\n"
          "Exit status: 0 all checks passed, 1 a check failed or a run could not be done,\n"

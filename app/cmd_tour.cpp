@@ -6,7 +6,9 @@
 // story of the course: each idea, what it bought, and how far from the
 // machine's measured peak it still is.
 #include <algorithm>
+#include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -24,8 +26,81 @@ namespace {
 
 constexpr uint64_t kTourSeed = 1;  // one seed: variants on the same shape share inputs and one reference
 
+// ---- the last committed H200 figures ---------------------------------------------------
+//
+// Without a GPU the GPU rows cannot run; so that the ladder still shows, each
+// such row gets the figure the committed H200 snapshot (bench/results/h200/)
+// holds for the same variant and shape, marked with that run's revision and date.
+
+struct CommittedFigure {
+  double ms = 0, gflops = 0;
+  std::string origin;  // "H200 rev 5f2fcb5 2026-11-30"
+};
+
+std::string results_dir() {
+  if (const char* dir = std::getenv("CONVLAB_GPU_RESULTS")) return dir;
+#ifdef CONVLAB_SOURCE_DIR
+  return std::string(CONVLAB_SOURCE_DIR) + "/bench/results/h200";
+#else
+  return "bench/results/h200";
+#endif
+}
+
+std::string short_rev(std::string rev) {
+  if (rev.empty()) return "?";
+  return rev.size() > 7 && rev.find(' ') == std::string::npos ? rev.substr(0, 7) : rev;
+}
+
+// "op/gpu/name/label" -> the newest committed figure; empty when there is no snapshot.
+std::map<std::string, CommittedFigure> committed_gpu_figures() {
+  std::map<std::string, CommittedFigure> figures;
+  std::error_code ec;
+  const std::filesystem::path dir = results_dir();
+  if (!std::filesystem::is_directory(dir, ec)) return figures;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.path().extension() != ".json") continue;
+    json::Value doc;
+    try {
+      doc = json::parse_file(entry.path().string());
+    } catch (const std::exception&) {
+      continue;  // not ours to judge here; scripts/lesson_tables.py reports broken files
+    }
+    const json::Value* list = doc.find("benchmarks");
+    const json::Value* context = doc.find("context");
+    if (!list || list->kind != json::Value::Kind::array) continue;
+    const auto text_of = [](const json::Value* v, const char* key) {
+      const json::Value* x = v ? v->find(key) : nullptr;
+      return x && x->is_string() ? x->text : std::string();
+    };
+    const json::Value* sources = context ? context->find("source_runs") : nullptr;
+    for (const json::Value& b : list->items) {
+      const json::Value* type = b.find("run_type");
+      if ((type && type->is_string() && type->text != "iteration") || b.find("error_occurred")) continue;
+      std::string name = text_of(&b, "run_name");
+      if (name.empty()) name = text_of(&b, "name");
+      // op/gpu/variant/label[/manual_time]: keep the first four parts
+      std::size_t cut = 0;
+      for (int parts = 0; parts < 4 && cut != std::string::npos; ++parts) cut = name.find('/', cut ? cut + 1 : 0);
+      const std::string key = cut == std::string::npos ? name : name.substr(0, cut);
+      const json::Value* time = b.find("real_time");
+      const json::Value* rate = b.find("FLOP/s");
+      if (!time || !time->is_number()) continue;
+      const std::string unit = text_of(&b, "time_unit");
+      const double scale = unit == "ns" ? 1e-6 : unit == "us" ? 1e-3 : unit == "s" ? 1e3 : 1.0;
+      CommittedFigure f;
+      f.ms = time->number * scale;
+      f.gflops = rate && rate->is_number() ? rate->number / 1e9 : 0;
+      const std::string source = text_of(&b, "source_run");
+      const json::Value* run = sources && !source.empty() ? sources->find(source) : context;
+      f.origin = "H200 rev " + short_rev(text_of(run, "git_rev")) + " " + text_of(run, "date").substr(0, 10);
+      figures[key] = f;
+    }
+  }
+  return figures;
+}
+
 void print_help(std::ostream& out) {
-  out << "usage: convlab tour [--device cpu|cuda|all] [--reps N] [--json FILE]\n"
+  out << "usage: convlab tour [--device cpu|gpu|all] [--reps N] [--json FILE]\n"
          "\n"
          "Runs every registered variant on its lesson's tour shape for its device (the\n"
          "first of its operation's tour shapes that it supports), checks it against the\n"
@@ -36,7 +111,7 @@ void print_help(std::ostream& out) {
          "shape. Library baselines are marked. GPU variants without a GPU, and variants\n"
          "that do not support the tour shape, get a row that says so.\n"
          "\n"
-         "--device D   cpu, cuda or all (default all)\n"
+         "--device D   cpu, gpu or all (default all)\n"
          "--reps N     timed repetitions per variant; default: at least 3 and 100 ms\n"
          "--json FILE  also write every row, the machine's peaks and the date as JSON\n"
          "\n"
@@ -84,8 +159,8 @@ int run(const std::vector<std::string>& args) {
   const ParsedArgs parsed = parse_args(args, {{"--json", true}, {"--device", true}, {"--reps", true}}, "tour");
   if (!parsed.positional.empty()) throw UsageError("`convlab tour` takes no arguments, got '" + parsed.positional[0] + "'");
   const std::string device_filter = parsed.get("--device", "all");
-  if (device_filter != "all" && device_filter != "cpu" && device_filter != "cuda")
-    throw UsageError("--device wants cpu, cuda or all, got '" + device_filter + "'");
+  if (device_filter != "all" && device_filter != "cpu" && device_filter != "gpu")
+    throw UsageError("--device wants cpu, gpu or all, got '" + device_filter + "'");
   RepetitionPolicy reps;
   reps.exact_reps = int(parsed.get_int("--reps", -1, 0, 1000000));
 
@@ -132,6 +207,8 @@ int run(const std::vector<std::string>& args) {
                                    {"", 8}});
 
   std::vector<Measurement> rows;
+  const std::map<std::string, CommittedFigure> h200 = committed_gpu_figures();
+  int shown_committed = 0;
   // (lesson, op, device, shape) → median ms of the first rung, or -1
   std::map<std::tuple<int, std::string, Device, std::string>, double> first_rung_ms;
   int current_lesson = -1, failures = 0, ok = 0, skipped = 0, noisy = 0;
@@ -170,6 +247,13 @@ int run(const std::vector<std::string>& args) {
                        spread_cell(m), format_rate(m.rates.gflops), format_percent(m.rates.pct_peak),
                        m.speedup > 0 ? format_fixed(m.speedup, m.speedup >= 10 ? 1 : 2) + "x" : "-", note});
       if (m.status == Status::fail) table.print_note(m.message + " (inputs: seed " + std::to_string(kTourSeed) + ")");
+    } else if (auto it = h200.find(v.info.id() + "/" + (specs[i].empty() ? "" : v.op->label(specs[i])));
+               v.info.device == Device::gpu && m.status == Status::skipped && it != h200.end()) {
+      // Not run here: the last committed H200 figure, marked as such.
+      table.print_row({lesson_cell, v.info.id(), v.op->label(specs[i]), status_name(m.status),
+                       format_ms(it->second.ms), "-", format_rate(it->second.gflops), "-", "-",
+                       "[" + it->second.origin + "]" + (note.empty() ? "" : " " + note)});
+      ++shown_committed;
     } else {
       table.print_row(lead, (note.empty() ? "" : "[" + note + "] ") + m.message);
     }
@@ -179,11 +263,32 @@ int run(const std::vector<std::string>& args) {
     else ++skipped;
     rows.push_back(m);
   }
+  // A build without CUDA registers no GPU rung: show the GPU ladder from the snapshot instead.
+  const bool any_gpu = std::any_of(variants.begin(), variants.end(), [](const VariantRef& v) { return v.info.device == Device::gpu; });
+  if (!any_gpu && device_filter != "cpu" && !h200.empty()) {
+    std::cout << "\nThe GPU ladder, from the last committed H200 snapshot (this build has no GPU variants; "
+                 "not measured here):\n";
+    for (const OpHandle* op : all_ops())
+      for (const std::string& spec : op->shapes(ShapeTable::tour, Device::gpu)) {
+        const std::string prefix = op->name() + "/gpu/";
+        const std::string label = op->label(spec);
+        for (const auto& [key, figure] : h200)
+          if (key.rfind(prefix, 0) == 0 && key.size() > label.size() + 1 &&
+              key.compare(key.size() - label.size() - 1, std::string::npos, "/" + label) == 0) {
+            std::cout << "  " << key << "  " << format_ms(figure.ms) << " ms  " << format_rate(figure.gflops)
+                      << " GFLOP/s  [" << figure.origin << "]\n";
+            ++shown_committed;
+          }
+      }
+  }
   if (variants.empty()) std::cout << "\n(no variants registered for --device " << device_filter << ")\n";
   std::cout << "\n" << ok << " ok, " << failures << " failed, " << skipped << " skipped or unsupported\n";
   if (noisy > 0)
     std::cout << noisy << " row(s) marked noisy: their repetitions spread by more than "
               << format_percent(100 * kNoisyCv) << " (coefficient of variation); rerun them on a quiet machine\n";
+  if (shown_committed)
+    std::cout << shown_committed << " GPU rows show the last committed H200 figure, marked [H200 rev DATE]: "
+              << "not measured here (" << results_dir() << ")\n";
   if (const std::string note = busy_note(sample_load()); !note.empty()) std::cout << "after the tour, " << note << "\n";
 
   if (!json_path.empty()) {

@@ -98,8 +98,9 @@ std::vector<VariantRef> all_variants() {
 
 Device parse_device(const std::string& text) {
   if (text == "cpu") return Device::cpu;
-  if (text == "cuda" || text == "gpu") return Device::cuda;
-  throw UsageError("unknown device '" + text + "' (expected cpu or cuda)");
+  if (text == "gpu") return Device::gpu;
+  if (text == "cuda") throw UsageError("the device 'cuda' is now called 'gpu' (e.g. conv2d/gpu/04a_implicit_gemm; docs/renames.md)");
+  throw UsageError("unknown device '" + text + "' (expected cpu or gpu)");
 }
 
 namespace {
@@ -115,7 +116,7 @@ std::string known_ops() {
 Target resolve_target(const std::string& text) {
   const std::vector<std::string> parts = split(text, '/');
   if (parts.size() > 3 || std::any_of(parts.begin(), parts.end(), [](const std::string& p) { return p.empty(); }))
-    throw UsageError("'" + text + "' is not OP, OP/DEVICE or OP/DEVICE/NAME (e.g. conv2d/cpu/02_openmp; see `convlab list`)");
+    throw UsageError("'" + text + "' is not OP, OP/DEVICE or OP/DEVICE/NAME (e.g. conv2d/cpu/01b_openmp; see `convlab list`)");
   Target t;
   t.op = find_op(parts[0]);
   if (!t.op) throw UsageError("unknown operation '" + parts[0] + "' (known: " + known_ops() + "; see `convlab list`)");

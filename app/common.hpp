@@ -76,7 +76,7 @@ Target resolve_target(const std::string& text);
 // (the row then says unsupported); "" when the op has no tour shape there.
 std::string tour_shape_for(const VariantRef& v);
 
-Device parse_device(const std::string& text);  // "cpu" | "cuda"; UsageError otherwise
+Device parse_device(const std::string& text);  // "cpu" | "gpu"; UsageError otherwise ("cuda": renamed)
 
 // "no CUDA device visible" (and why, when this build has no CUDA at all).
 std::string no_gpu_reason();

@@ -59,7 +59,7 @@ void print_main_help(std::ostream& out) {
     out << "  " << name << std::string(width + 2 - name.size(), ' ') << c->summary << "\n";
   }
   out << "\n"
-         "Variants are named OP/DEVICE/NAME, e.g. conv2d/cpu/02_openmp; `convlab list` shows them all.\n"
+         "Variants are named OP/DEVICE/NAME, e.g. conv2d/cpu/01b_openmp; `convlab list` shows them all.\n"
          "Exit status: 0 success, 1 a check failed or something could not be done, 2 a usage error.\n";
 }
 

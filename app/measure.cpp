@@ -88,7 +88,7 @@ Measurement measure_variant(const VariantRef& v, const std::string& spec, uint64
   m.seed = seed;
   if (!strict) {
     m.label = v.op->label(spec);
-    if (v.info.device == Device::cuda && cuda_device_count() == 0) {
+    if (v.info.device == Device::gpu && cuda_device_count() == 0) {
       m.status = Status::skipped;
       m.message = no_gpu_reason();
       return m;

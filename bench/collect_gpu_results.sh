@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# bench/collect_gpu_results.sh — file a GPU run's output under bench/results/.
+# bench/collect_gpu_results.sh — file a GPU run as the machine's one current snapshot.
 #
 #   bench/collect_gpu_results.sh OUT_DIR
 #
 # OUT_DIR is the folder bench/run_gpu.sh wrote (the run tool's fetched $OUT).
-# The results land in bench/results/<YYYY-MM-DD>-<gpu>/ (e.g. 2025-06-01-h200/),
-# the date and GPU name taken from the benchmark JSON's context when present,
-# otherwise from environment.txt / today. Existing files are not overwritten:
-# a second run on the same day goes to <YYYY-MM-DD>-<gpu>-2/, and so on.
+# The results REPLACE bench/results/<gpu>/ (e.g. h200/): one run at one
+# revision is what every lesson table, notebook and the tour draw from; git
+# keeps the earlier snapshots. The GPU name, date and revision come from the
+# benchmark JSON's context when present, otherwise from environment.txt /
+# today, and are written into the folder's README.md.
 # Copied: bench-gpu.json, gpu-tests.xml, summary.txt, environment.txt,
-# probe.json and sanitize.log; gpu-tests.log and logs.tar.gz stay behind.
+# probe.json, sanitize.log, sdpa-torch.json and efficiency-gap.json;
+# gpu-tests.log and logs.tar.gz stay behind.
 set -euo pipefail
 
 if (($# != 1)) || [[ ! -d $1 ]]; then
@@ -20,13 +22,13 @@ src=$1
 repo=$(cd "$(dirname "$0")/.." && pwd)
 
 # Date and GPU name: from the JSON context if there is one.
-read -r run_date gpu_name < <(python3 - "$src" <<'EOF'
+read -r run_date run_rev gpu_name < <(python3 - "$src" <<'EOF'
 import datetime, json, pathlib, re, sys
 src = pathlib.Path(sys.argv[1])
-date, gpu = "", ""
+date, gpu, rev = "", "", ""
 try:
     context = json.loads((src / "bench-gpu.json").read_text()).get("context", {})
-    date, gpu = context.get("date", "")[:10], context.get("gpu_name", "")
+    date, gpu, rev = context.get("date", ""), context.get("gpu_name", ""), context.get("git_rev", "")
 except (OSError, ValueError):
     pass
 if not gpu:  # "GPU 0: NVIDIA H200 (UUID: ...)" in environment.txt
@@ -35,28 +37,40 @@ if not gpu:  # "GPU 0: NVIDIA H200 (UUID: ...)" in environment.txt
         gpu = match.group(1) if match else ""
     except OSError:
         pass
-date = date or datetime.date.today().isoformat()
-print(date, gpu or "unknown-gpu")
+date = date or datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+print(date, rev or "unknown", gpu or "unknown-gpu")
 EOF
 )
 
 # "NVIDIA H200 NVL" -> "h200-nvl"
 slug=$(tr '[:upper:]' '[:lower:]' <<<"$gpu_name" | sed -e 's/nvidia//g' -e 's/[^a-z0-9]\+/-/g' -e 's/^-*//' -e 's/-*$//')
-dest="$repo/bench/results/$run_date-${slug:-gpu}"
-suffix=2
-base=$dest
-while [[ -e $dest ]]; do
-  dest="$base-$suffix"
-  suffix=$((suffix + 1))
-done
+# "h200-nvl" -> "h200": the snapshot folder is named after the GPU model.
+slug=${slug%%-*}
+dest="$repo/bench/results/${slug:-gpu}"
+rm -rf "$dest"   # the previous snapshot leaves the tree; git keeps it
 mkdir -p "$dest"
 
 copied=0
-for file in bench-gpu.json gpu-tests.xml summary.txt environment.txt probe.json sanitize.log; do
+for file in bench-gpu.json gpu-tests.xml summary.txt environment.txt probe.json sanitize.log sdpa-torch.json efficiency-gap.json; do
   if [[ -f $src/$file ]]; then
     cp "$src/$file" "$dest/"
     copied=$((copied + 1))
   fi
 done
-echo "copied $copied file(s) to ${dest#"$repo"/} (GPU: $gpu_name, date: $run_date)"
+cat > "$dest/README.md" <<EOF_README
+# The current GPU snapshot: $gpu_name
+
+One \`bench/run_gpu.sh\` run: revision $run_rev, $run_date. Every GPU table in the
+lessons, the notebooks and the tour's "last H200 figure" column come from these files.
+Filed by \`bench/collect_gpu_results.sh\`; the previous snapshot is in git history.
+
+| file | what |
+|---|---|
+| bench-gpu.json | Google Benchmark JSON of every GPU benchmark |
+| gpu-tests.xml, summary.txt | the GPU tests (JUnit) and the run's summary |
+| probe.json, environment.txt | the measured peaks; GPU, driver, compiler |
+| sanitize.log | compute-sanitizer memcheck and racecheck (with --sanitize) |
+| sdpa-torch.json, efficiency-gap.json | PyTorch's rows (lessons 09 and 13), when run |
+EOF_README
+echo "copied $copied file(s) to ${dest#"$repo"/} (GPU: $gpu_name, revision $run_rev, date: $run_date)"
 [[ -f $dest/bench-gpu.json ]] || echo "note: no bench-gpu.json in $src; the notebooks will have nothing to plot from this run" >&2

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The ConvFirst block in PyTorch, eager and torch.compile, in the suite's JSON format.
 
-The same block as convlab's `convfirst` op (core/ops/convfirst.hpp, the oracle
+The same block as convlab's `convfirst` op (ops/convfirst.hpp, the oracle
 ref::convfirst_block in reference/blocks.hpp), built from PyTorch modules the
 way a model would hold it, BN folded, channels-last:
 
@@ -31,7 +31,7 @@ way a model would hold it, BN folded, channels-last:
              the weights and y once (the fused plan's DRAM floor)
 
 Output: Google Benchmark JSON, one row per (baseline, shape), named
-`convfirst/cuda/<baseline>/<label>/manual_time`, real_time in ms, counters FLOP/s,
+`convfirst/gpu/<baseline>/<label>/manual_time`, real_time in ms, counters FLOP/s,
 bytes/s, intensity, rel_l2, baseline=1. On the lent H200, from the repository root:
 
     PYTHONUNBUFFERED=1 python3 bench/convfirst_torch.py --convlab /tmp/b/convlab --out $OUT/convfirst-torch.json
@@ -153,7 +153,7 @@ def make_input(torch, s, dtype, device, seed=7):
 
 
 def convlab_layouts(p, s):
-    """The parameters in convlab's layouts (core/ops/convfirst.hpp), as float32 numpy arrays, in input order."""
+    """The parameters in convlab's layouts (ops/convfirst.hpp), as float32 numpy arrays, in input order."""
     import numpy as np
     N, H, W, C, hid, Co, st = s
     arrays = [
@@ -268,7 +268,7 @@ def main():
     for name, build in variants:
         for s in shapes:
             forward, x, ref = blocks[s]
-            row_name = f"convfirst/cuda/{name}/{label(s, args.act)}/manual_time"
+            row_name = f"convfirst/gpu/{name}/{label(s, args.act)}/manual_time"
             row = {"name": row_name, "run_name": row_name, "run_type": "iteration", "repetitions": 1,
                    "repetition_index": 0, "threads": 1, "label": label(s, args.act)}
             left = args.budget_s - (time.time() - begin)

@@ -20,7 +20,7 @@ latency t_i = N / R (Eq. 1) and its waterline bound T_min (Eq. 12):
 
 Output: Google Benchmark JSON, the suite's format (bench/README.md). One row per
 (network, mode), named `network/<device>/<variant>/<net>_b<batch>_<dtype>`, e.g.
-`network/cuda/torch_inductor/efficientnet_b0_b128_f16`; `real_time` is the median
+`network/gpu/torch_inductor/efficientnet_b0_b128_f16`; `real_time` is the median
 latency of one batch in ms, `cpu_time` the median host wall time of the same
 calls. Each row also carries the network's name as `convlab waterline` knows it,
 its resolution, PyTorch's parameter count (to cross-check analysis/models.cpp),
@@ -121,7 +121,8 @@ def now_iso():
 
 
 def bench_name(device, mode, network, batch, dtype):
-    return f"network/{device}/{VARIANT[mode]}/{network}_b{batch}_{dtype}"
+    # convlab calls the device "gpu" in every name; torch calls it "cuda".
+    return f"network/{'gpu' if device == 'cuda' else device}/{VARIANT[mode]}/{network}_b{batch}_{dtype}"
 
 
 # ---- one measurement ----------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 //
 // At start-up one benchmark is registered per (operation, variant, shape of the
 // operation's bench table that the variant supports), named
-//   op/device/variant/label        e.g. conv2d/cpu/02_openmp/n8h56w56c64_k64r3s3_str1pad1g1_f32
+//   op/device/variant/label        e.g. conv2d/cpu/01b_openmp/n8h56w56c64_k64r3s3_str1pad1g1_f32
 // Nothing here names a variant: a new file in cpu/ or gpu/ is benchmarked with
 // no edit. Benchmarks of one shape are registered next to each other, so the
 // variants of that shape share one double-precision reference (see harness.hpp).
@@ -72,13 +72,13 @@ std::vector<BenchTarget> collect_targets(int& left_out_gpu) {
   left_out_gpu = 0;
   for (const OpHandle* op : all_ops()) {
     const std::vector<VariantInfo> variants = op->variants();
-    for (Device device : {Device::cpu, Device::cuda}) {
+    for (Device device : {Device::cpu, Device::gpu}) {
       for (const std::string& spec : op->shapes(ShapeTable::bench, device)) {
         const DType dtype = op->input_specs(spec).front().dtype;
         for (std::size_t i = 0; i < variants.size(); ++i) {
           if (variants[i].device != device) continue;
           if (!op->unsupported_reason(i, spec).empty()) continue;
-          if (device == Device::cuda && !have_gpu) {
+          if (device == Device::gpu && !have_gpu) {
             ++left_out_gpu;
             continue;
           }
@@ -96,7 +96,7 @@ void register_benchmarks(const std::vector<BenchTarget>& targets) {
     benchmark::internal::Benchmark* b = benchmark::RegisterBenchmark(
         name.c_str(), [target](benchmark::State& state) { bench::measure_case(state, target); });
     b->Unit(benchmark::kMillisecond);
-    if (target.info.device == Device::cuda)
+    if (target.info.device == Device::gpu)
       b->UseManualTime();  // CUDA-event time of the kernel alone
     else
       b->UseRealTime();    // threaded variants: CPU time would add up every thread

@@ -158,7 +158,7 @@ void measure_case(benchmark::State& state, const BenchTarget& t) {
     ICase* c = prepare_case(state, t, name);
     if (c == nullptr) return;
 
-    const bool on_gpu = t.info.device == Device::cuda;
+    const bool on_gpu = t.info.device == Device::gpu;
     double total_ms = 0;
     std::vector<double> samples_ms;
     samples_ms.reserve(std::size_t(state.max_iterations < 100000 ? state.max_iterations : 100000));

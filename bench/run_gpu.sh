@@ -11,10 +11,10 @@
 # the next one still runs, except after a failed build. The summary is printed
 # last; the exit status is 0 only if every stage passed.
 #
-#   --only REGEX   which tests/benchmarks to run (default '/cuda/|GPU|Winograd': every GPU
+#   --only REGEX   which tests/benchmarks to run (default '/gpu/|GPU|Winograd': every GPU
 #                  variant's test and benchmark, plus the lesson tests that need a GPU or
 #                  print GPU rows: "...every GPU softmax variant...", "...error of Winograd..."),
-#                  matched against names such as gemm/cuda/05_register_blocking
+#                  matched against names such as gemm/gpu/03j_register_blocking_2d
 #   --no-tests, --no-bench   skip a stage (e.g. a build-only first call)
 #   --sanitize     also compute-sanitizer memcheck + racecheck on `convlab_tests "[gpu]"`
 #
@@ -38,7 +38,7 @@ set -euo pipefail
 sanitize=0
 run_tests=1
 run_bench=1
-only='/cuda/|GPU|Winograd'
+only='/gpu/|GPU|Winograd'
 while (($#)); do
   case "$1" in
     --sanitize) sanitize=1 ;;
@@ -205,9 +205,9 @@ EOF
   if ((run_bench)); then
     note "GPU benchmarks -> bench-gpu.json"
     stage_start=$SECONDS
-    # Benchmark names are op/cuda/variant/shape plus Google Benchmark's /manual_time.
+    # Benchmark names are op/gpu/variant/shape plus Google Benchmark's /manual_time.
     mapfile -t names < <("$build/convlab_bench" --benchmark_list_tests --benchmark_filter="$only" 2>/dev/null |
-                         awk -F/ '$2 == "cuda" { print $1 "/" $2 "/" $3 "/" $4 }')
+                         awk -F/ '$2 == "gpu" { print $1 "/" $2 "/" $3 "/" $4 }')
     if ((${#names[@]} == 0)); then
       record bench FAILED "no GPU benchmark matches '$only' (is a device visible?)"
     else

@@ -9,7 +9,7 @@ cuBLAS baseline:
   back ends  flash  -> variant torch_sdpa_flash   (FlashAttention-2, Dao's kernels)
              cudnn  -> variant torch_sdpa_cudnn   (cuDNN's fused attention)
              efficient, math on request (--backends)
-  shapes     the fp16 rows of the attention op's GPU bench table (core/ops/attention.cpp):
+  shapes     the fp16 rows of the attention op's GPU bench table (ops/attention.cpp):
              B=4, H=16, N=4096, d=128 non-causal and causal, d=64 non-causal; that
              table also has bf16 d=128 and an fp32 N=1024 row, which lesson 09 does
              not compare (override with --shapes "B,H,N,d,causal,dtype;...")
@@ -23,7 +23,7 @@ cuBLAS baseline:
   timing     CUDA events around one call, the L2 flushed (256 MB written)
              before each repetition like convlab_bench; warm-up calls first; the
              median of --reps repetitions is real_time.
-  FLOPs      convlab's convention (core/ops/attention.hpp): 4*d per visible
+  FLOPs      convlab's convention (ops/attention.hpp): 4*d per visible
              (query, key) pair: 4*B*H*N^2*d non-causal, about half of it causal.
   check      each result is compared, on its first and last (b, h) head, with
              a float64 computation of the same formula; the relative L2 error is
@@ -31,7 +31,7 @@ cuBLAS baseline:
 
 Output: Google Benchmark JSON as bench/README.md describes: context (date, host,
 GPU, torch/CUDA/cuDNN versions) and one row per (back end, shape), named
-`attention/cuda/<variant>/<label>/manual_time` with real_time in ms, FLOP/s,
+`attention/gpu/<variant>/<label>/manual_time` with real_time in ms, FLOP/s,
 bytes/s, intensity, pct_peak (against --peak-tflops when given) and
 workspace_bytes 0. A back end that cannot run a shape gets a row with
 error_occurred and error_message; the run goes on.
@@ -107,7 +107,7 @@ def spec(s):
     return f"B={s['B']},H={s['H']},Nq={s['N']},Nk={s['N']},d={s['d']},causal={int(s['causal'])},dtype={s['dtype']}"
 
 
-def flops(s):  # 4·d per visible pair, top-left causal (core/ops/attention.hpp)
+def flops(s):  # 4·d per visible pair, top-left causal (ops/attention.hpp)
     n = s["N"]
     pairs = n * (n + 1) / 2 if s["causal"] else n * n
     return 4.0 * s["d"] * s["B"] * s["H"] * pairs
@@ -196,7 +196,7 @@ def main():
     for s in shapes:
         for name in wanted:
             attr, variant = BACKENDS[name]
-            row_name = f"attention/cuda/{variant}/{label(s)}/manual_time"
+            row_name = f"attention/gpu/{variant}/{label(s)}/manual_time"
             row = {"name": row_name, "run_name": row_name, "run_type": "iteration", "repetitions": 1,
                    "repetition_index": 0, "threads": 1, "label": spec(s)}
             try:

@@ -1,15 +1,15 @@
-// bench/tune_sgemm_tiles.cu — sweep the tile shapes of lesson 03's fp32 SGEMM (rung 08).
+// bench/tune_sgemm_tiles.cu — sweep the tile shapes of lesson 03's fp32 SGEMM (rung 03m).
 //
 //   build-gpu/convlab_tune_sgemm [--size N] [--reps R] [--json FILE]
 //
-// Rung 08's kernel (gpu/gemm/sgemm_double_buffered.cuh) takes its tile shapes
+// Rung 03m's kernel (gpu/lib/sgemm_double_buffered.cuh) takes its tile shapes
 // as a template parameter. This program instantiates a handful of them, checks
 // each against cuBLAS's SGEMM (TF32 off) on the same random N×N×N problem and
 // on an odd-sized one, times each with CUDA events (median of R runs after two
 // warm-ups, cuBLAS timed in between the same way), and prints one row per
 // shape: time, TFLOP/s, ratio to cuBLAS, registers and spills. It answers
 // "which tiles should DefaultTiles be?" in one GPU call; the benchmarks
-// (convlab_bench) then measure the chosen one properly. bench/NOTES.md keeps
+// (convlab_bench) then measure the chosen one properly. lessons/03-gemm/NOTES.md keeps
 // the predictions and the answers.
 //
 // Exit status: 0 when every shape matched cuBLAS, 1 when one did not,
@@ -28,8 +28,8 @@
 #include <vector>
 
 #include "core/device.hpp"
-#include "gpu/common/cublas_handle.cuh"
-#include "gpu/gemm/sgemm_double_buffered.cuh"
+#include "gpu/lib/cublas_handle.cuh"
+#include "gpu/lib/sgemm_double_buffered.cuh"
 
 namespace {
 
@@ -54,7 +54,7 @@ Candidate candidate(const char* name) {
 std::vector<Candidate> candidates() {
   using db::Tiles;
   return {
-      candidate<Tiles<128, 128, 8, 64, 32, 2>>("128x128x8 w64x32 b2 (rung 07's)"),
+      candidate<Tiles<128, 128, 8, 64, 32, 2>>("128x128x8 w64x32 b2 (rung 03l's)"),
       candidate<Tiles<128, 128, 16, 64, 32, 2>>("128x128x16 w64x32 b2"),
       candidate<Tiles<128, 128, 8, 32, 64, 2>>("128x128x8 w32x64 b2"),
       candidate<Tiles<128, 128, 16, 32, 64, 2>>("128x128x16 w32x64 b2"),

@@ -17,7 +17,7 @@ endfunction()
 # the sm_90a one (CMakeLists.txt) is named here too.
 function(convlab_add_program name)
   add_executable(${name} ${ARGN})
-  target_link_libraries(${name} PRIVATE convlab_variants convlab_core)
+  target_link_libraries(${name} PRIVATE convlab_variants convlab_ops)
   if(TARGET convlab_variants_sm90a)
     target_link_libraries(${name} PRIVATE convlab_variants_sm90a)
   endif()
@@ -68,7 +68,7 @@ function(convlab_sm90a_archs out_var)
     elseif(arch MATCHES "^(native|all|all-major)$")
       message(WARNING
         "convlab: CONVLAB_CUDA_ARCHS=${arch} never selects sm_90a, so the files named *wgmma*.cu "
-        "(attention rung 04_flash_wgmma and the wgmma probe) get no sm_90a code and will not run, even on "
+        "(attention rung 09d_flash_wgmma and the wgmma probe) get no sm_90a code and will not run, even on "
         "an H100/H200. To build them, configure with an explicit 90 in CONVLAB_CUDA_ARCHS "
         "(-DCONVLAB_CUDA_ARCHS=90); files named *wgmma*.cu are then built for sm_90a.")
     endif()

@@ -13,8 +13,10 @@
 
 namespace convlab {
 
-enum class Device { cpu, cuda };
-inline const char* device_name(Device d) { return d == Device::cpu ? "cpu" : "cuda"; }
+// One name per device everywhere: the folder gpu/, the id op/gpu/name, the test
+// tag [gpu] and the benchmark name op/gpu/name/shape.
+enum class Device { cpu, gpu };
+inline const char* device_name(Device d) { return d == Device::cpu ? "cpu" : "gpu"; }
 
 struct DeviceError : std::runtime_error {
   using std::runtime_error::runtime_error;

@@ -4,7 +4,7 @@
 // The app, the tests and the benchmarks all go through ICase and OpHandle, so
 // there is exactly one place where inputs are drawn, outputs poisoned, data
 // moved to the GPU, and results compared. The typed side (Case<P>,
-// OpHandleImpl<P>) is compiled once per operation, in core/ops/<op>.cpp.
+// OpHandleImpl<P>) is compiled once per operation, in ops/<op>.cpp.
 #pragma once
 
 #include <algorithm>
@@ -100,7 +100,7 @@ template <class P> class Case final : public ICase {
   Case(const Variant<P>& v, VariantInfo info, const P& p, std::vector<Tensor> host_inputs, std::string ref_key)
       : v_(v), info_(std::move(info)), p_(p), host_in_(std::move(host_inputs)), ref_key_(std::move(ref_key)) {
     using Traits = OpTraits<P>;
-    if (v_.device == Device::cuda) require_cuda_device();
+    if (v_.device == Device::gpu) require_cuda_device();
     for (const Tensor& t : host_in_) in_.push_back(t.to(v_.device));
     for (const TensorSpec& s : Traits::outputs(p_)) out_.emplace_back(s.shape, s.dtype, v_.device);
     out_specs_ = Traits::outputs(p_);
@@ -125,11 +125,11 @@ template <class P> class Case final : public ICase {
   void launch() override { v_.run(p_, args_); }
   void run() override {
     launch();
-    if (v_.device == Device::cuda) device_synchronize(info_.id().c_str());
+    if (v_.device == Device::gpu) device_synchronize(info_.id().c_str());
   }
 
   CompareResult verify() override {
-    if (v_.device == Device::cuda) device_synchronize(info_.id().c_str());
+    if (v_.device == Device::gpu) device_synchronize(info_.id().c_str());
     compute_reference();
     CompareResult worst;
     for (std::size_t i = 0; i < out_.size(); ++i) {

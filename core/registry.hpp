@@ -2,7 +2,7 @@
 //
 // A variant file ends with one line such as
 //
-//   static const Register<ConvProblem> reg{{.name = "02_openmp", .device = Device::cpu,
+//   static const Register<ConvProblem> reg{{.name = "01b_openmp", .device = Device::cpu,
 //                                           .lesson = 1, .supports = f32_only, .run = run}};
 //
 // and from then on the tests, the benchmarks, `convlab list/run/tour` and the
@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstddef>
+#include <source_location>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,12 +27,12 @@ enum class ShapeTable { test, bench, tour };
 
 // Per operation: the typed buffers a variant receives (Args<P>) and how the
 // harness builds, checks and names problems (OpTraits<P>). Both are specialised
-// in core/ops/<op>.hpp.
+// in ops/<op>.hpp.
 template <class P> struct Args;
 template <class P> struct OpTraits;
 
 template <class P> struct Variant {
-  std::string name;                              // "01_seven_loop"; baselines: the library's name
+  std::string name;                              // "01a_seven_loop"; baselines: the library's name
   Device device = Device::cpu;                   // where run() expects its pointers to live
   int lesson = 0;                                // the lesson that introduces it
   bool (*supports)(const P&) = nullptr;          // dtype, alignment, stride, size limits
@@ -44,7 +45,14 @@ template <class P> struct Variant {
   // than the problem's compulsory min_bytes() (e.g. a layer-by-layer variant
   // that stores and re-reads an intermediate tensor). nullptr: min_bytes().
   double (*model_bytes)(const P&) = nullptr;
+  const char* file = "";                         // the source file that registered it (set by Register)
 };
+
+// Start-up refusal of a second variant with an id already taken: prints one
+// line naming the id and both files, and ends the program (exit status 2).
+// Called during static initialisation, before main(), so nothing can run with
+// two variants answering to one name. Defined in core/registry.cpp.
+[[noreturn]] void refuse_duplicate_variant(const std::string& id, const char* first_file, const char* second_file);
 
 // What the type-erased side (app, tests, benchmarks) knows about a variant.
 struct VariantInfo {
@@ -59,7 +67,7 @@ struct VariantInfo {
 
 // Adds P's operation to the type-erased list the first time one of its
 // variants registers. Defined in core/harness.hpp and instantiated once per
-// operation in core/ops/<op>.cpp, so variant files compile none of the harness.
+// operation in ops/<op>.cpp, so variant files compile none of the harness.
 template <class P> void register_op_handle();
 
 template <class P> class Registry {
@@ -69,13 +77,22 @@ template <class P> class Registry {
     return list;
   }
   static void add(Variant<P> v) {
+    for (const Variant<P>& other : variants())
+      if (other.device == v.device && other.name == v.name)
+        refuse_duplicate_variant(std::string(OpTraits<P>::name) + "/" + device_name(v.device) + "/" + v.name,
+                                 other.file, v.file);
     variants().push_back(std::move(v));
     register_op_handle<P>();
   }
 };
 
+// The registering file is recorded from the call site, so a duplicate id can
+// name both files (a copied rung whose name was not changed).
 template <class P> struct Register {
-  explicit Register(Variant<P> v) { Registry<P>::add(std::move(v)); }
+  explicit Register(Variant<P> v, std::source_location where = std::source_location::current()) {
+    v.file = where.file_name();
+    Registry<P>::add(std::move(v));
+  }
 };
 
 // A registered variant by device and name, for a rung composed of other rungs

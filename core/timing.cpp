@@ -7,7 +7,7 @@
 namespace convlab {
 
 double time_once_ms(ICase& c, bool flush_l2) {
-  if (c.variant().device == Device::cuda) {
+  if (c.variant().device == Device::gpu) {
     static GpuTimer timer;  // events are reused: creating them is not free
     if (flush_l2) flush_gpu_l2();
     timer.start();

@@ -104,7 +104,7 @@ std::string where(const ICase& c, const CompareResult& r) {
 }
 
 void prepare_device(const VariantInfo& v) {
-  if (v.device != Device::cuda) return;
+  if (v.device != Device::gpu) return;
   // The CUDA context opens device files read-write: create it before the guard goes on.
   require_cuda_device();
   device_free(device_malloc(1 << 20));
@@ -228,7 +228,7 @@ int run(const std::vector<std::string>& a) {
       if (!before.ok) {
         line.str("status", "FAIL").str("message", before.message).str("where", where(*c, before)).send();
       } else {
-        const int threads = f.info.device == Device::cuda ? 0
+        const int threads = f.info.device == Device::gpu ? 0
                             : f.info.threads == Threads::all ? omp_get_max_threads() : 1;
         const grading::StableTiming t = grading::time_stably(*c, o, threads);
         const CompareResult after = checked_run(*c);  // timed and checked on the same code path

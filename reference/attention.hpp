@@ -1,6 +1,5 @@
-// reference/attention.hpp — row softmax and scaled dot-product attention
-// O = softmax(Q·Kᵀ·scale)·V, the oracle for lesson 09's online softmax and
-// fused (FlashAttention-style) kernels.
+// reference/attention.hpp — scaled dot-product attention O = softmax(Q·Kᵀ·scale)·V,
+// the oracle for lesson 09's fused (FlashAttention-style) kernels.
 #pragma once
 
 #include <cmath>
@@ -8,16 +7,6 @@
 #include <limits>
 
 namespace convlab::ref {
-
-// y[i, j] = exp(x[i, j] − m_i) / Σ_t exp(x[i, t] − m_i),  m_i = max_t x[i, t]
-//   x, y: [rows, cols] row-major, x == y allowed
-// Subtracting the row maximum makes every exponent <= 0, so nothing overflows
-// and the largest term is exactly 1: rows of any finite magnitude give finite
-// results that sum to 1. A row containing +inf or NaN gives NaN (garbage in);
-// −inf entries are masked positions and get probability 0, as long as one
-// entry of the row is finite.
-// Throws std::invalid_argument when rows < 0, cols <= 0 or a buffer is null.
-void softmax_rows(int64_t rows, int cols, const double* x, double* y);
 
 // Shapes and options of one attention call.
 //   q: [B, H, Nq, d]   queries        (all row-major, d fastest)

@@ -41,7 +41,7 @@ void batchnorm_inference(int64_t pixels, int channels, const double* x, const Ba
     }
 }
 
-void fold_batchnorm(const ConvProblem& p, const double* w, const double* conv_bias, const BatchNormParams& bn,
+void fold_batchnorm(const ConvShape& p, const double* w, const double* conv_bias, const BatchNormParams& bn,
                     double* folded_w, double* folded_bias) {
   const char* where = "fold_batchnorm";
   detail::require(p.valid(), where, p.invalid_reason());

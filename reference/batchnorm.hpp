@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-#include "core/problems.hpp"
+#include "reference/conv2d.hpp"
 
 namespace convlab::ref {
 
@@ -38,7 +38,7 @@ void batchnorm_inference(int64_t pixels, int channels, const double* x, const Ba
 // so that conv2d(p, x, folded_w) + folded_bias == BN(conv2d(p, x, w) + conv_bias).
 // Throws std::invalid_argument when !p.valid(), a required buffer is null, or
 // σ²[k] + ε <= 0.
-void fold_batchnorm(const ConvProblem& p, const double* w, const double* conv_bias, const BatchNormParams& bn,
+void fold_batchnorm(const ConvShape& p, const double* w, const double* conv_bias, const BatchNormParams& bn,
                     double* folded_w, double* folded_bias);
 
 }  // namespace convlab::ref

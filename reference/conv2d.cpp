@@ -1,4 +1,4 @@
-// reference/conv2d.cpp — the plain-loop conv2d and GEMM oracles declared in conv2d.hpp.
+// reference/conv2d.cpp — the plain-loop conv2d oracle declared in conv2d.hpp.
 
 #include "reference/conv2d.hpp"
 
@@ -8,7 +8,7 @@
 
 namespace convlab::ref {
 
-double conv2d_at(const ConvProblem& p, const double* x, const double* w, int n, int oh, int ow, int k) {
+double conv2d_at(const ConvShape& p, const double* x, const double* w, int n, int oh, int ow, int k) {
   const int T = p.T(), g = k / p.K_per_group();
   double acc = 0.0;
   for (int r = 0; r < p.R; ++r)
@@ -22,7 +22,7 @@ double conv2d_at(const ConvProblem& p, const double* x, const double* w, int n, 
   return acc;
 }
 
-void conv2d(const ConvProblem& p, const double* x, const double* w, double* y) {
+void conv2d(const ConvShape& p, const double* x, const double* w, double* y) {
   detail::require(p.valid(), "conv2d", p.invalid_reason());
   detail::require_buffer("conv2d", "x", x);
   detail::require_buffer("conv2d", "w", w);
@@ -36,28 +36,6 @@ void conv2d(const ConvProblem& p, const double* x, const double* w, double* y) {
       for (int ow = 0; ow < Q; ++ow)
         for (int k = 0; k < p.K; ++k)
           y[((int64_t(n) * P + oh) * Q + ow) * p.K + k] = conv2d_at(p, x, w, n, oh, ow, k);
-}
-
-void gemm(int M, int N, int K, const double* a, const double* b, double* c) {
-  detail::require_positive("gemm", "M", M);
-  detail::require_positive("gemm", "N", N);
-  detail::require_positive("gemm", "K", K);
-  detail::require_buffer("gemm", "a", a);
-  detail::require_buffer("gemm", "b", b);
-  detail::require_buffer("gemm", "c", c);
-  // Row i of c is built as Σ_k a[i,k] · (row k of b): the same sums as the
-  // textbook i-j-k loop, in the same k order for every element, but reading b
-  // along its rows, so an 8192³ benchmark shape is re-checked in seconds.
-#pragma omp parallel for schedule(static)
-  for (int i = 0; i < M; ++i) {
-    double* ci = c + int64_t(i) * N;
-    for (int j = 0; j < N; ++j) ci[j] = 0.0;
-    for (int k = 0; k < K; ++k) {
-      const double aik = a[int64_t(i) * K + k];
-      const double* bk = b + int64_t(k) * N;
-      for (int j = 0; j < N; ++j) ci[j] += aik * bk[j];
-    }
-  }
 }
 
 }  // namespace convlab::ref

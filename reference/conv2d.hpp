@@ -1,4 +1,4 @@
-// reference/conv2d.hpp — the scalar oracle for conv2d and GEMM.
+// reference/conv2d.hpp — the scalar oracle for conv2d, and the conv geometry it defines.
 //
 // Plain loops, double accumulation, no cleverness: these functions define what
 // every variant must compute. Inputs are double copies of the (already
@@ -6,23 +6,54 @@
 // own arithmetic.
 #pragma once
 
-#include "core/problems.hpp"
+#include <string>
 
 namespace convlab::ref {
 
+// The geometry of one convolution (no dtype: references compute in double).
+//   x: [N, H, W, C]        NHWC activations
+//   w: [K, R, S, C/groups] KRSC weights (per group: T = C/groups input channels)
+//   y: [N, P, Q, K]        NHWC, P = (H + 2·pad − R)/stride + 1, Q likewise
+// Output channel k belongs to group g = k / (K/groups) and reads input
+// channels g·T … g·T + T − 1. Depthwise: groups == C == K, T = 1.
+// The operation layer's ConvProblem (ops/conv2d.hpp) adds the dtype and the
+// FLOP and byte models, and takes its geometry from here.
+struct ConvShape {
+  int N = 1, H = 1, W = 1, C = 1, K = 1, R = 1, S = 1;
+  int stride = 1, pad = 0, groups = 1;
+
+  int P() const { return (H + 2 * pad - R) / stride + 1; }
+  int Q() const { return (W + 2 * pad - S) / stride + 1; }
+  int T() const { return C / groups; }  // input channels per group (group width)
+  int K_per_group() const { return K / groups; }
+
+  double input_elems() const { return double(N) * H * W * C; }
+  double weight_elems() const { return double(K) * R * S * T(); }
+  double output_elems() const { return double(N) * P() * Q() * K; }
+
+  bool valid() const {
+    return N > 0 && H > 0 && W > 0 && C > 0 && K > 0 && R > 0 && S > 0 && stride > 0 && pad >= 0 &&
+           groups > 0 && C % groups == 0 && K % groups == 0 && H + 2 * pad >= R && W + 2 * pad >= S;
+  }
+  std::string invalid_reason() const {
+    if (!(N > 0 && H > 0 && W > 0 && C > 0 && K > 0 && R > 0 && S > 0)) return "all sizes must be positive";
+    if (stride <= 0) return "stride must be positive";
+    if (pad < 0) return "pad must be non-negative";
+    if (groups <= 0 || C % groups || K % groups) return "groups must divide both C and K";
+    if (H + 2 * pad < R || W + 2 * pad < S) return "the filter is larger than the padded input";
+    return "";
+  }
+};
+
 // y[N,P,Q,K] = Σ_{r,s,t} w[k,r,s,t] · x[n, p·stride+r−pad, q·stride+s−pad, g(k)·T+t]
-// (Eq. 18, with stride and zero padding). Layouts as in ConvProblem.
+// (Eq. 18, with stride and zero padding). Layouts as in ConvShape.
 // Throws std::invalid_argument when !p.valid() (the message is
 // p.invalid_reason()) or a buffer is null.
-void conv2d(const ConvProblem& p, const double* x, const double* w, double* y);
+void conv2d(const ConvShape& p, const double* x, const double* w, double* y);
 
 // One output of that sum, y[n, oh, ow, k], for oracles of fused layers that
 // need the conv's value at a pixel without materialising y (no checks: the
 // caller validated p and the buffers).
-double conv2d_at(const ConvProblem& p, const double* x, const double* w, int n, int oh, int ow, int k);
-
-// c[M,N] = a[M,K] · b[K,N], row-major. Throws std::invalid_argument unless
-// M, N, K > 0 and every buffer is non-null.
-void gemm(int M, int N, int K, const double* a, const double* b, double* c);
+double conv2d_at(const ConvShape& p, const double* x, const double* w, int n, int oh, int ow, int k);
 
 }  // namespace convlab::ref

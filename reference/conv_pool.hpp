@@ -2,7 +2,7 @@
 // conv → per-channel scale/bias → ReLU → 2x2 max-pool, in one set of plain loops.
 #pragma once
 
-#include "core/problems.hpp"
+#include "reference/conv2d.hpp"
 
 namespace convlab::ref {
 
@@ -13,8 +13,10 @@ namespace convlab::ref {
 // Written as its own loops (each pooled output sums its four windows' convs
 // directly), so that tests can hold it against the composition
 // ref::conv2d → ref::channel_scale_bias → ref::relu → ref::maxpool2x2.
-// Throws std::invalid_argument when !p.valid() or a buffer is null.
-void conv_bias_relu_pool(const ConvPoolProblem& p, const double* x, const double* w, const double* scale,
+// `conv` is the conv's geometry (P, Q its full-resolution output).
+// Throws std::invalid_argument when !conv.valid(), the conv output is smaller
+// than 2x2, or a buffer is null.
+void conv_bias_relu_pool(const ConvShape& conv, const double* x, const double* w, const double* scale,
                          const double* bias, double* y);
 
 }  // namespace convlab::ref

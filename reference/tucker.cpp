@@ -15,7 +15,7 @@ namespace convlab::ref {
 
 namespace {
 
-void check_tucker(const char* where, const ConvProblem& p, int rank_c, int rank_k) {
+void check_tucker(const char* where, const ConvShape& p, int rank_c, int rank_k) {
   detail::require(p.valid(), where, p.invalid_reason());
   detail::require(p.groups == 1, where,
                   "only dense convolutions (groups == 1) have a Tucker form here, got groups = " +
@@ -43,7 +43,7 @@ void leading_left_singular_vectors(const Eigen::MatrixXd& unfolding, int rank, d
 
 }  // namespace
 
-void tucker_hosvd(const ConvProblem& p, int rank_c, int rank_k, const double* w, double* u_in, double* core,
+void tucker_hosvd(const ConvShape& p, int rank_c, int rank_k, const double* w, double* u_in, double* core,
                   double* u_out) {
   const char* where = "tucker_hosvd";
   check_tucker(where, p, rank_c, rank_k);
@@ -88,7 +88,7 @@ void tucker_hosvd(const ConvProblem& p, int rank_c, int rank_k, const double* w,
       }
 }
 
-void tucker_reconstruct(const ConvProblem& p, int rank_c, int rank_k, const double* u_in, const double* core,
+void tucker_reconstruct(const ConvShape& p, int rank_c, int rank_k, const double* u_in, const double* core,
                         const double* u_out, double* w) {
   const char* where = "tucker_reconstruct";
   check_tucker(where, p, rank_c, rank_k);
@@ -108,7 +108,7 @@ void tucker_reconstruct(const ConvProblem& p, int rank_c, int rank_k, const doub
       }
 }
 
-void tucker_conv2d(const ConvProblem& p, int rank_c, int rank_k, const double* x, const double* u_in,
+void tucker_conv2d(const ConvShape& p, int rank_c, int rank_k, const double* x, const double* u_in,
                    const double* core, const double* u_out, double* y) {
   const char* where = "tucker_conv2d";
   check_tucker(where, p, rank_c, rank_k);
@@ -129,7 +129,7 @@ void tucker_conv2d(const ConvProblem& p, int rank_c, int rank_k, const double* x
     }
 
   // Stage 2: the core conv, Rc → Rk with the dense conv's R, S, stride, pad.
-  ConvProblem core_problem = p;
+  ConvShape core_problem = p;
   core_problem.C = rank_c;
   core_problem.K = rank_k;
   core_problem.groups = 1;

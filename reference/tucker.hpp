@@ -20,7 +20,7 @@
 // Only dense convolutions (groups == 1) are decomposed.
 #pragma once
 
-#include "core/problems.hpp"
+#include "reference/conv2d.hpp"
 
 namespace convlab::ref {
 
@@ -40,12 +40,12 @@ namespace convlab::ref {
 // projection, the usual quasi-optimal Tucker approximation.
 // Throws std::invalid_argument when !p.valid(), p.groups != 1, a rank is
 // outside [1, C] / [1, K], or a buffer is null.
-void tucker_hosvd(const ConvProblem& p, int rank_c, int rank_k, const double* w, double* u_in, double* core,
+void tucker_hosvd(const ConvShape& p, int rank_c, int rank_k, const double* w, double* u_in, double* core,
                   double* u_out);
 
 // w[k, r, s, c] = Σ_{j,i} u_out[k, j] · core[j, r, s, i] · u_in[c, i]; buffers
 // as in tucker_hosvd, w is [K, R, S, C]. Same checks.
-void tucker_reconstruct(const ConvProblem& p, int rank_c, int rank_k, const double* u_in, const double* core,
+void tucker_reconstruct(const ConvShape& p, int rank_c, int rank_k, const double* u_in, const double* core,
                         const double* u_out, double* w);
 
 // The three-stage Tucker convolution described above:
@@ -53,7 +53,7 @@ void tucker_reconstruct(const ConvProblem& p, int rank_c, int rank_k, const doub
 //   y: [N, P, Q, K]    NHWC, P and Q as in p (the core conv carries stride and pad)
 // For any factors it equals conv2d(p, x, tucker_reconstruct(...)) exactly in
 // exact arithmetic. Same checks as tucker_hosvd.
-void tucker_conv2d(const ConvProblem& p, int rank_c, int rank_k, const double* x, const double* u_in,
+void tucker_conv2d(const ConvShape& p, int rank_c, int rank_k, const double* x, const double* u_in,
                    const double* core, const double* u_out, double* y);
 
 }  // namespace convlab::ref

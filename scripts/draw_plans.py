@@ -2,7 +2,7 @@
 """Draw lesson 10's tensor machines (Lavin Fig. 7) from the plan data, never by hand.
 
 Runs `convlab plans convfirst --json --shape SPEC` (the plans of
-core/ops/convfirst.cpp: layer by layer, fused, large-C) and writes one SVG with
+ops/convfirst.cpp: layer by layer, fused, large-C) and writes one SVG with
 three panels, one per plan. In each panel the three memories of the tensor
 machine (§5.1) are three bands — DRAM, global (L2/DSMEM), local (shared
 memory/registers) — and every tensor of the plan is a box in the band where it

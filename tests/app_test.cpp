@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -17,7 +18,7 @@
 #include "core/harness.hpp"
 #include "core/json.hpp"
 #include "core/npy.hpp"
-#include "core/problems.hpp"
+#include "ops/conv2d.hpp"
 #include "reference/conv2d.hpp"
 #include "tests/catch_compat.hpp"
 #include "tests/support.hpp"
@@ -107,11 +108,11 @@ TEST_CASE("app: run --in/--out computes the reference convolution on the user's 
 TEST_CASE("app: a shape run writes its output and reports ok", "[app][cpu]") {
   if (skip_without_program()) return;
   const auto dir = work_dir();
-  const ProgramResult r = run_convlab("run conv2d/cpu/01_seven_loop --shape N=2,H=7,W=5,C=3,K=4,pad=1 --reps 0 --out " +
+  const ProgramResult r = run_convlab("run conv2d/cpu/01a_seven_loop --shape N=2,H=7,W=5,C=3,K=4,pad=1 --reps 0 --out " +
                                       (dir / "y.npy").string());
   INFO(r.out << r.err);
   CHECK(r.status == 0);
-  CHECK(contains(r.out, "conv2d/cpu/01_seven_loop"));
+  CHECK(contains(r.out, "conv2d/cpu/01a_seven_loop"));
   CHECK(contains(r.out, "N=2,H=7,W=5,C=3,K=4"));
   CHECK(read_npy((dir / "y.npy").string()).shape() == Shape{2, 7, 5, 4});
 }
@@ -137,11 +138,11 @@ TEST_CASE("app: bad input gives one error line and the documented exit status", 
       {"run conv9d", 2, "unknown operation 'conv9d'"},
       {"run conv2d/cpu/99_nothing", 2, "convlab list"},
       {"run conv2d/tpu", 2, "unknown device"},
-      {"run conv2d/cpu/01_seven_loop --shape H=abc", 2, "not an integer"},
-      {"run conv2d/cpu/01_seven_loop --shape bogus=1", 2, "unknown key 'bogus'"},
-      {"run conv2d/cpu/01_seven_loop --shape H", 2, "malformed"},
-      {"run conv2d/cpu/01_seven_loop --shape dtype=f16 --reps 0", 1, "does not support"},
-      {"run conv2d/cpu/01_seven_loop --frob", 2, "unknown option '--frob'"},
+      {"run conv2d/cpu/01a_seven_loop --shape H=abc", 2, "not an integer"},
+      {"run conv2d/cpu/01a_seven_loop --shape bogus=1", 2, "unknown key 'bogus'"},
+      {"run conv2d/cpu/01a_seven_loop --shape H", 2, "malformed"},
+      {"run conv2d/cpu/01a_seven_loop --shape dtype=f16 --reps 0", 1, "does not support"},
+      {"run conv2d/cpu/01a_seven_loop --frob", 2, "unknown option '--frob'"},
       {"run conv2d --in " + x, 2, "takes 2 input files"},
       {"run conv2d --in " + x + "," + w + "," + w, 2, "takes 2 input files"},
       {"run conv2d --in " + (dir / "missing.npy").string() + "," + w, 1, "cannot open"},
@@ -153,7 +154,7 @@ TEST_CASE("app: bad input gives one error line and the documented exit status", 
   if (cuda_device_count() == 0)
     for (const OpHandle* op : all_ops())
       for (const VariantInfo& v : op->variants())
-        if (v.device == Device::cuda) {
+        if (v.device == Device::gpu) {
           cases.push_back({"run " + v.id() + " --reps 0", 1, "CUDA"});
           break;
         }
@@ -176,18 +177,18 @@ TEST_CASE("app: roofline reads benchmark JSON and puts each row under its roof",
   //   cmp: I = 100, repeated: iterations at 4 and 6 TFLOP/s, median 5 → roof 10 000 (compute), 50%
   //   bad: an error row, counted and left out
   std::ofstream(dir / "bench.json") << R"({"context": {}, "benchmarks": [
-    {"name": "conv2d/cuda/mem/n1_f16/manual_time", "run_type": "iteration", "real_time": 2.0, "time_unit": "ms",
+    {"name": "conv2d/gpu/mem/n1_f16/manual_time", "run_type": "iteration", "real_time": 2.0, "time_unit": "ms",
      "FLOP/s": 1e12, "intensity": 2, "peak_gflops": 10000, "peak_gbs": 1000},
-    {"name": "gemm/cuda/cmp/64x64x64_f32/manual_time", "run_name": "gemm/cuda/cmp/64x64x64_f32/manual_time",
+    {"name": "gemm/gpu/cmp/64x64x64_f32/manual_time", "run_name": "gemm/gpu/cmp/64x64x64_f32/manual_time",
      "run_type": "iteration", "real_time": 1.0, "time_unit": "ms", "FLOP/s": 4e12, "intensity": 100,
      "peak_gflops": 10000, "peak_gbs": 1000},
-    {"name": "gemm/cuda/cmp/64x64x64_f32/manual_time", "run_name": "gemm/cuda/cmp/64x64x64_f32/manual_time",
+    {"name": "gemm/gpu/cmp/64x64x64_f32/manual_time", "run_name": "gemm/gpu/cmp/64x64x64_f32/manual_time",
      "run_type": "iteration", "real_time": 1.0, "time_unit": "ms", "FLOP/s": 6e12, "intensity": 100,
      "peak_gflops": 10000, "peak_gbs": 1000},
-    {"name": "gemm/cuda/cmp/64x64x64_f32/manual_time_median", "run_name": "gemm/cuda/cmp/64x64x64_f32/manual_time",
+    {"name": "gemm/gpu/cmp/64x64x64_f32/manual_time_median", "run_name": "gemm/gpu/cmp/64x64x64_f32/manual_time",
      "run_type": "aggregate", "aggregate_name": "median", "real_time": 1.0, "time_unit": "ms", "FLOP/s": 5e12,
      "intensity": 100, "peak_gflops": 10000, "peak_gbs": 1000},
-    {"name": "gemm/cuda/bad/64x64x64_f32/manual_time", "run_type": "iteration", "error_occurred": true,
+    {"name": "gemm/gpu/bad/64x64x64_f32/manual_time", "run_type": "iteration", "error_occurred": true,
      "error_message": "boom"}]})";
   const std::string file = (dir / "bench.json").string();
 
@@ -200,7 +201,7 @@ TEST_CASE("app: roofline reads benchmark JSON and puts each row under its roof",
   REQUIRE(rows->items.size() == 2);
   const json::Value& mem = rows->items[0];
   const json::Value& cmp = rows->items[1];
-  CHECK(mem.find("name")->text == "conv2d/cuda/mem/n1_f16");
+  CHECK(mem.find("name")->text == "conv2d/gpu/mem/n1_f16");
   CHECK(mem.find("dtype")->text == "f16");
   CHECK(mem.find("bound")->text == "memory");
   CHECK(near(mem.find("ridge")->number, 10.0));
@@ -244,3 +245,34 @@ TEST_CASE("app: help for the program and for each command", "[app][cpu]") {
     CHECK(r.err.empty());
   }
 }
+
+namespace {
+
+// With CUDA compiled the GPU rungs are registered and skipped, each row with the
+// snapshot's figure; without CUDA the tour lists the snapshot's GPU ladder.
+TEST_CASE("app: without a GPU the tour shows the committed H200 figure beside a skipped GPU row, marked", "[app][cpu]") {
+  if (skip_without_program()) return;
+  if (cuda_device_count() > 0) {
+    std::cout << "CONVLAB-SKIP: a GPU is present, the tour measures the GPU rows instead\n";
+    return;
+  }
+  // A snapshot of one row, for the tour shape of gemm/gpu/03a_naive.
+  OpHandle* gemm = find_op("gemm");
+  REQUIRE(gemm);
+  const std::vector<std::string> tour = gemm->shapes(ShapeTable::tour, Device::gpu);
+  REQUIRE(!tour.empty());
+  const std::string name = "gemm/gpu/03a_naive/" + gemm->label(tour[0]);
+  const auto dir = work_dir();
+  std::ofstream(dir / "bench-gpu.json")
+      << R"({"context": {"date": "2031-02-03T04:05:06+00:00", "git_rev": "feedbeef1234"}, "benchmarks": [)"
+      << R"({"name": ")" << name << R"(/manual_time", "run_name": ")" << name
+      << R"(/manual_time", "run_type": "iteration", "real_time": 12.5, "time_unit": "ms", "FLOP/s": 4.0e12}]})";
+  const ProgramResult r = run_convlab("tour --device gpu --reps 0", "CONVLAB_GPU_RESULTS=" + dir.string());
+  INFO(r.out << r.err);
+  CHECK(r.status == 0);
+  CHECK(contains(r.out, "[H200 rev feedbee 2031-02-03]"));
+  CHECK(contains(r.out, "12.50"));
+  CHECK(contains(r.out, "GPU rows show the last committed H200 figure"));
+}
+
+}  // namespace

@@ -4,7 +4,7 @@
 // The registry already runs every gemm variant on the test table (tests/main.cpp).
 // Two things it cannot reach are checked here, through the same harness
 // (random inputs, NaN-poisoned outputs, the double reference):
-//   - the blocking boundaries of cpu/gemm/gemm_kernels.hpp, written here from
+//   - the blocking boundaries of cpu/lib/gemm_kernels.hpp, written here from
 //     the tunables themselves (the op's test table holds the same boundaries as
 //     fixed numbers, so every variant meets them; this keeps them honest if a
 //     tunable changes);
@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "core/ops/gemm.hpp"
-#include "cpu/gemm/gemm_kernels.hpp"
+#include "ops/gemm.hpp"
+#include "cpu/lib/gemm_kernels.hpp"
 #include "tests/catch_compat.hpp"
 #include "tests/support.hpp"
 
@@ -39,7 +39,7 @@ std::vector<GemmProblem> boundary_shapes() {
       {kMC + kMR + 1, 3 * kNR + 5, 2 * kKC + 3, f32},   // 2 row blocks, 3 depth slices (the last 3 deep)
       {2 * kMC - 1, kNR - 1, kKC + 1, f32},             // narrower than one tile; a 1-deep last slice
       {13, kNC + kNR + 3, kKC + 7, f32},                // 2 column panels (N > NC)
-      {kBlockM + 3, kBlockN + 9, kBlockK + 2, f32},     // rungs 03–04: every block dimension ragged
+      {kBlockM + 3, kBlockN + 9, kBlockK + 2, f32},     // rungs 03c–03d: every block dimension ragged
       {1, 2 * kBlockN + 1, 3 * kBlockK + 1, f32},       // one row, long K
   };
 }
@@ -83,7 +83,7 @@ TEST_CASE("gemm/cpu ladder: every rung across the blocking boundaries", "[gemm][
       testing::check_twice(*c, v.id() + " on " + spec);
     }
   }
-  CHECK(rungs >= 6);  // 01_naive … 06_openmp
+  CHECK(rungs >= 6);  // 03a_naive … 03f_openmp
 }
 
 TEST_CASE("gemm/cpu micro-kernel choice: run-time check and CONVLAB_NO_AVX2", "[gemm][cpu][microkernel]") {
@@ -102,7 +102,7 @@ TEST_CASE("gemm/cpu micro-kernel choice: run-time check and CONVLAB_NO_AVX2", "[
   }
 }
 
-// The portable path end to end: the very code 05_microkernel runs (gemm_packed
+// The portable path end to end: the very code 03e_microkernel runs (gemm_packed
 // with the kernel the run-time selection picks), with the selection forced to
 // the fallback, through the harness on the f32 test table and the boundary shapes.
 void run_forced_portable(const GemmProblem& p, const Args<GemmProblem>& a) {
@@ -113,10 +113,10 @@ void run_forced_portable(const GemmProblem& p, const Args<GemmProblem>& a) {
 }
 std::size_t one_thread_workspace(const GemmProblem& p) { return packed_workspace_bytes(p, 1); }
 
-TEST_CASE("gemm/cpu/05_microkernel: portable fallback through the harness", "[gemm][cpu][microkernel]") {
+TEST_CASE("gemm/cpu/03e_microkernel: portable fallback through the harness", "[gemm][cpu][microkernel]") {
   ScopedEnv no_avx2("CONVLAB_NO_AVX2", "1");
   Variant<GemmProblem> v;
-  v.name = "05_microkernel[CONVLAB_NO_AVX2=1]";
+  v.name = "03e_microkernel[CONVLAB_NO_AVX2=1]";
   v.supports = f32_only<GemmProblem>;
   v.run = run_forced_portable;
   v.workspace_bytes = one_thread_workspace;

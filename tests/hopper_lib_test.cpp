@@ -1,5 +1,5 @@
 // tests/hopper_lib_test.cpp — the host-side models of gpu/lib/hopper/ and of
-// lesson 03's wgmma + TMA GEMM geometry (gpu/gemm/wgmma_gemm_layout.hpp).
+// lesson 03's wgmma + TMA GEMM geometry (gpu/lib/hopper/wgmma_gemm_layout.hpp).
 //
 // No GPU needed: every check here is integer arithmetic on the same constexpr
 // functions the kernels call.
@@ -7,7 +7,7 @@
 //     (the GEMM's shapes accepted, K or N not a multiple of 8 refused), and
 //     where the engine's 128-byte swizzle puts each box element = Sw128Tile;
 //   - the GEMM slot: for every element of every k16 step of both consumer
-//     warpgroups, the wgmma descriptor model (gpu/common/wgmma.cuh) reads the
+//     warpgroups, the wgmma descriptor model (gpu/lib/wgmma.cuh) reads the
 //     shared address that the TMA copy of that element wrote;
 //   - the mbarrier ring: PipelineState's parities driven through a host model
 //     of the barrier (phase bit, arrival and transaction counts, try_wait's
@@ -17,15 +17,15 @@
 //   - the tile scheduler: every tile exactly once for persistent grids of any size;
 //   - the register budget of setmaxnreg.
 // What only the GPU can confirm (that this reading of the PTX ISA and the
-// driver API is right) the registry tests of gemm/cuda/03p..03r check there.
+// driver API is right) the registry tests of gemm/gpu/03p..03r check there.
 #include <cstdint>
 #include <random>
 #include <set>
 #include <string>
 #include <vector>
 
-#include "gpu/ffn/fused_wgmma_layout.hpp"
-#include "gpu/gemm/wgmma_gemm_layout.hpp"
+#include "gpu/lib/hopper/ffn_wgmma_layout.hpp"
+#include "gpu/lib/hopper/wgmma_gemm_layout.hpp"
 #include "gpu/lib/hopper/mbarrier.cuh"
 #include "gpu/lib/hopper/tile_scheduler.cuh"
 #include "gpu/lib/hopper/tma.cuh"

@@ -1,7 +1,7 @@
 // tests/lesson02_im2col_test.cpp — lesson 02's CPU im2col rungs, beyond the
 // shared conv2d test table.
 //
-// The registry already runs 03_im2col_naive_gemm and 04_im2col_gemm on every
+// The registry already runs 02a_im2col_naive_gemm and 02b_im2col_gemm on every
 // conv2d test shape. Those shapes are small: every one fits in a single slab
 // of 04's patch rows and a single depth slice of the GEMM. Checked here,
 // through the same harness (random inputs, NaN-poisoned outputs, the double
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "core/ops/conv2d.hpp"
+#include "ops/conv2d.hpp"
 #include "tests/catch_compat.hpp"
 #include "tests/support.hpp"
 
@@ -36,7 +36,7 @@ TEST_CASE("conv2d/cpu lesson 02: im2col rungs across slab and depth boundaries",
       conv(2, 20, 20, 32, 24, 1, 1, 1, 0, 4),  // 1x1 view with groups: x columns g·T … as A
       conv(1, 9, 7, 12, 10, 1, 1, 2, 0, 1),    // 1x1 but stride 2: not a view, im2col needed
   };
-  for (const char* name : {"03_im2col_naive_gemm", "04_im2col_gemm"}) {
+  for (const char* name : {"02a_im2col_naive_gemm", "02b_im2col_gemm"}) {
     const std::size_t index = testing::variant_index(*op, Device::cpu, name);
     for (const ConvProblem& p : shapes) {
       const std::string spec = OpTraits<ConvProblem>::spec(p);
@@ -51,8 +51,8 @@ TEST_CASE("conv2d/cpu lesson 02: the workspace is the patch matrix (R·S blow-up
           "[conv2d][cpu][lesson02]") {
   OpHandle* op = find_op("conv2d");
   REQUIRE(op != nullptr);
-  const std::size_t naive = testing::variant_index(*op, Device::cpu, "03_im2col_naive_gemm");
-  const std::size_t fast = testing::variant_index(*op, Device::cpu, "04_im2col_gemm");
+  const std::size_t naive = testing::variant_index(*op, Device::cpu, "02a_im2col_naive_gemm");
+  const std::size_t fast = testing::variant_index(*op, Device::cpu, "02b_im2col_gemm");
   const auto workspace = [&](std::size_t index, const ConvProblem& p) {
     return op->make_case(index, OpTraits<ConvProblem>::spec(p), 1)->workspace_bytes();
   };

@@ -4,18 +4,18 @@
 // whole test table against the reference. Two promises of lesson 04 are not
 // about the values, so they are checked here:
 //
-//   1. cpu/conv2d/05_implicit_gemm never materialises the im2col matrix: its
+//   1. cpu/conv2d/04a_implicit_gemm never materialises the im2col matrix: its
 //      workspace is lesson 03's fixed-size packed panels, the same for a 3x3
 //      and a 7x7 filter, for one image and for eight.
-//   2. gpu/conv2d/06_implicit_gemm_tensor_core keeps B = wᵀ as w's own
+//   2. gpu/conv2d/04b_implicit_gemm_tensor_core keeps B = wᵀ as w's own
 //      [n][j] rows in shared memory and loads it with ldmatrix WITHOUT .trans;
 //      the register order it assumes is checked here against the PTX model in
-//      gpu/common/mma.cuh, on the host (the kernel itself needs a GPU).
+//      gpu/lib/mma.cuh, on the host (the kernel itself needs a GPU).
 #include <cstddef>
 #include <string>
 
 #include "core/harness.hpp"
-#include "gpu/common/mma.cuh"
+#include "gpu/lib/mma.cuh"
 #include "tests/catch_compat.hpp"
 #include "tests/support.hpp"
 
@@ -24,7 +24,7 @@ namespace {
 
 TEST_CASE("lesson 04: the CPU implicit GEMM's workspace does not grow with R·S or the image", "[conv2d][cpu][lesson04]") {
   const auto workspace = [](const std::string& spec) {
-    return testing::workspace_of("conv2d", Device::cpu, "05_implicit_gemm", spec);
+    return testing::workspace_of("conv2d", Device::cpu, "04a_implicit_gemm", spec);
   };
   const std::string base = "H=56,W=56,C=64,K=64,pad=1";
   const std::size_t r3 = workspace("N=1,R=3," + base);

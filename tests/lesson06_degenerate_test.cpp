@@ -17,7 +17,7 @@
 //      pointwise 2·C·K / (2·(C + K)).
 #include <cmath>
 
-#include "core/problems.hpp"
+#include "ops/conv2d.hpp"
 #include "tests/catch_compat.hpp"
 
 namespace convlab {

@@ -1,14 +1,14 @@
 // tests/lesson06_grouped_test.cpp — the index arithmetic of the grouped tensor-core kernel, on the host.
 //
-// The registry tests run gpu/conv2d/10_grouped against the reference, on a
+// The registry tests run gpu/conv2d/06b_grouped against the reference, on a
 // GPU. Whether its ldmatrix instructions read the right bytes is integer
-// arithmetic (gpu/conv2d/grouped_indexing.cuh), checked here without one:
+// arithmetic (gpu/lib/grouped_indexing.cuh), checked here without one:
 //
 //   1. ReductionCursor, walked one k-step (16 reduction indices) at a time
 //      with additions, always equals the plain decode reduction_offset.
 //   2. The addresses the kernel hands ldmatrix.x4 (lane l: m-tile row l % 16
 //      at its window corner, plus the cursor's offset of k half l / 16)
-//      deliver, through the instruction model of gpu/common/mma.cuh, exactly
+//      deliver, through the instruction model of gpu/lib/mma.cuh, exactly
 //      the mma A fragment of the im2col view
 //        A[m, j] = tile[corner(m) + r·cols_in + s][group·T + t],  j = (r·S + s)·T + t
 //      for every lane, register and half of every k-step; when R·S·T % 16
@@ -18,8 +18,8 @@
 //   4. RowMajorCursor walks a row-major range as division would.
 #include <vector>
 
-#include "gpu/common/mma.cuh"
-#include "gpu/conv2d/grouped_indexing.cuh"
+#include "gpu/lib/mma.cuh"
+#include "gpu/lib/grouped_indexing.cuh"
 #include "tests/catch_compat.hpp"
 
 namespace convlab::gpu::grouped {

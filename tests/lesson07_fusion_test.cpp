@@ -14,15 +14,15 @@
 //   3. In the mma.m16n8k16 accumulator layout (gpu::mma_c_coord), the rows a
 //      lane with group g holds in 64-row block b — its four m16 tiles, two
 //      halves — are the four corners of windows 16b + 2g and 16b + 2g + 1,
-//      m16 tile mi being corner mi: what gpu/conv_pool/02_fused.cu's epilogue
+//      m16 tile mi being corner mi: what gpu/conv_pool/07b_fused.cu's epilogue
 //      pools without leaving the lane.
 #include <cstdint>
 #include <set>
 #include <tuple>
 #include <vector>
 
-#include "gpu/common/conv_geometry.cuh"
-#include "gpu/common/mma.cuh"
+#include "gpu/lib/conv_geometry.cuh"
+#include "gpu/lib/mma.cuh"
 #include "tests/catch_compat.hpp"
 
 namespace convlab {

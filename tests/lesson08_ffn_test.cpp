@@ -10,10 +10,10 @@
 //      equal the reference bit for bit, whatever its chunking and tiling.
 //   2. The fused CPU rung's workspace does not grow with P (the layer-by-layer
 //      rung's holds the whole P × hidden tensor).
-//   3. gpu/ffn/03_fused_tensor_core hands the fp32 accumulators of GEMM 1 to
+//   3. gpu/ffn/08c_fused_tensor_core hands the fp32 accumulators of GEMM 1 to
 //      GEMM 2 as its A operand without any shuffle: the D fragments of two
 //      adjacent m16n8 tiles hold, lane for lane, the A fragment of one m16k16
-//      tile. Checked on the host against the PTX model in gpu/common/mma.cuh.
+//      tile. Checked on the host against the PTX model in gpu/lib/mma.cuh.
 //   4. The same kernel's whole data path for one warp — swizzled cp.async
 //      stores, ldmatrix (plain and .trans) addresses, mma fragments, the
 //      accumulator-to-operand hand-over, the zero-filled edges (rows ≥ P, a
@@ -27,8 +27,8 @@
 #include <string>
 #include <vector>
 
-#include "core/ops/ffn.hpp"
-#include "gpu/common/mma.cuh"
+#include "ops/ffn.hpp"
+#include "gpu/lib/mma.cuh"
 #include "reference/ffn.hpp"
 #include "tests/catch_compat.hpp"
 
@@ -50,7 +50,7 @@ std::vector<float> integers(std::size_t n, int lo, int hi, std::mt19937_64& rng)
 
 TEST_CASE("lesson 08: the loop-fused CPU FFN equals the layer-by-layer reference exactly on integers",
           "[ffn][cpu][lesson08]") {
-  for (const std::string name : {"02_loop_fused", "01_layer_by_layer"}) {
+  for (const std::string name : {"08b_loop_fused", "08a_layer_by_layer"}) {
     const Variant<FfnProblem>* v = cpu_variant(name);
     REQUIRE(v != nullptr);
     // P leaves a partial row tile, hidden a partial chunk, C and C_out odd.
@@ -76,8 +76,8 @@ TEST_CASE("lesson 08: the loop-fused CPU FFN equals the layer-by-layer reference
 }
 
 TEST_CASE("lesson 08: the loop-fused CPU FFN's workspace does not grow with P", "[ffn][cpu][lesson08]") {
-  const Variant<FfnProblem>* fused = cpu_variant("02_loop_fused");
-  const Variant<FfnProblem>* layered = cpu_variant("01_layer_by_layer");
+  const Variant<FfnProblem>* fused = cpu_variant("08b_loop_fused");
+  const Variant<FfnProblem>* layered = cpu_variant("08a_layer_by_layer");
   REQUIRE(fused != nullptr);
   REQUIRE(layered != nullptr);
   const FfnProblem small{1000, 64, 256, 64, FfnActivation::relu, DType::f32};
@@ -132,7 +132,7 @@ TEST_CASE("lesson 08: every ffn variant declares the bytes its form moves", "[ff
   CHECK(fused >= 1);
 }
 
-// ---- a host emulation of one warp of gpu/ffn/03_fused_tensor_core ---------------------
+// ---- a host emulation of one warp of gpu/ffn/08c_fused_tensor_core ---------------------
 //
 // Shared memory is an array of 2-byte slots (holding floats, so NaN marks a
 // slot never written: any read of one poisons the result). The expressions
@@ -140,7 +140,7 @@ TEST_CASE("lesson 08: every ffn variant declares the bytes its form moves", "[ff
 // the kernel's, character for character — a transcription: a change to the
 // kernel's indexing must be copied here, or this test checks the old one (the
 // kernel itself is checked on a GPU by the registry tests); the instructions are modelled from
-// the PTX ISA (as gpu/common/mma.cuh describes them).
+// the PTX ISA (as gpu/lib/mma.cuh describes them).
 using LaneRegs = std::array<std::array<std::array<float, 2>, 4>, 32>;  // [lane][register][half]
 
 // ldmatrix.x4: lane l supplies the byte address of row l % 8 of matrix l / 8.

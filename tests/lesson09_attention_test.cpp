@@ -14,9 +14,9 @@
 //      bottom-right causal alignment (right whenever Nq == Nk), a dropped last
 //      key, and a P·V accumulated in fp16 — while a correct variant that sums
 //      the keys in reverse order passes.
-//   4. gpu/attention/03_flash_tensor_core reuses the S accumulators as the A
+//   4. gpu/attention/09c_flash_tensor_core reuses the S accumulators as the A
 //      operand of P·V without moving data; that the two fragment layouts line
-//      up is checked here on the host, against gpu/common/mma.cuh's maps.
+//      up is checked here on the host, against gpu/lib/mma.cuh's maps.
 #include <cmath>
 #include <cstddef>
 #include <random>
@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "core/harness.hpp"
-#include "core/ops/attention.hpp"
-#include "gpu/common/mma.cuh"
+#include "ops/attention.hpp"
+#include "gpu/lib/mma.cuh"
 #include "tests/catch_compat.hpp"
 #include "tests/support.hpp"
 
@@ -54,9 +54,9 @@ Tensor large_logits(int rows, int cols, DType dtype, uint64_t seed) {
   return t;
 }
 
-// Every softmax variant on `device` (whole test skipped without a GPU for cuda).
+// Every softmax variant on `device` (whole test skipped without a GPU for gpu).
 void check_large_logits(Device device) {
-  if (device == Device::cuda && testing::skip_without_gpu()) return;
+  if (device == Device::gpu && testing::skip_without_gpu()) return;
   OpHandle* op = find_op("softmax");
   REQUIRE(op != nullptr);
   const auto variants = op->variants();
@@ -89,19 +89,19 @@ TEST_CASE("lesson 09: every CPU softmax variant survives logits of magnitude 1e4
 }
 
 TEST_CASE("lesson 09: every GPU softmax variant survives logits of magnitude 1e4", "[softmax][gpu][lesson09]") {
-  check_large_logits(Device::cuda);
+  check_large_logits(Device::gpu);
 }
 
 TEST_CASE("lesson 09: the fused CPU attention's workspace does not grow with N", "[attention][cpu][lesson09]") {
   const auto workspace = [](const std::string& variant, const std::string& spec) {
     return testing::workspace_of("attention", Device::cpu, variant, spec);
   };
-  const std::size_t small = workspace("02_fused_online", "B=1,H=1,N=64,d=64");
-  const std::size_t large = workspace("02_fused_online", "B=1,H=1,N=4096,d=64");
+  const std::size_t small = workspace("09b_fused_online", "B=1,H=1,N=64,d=64");
+  const std::size_t large = workspace("09b_fused_online", "B=1,H=1,N=4096,d=64");
   CHECK(small > 0);
   CHECK(large == small);
   // The naive form materialises S: 4096² floats = 64 MiB for one head.
-  CHECK(workspace("01_naive", "B=1,H=1,N=4096,d=64") == std::size_t(4096) * 4096 * 4);
+  CHECK(workspace("09a_naive", "B=1,H=1,N=4096,d=64") == std::size_t(4096) * 4096 * 4);
 }
 
 // ---- the checker on deliberately wrong attention variants --------------------------

@@ -1,7 +1,7 @@
-// tests/lesson09_wgmma_test.cpp — the wgmma conventions behind gpu/attention/04_flash_wgmma.cu.
+// tests/lesson09_wgmma_test.cpp — the wgmma conventions behind gpu/attention/09d_flash_wgmma.cu.
 //
-// Rung 04 is only right if four conventions are, each read from the PTX ISA
-// (gpu/common/wgmma.cuh): the accumulator layout, the A-from-registers layout,
+// Rung 09d is only right if four conventions are, each read from the PTX ISA
+// (gpu/lib/wgmma.cuh): the accumulator layout, the A-from-registers layout,
 // the shared-memory tile that cp.async writes, and the matrix descriptors that
 // tell wgmma how to read that tile (K-major for Q and K, MN-major for V).
 //
@@ -12,7 +12,7 @@
 //         documented bits; and a model of the hardware's read (the PTX ISA's
 //         canonical layouts, transcribed) finds every element of every k-step
 //         where Sw128Tile put it.
-//   [gpu] The probe (gpu/common/wgmma_probe.cu): one tile of each product on the
+//   [gpu] The probe (gpu/lib/wgmma_probe.cu): one tile of each product on the
 //         GPU with those layouts, against a host product. If S = Q·Kᵀ is wrong,
 //         the K-major descriptor, the tile or the accumulator map is; if S is
 //         right and P·V from loaded P is wrong, the MN-major descriptor (V) or
@@ -30,8 +30,8 @@
 #include <vector>
 
 #include "core/dtype.hpp"
-#include "gpu/common/wgmma.cuh"
-#include "gpu/common/wgmma_probe.hpp"
+#include "gpu/lib/wgmma.cuh"
+#include "gpu/lib/wgmma_probe.hpp"
 #include "tests/catch_compat.hpp"
 #include "tests/support.hpp"
 
@@ -77,7 +77,7 @@ TEST_CASE("lesson 09: wgmma fragments D and register A are bijections with the m
 
 TEST_CASE("lesson 09: wgmma accumulators of a 16-key step of S are the A fragment of P",
           "[wgmma][cpu][lesson09]") {
-  // 04_flash_wgmma packs p[kk][r] = (s[wgmma_d_index_for_a(kk, r, 0)], s[... 1]).
+  // 09d_flash_wgmma packs p[kk][r] = (s[wgmma_d_index_for_a(kk, r, 0)], s[... 1]).
   for (int thread = 0; thread < 128; ++thread)
     for (int kk = 0; kk < 8; ++kk)
       for (int reg = 0; reg < 4; ++reg)
@@ -145,7 +145,7 @@ TEST_CASE("lesson 09: wgmma descriptor fields sit at the PTX ISA bit positions",
   CHECK(desc + (0x60 >> 4) == wgmma_descriptor(0x8060, 16, 1024, WgmmaSwizzle::b128));
 }
 
-// Every element of every k16 step that 04_flash_wgmma reads through a
+// Every element of every k16 step that 09d_flash_wgmma reads through a
 // K-major descriptor (A = Q rows of warpgroup w, B = a K tile) is where the
 // tile layout stored it, per the PTX ISA's canonical K-major layout.
 template <int kHeadDim> void check_k_major_reads() {

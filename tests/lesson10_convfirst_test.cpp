@@ -22,7 +22,7 @@
 
 #include "core/json.hpp"
 #include "core/npy.hpp"
-#include "core/ops/convfirst.hpp"
+#include "ops/convfirst.hpp"
 #include "tests/catch_compat.hpp"
 #include "tests/support.hpp"
 

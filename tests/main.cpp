@@ -1,7 +1,7 @@
 // tests/main.cpp — the registry-driven correctness tests.
 //
 // At start-up, before Catch runs, one test case is registered per variant:
-// "conv2d/cpu/02_openmp" with tags [conv2d][cpu]. Each case runs its variant on
+// "conv2d/cpu/01b_openmp" with tags [conv2d][cpu]. Each case runs its variant on
 // every shape of its operation's test table that the variant supports, with
 // fresh random inputs and poisoned outputs, and compares against the double
 // reference. Nothing here names a variant: a new file in cpu/, gpu/ or
@@ -37,7 +37,7 @@ void register_variant_tests() {
       const VariantInfo& v = variants[i];
       names.push_back(v.id());
       const std::string& name = names.back();
-      names.push_back("[" + v.op + "][" + (v.device == Device::cuda ? "gpu" : "cpu") + "][variant]");
+      names.push_back("[" + v.op + "][" + (v.device == Device::gpu ? "gpu" : "cpu") + "][variant]");
       const std::string& tags = names.back();
 #if CONVLAB_CATCH_V3
       Catch::AutoReg(Catch::Detail::make_unique<VariantTest>(op, i), Catch::SourceLineInfo(__FILE__, __LINE__),

@@ -1,6 +1,6 @@
-// tests/mma_layout_test.cpp — the tensor-core index maps of gpu/common/mma.cuh, checked on the host.
+// tests/mma_layout_test.cpp — the tensor-core index maps of gpu/lib/mma.cuh, checked on the host.
 //
-// The GEMM rungs 09 and 10 can only run on a GPU, but the index arithmetic
+// The GEMM rungs 03n and 03o can only run on a GPU, but the index arithmetic
 // that makes them right or wrong (which lane holds which fragment element,
 // what ldmatrix delivers for the addresses we hand it, the XOR swizzle, the
 // tile rasterisation) is plain integer math. Here it is checked exhaustively,
@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "gpu/common/mma.cuh"
+#include "gpu/lib/mma.cuh"
 #include "tests/catch_compat.hpp"
 
 namespace convlab::gpu {
@@ -138,9 +138,9 @@ template <int kRowChunks> void check_swizzle(int rows) {
 
 TEST_CASE("chunk swizzle: a line-preserving permutation, conflict-free for ldmatrix", "[mma][cpu]") {
   check_swizzle<4>(128);   // 64-byte rows  (A tile with k tiles of 32)
-  check_swizzle<8>(128);   // 128-byte rows (A tile with k tiles of 64: rung 10)
+  check_swizzle<8>(128);   // 128-byte rows (A tile with k tiles of 64: rung 03o)
   check_swizzle<16>(64);   // 256-byte rows
-  check_swizzle<32>(64);   // 512-byte rows (B tile 256 columns wide: rung 10)
+  check_swizzle<32>(64);   // 512-byte rows (B tile 256 columns wide: rung 03o)
 }
 
 TEST_CASE("unswizzled rows of a multiple of 128 bytes would conflict (why the swizzle exists)", "[mma][cpu]") {
@@ -149,8 +149,8 @@ TEST_CASE("unswizzled rows of a multiple of 128 bytes would conflict (why the sw
   CHECK(groups.size() == 1);  // 8 rows, one bank group: an 8-way conflict
 }
 
-TEST_CASE("padded rows of an odd number of 16-byte chunks are conflict-free (rung 09)", "[mma][cpu]") {
-  for (int row_bytes : {(32 + 8) * 2, (64 + 8) * 2}) {  // rung 09: A [64][32+8], B [32][64+8], 2-byte elements
+TEST_CASE("padded rows of an odd number of 16-byte chunks are conflict-free (rung 03n)", "[mma][cpu]") {
+  for (int row_bytes : {(32 + 8) * 2, (64 + 8) * 2}) {  // rung 03n: A [64][32+8], B [32][64+8], 2-byte elements
     std::set<int> groups;
     for (int r = 0; r < 8; ++r) groups.insert(bank_group(r * row_bytes));
     INFO("row bytes " << row_bytes);

@@ -91,12 +91,12 @@ TEST_CASE("probe: the peak each variant is judged against", "[probe][cpu]") {
   CHECK(m.cpu_gflops_for(4) == 40);  // all the probed threads: the all-thread peak
   CHECK(m.cpu_gflops_for(8) == 40);
   CHECK(m.cpu_gbs_for(3) == 15);     // capped by the all-thread figure
-  CHECK(m.peak_gflops(Device::cuda, DType::f32, Threads::all) == 50000);
-  CHECK(m.peak_gflops(Device::cuda, DType::f16, Threads::all) == 600000);
-  CHECK(m.peak_gflops(Device::cuda, DType::bf16, Threads::single) == 590000);
+  CHECK(m.peak_gflops(Device::gpu, DType::f32, Threads::all) == 50000);
+  CHECK(m.peak_gflops(Device::gpu, DType::f16, Threads::all) == 600000);
+  CHECK(m.peak_gflops(Device::gpu, DType::bf16, Threads::single) == 590000);
   CHECK(m.peak_gbs(Device::cpu, Threads::single) == 5);
   CHECK(m.peak_gbs(Device::cpu, Threads::all) == m.cpu_gbs_for(now));
-  CHECK(m.peak_gbs(Device::cuda, Threads::all) == 4000);
+  CHECK(m.peak_gbs(Device::gpu, Threads::all) == 4000);
 }
 
 TEST_CASE("probe: the cache is reused on this machine and ignored from another", "[probe][cpu]") {

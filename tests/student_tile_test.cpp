@@ -1,6 +1,6 @@
 // tests/student_tile_test.cpp — what lesson 03's exercise 6 looks like when a
 // student does it in one file: another micro-tile through the suite's own
-// packing, macro-kernel and five loops (cpu/gemm/gemm_kernels.hpp takes the
+// packing, macro-kernel and five loops (cpu/lib/gemm_kernels.hpp takes the
 // tile as template parameters <MR, NR>). The two variants below are written
 // exactly as students/gemm/my_tile.cpp would be (see students/README.md),
 // only not registered, so they do not join every listing; here they run
@@ -8,8 +8,8 @@
 // must pass all of them — every blocking boundary included.
 #include <cstddef>
 
-#include "core/ops/gemm.hpp"
-#include "cpu/gemm/gemm_kernels.hpp"
+#include "ops/gemm.hpp"
+#include "cpu/lib/gemm_kernels.hpp"
 #include "tests/catch_compat.hpp"
 #include "tests/support.hpp"
 

@@ -73,7 +73,7 @@ TableFailures run_table(const std::vector<std::string>& specs,
 
 void check_variant_on_table(const OpHandle& op, std::size_t index) {
   const VariantInfo v = op.variants().at(index);
-  if (v.device == Device::cuda && skip_without_gpu()) return;
+  if (v.device == Device::gpu && skip_without_gpu()) return;
   const TableFailures f = run_table(op.shapes(ShapeTable::test, v.device), [&](const std::string& spec) {
     return op.unsupported_reason(index, spec).empty() ? op.make_case(index, spec, seed_for(spec))
                                                       : std::unique_ptr<ICase>();
@@ -107,12 +107,14 @@ std::size_t workspace_of(const std::string& op, Device device, const std::string
 
 // ---- the convlab program ----------------------------------------------------------------
 
-std::string convlab_program() {
+std::string sibling_program(const std::string& name) {
   std::error_code ec;
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  const auto program = exe.parent_path() / "convlab";
+  const auto program = exe.parent_path() / name;
   return !ec && std::filesystem::exists(program) ? program.string() : "";
 }
+
+std::string convlab_program() { return sibling_program("convlab"); }
 
 bool skip_without_program(const std::string& what) {
   if (!convlab_program().empty()) return false;
@@ -120,11 +122,15 @@ bool skip_without_program(const std::string& what) {
   return true;
 }
 
-ProgramResult run_convlab(const std::string& args) {
+ProgramResult run_convlab(const std::string& args, const std::string& env) {
+  return run_program(convlab_program(), args, env);
+}
+
+ProgramResult run_program(const std::string& program, const std::string& args, const std::string& env) {
   // The captured streams go to a folder of this process, removed again after the run.
   const auto dir = std::filesystem::temp_directory_path() / ("convlab_program_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  const std::string command = convlab_program() + " " + args + " >" + (dir / "stdout.txt").string() + " 2>" +
+  const std::string command = (env.empty() ? "" : env + " ") + program + " " + args + " >" + (dir / "stdout.txt").string() + " 2>" +
                               (dir / "stderr.txt").string();
   const int raw = std::system(command.c_str());
   ProgramResult r;

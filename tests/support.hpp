@@ -117,8 +117,13 @@ struct ProgramResult {
   int status = -1;  // exit status; -1 if it did not exit normally
   std::string out, err;
 };
-// Runs `convlab ARGS` through the shell, its stdout and stderr captured.
-ProgramResult run_convlab(const std::string& args);
+// Runs `convlab ARGS` through the shell, its stdout and stderr captured; `env`
+// ("NAME=value ...") is set for that run only.
+ProgramResult run_convlab(const std::string& args, const std::string& env = "");
+// A program built beside this test binary (e.g. "convlab_duplicate_id"); "" when absent.
+std::string sibling_program(const std::string& name);
+// Runs `PROGRAM ARGS` through the shell, its stdout and stderr captured.
+ProgramResult run_program(const std::string& program, const std::string& args, const std::string& env = "");
 
 // The whole text of a file ("" when it cannot be read).
 std::string read_text(const std::filesystem::path& path);

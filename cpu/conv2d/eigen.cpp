@@ -1,20 +1,6 @@
 // cpu/conv2d/eigen.cpp — lesson 01 baseline: Eigen Tensor convolution, the
 // TensorFlow way: gather the input patches, then one contraction per group.
 //
-// What it is: Eigen's Tensor `convolve` is a plain correlation over the listed
-// dimensions — it cannot sum over input channels while producing K output
-// channels, so it would need one call per (n, k) and waste most of its work.
-// TensorFlow's SpatialConvolution instead expresses a convolution as
-//   1. im2col: for every output pixel (n, p, q), the R×S×T window of the
-//      zero-padded, strided input (lesson 02's patch matrix), then
-//   2. contract: the [N·P·Q × R·S·T] patch matrix times the [R·S·T × K/G]
-//      weight matrix — KRSC rows already are that matrix, transposed.
-// TF gathers with `extract_image_patches`; this file builds the identical
-// matrix from R·S plain slices instead (the trick below): that im2col step
-// measured 4–7× faster than extract_image_patches on 56×56×128 (stride 1 and
-// 2), because the patch op finds every coefficient's source with integer
-// divisions while a slice copies contiguous runs of channels.
-//
 // The trick: pad x once (zeros around, plus a few to make H and W multiples of
 // the stride) and view its W axis as (W/stride, stride) — column w = w'·str + φ.
 // Then the tap (r, s) of all outputs, x_pad[n, p·str + r, q·str + s, c], is
@@ -47,7 +33,7 @@
 #include <stdexcept>
 #include <unsupported/Eigen/CXX11/Tensor>
 
-#include "core/ops/conv2d.hpp"
+#include "ops/conv2d.hpp"
 
 namespace convlab {
 namespace {

@@ -34,7 +34,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "core/ops/conv2d.hpp"
+#include "ops/conv2d.hpp"
 
 namespace convlab {
 namespace {

@@ -4,12 +4,12 @@
 // (Fig. 7a): every layer is a call of the suite's own rung for it, and every
 // activation between them is a full tensor in memory.
 //
-//   t  = conv2d/cpu/09_grouped(x)            [N, H, W, C]        the grouped 3x3 conv (lesson 06)
+//   t  = conv2d/cpu/06b_grouped(x)            [N, H, W, C]        the grouped 3x3 conv (lesson 06)
 //   t += conv_b                              one pass over t
 //   (stride 2) t' = blurpool(t)              [N, P, Q, C]
-//   y  = ffn/cpu/01_layer_by_layer(t or t')  [N·P·Q, C_out]      lesson 08: H [N·P·Q, hidden] in memory
+//   y  = ffn/cpu/08a_layer_by_layer(t or t')  [N·P·Q, C_out]      lesson 08: H [N·P·Q, hidden] in memory
 //   stride 1: y += x                         the residual, one more pass
-//   stride 2: s = blurpool(x); y += s  or  y += gemm/cpu/06_openmp(s, Wsc) + bsc
+//   stride 2: s = blurpool(x); y += s  or  y += gemm/cpu/03f_openmp(s, Wsc) + bsc
 //
 // Plain loop it replaces: ref::convfirst_block, one pixel at a time.
 // Cost: the block's MACs plus, in memory, t (C per pixel), the hidden
@@ -23,10 +23,10 @@
 #include <algorithm>
 #include <cstddef>
 
-#include "core/ops/conv2d.hpp"
-#include "core/ops/ffn.hpp"
-#include "core/ops/gemm.hpp"
-#include "cpu/convfirst/convfirst_cpu.hpp"
+#include "ops/conv2d.hpp"
+#include "ops/ffn.hpp"
+#include "ops/gemm.hpp"
+#include "cpu/lib/convfirst_cpu.hpp"
 
 namespace convlab {
 namespace {

@@ -33,11 +33,11 @@
 #include <algorithm>
 #include <cstddef>
 
-#include "core/ops/convfirst.hpp"
-#include "cpu/common/threads.hpp"
-#include "cpu/convfirst/convfirst_cpu.hpp"
-#include "cpu/ffn/ffn_cpu.hpp"
-#include "cpu/gemm/gemm_kernels.hpp"
+#include "ops/convfirst.hpp"
+#include "cpu/lib/threads.hpp"
+#include "cpu/lib/convfirst_cpu.hpp"
+#include "cpu/lib/ffn_cpu.hpp"
+#include "cpu/lib/gemm_kernels.hpp"
 
 namespace convlab {
 namespace {

@@ -22,7 +22,7 @@
 
 #include <stdexcept>
 
-#include "core/ops/gemm.hpp"
+#include "ops/gemm.hpp"
 
 #ifndef EIGEN_HAS_OPENMP
 #error "gemm/cpu/eigen is a Threads::all baseline: compile it with OpenMP so Eigen's product runs on every core"

@@ -12,7 +12,7 @@
 
 #include <stdexcept>
 
-#include "core/ops/gemm.hpp"
+#include "ops/gemm.hpp"
 
 namespace convlab {
 namespace {

@@ -18,16 +18,16 @@
 // .workspace_bytes, so timed runs allocate nothing. A problem for which cuDNN
 // has no such algorithm (or whose descriptors it rejects) is unsupported.
 // Cost: whatever NVIDIA's engineers made it — that is the point of a baseline.
-// Run just this: build/convlab run conv2d/cuda/cudnn
+// Run just this: build/convlab run conv2d/gpu/cudnn
 #include <algorithm>
 #include <array>
 #include <map>
 #include <memory>
 #include <string>
 
-#include "core/ops/conv2d.hpp"
-#include "gpu/common/check.cuh"
-#include "gpu/common/cudnn_handle.cuh"
+#include "ops/conv2d.hpp"
+#include "gpu/lib/check.cuh"
+#include "gpu/lib/cudnn_handle.cuh"
 
 namespace convlab {
 namespace {
@@ -186,7 +186,7 @@ void run(const ConvProblem& p, const Args<ConvProblem>& a) {
 
 const Register<ConvProblem> reg{{
     .name = "cudnn",
-    .device = Device::cuda,
+    .device = Device::gpu,
     .lesson = 1,
     .supports = supports,
     .run = run,

@@ -1,11 +1,11 @@
 // gpu/convfirst/10a_layer_by_layer.cu — lesson 10, GPU rung a: the ConvFirst block one layer at a time.
 //
 // The block as a framework runs it (Fig. 7a), built from the suite's own
-// GPU rungs (gpu/convfirst/layer_by_layer.cuh has the sequence):
+// GPU rungs (gpu/lib/convfirst_layer_by_layer.cuh has the sequence):
 //
-//   conv2d/cuda/10_grouped (lesson 06)              t = gconv3x3(x), then + conv_b
+//   conv2d/gpu/06b_grouped (lesson 06)              t = gconv3x3(x), then + conv_b
 //   (stride 2) blurpool(t), blurpool(x)
-//   gemm/cuda/10_tensor_core_pipelined (lesson 03)  h = t·U, then φ(h + a)   f32: 08_double_buffering
+//   gemm/gpu/03o_tensor_core_pipelined (lesson 03)  h = t·U, then φ(h + a)   f32: 08_double_buffering
 //   the same GEMM                                  y = h·V
 //   one pass                                       y += b + shortcut (x, blur(x), or blur(x)·Wsc + bsc)
 //
@@ -16,9 +16,9 @@
 // that is 1.39 GB against the fused plan's 0.10 GB: a 0.33 ms memory floor,
 // eight times the block's 0.040 ms compute floor.
 // Supported: f32 and f16 (the grouped conv rung's dtypes), group width 8.
-// Run just this: build/convlab run convfirst/cuda/10a_layer_by_layer --shape N=128,H=56,C=64,dtype=f16
-#include "core/ops/convfirst.hpp"
-#include "gpu/convfirst/layer_by_layer.cuh"
+// Run just this: build/convlab run convfirst/gpu/10a_layer_by_layer --shape N=128,H=56,C=64,dtype=f16
+#include "ops/convfirst.hpp"
+#include "gpu/lib/convfirst_layer_by_layer.cuh"
 
 namespace convlab {
 namespace {
@@ -40,7 +40,7 @@ void run(const ConvFirstProblem& p, const Args<ConvFirstProblem>& a) { gpu::conv
 
 const Register<ConvFirstProblem> reg{{
     .name = "10a_layer_by_layer",
-    .device = Device::cuda,
+    .device = Device::gpu,
     .lesson = 10,
     .supports = supports,
     .run = run,

@@ -57,14 +57,14 @@
 // shapes whose staged rows fit shared memory (W up to about 20 at C = 256, 90 at C = 128,
 // 300 at C = 64: the halo grows with W);
 // 16-byte-aligned buffers.
-// Run just this: build/convlab run convfirst/cuda/10b_fused --shape N=128,H=56,C=64,dtype=f16
+// Run just this: build/convlab run convfirst/gpu/10b_fused --shape N=128,H=56,C=64,dtype=f16
 #include <climits>
 #include <cstdint>
 
-#include "core/ops/convfirst.hpp"
-#include "gpu/common/check.cuh"
-#include "gpu/common/element.cuh"
-#include "gpu/common/mma.cuh"
+#include "ops/convfirst.hpp"
+#include "gpu/lib/check.cuh"
+#include "gpu/lib/element.cuh"
+#include "gpu/lib/mma.cuh"
 
 namespace convlab {
 namespace {
@@ -472,7 +472,7 @@ template <class Cfg, class Element> void launch(const ConvFirstProblem& p, const
 void run(const ConvFirstProblem& p, const Args<ConvFirstProblem>& a) {
   if (!gpu::aligned_16(a.x) || !gpu::aligned_16(a.u) || !gpu::aligned_16(a.v) || !gpu::aligned_16(a.y) ||
       reinterpret_cast<uintptr_t>(a.conv_w) % 4 != 0)
-    throw Unsupported("convfirst/cuda/10b_fused: x, u, v and y must be 16-byte aligned, conv_w 4-byte aligned");
+    throw Unsupported("convfirst/gpu/10b_fused: x, u, v and y must be 16-byte aligned, conv_w 4-byte aligned");
   gpu::visit_dtype<__half, __nv_bfloat16>(p.dtype, [&](auto tag) {
     using Element = typename decltype(tag)::type;
     switch (p.C) {
@@ -481,14 +481,14 @@ void run(const ConvFirstProblem& p, const Args<ConvFirstProblem>& a) {
       case 64: launch<Config64, Element>(p, a); break;
       case 128: launch<Config128, Element>(p, a); break;
       case 256: launch<Config256, Element>(p, a); break;
-      default: throw Unsupported("convfirst/cuda/10b_fused: C must be 16, 32, 64, 128 or 256");
+      default: throw Unsupported("convfirst/gpu/10b_fused: C must be 16, 32, 64, 128 or 256");
     }
   });
 }
 
 const Register<ConvFirstProblem> reg{{
     .name = "10b_fused",
-    .device = Device::cuda,
+    .device = Device::gpu,
     .lesson = 10,
     .supports = supports,
     .run = run,

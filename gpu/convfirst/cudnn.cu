@@ -1,15 +1,15 @@
 // gpu/convfirst/cudnn.cu — lesson 10, GPU baseline: the ConvFirst block on the vendor libraries.
 //
-// The same layer sequence as 10a_layer_by_layer (gpu/convfirst/layer_by_layer.cuh),
-// with cuDNN's grouped convolution (conv2d/cuda/cudnn: the fastest algorithm
-// cuDNN finds for the shape) and cuBLAS GemmEx (gemm/cuda/cublas) for the
+// The same layer sequence as 10a_layer_by_layer (gpu/lib/convfirst_layer_by_layer.cuh),
+// with cuDNN's grouped convolution (conv2d/gpu/cudnn: the fastest algorithm
+// cuDNN finds for the shape) and cuBLAS GemmEx (gemm/gpu/cublas) for the
 // FFN's two layers and the stride-2 projection; the suite's element-wise
 // passes for the biases, φ, BlurPool and the shortcut. It is what a framework
 // dispatching to the vendor libraries does layer by layer.
-// Supported: f32 and f16 (cuDNN's dtypes in conv2d/cuda/cudnn), group width 8.
-// Run just this: build/convlab run convfirst/cuda/cudnn --shape N=128,H=56,C=64,dtype=f16
-#include "core/ops/convfirst.hpp"
-#include "gpu/convfirst/layer_by_layer.cuh"
+// Supported: f32 and f16 (cuDNN's dtypes in conv2d/gpu/cudnn), group width 8.
+// Run just this: build/convlab run convfirst/gpu/cudnn --shape N=128,H=56,C=64,dtype=f16
+#include "ops/convfirst.hpp"
+#include "gpu/lib/convfirst_layer_by_layer.cuh"
 
 namespace convlab {
 namespace {
@@ -29,7 +29,7 @@ void run(const ConvFirstProblem& p, const Args<ConvFirstProblem>& a) { gpu::conv
 
 const Register<ConvFirstProblem> reg{{
     .name = "cudnn",
-    .device = Device::cuda,
+    .device = Device::gpu,
     .lesson = 10,
     .supports = supports,
     .run = run,

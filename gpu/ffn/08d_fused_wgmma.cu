@@ -29,7 +29,7 @@
 // one CTA per SM; CTA b takes row tiles b, b + G, ... (gpu::hopper::TileScheduler
 // with one tile column).
 //
-// The plain loop (cpu/ffn/02_loop_fused): for each row p: z = b; for each
+// The plain loop (cpu/ffn/08b_loop_fused): for each row p: z = b; for each
 // hidden chunk: h = φ(x_p·U^r + a_r); z += h·V_r.
 //
 // Cost and floor: 2·P·(C·hidden + hidden·C) FLOP at the wgmma rate (4096
@@ -40,13 +40,13 @@
 // ridge of ~175), so the X prefetch and the overlap of the Z stores with the
 // next tile's products matter. Predictions and measurements: lessons/08-ffn-fusion/NOTES.md.
 //
-// Tunables: gpu/ffn/fused_wgmma_layout.hpp (Layout64 / 128 / 256).
+// Tunables: gpu/lib/hopper/ffn_wgmma_layout.hpp (Layout64 / 128 / 256).
 // Supported: f16 and bf16; C = C_out ∈ {64, 128, 256}; hidden a multiple of 8
 // (the rows of U are TMA strides; a partial last chunk is zero-filled by TMA,
 // its bias read as 0, and φ(0) = 0 for ReLU, SiLU and GELU, times zero rows of
 // V); any P ≥ 1 (rows past P are zero-filled and never stored); relu, silu,
 // gelu; 16-byte aligned buffers. Needs compute capability 9.0 and 90 in CONVLAB_CUDA_ARCHS.
-// Run just this: build/convlab run ffn/cuda/08d_fused_wgmma --shape P=401408,C=64,dtype=f16
+// Run just this: build/convlab run ffn/gpu/08d_fused_wgmma --shape P=401408,C=64,dtype=f16
 #include <cuda.h>
 
 #include <algorithm>
@@ -54,14 +54,14 @@
 #include <cstring>
 #include <string>
 
-#include "core/ops/ffn.hpp"
-#include "gpu/common/check.cuh"
-#include "gpu/common/element.cuh"
-#include "gpu/common/mma.cuh"
-#include "gpu/common/wgmma.cuh"
-#include "gpu/common/wgmma_probe.hpp"
-#include "gpu/ffn/ffn_epilogue.cuh"
-#include "gpu/ffn/fused_wgmma_layout.hpp"
+#include "ops/ffn.hpp"
+#include "gpu/lib/check.cuh"
+#include "gpu/lib/element.cuh"
+#include "gpu/lib/mma.cuh"
+#include "gpu/lib/wgmma.cuh"
+#include "gpu/lib/wgmma_probe.hpp"
+#include "gpu/lib/ffn_epilogue.cuh"
+#include "gpu/lib/hopper/ffn_wgmma_layout.hpp"
 #include "gpu/lib/hopper/mbarrier.cuh"
 #include "gpu/lib/hopper/tile_scheduler.cuh"
 #include "gpu/lib/hopper/tma.cuh"
@@ -326,7 +326,7 @@ void run(const FfnProblem& p, const Args<FfnProblem>& args) {
 
 const Register<FfnProblem> reg{{
     .name = "08d_fused_wgmma",
-    .device = Device::cuda,
+    .device = Device::gpu,
     .lesson = 8,
     .supports = supports,
     .run = run,

@@ -10,7 +10,7 @@
 //     computes a load address, no bounds check in the loop (gpu/lib/hopper/tma.cuh);
 //   * wgmma m64n256k16: one instruction per warpgroup and k16 step does the work
 //     of 128 mma.sync, both operands read by the tensor cores straight from the
-//     swizzled slots through descriptors (gpu/common/wgmma.cuh): no ldmatrix;
+//     swizzled slots through descriptors (gpu/lib/wgmma.cuh): no ldmatrix;
 //   * an mbarrier ring of 4 slots (gpu/lib/hopper/mbarrier.cuh) instead of
 //     __syncthreads: a warpgroup waits only for the slot it reads, and frees the
 //     slot before last as soon as its wgmma have retired.
@@ -18,20 +18,20 @@
 // the middle of its own warpgroup's loop (03q gives that job its own warps).
 //
 // The plain loop it replaces: for (m, n) { acc = 0; for (k) acc += A[m][k]·B[k][n]; C[m][n] = acc; }
-// The kernel, its tile diagram and edge duties: gpu/gemm/wgmma_gemm.cuh.
+// The kernel, its tile diagram and edge duties: gpu/lib/hopper/wgmma_gemm.cuh.
 //
 // Cost and floor: 2·M·N·K FLOP at the dense f16/bf16 wgmma rate, 4096 FLOP per
 // clock per SM (132 SMs: ~989 TFLOP/s at 1.83 GHz); per 64-deep k tile a CTA
 // reads 48 KB for 4.2 MFLOP (85 FLOP/byte from L2, ~1024 clocks of tensor
 // time). Shared memory 197 KB (4 slots of 48 KB): one CTA per SM, 256 threads.
-// Tunables: the block at the top of gpu/gemm/wgmma_gemm.cuh.
+// Tunables: the block at the top of gpu/lib/hopper/wgmma_gemm.cuh.
 //
 // Supported: f16 and bf16, any M, N, K ≥ 1 with K % 8 == 0 and N % 8 == 0
 // (TMA strides are multiples of 16 bytes); 16-byte aligned buffers. Other
 // shapes are declined by supports() (the rungs before this one take them).
 // Needs compute capability 9.0 and a build with 90 in CONVLAB_CUDA_ARCHS.
-// Run just this: build/convlab run gemm/cuda/03p_wgmma_tma --shape M=4096,dtype=f16
-#include "gpu/gemm/wgmma_gemm.cuh"
+// Run just this: build/convlab run gemm/gpu/03p_wgmma_tma --shape M=4096,dtype=f16
+#include "gpu/lib/hopper/wgmma_gemm.cuh"
 
 namespace convlab {
 namespace {
@@ -42,7 +42,7 @@ void run(const GemmProblem& p, const Args<GemmProblem>& a) {
 
 const Register<GemmProblem> reg{{
     .name = "03p_wgmma_tma",
-    .device = Device::cuda,
+    .device = Device::gpu,
     .lesson = 3,
     .supports = wgmma_gemm::supports,
     .run = run,

@@ -21,14 +21,14 @@
 //
 // The plain loop it replaces is 03p's: the same k loop, with the copy issue
 // taken out of the consumers' path. Kernel, tile diagram, edge duties:
-// gpu/gemm/wgmma_gemm.cuh (Schedule::warp_specialized).
+// gpu/lib/hopper/wgmma_gemm.cuh (Schedule::warp_specialized).
 //
 // Cost and floor: as 03p (the same tiles, slots and instructions), plus one
 // idle-but-cheap warpgroup; its floor is the same tensor-core time.
 // Supported: f16 and bf16, any M, N, K ≥ 1 with K % 8 == 0 and N % 8 == 0;
 // 16-byte aligned buffers. Needs compute capability 9.0 and 90 in CONVLAB_CUDA_ARCHS.
-// Run just this: build/convlab run gemm/cuda/03q_wgmma_warp_specialized --shape M=4096,dtype=f16
-#include "gpu/gemm/wgmma_gemm.cuh"
+// Run just this: build/convlab run gemm/gpu/03q_wgmma_warp_specialized --shape M=4096,dtype=f16
+#include "gpu/lib/hopper/wgmma_gemm.cuh"
 
 namespace convlab {
 namespace {
@@ -39,7 +39,7 @@ void run(const GemmProblem& p, const Args<GemmProblem>& a) {
 
 const Register<GemmProblem> reg{{
     .name = "03q_wgmma_warp_specialized",
-    .device = Device::cuda,
+    .device = Device::gpu,
     .lesson = 3,
     .supports = wgmma_gemm::supports,
     .run = run,

@@ -14,7 +14,7 @@
 // the next tile's MMA needs a second accumulator set or ping-pong consumers.)
 //
 // The plain loop it replaces: for (tile = blockIdx.x; tile < tiles; tile += gridDim.x)
-// around 03q's body. Kernel, tile diagram, edge duties: gpu/gemm/wgmma_gemm.cuh
+// around 03q's body. Kernel, tile diagram, edge duties: gpu/lib/hopper/wgmma_gemm.cuh
 // (Schedule::persistent).
 //
 // Cost and floor: as 03p/03q; the grid is resident_blocks() (132 on an H200),
@@ -22,8 +22,8 @@
 // the last wave of 03q's grid does.
 // Supported: f16 and bf16, any M, N, K ≥ 1 with K % 8 == 0 and N % 8 == 0;
 // 16-byte aligned buffers. Needs compute capability 9.0 and 90 in CONVLAB_CUDA_ARCHS.
-// Run just this: build/convlab run gemm/cuda/03r_wgmma_persistent --shape M=4096,dtype=f16
-#include "gpu/gemm/wgmma_gemm.cuh"
+// Run just this: build/convlab run gemm/gpu/03r_wgmma_persistent --shape M=4096,dtype=f16
+#include "gpu/lib/hopper/wgmma_gemm.cuh"
 
 namespace convlab {
 namespace {
@@ -34,7 +34,7 @@ void run(const GemmProblem& p, const Args<GemmProblem>& a) {
 
 const Register<GemmProblem> reg{{
     .name = "03r_wgmma_persistent",
-    .device = Device::cuda,
+    .device = Device::gpu,
     .lesson = 3,
     .supports = wgmma_gemm::supports,
     .run = run,

@@ -4,7 +4,7 @@
 // CUBLAS_COMPUTE_32F on a handle whose math mode forbids TF32 (plain IEEE
 // fp32 FMAs, as the fp32 tolerance demands); fp16 and bf16 run on tensor
 // cores with fp32 accumulation (CUBLAS_COMPUTE_32F) and fp16/bf16 output,
-// with reduced-precision split-K reductions forbidden (gpu/common/cublas_handle.cuh).
+// with reduced-precision split-K reductions forbidden (gpu/lib/cublas_handle.cuh).
 //
 // The one trick: cuBLAS is column-major, convlab is row-major. A row-major
 // M×N matrix has the same bytes as a column-major N×M matrix — its transpose.
@@ -18,14 +18,14 @@
 //   cublasGemmEx(OP_N, OP_N, m = N, n = M, k = K, B, ld N, A, ld K, C, ld N)
 //
 // Every cuBLAS-backed variant makes this call through one wrapper,
-// gpu::gemm_row_major (gpu/common/cublas_handle.cuh), which also takes
+// gpu::gemm_row_major (gpu/lib/cublas_handle.cuh), which also takes
 // transposed operands and a strided batch.
 //
 // Cost: whatever NVIDIA's engineers made it — that is the point of a baseline.
-// Run just this: build/convlab run gemm/cuda/cublas
-#include "core/ops/gemm.hpp"
-#include "gpu/common/check.cuh"
-#include "gpu/common/cublas_handle.cuh"
+// Run just this: build/convlab run gemm/gpu/cublas
+#include "ops/gemm.hpp"
+#include "gpu/lib/check.cuh"
+#include "gpu/lib/cublas_handle.cuh"
 
 namespace convlab {
 namespace {
@@ -41,7 +41,7 @@ void run(const GemmProblem& p, const Args<GemmProblem>& a) {
 
 const Register<GemmProblem> reg{{
     .name = "cublas",
-    .device = Device::cuda,
+    .device = Device::gpu,
     .lesson = 3,
     .supports = any_dtype<GemmProblem>,
     .run = run,

@@ -211,7 +211,7 @@ def markdown_table(records, path, doc):
     if doc is None:
         lines.append(f"_No measured latencies committed yet: the measured columns fill in once "
                      f"`bench/efficiency_gap.py` has run on the H200 and its JSON is filed as "
-                     f"`bench/results/<date>-h200/efficiency-gap.json`. Batch {BATCH}, fp16; {roof}._")
+                     f"`bench/results/h200/efficiency-gap.json`. Batch {BATCH}, fp16; {roof}._")
     else:
         ctx = doc.get("context", {})
         missing = [f"{LABELS.get(n, n)} {MODES.get(m, m)}" for (n, m) in failures(doc)]

@@ -10,7 +10,7 @@
 
 #include "analysis/accuracy.hpp"
 #include "analysis/models.hpp"
-#include "core/problems.hpp"
+#include "ops/conv2d.hpp"
 #include "tests/catch_compat.hpp"
 #include "tests/support.hpp"
 

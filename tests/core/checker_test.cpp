@@ -18,9 +18,9 @@
 #include <memory>
 #include <string>
 
-#include "core/ops/conv2d.hpp"
-#include "core/ops/gemm.hpp"
-#include "cpu/gemm/gemm_kernels.hpp"
+#include "ops/conv2d.hpp"
+#include "ops/gemm.hpp"
+#include "cpu/lib/gemm_kernels.hpp"
 #include "tests/catch_compat.hpp"
 #include "tests/support.hpp"
 

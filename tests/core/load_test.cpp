@@ -211,7 +211,7 @@ TEST_CASE("load: convlab run says when the machine is busy or its probe was dist
     std::ofstream(cache) << planted.to_json() << "\n";
   }
   ScopedEnv probe_file("CONVLAB_PROBE_FILE", cache.c_str());
-  const std::string args = "run gemm/cpu/02_loop_reorder --shape M=24,N=20,K=16 --reps 3";
+  const std::string args = "run gemm/cpu/03b_loop_reorder --shape M=24,N=20,K=16 --reps 3";
   {
     ScopedEnv busy("CONVLAB_FAKE_LOADAVG", "64");
     const testing::ProgramResult r = testing::run_convlab(args);

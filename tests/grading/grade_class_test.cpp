@@ -94,8 +94,8 @@ TEST_CASE("grading/class: one command grades a planted class, ranks and flags ev
   // The baselines, timed in the same run.
   const json::Value& baselines = *report.find("baselines");
   REQUIRE(baselines.items.size() == 2);
-  CHECK(str(baselines.items[0], "id") == "gemm/cpu/02_loop_reorder");
-  CHECK(str(baselines.items[1], "id") == "gemm/cpu/05_microkernel");
+  CHECK(str(baselines.items[0], "id") == "gemm/cpu/03b_loop_reorder");
+  CHECK(str(baselines.items[1], "id") == "gemm/cpu/03e_microkernel");
   for (const json::Value& b : baselines.items) CHECK(num(b, "median_ms") > 0);
   CHECK(num(report, "hidden_shapes") == 4);
 
@@ -224,14 +224,14 @@ TEST_CASE("grading/bad_input: a bad grading command line is one error line and e
     bad << "# fine\nM=7,N=5,K=3\nM=seven\n";
   }
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"grade " + shq(dir / "no-such-class") + " --start gemm/cpu/02_loop_reorder" + out, "is not a folder"},
+      {"grade " + shq(dir / "no-such-class") + " --start gemm/cpu/03b_loop_reorder" + out, "is not a folder"},
       {"grade " + cls + out, "--start"},
       {"grade " + cls + " --start gemm/cpu/no_such_rung" + out, "no_such_rung"},
       {"grade " + cls + " --start gemm/cpu" + out, "one rung"},
-      {"grade " + cls + " --start gemm/cpu/02_loop_reorder --best conv2d/cpu/01_seven_loop" + out, "--best"},
-      {"grade " + cls + " --start gemm/cpu/02_loop_reorder --shape M=0" + out, "M, N and K must be positive"},
-      {"grade " + cls + " --start gemm/cpu/02_loop_reorder --hidden " + shq(dir / "hidden.txt") + out, "hidden.txt:3:"},
-      {"grade " + cls + " --start gemm/cpu/02_loop_reorder --jobs 0" + out, "--jobs"},
+      {"grade " + cls + " --start gemm/cpu/03b_loop_reorder --best conv2d/cpu/01a_seven_loop" + out, "--best"},
+      {"grade " + cls + " --start gemm/cpu/03b_loop_reorder --shape M=0" + out, "M, N and K must be positive"},
+      {"grade " + cls + " --start gemm/cpu/03b_loop_reorder --hidden " + shq(dir / "hidden.txt") + out, "hidden.txt:3:"},
+      {"grade " + cls + " --start gemm/cpu/03b_loop_reorder --jobs 0" + out, "--jobs"},
       {"grade " + cls + " --assignment " + shq(dir / "hidden.txt") + out, "unknown key 'M'"},
   };
   for (const auto& [args, expected] : cases) {

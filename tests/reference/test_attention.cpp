@@ -7,7 +7,9 @@
 #include <vector>
 
 #include "reference/attention.hpp"
+#include "reference/softmax.hpp"
 #include "reference/conv2d.hpp"
+#include "reference/gemm.hpp"
 #include "tests/catch_compat.hpp"
 #include "tests/reference/ref_test_util.hpp"
 

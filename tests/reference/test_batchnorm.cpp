@@ -30,7 +30,7 @@ TEST_CASE("reference: batchnorm_inference hand-computed", "[reference]") {
 TEST_CASE("reference: fold_batchnorm hand-computed 1x1 conv", "[reference]") {
   // One filter over two channels, w = [1, 2], conv bias 0.5;
   // BN: γ = 3, β = 1, μ = 2.5, σ² = 3, ε = 1  ->  s = 3/√4 = 1.5.
-  convlab::ConvProblem p;
+  convlab::ref::ConvShape p;
   p.C = 2, p.K = 1;
   const std::vector<double> w = {1, 2}, conv_bias = {0.5};
   const std::vector<double> gamma = {3}, beta = {1}, mean = {2.5}, var = {3};
@@ -57,7 +57,7 @@ TEST_CASE("reference: folded batch-norm equals conv then batch-norm", "[referenc
   uint64_t seed = 600;
   for (const Case& c : cases) {
     CAPTURE(c.C, c.K, c.R, c.stride, c.groups, c.conv_bias);
-    convlab::ConvProblem p;
+    convlab::ref::ConvShape p;
     p.N = c.N, p.H = c.H, p.W = c.W, p.C = c.C, p.K = c.K, p.R = c.R, p.S = c.S;
     p.stride = c.stride, p.pad = c.pad, p.groups = c.groups;
     const auto x = random_vector(size_t(p.input_elems()), ++seed);
@@ -98,7 +98,7 @@ TEST_CASE("reference: batch-norm functions reject invalid arguments", "[referenc
   CHECK(throws_invalid_argument([&] { ref::batchnorm_inference(2, 4, p, negative_var, p); }, "channel 1"));
   CHECK(throws_invalid_argument([&] { ref::batchnorm_inference(2, 4, p, missing_gamma, p); }, "'gamma'"));
   CHECK(throws_invalid_argument([&] { ref::batchnorm_inference(2, 0, p, good, p); }, "channels"));
-  convlab::ConvProblem conv;
+  convlab::ref::ConvShape conv;
   conv.C = 4, conv.K = 4, conv.groups = 3;  // 3 does not divide 4
   CHECK(throws_invalid_argument([&] { ref::fold_batchnorm(conv, p, nullptr, good, p, p); }, "groups"));
   conv.groups = 1;

@@ -8,6 +8,7 @@
 
 #include "reference/blocks.hpp"
 #include "reference/conv2d.hpp"
+#include "reference/gemm.hpp"
 #include "reference/elementwise.hpp"
 #include "reference/ffn.hpp"
 #include "reference/pooling.hpp"
@@ -16,7 +17,7 @@
 #include "tests/reference/ref_test_util.hpp"
 
 namespace ref = convlab::ref;
-using convlab::ConvProblem;
+using convlab::ref::ConvShape;
 using convlab::ref::Activation;
 using convlab::ref_test::check_all_close;
 using convlab::ref_test::random_vector;
@@ -33,7 +34,7 @@ std::vector<double> gemm_bias(int rows, int in, int out, const std::vector<doubl
   return y;
 }
 
-std::vector<double> conv_bias(const ConvProblem& p, const std::vector<double>& x, const std::vector<double>& w,
+std::vector<double> conv_bias(const ConvShape& p, const std::vector<double>& x, const std::vector<double>& w,
                               const double* bias) {
   std::vector<double> y(size_t(p.output_elems()));
   ref::conv2d(p, x.data(), w.data(), y.data());
@@ -41,8 +42,8 @@ std::vector<double> conv_bias(const ConvProblem& p, const std::vector<double>& x
   return y;
 }
 
-ConvProblem conv3x3(int N, int H, int W, int C, int stride, int groups) {
-  ConvProblem p;
+ConvShape conv3x3(int N, int H, int W, int C, int stride, int groups) {
+  ConvShape p;
   p.N = N, p.H = H, p.W = W, p.C = C, p.K = C, p.R = 3, p.S = 3, p.stride = stride, p.pad = 1, p.groups = groups;
   return p;
 }

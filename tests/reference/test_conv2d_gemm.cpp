@@ -5,24 +5,25 @@
 #include <vector>
 
 #include "reference/conv2d.hpp"
+#include "reference/gemm.hpp"
 #include "tests/catch_compat.hpp"
 #include "tests/reference/ref_test_util.hpp"
 
-using convlab::ConvProblem;
+using convlab::ref::ConvShape;
 using convlab::ref_test::check_all_close;
 using convlab::ref_test::random_vector;
 using convlab::ref_test::throws_invalid_argument;
 
 namespace {
 
-ConvProblem make_conv(int N, int H, int W, int C, int K, int R, int S, int stride, int pad, int groups) {
-  ConvProblem p;
+ConvShape make_conv(int N, int H, int W, int C, int K, int R, int S, int stride, int pad, int groups) {
+  ConvShape p;
   p.N = N, p.H = H, p.W = W, p.C = C, p.K = K, p.R = R, p.S = S;
   p.stride = stride, p.pad = pad, p.groups = groups;
   return p;
 }
 
-std::vector<double> run_conv(const ConvProblem& p, const std::vector<double>& x, const std::vector<double>& w) {
+std::vector<double> run_conv(const ConvShape& p, const std::vector<double>& x, const std::vector<double>& w) {
   std::vector<double> y(size_t(p.output_elems()), -999.0);
   convlab::ref::conv2d(p, x.data(), w.data(), y.data());
   return y;
@@ -30,7 +31,7 @@ std::vector<double> run_conv(const ConvProblem& p, const std::vector<double>& x,
 
 // Dense convolution written as an explicit im2col matrix times the filter
 // matrix: rows are output pixels (n, p, q), columns are (r, s, c) taps.
-std::vector<double> dense_conv_by_im2col(const ConvProblem& p, const std::vector<double>& x,
+std::vector<double> dense_conv_by_im2col(const ConvShape& p, const std::vector<double>& x,
                                          const std::vector<double>& w) {
   const int P = p.P(), Q = p.Q(), taps = p.R * p.S * p.C;
   const int rows = p.N * P * Q;
@@ -166,7 +167,7 @@ TEST_CASE("reference: dense conv2d (groups = 1) equals im2col + GEMM", "[referen
   };
   uint64_t seed = 200;
   for (const Case& c : cases) {
-    const ConvProblem p = make_conv(c.N, c.H, c.W, c.C, c.K, c.R, c.S, c.stride, c.pad, 1);
+    const ConvShape p = make_conv(c.N, c.H, c.W, c.C, c.K, c.R, c.S, c.stride, c.pad, 1);
     CAPTURE(c.N, c.H, c.W, c.C, c.K, c.R, c.S, c.stride, c.pad);
     const auto x = random_vector(size_t(p.input_elems()), ++seed);
     const auto w = random_vector(size_t(p.weight_elems()), ++seed);
@@ -184,7 +185,7 @@ TEST_CASE("reference: grouped conv2d equals G dense convs on channel slices", "[
   };
   uint64_t seed = 300;
   for (const Case& c : cases) {
-    const ConvProblem p = make_conv(c.N, c.H, c.W, c.C, c.K, c.R, c.S, c.stride, c.pad, c.groups);
+    const ConvShape p = make_conv(c.N, c.H, c.W, c.C, c.K, c.R, c.S, c.stride, c.pad, c.groups);
     CAPTURE(c.N, c.H, c.W, c.C, c.K, c.R, c.S, c.stride, c.pad, c.groups);
     const auto x = random_vector(size_t(p.input_elems()), ++seed);
     const auto w = random_vector(size_t(p.weight_elems()), ++seed);
@@ -200,7 +201,7 @@ TEST_CASE("reference: grouped conv2d equals G dense convs on channel slices", "[
       // Filters g·Kg … g·Kg + Kg − 1 are contiguous in KRSC.
       const std::vector<double> w_slice(w.begin() + size_t(g) * Kg * p.R * p.S * T,
                                         w.begin() + size_t(g + 1) * Kg * p.R * p.S * T);
-      const ConvProblem dense = make_conv(p.N, p.H, p.W, T, Kg, p.R, p.S, p.stride, p.pad, 1);
+      const ConvShape dense = make_conv(p.N, p.H, p.W, T, Kg, p.R, p.S, p.stride, p.pad, 1);
       const auto y_slice = run_conv(dense, x_slice, w_slice);
       for (size_t px = 0; px < pixels_out; ++px)
         for (int k = 0; k < Kg; ++k) expected[px * p.K + g * Kg + k] = y_slice[px * Kg + k];
@@ -214,7 +215,7 @@ TEST_CASE("reference: depthwise conv2d equals a 2-D convolution per channel", "[
   const Case cases[] = {{2, 6, 5, 4, 3, 3, 1, 1}, {1, 7, 8, 3, 3, 3, 2, 1}, {1, 5, 5, 2, 5, 5, 1, 2}};
   uint64_t seed = 400;
   for (const Case& c : cases) {
-    const ConvProblem p = make_conv(c.N, c.H, c.W, c.C, c.C, c.R, c.S, c.stride, c.pad, c.C);
+    const ConvShape p = make_conv(c.N, c.H, c.W, c.C, c.C, c.R, c.S, c.stride, c.pad, c.C);
     CAPTURE(c.N, c.H, c.W, c.C, c.R, c.S, c.stride, c.pad);
     const auto x = random_vector(size_t(p.input_elems()), ++seed);
     const auto w = random_vector(size_t(p.weight_elems()), ++seed);  // [C, R, S, 1]
@@ -234,7 +235,7 @@ TEST_CASE("reference: depthwise conv2d equals a 2-D convolution per channel", "[
 TEST_CASE("reference: conv2d and gemm reject invalid arguments", "[reference]") {
   std::vector<double> buffer(4096, 0.0);
   double* b = buffer.data();
-  auto conv = [b](const ConvProblem& p) { return [p, b] { convlab::ref::conv2d(p, b, b, b); }; };
+  auto conv = [b](const ConvShape& p) { return [p, b] { convlab::ref::conv2d(p, b, b, b); }; };
   CHECK(throws_invalid_argument(conv(make_conv(1, 4, 4, 6, 4, 3, 3, 1, 1, 4)), "groups must divide"));
   CHECK(throws_invalid_argument(conv(make_conv(1, 4, 4, 8, 6, 3, 3, 1, 1, 4)), "groups must divide"));
   CHECK(throws_invalid_argument(conv(make_conv(1, 2, 2, 1, 1, 5, 5, 1, 1, 1)), "larger than the padded input"));

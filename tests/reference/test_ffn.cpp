@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "reference/conv2d.hpp"
+#include "reference/gemm.hpp"
 #include "reference/ffn.hpp"
 #include "tests/catch_compat.hpp"
 #include "tests/reference/ref_test_util.hpp"

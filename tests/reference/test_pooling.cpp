@@ -107,7 +107,7 @@ TEST_CASE("reference: blurpool equals a depthwise stride-2 conv2d with the binom
   for (const auto& hw : sizes) {
     const int N = 2, H = hw[0], W = hw[1], C = 3;
     CAPTURE(H, W);
-    convlab::ConvProblem p;
+    convlab::ref::ConvShape p;
     p.N = N, p.H = H, p.W = W, p.C = C, p.K = C, p.R = 3, p.S = 3, p.stride = 2, p.pad = 1, p.groups = C;
     const auto x = random_vector(size_t(p.input_elems()), ++seed);
     const double taps[3] = {1, 2, 1};

@@ -12,15 +12,15 @@
 #include "tests/reference/ref_test_util.hpp"
 
 namespace ref = convlab::ref;
-using convlab::ConvProblem;
+using convlab::ref::ConvShape;
 using convlab::ref_test::check_all_close;
 using convlab::ref_test::random_vector;
 using convlab::ref_test::throws_invalid_argument;
 
 namespace {
 
-ConvProblem make_conv(int N, int H, int W, int C, int K, int R, int S, int stride, int pad) {
-  ConvProblem p;
+ConvShape make_conv(int N, int H, int W, int C, int K, int R, int S, int stride, int pad) {
+  ConvShape p;
   p.N = N, p.H = H, p.W = W, p.C = C, p.K = K, p.R = R, p.S = S, p.stride = stride, p.pad = pad;
   return p;
 }
@@ -29,7 +29,7 @@ struct Tucker {
   std::vector<double> u_in, core, u_out;
 };
 
-Tucker hosvd(const ConvProblem& p, int rank_c, int rank_k, const std::vector<double>& w) {
+Tucker hosvd(const ConvShape& p, int rank_c, int rank_k, const std::vector<double>& w) {
   Tucker t{std::vector<double>(size_t(p.C) * rank_c, -999.0),
            std::vector<double>(size_t(rank_k) * p.R * p.S * rank_c, -999.0),
            std::vector<double>(size_t(p.K) * rank_k, -999.0)};
@@ -37,7 +37,7 @@ Tucker hosvd(const ConvProblem& p, int rank_c, int rank_k, const std::vector<dou
   return t;
 }
 
-std::vector<double> reconstruct(const ConvProblem& p, int rank_c, int rank_k, const Tucker& t) {
+std::vector<double> reconstruct(const ConvShape& p, int rank_c, int rank_k, const Tucker& t) {
   std::vector<double> w(size_t(p.weight_elems()), -999.0);
   ref::tucker_reconstruct(p, rank_c, rank_k, t.u_in.data(), t.core.data(), t.u_out.data(), w.data());
   return w;
@@ -70,7 +70,7 @@ TEST_CASE("reference: tucker_hosvd hand-computed 1x1 kernel, K = 1, C = 2", "[re
   // [0.6, 0.8]; the second is orthogonal, ±[0.8, −0.6], signed so that its
   // largest entry is positive: [0.8, −0.6]. So u_in = [0.6 0.8; 0.8 −0.6].
   // core[0,0,0,i] = Σ_c w[c]·u_in[c, i] = [3·0.6 + 4·0.8, 3·0.8 − 4·0.6] = [5, 0].
-  const ConvProblem p = make_conv(1, 1, 1, 2, 1, 1, 1, 1, 0);
+  const ConvShape p = make_conv(1, 1, 1, 2, 1, 1, 1, 1, 0);
   const std::vector<double> w = {3, 4};
   const Tucker t = hosvd(p, 2, 1, w);
   check_all_close(t.u_out, {1}, 1e-15);
@@ -101,7 +101,7 @@ TEST_CASE("reference: HOSVD at full ranks reconstructs the kernel", "[reference]
   uint64_t seed = 1500;
   for (const Case& c : cases) {
     CAPTURE(c.K, c.R, c.S, c.C);
-    const ConvProblem p = make_conv(1, 4, 4, c.C, c.K, c.R, c.S, 1, 1);
+    const ConvShape p = make_conv(1, 4, 4, c.C, c.K, c.R, c.S, 1, 1);
     const auto w = random_vector(size_t(p.weight_elems()), ++seed);
     const Tucker t = hosvd(p, c.C, c.K, w);
     CHECK(orthonormality_error(t.u_in, c.C, c.C) <= 1e-13);
@@ -114,7 +114,7 @@ TEST_CASE("reference: truncated HOSVD recovers a kernel of known multilinear ran
   // Build w from random factors with ranks (2, 3): its mode-C and mode-K
   // unfoldings have ranks <= 2 and 3, so truncating there loses nothing,
   // but only if the right singular vectors are kept.
-  const ConvProblem p = make_conv(1, 5, 5, 6, 8, 3, 3, 1, 1);
+  const ConvShape p = make_conv(1, 5, 5, 6, 8, 3, 3, 1, 1);
   const int rank_c = 2, rank_k = 3;
   const Tucker source{random_vector(size_t(p.C) * rank_c, 1600), random_vector(size_t(rank_k) * 9 * rank_c, 1601),
                       random_vector(size_t(p.K) * rank_k, 1602)};
@@ -132,7 +132,7 @@ TEST_CASE("reference: truncated HOSVD recovers a kernel of known multilinear ran
 TEST_CASE("reference: HOSVD truncation error shrinks as the ranks grow", "[reference]") {
   // Nested subspaces: a larger rank projects onto a superset, so the error
   // ‖w − ŵ‖ can only fall, and reaches zero at full rank.
-  const ConvProblem p = make_conv(1, 4, 4, 6, 6, 3, 3, 1, 1);
+  const ConvShape p = make_conv(1, 4, 4, 6, 6, 3, 3, 1, 1);
   const auto w = random_vector(size_t(p.weight_elems()), 1700);
   double previous = 1e300;
   for (int rank = 1; rank <= 6; ++rank) {
@@ -156,7 +156,7 @@ TEST_CASE("reference: tucker_conv2d equals the dense conv with the reconstructed
   uint64_t seed = 1800;
   for (const Case& c : cases) {
     CAPTURE(c.N, c.H, c.W, c.C, c.K, c.R, c.S, c.stride, c.pad, c.rank_c, c.rank_k);
-    const ConvProblem p = make_conv(c.N, c.H, c.W, c.C, c.K, c.R, c.S, c.stride, c.pad);
+    const ConvShape p = make_conv(c.N, c.H, c.W, c.C, c.K, c.R, c.S, c.stride, c.pad);
     const auto x = random_vector(size_t(p.input_elems()), ++seed);
     const auto w = random_vector(size_t(p.weight_elems()), ++seed);
     const Tucker t = hosvd(p, c.rank_c, c.rank_k, w);
@@ -174,7 +174,7 @@ TEST_CASE("reference: tucker_conv2d equals the dense conv with the reconstructed
 TEST_CASE("reference: tucker functions reject invalid arguments", "[reference]") {
   std::vector<double> b(4096, 0.0);
   double* q = b.data();
-  ConvProblem p = make_conv(1, 4, 4, 4, 4, 3, 3, 1, 1);
+  ConvShape p = make_conv(1, 4, 4, 4, 4, 3, 3, 1, 1);
   CHECK(throws_invalid_argument([&] { ref::tucker_hosvd(p, 0, 2, q, q, q, q); }, "rank_c"));
   CHECK(throws_invalid_argument([&] { ref::tucker_hosvd(p, 2, 5, q, q, q, q); }, "rank_k"));
   CHECK(throws_invalid_argument([&] { ref::tucker_reconstruct(p, 2, 2, q, nullptr, q, q); }, "'core'"));

@@ -29,7 +29,7 @@
 // next item, flipping the phase when the stage wraps. The plain ring this
 // replaces: `slot = i % S; round = i / S;` with a counting semaphore per slot.
 //
-// Two halves, as in gpu/common/wgmma.cuh: (1) PipelineState, plain C++, and
+// Two halves, as in gpu/lib/wgmma.cuh: (1) PipelineState, plain C++, and
 // the phase rule, whose protocol tests/hopper_lib_test.cpp runs against a host
 // model of the barrier under random interleavings; (2) CUDA: the barrier
 // instructions (PTX ISA 9.x §9.7.13.15, "mbarrier").
@@ -37,7 +37,7 @@
 
 #include <cstdint>
 
-#include "gpu/common/mma.cuh"  // CONVLAB_HOST_DEVICE
+#include "gpu/lib/mma.cuh"  // CONVLAB_HOST_DEVICE
 
 namespace convlab::gpu::hopper {
 

@@ -21,7 +21,7 @@
 // scheduler would take tiles from an atomic counter instead).
 #pragma once
 
-#include "gpu/common/mma.cuh"  // TileCoord, grouped_tile, CONVLAB_HOST_DEVICE
+#include "gpu/lib/mma.cuh"  // TileCoord, grouped_tile, CONVLAB_HOST_DEVICE
 
 namespace convlab::gpu::hopper {
 

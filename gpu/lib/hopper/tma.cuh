@@ -18,7 +18,7 @@
 //   for (r = 0; r < box_rows; ++r) for (c = 0; c < box_cols; ++c)
 //     tile[sw128(r·128 + 2c)] = (row0+r < rows && col0+c < cols) ? g[row0+r][col0+c] : 0;
 //
-// Two halves, as in gpu/common/wgmma.cuh: (1) a plain-C++ model of what the
+// Two halves, as in gpu/lib/wgmma.cuh: (1) a plain-C++ model of what the
 // encoder demands (TmaTile2d, tma_tile_unsupported_reason) and of where the
 // engine puts each element (tma_sw128_box_offset), checked on the host by
 // tests/hopper_lib_test.cpp against Sw128Tile and the wgmma descriptor model;
@@ -35,7 +35,7 @@
 #include <cstdint>
 #include <string>
 
-#include "gpu/common/wgmma.cuh"  // sw128_address: the same 128-byte swizzle
+#include "gpu/lib/wgmma.cuh"  // sw128_address: the same 128-byte swizzle
 
 namespace convlab::gpu::hopper {
 
@@ -109,7 +109,7 @@ CONVLAB_HOST_DEVICE constexpr uint32_t tma_sw128_box_offset(int r, int c, int el
 #include <tuple>
 
 #include "core/device.hpp"
-#include "gpu/common/check.cuh"
+#include "gpu/lib/check.cuh"
 
 namespace convlab::gpu::hopper {
 

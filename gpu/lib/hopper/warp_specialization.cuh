@@ -28,7 +28,7 @@
 
 #include <cstdint>
 
-#include "gpu/common/mma.cuh"  // CONVLAB_HOST_DEVICE
+#include "gpu/lib/mma.cuh"  // CONVLAB_HOST_DEVICE
 
 namespace convlab::gpu::hopper {
 

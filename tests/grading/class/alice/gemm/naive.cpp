@@ -1,6 +1,6 @@
 // Planted submission (tests/grading): correct and slow — the plain (i, j, k)
 // loops, a dot product per C(i, j) down a column of B.
-#include "core/ops/gemm.hpp"
+#include "ops/gemm.hpp"
 
 namespace convlab {
 namespace {

@@ -2,7 +2,7 @@
 // a block of four rows of C at a time, the inner loop unit-stride (SIMD).
 #include <algorithm>
 
-#include "core/ops/gemm.hpp"
+#include "ops/gemm.hpp"
 
 namespace convlab {
 namespace {

@@ -1,6 +1,6 @@
 // Planted submission (tests/grading): bob's first attempt, correct and slow;
 // his fast one (fast.cpp) is the one his row must show.
-#include "core/ops/gemm.hpp"
+#include "ops/gemm.hpp"
 
 namespace convlab {
 namespace {

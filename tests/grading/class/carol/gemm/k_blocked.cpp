@@ -3,7 +3,7 @@
 // K > 512 (none in the public table) loses its tail.
 #include <algorithm>
 
-#include "core/ops/gemm.hpp"
+#include "ops/gemm.hpp"
 
 namespace convlab {
 namespace {

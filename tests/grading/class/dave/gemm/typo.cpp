@@ -1,5 +1,5 @@
 // Planted submission (tests/grading): does not compile (an undeclared name).
-#include "core/ops/gemm.hpp"
+#include "ops/gemm.hpp"
 
 namespace convlab {
 namespace {

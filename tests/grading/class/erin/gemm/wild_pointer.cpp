@@ -1,6 +1,6 @@
 // Planted submission (tests/grading): crashes — it writes C through a row
 // pointer it never set (SIGSEGV on the first shape).
-#include "core/ops/gemm.hpp"
+#include "ops/gemm.hpp"
 
 namespace convlab {
 namespace {

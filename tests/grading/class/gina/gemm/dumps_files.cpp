@@ -3,7 +3,7 @@
 // The grader blocks both writes, reports them, and still ranks the result.
 #include <cstdio>
 
-#include "core/ops/gemm.hpp"
+#include "ops/gemm.hpp"
 
 namespace convlab {
 namespace {

@@ -2,7 +2,7 @@
 // sized in elements squared, 2^40 floats (4 TiB), refused under the memory limit.
 #include <vector>
 
-#include "core/ops/gemm.hpp"
+#include "ops/gemm.hpp"
 
 namespace convlab {
 namespace {

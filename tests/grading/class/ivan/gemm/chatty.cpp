@@ -2,7 +2,7 @@
 // computes: megabytes of output, over the grader's output limit.
 #include <cstdio>
 
-#include "core/ops/gemm.hpp"
+#include "ops/gemm.hpp"
 
 namespace convlab {
 namespace {

@@ -1,6 +1,6 @@
 // Planted submission (tests/grading): a variant of another operation (conv2d),
 // so the gemm assignment finds nothing of hers to grade.
-#include "core/ops/conv2d.hpp"
+#include "ops/conv2d.hpp"
 
 namespace convlab {
 namespace {

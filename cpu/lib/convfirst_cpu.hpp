@@ -1,0 +1,104 @@
+// cpu/lib/convfirst_cpu.hpp — pieces both CPU ConvFirst rungs share:
+// the BlurPool stencil, the element-wise passes around the layers, and the
+// grouped 3x3 conv of one pixel. Header-only, registers nothing.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "ops/convfirst.hpp"
+#include "core/registry.hpp"
+
+namespace convlab::cpu_convfirst {
+
+// BlurPool's filter (pooling.hpp): the binomial [1 2 1]ᵀ[1 2 1] / 16.
+inline constexpr float kBinomial[3] = {1.0f, 2.0f, 1.0f};
+
+// out[n, p, q, c] = Σ_{i,j<3} kBinomial[i]·kBinomial[j]/16 · in[n, 2p+i−1, 2q+j−1, c],
+// zero outside the image (in [N, H, W, C], out [N, P, Q, C], P = ceil(H/2), Q likewise).
+inline void blurpool(int N, int H, int W, int C, const float* in, float* out) {
+  const int P = (H - 1) / 2 + 1, Q = (W - 1) / 2 + 1;
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int n = 0; n < N; ++n)
+    for (int p = 0; p < P; ++p)
+      for (int q = 0; q < Q; ++q) {
+        float* o = out + ((std::ptrdiff_t(n) * P + p) * Q + q) * C;
+        for (int c = 0; c < C; ++c) o[c] = 0.0f;
+        for (int i = 0; i < 3; ++i) {
+          const int h = 2 * p + i - 1;
+          if (h < 0 || h >= H) continue;
+          for (int j = 0; j < 3; ++j) {
+            const int w = 2 * q + j - 1;
+            if (w < 0 || w >= W) continue;
+            const float tap = kBinomial[i] * kBinomial[j] / 16.0f;
+            const float* src = in + ((std::ptrdiff_t(n) * H + h) * W + w) * C;
+#pragma omp simd
+            for (int c = 0; c < C; ++c) o[c] += tap * src[c];
+          }
+        }
+      }
+}
+
+// m[i, c] += bias[c] (+ add[i, c] when add != nullptr), rows × cols, dense.
+inline void add_rows(int64_t rows, int cols, float* m, const float* bias, const float* add) {
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < rows; ++i) {
+    float* row = m + i * cols;
+    const float* extra = add ? add + i * cols : nullptr;
+#pragma omp simd
+    for (int c = 0; c < cols; ++c) row[c] += (bias ? bias[c] : 0.0f) + (extra ? extra[c] : 0.0f);
+  }
+}
+
+// The conv weights regrouped for SIMD over a group's 8 outputs:
+//   wt[g][tap][ci][k] = conv_w[g·8 + k][tap][ci]      (tap = r·3 + s; KRSC has [k][r][s][ci])
+inline constexpr int kGroupWidth = 8;
+inline std::size_t conv_weight_floats(const ConvFirstProblem& p) { return std::size_t(p.C) * 9 * kGroupWidth; }
+inline void transpose_conv_weights(const ConvFirstProblem& p, const float* w, float* wt) {
+  for (int k = 0; k < p.C; ++k) {
+    const int g = k / kGroupWidth, kk = k % kGroupWidth;
+    for (int tap = 0; tap < 9; ++tap)
+      for (int ci = 0; ci < kGroupWidth; ++ci)
+        wt[((std::size_t(g) * 9 + tap) * kGroupWidth + ci) * kGroupWidth + kk] =
+            w[(std::size_t(k) * 9 + tap) * kGroupWidth + ci];
+  }
+}
+
+// t[0..C) = conv_b + the grouped 3x3 conv (pad 1, stride 1) of image `image`
+// ([H, W, C]) at (h, w); with wt as above. Plain loop:
+//   for k: t[k] = b[k] + Σ_{r,s in image} Σ_ci x[h+r−1, w+s−1, g·8 + ci] · w[k, r, s, ci]   (g = k / 8)
+// Here the 8 outputs of a group are one vector, each input value a broadcast.
+inline void conv_pixel(const ConvFirstProblem& p, const float* image, const float* wt, const float* conv_b, int h,
+                       int w, float* t) {
+  for (int g = 0; g < p.groups(); ++g) {
+    float acc[kGroupWidth];
+    for (int k = 0; k < kGroupWidth; ++k) acc[k] = conv_b[g * kGroupWidth + k];
+    for (int r = 0; r < 3; ++r) {
+      const int ih = h + r - 1;
+      if (ih < 0 || ih >= p.H) continue;
+      for (int s = 0; s < 3; ++s) {
+        const int iw = w + s - 1;
+        if (iw < 0 || iw >= p.W) continue;
+        const float* src = image + (std::ptrdiff_t(ih) * p.W + iw) * p.C + g * kGroupWidth;
+        const float* wtap = wt + (std::size_t(g) * 9 + r * 3 + s) * kGroupWidth * kGroupWidth;
+        for (int ci = 0; ci < kGroupWidth; ++ci) {
+          const float xv = src[ci];
+#pragma omp simd
+          for (int k = 0; k < kGroupWidth; ++k) acc[k] += xv * wtap[ci * kGroupWidth + k];
+        }
+      }
+    }
+    for (int k = 0; k < kGroupWidth; ++k) t[g * kGroupWidth + k] = acc[k];
+  }
+}
+
+// A rung composed of other rungs (10a) calls them through the registry.
+template <class P> const Variant<P>& required_variant(const char* op, const char* name) {
+  const Variant<P>* v = find_variant<P>(Device::cpu, name);
+  if (!v) throw std::runtime_error(std::string("convfirst: the rung ") + op + "/cpu/" + name + " is not registered");
+  return *v;
+}
+
+}  // namespace convlab::cpu_convfirst

@@ -1,0 +1,354 @@
+#include "ops/convfirst.hpp"
+
+#include <cmath>
+
+#include "reference/blocks.hpp"
+
+namespace convlab {
+
+template void register_op_handle<ConvFirstProblem>();
+
+// ---- the descriptor ----------------------------------------------------------------
+
+bool ConvFirstProblem::valid() const { return invalid_reason().empty(); }
+
+std::string ConvFirstProblem::invalid_reason() const {
+  if (N <= 0 || H <= 0 || W <= 0 || C <= 0 || hidden <= 0 || C_out <= 0 || group_width <= 0)
+    return "N, H, W, C, hidden, C_out and gw must be positive";
+  if (stride != 1 && stride != 2) return "stride must be 1 or 2";
+  if (C % group_width != 0) return "the group width gw must divide C";
+  if (stride == 1 && C_out != C) return "the stride-1 block has an identity shortcut: C_out must equal C";
+  if (activation != ConvFirstActivation::relu && activation != ConvFirstActivation::silu)
+    return "act must be relu or silu";
+  // Every index of every tensor must fit the 32-bit ints the kernels' loops use per dimension,
+  // and the whole tensors the 64-bit byte offsets: refuse sizes whose allocation would be absurd.
+  const double biggest = std::max({x_elems(), y_elems(), hidden_elems(), weight_elems()});
+  if (biggest > double(1LL << 34)) return "a tensor of more than 2^34 elements";
+  return "";
+}
+
+double ConvFirstProblem::layer_by_layer_bytes() const {
+  const double e = dtype_size(dtype);
+  if (stride == 1)  // + t written and read, h written and read, x read again by the residual
+    return min_bytes() + e * (2 * t_elems() + 2 * hidden_elems() + x_elems());
+  const double tp = output_pixels() * C;  // t' and s: [N, P, Q, C]
+  // conv writes t; blur reads t, writes t'; expand reads t'; shortcut blur reads x again, writes s; project reads s.
+  return min_bytes() + e * (2 * t_elems() + 2 * tp + 2 * hidden_elems() + x_elems() + 2 * tp);
+}
+
+double ConvFirstProblem::suite_layer_by_layer_bytes() const {
+  const double e = dtype_size(dtype);
+  const double pix = output_pixels();
+  // conv (x in, t out) + bias pass over t (read, write)
+  double bytes = e * (x_elems() + double(C) * 9 * group_width + 3 * t_elems() + C);
+  if (stride == 2) bytes += e * (t_elems() + pix * C);  // blur t -> t'
+  // FFN on t' (or t) into y: H written, read+written by bias+φ, read; z written (into y) and its bias pass.
+  bytes += e * (pix * C + double(C) * hidden + hidden + double(hidden) * C_out + C_out + 4 * hidden_elems() +
+                3 * y_elems());
+  if (stride == 1) return bytes + e * 3 * y_elems();  // residual pass: read y and x, write y
+  bytes += e * (x_elems() + pix * C);                  // blur x -> s
+  if (has_projection()) bytes += e * (pix * C + double(C) * C_out + C_out + y_elems());  // s·Wsc -> sc
+  return bytes + e * 3 * y_elems();  // y += s (or sc + bsc)
+}
+
+// ---- plans -----------------------------------------------------------------------------
+
+const char* place_name(Place p) {
+  switch (p) {
+    case Place::dram: return "DRAM";
+    case Place::global: return "global (L2/DSMEM)";
+    case Place::local: return "local (smem/regs)";
+  }
+  return "?";
+}
+
+double ConvFirstPlan::macs() const {
+  double m = 0;
+  for (const PlanKernel& k : kernels) m += k.macs;
+  return m;
+}
+double ConvFirstPlan::dram_bytes() const {
+  double b = 0;
+  for (const PlanKernel& k : kernels) b += k.dram_bytes;
+  return b;
+}
+
+std::vector<ConvFirstPlan> convfirst_plans(const ConvFirstProblem& p, int tile_pixels, int split) {
+  const double e = dtype_size(p.dtype);
+  const double x = p.x_elems(), y = p.y_elems(), t = p.t_elems(), h = p.hidden_elems();
+  const double pix = p.output_pixels(), tp = pix * p.C;
+  const double wconv = double(p.C) * 9 * p.group_width + p.C, wu = double(p.C) * p.hidden + p.hidden,
+               wv = double(p.hidden) * p.C_out + p.C_out,
+               wsc = p.has_projection() ? double(p.C) * p.C_out + p.C_out : 0.0;
+  const double weights = p.weight_elems();
+  std::vector<ConvFirstPlan> plans;
+
+  // (a) layer by layer: every layer a kernel, every activation in DRAM.
+  {
+    ConvFirstPlan a{"layer_by_layer", "Fig. 7a", "one kernel per layer; t and the hidden tensor h round-trip DRAM", {}, {}, 0};
+    a.tensors = {{"x", Place::dram, x, "read by the conv and again by the shortcut"},
+                 {"t", Place::dram, t, "grouped conv output, written then read"},
+                 {"h", Place::dram, h, "hidden tensor φ(t·U + a), written then read"},
+                 {"y", Place::dram, y, "written once"},
+                 {"weights", Place::dram, weights, "read once per layer"}};
+    a.kernels.push_back({"gconv3x3 + bias", p.conv_macs(), e * (x + wconv + t)});
+    double ffn_in = t;
+    if (p.stride == 2) {
+      a.tensors.push_back({"t'", Place::dram, tp, "blurred conv output"});
+      a.tensors.push_back({"s", Place::dram, tp, "blurred shortcut"});
+      a.kernels.push_back({"blurpool(t)", 0, e * (t + tp)});
+      a.kernels.push_back({"blurpool(x)", 0, e * (x + tp)});
+      ffn_in = tp;
+    }
+    a.kernels.push_back({"expand + a, φ", pix * double(p.C) * p.hidden, e * (ffn_in + wu + h)});
+    const double shortcut_in = p.stride == 1 ? x : tp;
+    a.kernels.push_back({p.has_projection() ? "project + b + s·Wsc + bsc" : "project + b + shortcut",
+                         pix * double(p.hidden) * p.C_out + p.shortcut_macs(), e * (h + wv + wsc + shortcut_in + y)});
+    a.global_bytes = a.dram_bytes();  // every DRAM byte also crosses L2
+    plans.push_back(a);
+  }
+
+  // (b) fused: one kernel, per CTA a tile of output pixels; t and h local.
+  const double tiles = std::ceil(pix / tile_pixels);
+  const double halo_pixels = double(tile_pixels) * p.stride * p.stride + 2.0 * p.W + 2.0 * p.W / tile_pixels * p.W;
+  {
+    ConvFirstPlan b{"fused", "Fig. 7b",
+                    "one kernel; per CTA: input tile + halo -> gconv into local t -> Z = shortcut + b -> "
+                    "for hidden chunks r: Z += φ(t·U_r + a_r)·V_r -> store y",
+                    {}, {}, 0};
+    b.tensors = {{"x", Place::dram, x, "read once from DRAM; halo rows re-read from L2 by the neighbouring tile"},
+                 {"weights", Place::global, weights, "read once from DRAM, then by every CTA from L2"},
+                 {"t", Place::local, t, "conv output tile in shared memory"},
+                 {"h", Place::local, h, "one hidden chunk at a time, in registers"},
+                 {"Z", Place::local, y, "output accumulators in registers, start from the shortcut + b"},
+                 {"y", Place::dram, y, "written once"}};
+    b.kernels.push_back({"convfirst block", p.macs(), p.min_bytes()});
+    b.global_bytes = e * (tiles * weights + tiles * std::min(halo_pixels, p.input_pixels()) * p.C + y);
+    plans.push_back(b);
+  }
+
+  // (c) large-C: each tile's channels split over `split` CTAs of a cluster;
+  // every CTA loads C/split input channels (its groups: the grouped conv needs
+  // no exchange) and makes C_out/split outputs; the expand's partial sums over
+  // channel slices are added in global memory (DSMEM): per hidden value, each
+  // CTA writes its fp32 partial and reads back the sum.
+  {
+    ConvFirstPlan c{"large_c", "Fig. 7c",
+                    "fused, channels split over " + std::to_string(split) +
+                        " CTAs of a cluster; expand partial sums added through DSMEM",
+                    {}, {}, 0};
+    c.tensors = {{"x", Place::dram, x, "each CTA its channel slice of the tile"},
+                 {"weights", Place::global, weights, "each CTA its slices of U (rows) and V (columns)"},
+                 {"t", Place::local, t, "split by channel groups"},
+                 {"h partial sums", Place::global, h * split * 4.0 / e, "fp32, one per CTA per hidden value"},
+                 {"h", Place::local, h, "summed chunk, in each CTA"},
+                 {"y", Place::dram, y, "each CTA its output channels"}};
+    c.kernels.push_back({"convfirst block (cluster)", p.macs(), p.min_bytes()});
+    c.global_bytes = e * (tiles * weights + tiles * std::min(halo_pixels, p.input_pixels()) * p.C + y) +
+                     4.0 * 2.0 * split * h;
+    plans.push_back(c);
+  }
+  return plans;
+}
+
+// ---- tensors ------------------------------------------------------------------------------
+
+std::vector<TensorSpec> OpTraits<ConvFirstProblem>::inputs(const ConvFirstProblem& p) {
+  // Weights uniform(-s, s) with s = sqrt(3 / fan-in): each layer keeps the
+  // variance of its input, so the conv, the FFN and the shortcut contribute
+  // comparable magnitudes to y and a missing residual, bias or tap shows.
+  const auto fan = [](double fan_in) { return std::sqrt(3.0 / fan_in); };
+  std::vector<TensorSpec> in = {
+      {"x", {p.N, p.H, p.W, p.C}, p.dtype, "NHWC", 1.0},
+      {"conv_w", {p.C, 3, 3, p.group_width}, p.dtype, "KRSC grouped", fan(9.0 * p.group_width)},
+      {"conv_b", {p.C}, p.dtype, "C", 0.5},
+      {"u", {p.C, p.hidden}, p.dtype, "row-major Cxhidden", fan(p.C)},
+      {"a", {p.hidden}, p.dtype, "hidden", 0.5},
+      {"v", {p.hidden, p.C_out}, p.dtype, "row-major hiddenxC_out", fan(p.hidden / 2.0)},
+      {"b", {p.C_out}, p.dtype, "C_out", 0.5}};
+  if (p.has_projection()) {
+    in.push_back({"shortcut_w", {p.C, p.C_out}, p.dtype, "row-major CxC_out", fan(p.C)});
+    in.push_back({"shortcut_b", {p.C_out}, p.dtype, "C_out", 0.5});
+  }
+  return in;
+}
+
+std::vector<TensorSpec> OpTraits<ConvFirstProblem>::outputs(const ConvFirstProblem& p) {
+  return {{"y", {p.N, p.P(), p.Q(), p.C_out}, p.dtype, "NHWC"}};
+}
+
+Args<ConvFirstProblem> OpTraits<ConvFirstProblem>::bind(std::vector<Tensor>& in, std::vector<Tensor>& out, void* ws) {
+  const bool projection = in.size() == 9;
+  return {in.at(0).data(), in.at(1).data(), in.at(2).data(), in.at(3).data(), in.at(4).data(),
+          in.at(5).data(), in.at(6).data(), projection ? in.at(7).data() : nullptr,
+          projection ? in.at(8).data() : nullptr, out.at(0).data(), ws};
+}
+
+void OpTraits<ConvFirstProblem>::reference(const ConvFirstProblem& p, const std::vector<std::vector<double>>& in,
+                                           std::vector<std::vector<double>>& out) {
+  ref::ConvFirstShape s;
+  s.N = p.N, s.H = p.H, s.W = p.W, s.in_channels = p.C, s.hidden_channels = p.hidden, s.out_channels = p.C_out;
+  s.stride = p.stride, s.group_width = p.group_width, s.activation = p.activation;
+  ref::ConvFirstWeights w;
+  w.conv_w = in.at(1).data(), w.conv_b = in.at(2).data();
+  w.expand_w = in.at(3).data(), w.expand_b = in.at(4).data();
+  w.project_w = in.at(5).data(), w.project_b = in.at(6).data();
+  if (p.has_projection()) w.shortcut_w = in.at(7).data(), w.shortcut_b = in.at(8).data();
+  ref::convfirst_block(s, w, in.at(0).data(), out.at(0).data());
+}
+
+// ---- shape tables ---------------------------------------------------------------------------
+
+namespace {
+
+using enum DType;
+constexpr ConvFirstActivation relu = ConvFirstActivation::relu, silu = ConvFirstActivation::silu;
+
+ConvFirstProblem block(int N, int H, int W, int C, int hidden, int C_out, int stride, ConvFirstActivation act,
+                       DType dtype) {
+  ConvFirstProblem p;
+  p.N = N, p.H = H, p.W = W, p.C = C, p.hidden = hidden, p.C_out = C_out, p.stride = stride;
+  p.activation = act, p.dtype = dtype;
+  return p;
+}
+
+// Correctness table, small enough for seconds on 2 cores. Spatial sizes 1, 3,
+// 7, 13, 57 (odd, prime, a 128-pixel tile ± a row); C from one group (8) to
+// 136 (17 groups), including widths that are multiples of 8 but not of 16
+// (24, 40, 72, 136: only the general variants take them); hidden not a
+// multiple of the fused kernels' chunks (40, 100, 200, 72); batch 1 and odd
+// batches; stride 2 at odd sizes, with and without a projection.
+std::vector<ConvFirstProblem> test_shapes() {
+  std::vector<ConvFirstProblem> t = {
+      // f32: the CPU rungs and the GPU layer-by-layer rung
+      block(1, 1, 1, 8, 32, 8, 1, relu, f32),
+      block(3, 7, 13, 16, 40, 16, 1, silu, f32),
+      block(1, 13, 7, 24, 72, 24, 1, relu, f32),
+      block(2, 3, 57, 40, 100, 40, 1, relu, f32),
+      block(1, 57, 3, 64, 256, 64, 1, silu, f32),
+      block(1, 7, 7, 72, 200, 72, 1, relu, f32),
+      block(1, 3, 3, 136, 544, 136, 1, relu, f32),
+      block(1, 13, 7, 16, 64, 24, 2, relu, f32),   // stride 2, projection
+      block(3, 7, 7, 8, 32, 8, 2, silu, f32),      // stride 2, identity shortcut
+      block(1, 1, 1, 16, 64, 32, 2, relu, f32),    // stride 2 on one pixel
+      block(1, 13, 13, 40, 120, 64, 2, relu, f32), // stride 2, odd, C_out > C
+      // f16: the GPU rungs (fused: C a multiple of 16 up to 256, hidden a multiple of 8)
+      block(1, 1, 1, 16, 64, 16, 1, relu, f16),
+      block(3, 7, 13, 64, 200, 64, 1, relu, f16),  // hidden not a multiple of the 64-wide chunk
+      block(1, 57, 3, 64, 256, 64, 1, silu, f16),
+      block(1, 13, 13, 32, 128, 32, 1, relu, f16),
+      block(2, 13, 7, 16, 48, 16, 1, silu, f16),
+      block(1, 13, 13, 128, 512, 128, 1, relu, f16),
+      block(1, 7, 7, 256, 1024, 256, 1, silu, f16),
+      block(1, 3, 57, 24, 72, 24, 1, relu, f16),   // C not a multiple of 16: layer by layer only
+      block(1, 7, 7, 136, 544, 136, 1, relu, f16),
+      block(1, 13, 13, 64, 256, 128, 2, relu, f16),  // stride 2, projection
+      block(3, 7, 9, 16, 64, 32, 2, silu, f16),
+      block(1, 7, 7, 32, 128, 32, 2, relu, f16),     // stride 2, identity shortcut
+      // bf16: the fused rung
+      block(1, 13, 7, 64, 256, 64, 1, relu, bf16),
+      block(3, 3, 13, 16, 40, 16, 1, silu, bf16),
+      block(1, 13, 13, 64, 256, 128, 2, relu, bf16),
+  };
+  return t;
+}
+
+}  // namespace
+
+std::vector<ConvFirstProblem> OpTraits<ConvFirstProblem>::shapes(ShapeTable table, Device device) {
+  const bool gpu = device == Device::gpu;
+  switch (table) {
+    case ShapeTable::test: return test_shapes();
+    case ShapeTable::tour:
+      return {gpu ? block(128, 56, 56, 64, 256, 64, 1, relu, f16) : block(2, 28, 28, 64, 256, 64, 1, relu, f32)};
+    case ShapeTable::bench:
+      if (gpu)  // the goal shapes: N = 128, f16, α = 4, ReLU
+        return {block(128, 56, 56, 64, 256, 64, 1, relu, f16), block(128, 28, 28, 128, 512, 128, 1, relu, f16),
+                block(128, 14, 14, 256, 1024, 256, 1, relu, f16), block(128, 7, 7, 512, 2048, 512, 1, relu, f16),
+                block(128, 56, 56, 64, 256, 128, 2, relu, f16)};
+      // The hidden tensor (4·56·56·256 floats, 12.8 MB) does not fit the caches.
+      return {block(4, 56, 56, 64, 256, 64, 1, relu, f32)};
+  }
+  return {};
+}
+
+std::string OpTraits<ConvFirstProblem>::spec(const ConvFirstProblem& p) {
+  std::string s = "N=" + std::to_string(p.N);
+  s += ",H=" + std::to_string(p.H) + ",W=" + std::to_string(p.W) + ",C=" + std::to_string(p.C);
+  s += ",hidden=" + std::to_string(p.hidden) + ",C_out=" + std::to_string(p.C_out);
+  s += ",stride=" + std::to_string(p.stride) + ",gw=" + std::to_string(p.group_width);
+  s += std::string(",act=") + ref::activation_name(p.activation) + ",dtype=" + dtype_name(p.dtype);
+  return s;
+}
+
+std::string OpTraits<ConvFirstProblem>::label(const ConvFirstProblem& p) {
+  std::string s = "n";
+  s += std::to_string(p.N);
+  s += "_" + std::to_string(p.H) + "x" + std::to_string(p.W);
+  s += "_c" + std::to_string(p.C) + "_h" + std::to_string(p.hidden) + "_co" + std::to_string(p.C_out);
+  s += "_s" + std::to_string(p.stride);
+  if (p.group_width != 8) s += "_gw" + std::to_string(p.group_width);
+  s += std::string("_") + ref::activation_name(p.activation) + "_" + dtype_name(p.dtype);
+  return s;
+}
+
+namespace {
+
+ConvFirstActivation parse_activation(const std::string& s) {
+  for (ConvFirstActivation a : {relu, silu})
+    if (s == ref::activation_name(a)) return a;
+  throw SpecError("unknown activation '" + s + "' for convfirst (expected relu or silu)");
+}
+
+void validate(const ConvFirstProblem& p) {
+  const std::string why = p.invalid_reason();
+  if (!why.empty()) throw SpecError("invalid convfirst problem: " + why);
+}
+
+}  // namespace
+
+ConvFirstProblem OpTraits<ConvFirstProblem>::parse(const std::string& text) {
+  const KeyValues kv(text);
+  kv.require_only({"N", "H", "W", "C", "hidden", "C_out", "stride", "gw", "act", "dtype"}, "convfirst");
+  ConvFirstProblem p;
+  p.N = kv.get_int("N", 1);
+  p.H = kv.get_int("H", 8);
+  p.W = kv.get_int("W", p.H);
+  p.C = kv.get_int("C", 64);
+  p.hidden = kv.get_int("hidden", 4 * p.C);
+  p.C_out = kv.get_int("C_out", p.C);
+  p.stride = kv.get_int("stride", 1);
+  p.group_width = kv.get_int("gw", 8);
+  p.activation = parse_activation(kv.get("act", "relu"));
+  p.dtype = parse_dtype(kv.get("dtype", "f32"));
+  validate(p);
+  return p;
+}
+
+ConvFirstProblem OpTraits<ConvFirstProblem>::from_input_shapes(const std::vector<Shape>& s, DType dtype,
+                                                               const KeyValues& options) {
+  options.require_only({"stride", "act"}, "convfirst with --in (shapes come from the files)");
+  const auto rank = [&](std::size_t i, std::size_t r) { return s[i].size() == r; };
+  const bool seven = s.size() == 7, nine = s.size() == 9;
+  if (!(seven || nine) || !rank(0, 4) || !rank(1, 4) || !rank(2, 1) || !rank(3, 2) || !rank(4, 1) || !rank(5, 2) ||
+      !rank(6, 1) || (nine && (!rank(7, 2) || !rank(8, 1))))
+    throw SpecError(
+        "convfirst takes x [N,H,W,C], conv_w [C,3,3,gw], conv_b [C], u [C,hidden], a [hidden], v [hidden,C_out], "
+        "b [C_out] (and shortcut_w [C,C_out], shortcut_b [C_out] for a stride-2 block with C_out != C)");
+  ConvFirstProblem p;
+  p.N = int(s[0][0]), p.H = int(s[0][1]), p.W = int(s[0][2]), p.C = int(s[0][3]);
+  p.group_width = int(s[1][3]);
+  p.hidden = int(s[3][1]);
+  p.C_out = int(s[5][1]);
+  p.stride = options.get_int("stride", 1);
+  p.activation = parse_activation(options.get("act", "relu"));
+  p.dtype = dtype;
+  validate(p);
+  if (nine != p.has_projection())
+    throw SpecError(p.has_projection() ? "this stride-2 block changes the channel count: give shortcut_w and shortcut_b"
+                                       : "shortcut_w and shortcut_b were given, but this block's shortcut is the identity");
+  // The remaining dimensions are checked against inputs() by the harness, with a message naming the tensor.
+  return p;
+}
+
+}  // namespace convlab
