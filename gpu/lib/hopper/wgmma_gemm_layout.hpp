@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "ops/conv2d.hpp"
+#include "ops/gemm.hpp"
 #include "gpu/lib/wgmma.cuh"
 #include "gpu/lib/hopper/mbarrier.cuh"
 #include "gpu/lib/hopper/tma.cuh"
