@@ -13,7 +13,7 @@
 file(GLOB grading_sources CONFIGURE_DEPENDS grading/*.cpp)
 list(REMOVE_ITEM grading_sources ${CMAKE_CURRENT_SOURCE_DIR}/grading/worker.cpp)
 add_library(convlab_grading STATIC ${grading_sources})
-target_link_libraries(convlab_grading PUBLIC convlab_core)
+target_link_libraries(convlab_grading PUBLIC convlab_ops convlab_core)
 convlab_warnings(convlab_grading)
 
 add_library(convlab_grade_runner_main STATIC grading/worker.cpp)
@@ -77,7 +77,7 @@ if(CONVLAB_CUDA)
   _grade_add(cuda_arch_wgmma ${_arch_flags_90a})
 endif()
 _grade_add(link "$<TARGET_FILE:convlab_grade_runner_main>" "$<TARGET_FILE:convlab_grading>"
-           "$<TARGET_FILE:convlab_core>" "$<TARGET_FILE:convlab_reference>")
+           "$<TARGET_FILE:convlab_ops>" "$<TARGET_FILE:convlab_core>" "$<TARGET_FILE:convlab_reference>")
 if(CONVLAB_CUDA)
   _grade_add(link "$<TARGET_FILE:CUDA::cublas>" "$<TARGET_FILE:CUDA::cudart>")
   _grade_add(link_flag "-Wl,-rpath,${CUDAToolkit_LIBRARY_DIR}")

@@ -47,11 +47,11 @@ GemmProblem shortcut_layer(const ConvFirstProblem& p) { return {int(p.output_pix
 
 // The grouped rung takes groups > 1; a block of one group (C = 8) is a dense conv.
 const Variant<ConvProblem>& conv_rung(const ConvProblem& c) {
-  const Variant<ConvProblem>& grouped = required_variant<ConvProblem>("conv2d", "09_grouped");
-  return grouped.supports(c) ? grouped : required_variant<ConvProblem>("conv2d", "02_openmp");
+  const Variant<ConvProblem>& grouped = required_variant<ConvProblem>("conv2d", "06b_grouped");
+  return grouped.supports(c) ? grouped : required_variant<ConvProblem>("conv2d", "01b_openmp");
 }
-const Variant<FfnProblem>& ffn_rung() { return required_variant<FfnProblem>("ffn", "01_layer_by_layer"); }
-const Variant<GemmProblem>& gemm_rung() { return required_variant<GemmProblem>("gemm", "06_openmp"); }
+const Variant<FfnProblem>& ffn_rung() { return required_variant<FfnProblem>("ffn", "08a_layer_by_layer"); }
+const Variant<GemmProblem>& gemm_rung() { return required_variant<GemmProblem>("gemm", "03f_openmp"); }
 
 template <class P> std::size_t workspace_of(const Variant<P>& v, const P& p) {
   return v.workspace_bytes ? v.workspace_bytes(p) : 0;

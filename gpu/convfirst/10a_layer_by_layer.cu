@@ -25,8 +25,8 @@ namespace {
 
 const gpu::convfirst::Rungs& rungs() {
   static const gpu::convfirst::Rungs r{
-      {"10_grouped", "05_implicit_gemm_f32", "06_implicit_gemm_tensor_core"},  // C = 8 is one group: a dense conv
-      {"10_tensor_core_pipelined", "08_double_buffering"}};
+      {"06b_grouped", "04a_implicit_gemm", "04b_implicit_gemm_tensor_core"},  // C = 8 is one group: a dense conv
+      {"03o_tensor_core_pipelined", "03m_double_buffering"}};
   return r;
 }
 

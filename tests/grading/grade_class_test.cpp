@@ -118,7 +118,7 @@ TEST_CASE("grading/class: one command grades a planted class, ranks and flags ev
   CHECK(num(alice, "rank") == 3);  // the (i, j, k) dot products: far slower than the two (i, k, j) ones
   CHECK(num(gina, "rank") == 2);
 
-  // Wrong on a hidden shape only: the public table passes, the hidden one names a K > 512 shape.
+  // Wrong on a hidden shape only: the public table passes, the hidden one names a K > 560 shape.
   const json::Value& carol = *row["carol"];
   CHECK(str(carol, "verdict") == "wrong (hidden tests)");
   CHECK(has_flag(carol, "wrong_hidden"));
@@ -127,7 +127,7 @@ TEST_CASE("grading/class: one command grades a planted class, ranks and flags ev
   CHECK(num(carol, "rank") == 0);
   const json::Value& carol_failure = *carol.find("hidden_tests")->find("first_failure");
   const std::string spec = str(carol_failure, "spec");
-  CHECK(std::stoi(spec.substr(spec.find("K=") + 2)) > 512);
+  CHECK(std::stoi(spec.substr(spec.find("K=") + 2)) > 560);
   CHECK(contains(str(carol_failure, "where"), "c["));
   CHECK(contains(str(carol_failure, "error"), "error too large"));
   // Its replay command reproduces exactly that failure.

@@ -1,33 +1,26 @@
-// Planted submission (tests/grading): correct and fast — (i, k, j) loops over
-// a block of four rows of C at a time, the inner loop unit-stride (SIMD).
-#include <algorithm>
-
+// Planted submission (tests/grading): correct and fast — it calls the suite's
+// CPU GEMM library (packing, cache blocking, the 6 x 16 AVX2/FMA micro-kernel
+// of lesson 03), as a student who finished the lesson may. Several times faster
+// than the loop nests of the other planted submissions, so its first rank does
+// not depend on a quiet machine.
+#include "cpu/lib/gemm_kernels.hpp"
 #include "ops/gemm.hpp"
 
 namespace convlab {
 namespace {
 
 void run(const GemmProblem& p, const Args<GemmProblem>& a) {
-  const float* A = static_cast<const float*>(a.a);
-  const float* B = static_cast<const float*>(a.b);
-  float* C = static_cast<float*>(a.c);
-  const int M = p.M, N = p.N, K = p.K;
-  for (int i = 0; i < M * N; ++i) C[i] = 0.f;
-  for (int i0 = 0; i0 < M; i0 += 4) {
-    const int i1 = std::min(M, i0 + 4);
-    for (int k = 0; k < K; ++k) {
-      const float* b = B + k * N;
-      for (int i = i0; i < i1; ++i) {
-        const float x = A[i * K + k];
-        float* c = C + i * N;
-        for (int j = 0; j < N; ++j) c[j] += x * b[j];
-      }
-    }
-  }
+  const cpu_gemm::MicroKernel kernel =
+      cpu_has_avx2_fma() ? cpu_gemm::micro_kernel_avx2 : cpu_gemm::micro_kernel_portable;
+  cpu_gemm::gemm_packed(p, static_cast<const float*>(a.a),  // A [M, K] row-major
+                        static_cast<const float*>(a.b),     // B [K, N] row-major
+                        static_cast<float*>(a.c),           // C [M, N] row-major
+                        a.workspace, kernel);
 }
+std::size_t workspace(const GemmProblem& p) { return cpu_gemm::packed_workspace_bytes(p, 1); }
 
 const Register<GemmProblem> reg{{.name = "bob_fast", .device = Device::cpu, .lesson = 3,
-                                 .supports = f32_only<GemmProblem>, .run = run}};
+                                 .supports = f32_only<GemmProblem>, .run = run, .workspace_bytes = workspace}};
 
 }  // namespace
 }  // namespace convlab

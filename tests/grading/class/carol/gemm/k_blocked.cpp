@@ -1,6 +1,6 @@
 // Planted submission (tests/grading): right on every public shape, wrong on a
-// hidden one — it blocks K by 512 and forgets to loop over the blocks, so any
-// K > 512 (none in the public table) loses its tail.
+// hidden one — it blocks K by 560 and forgets to loop over the blocks, so any
+// K > 560 (none in the public table) loses its tail.
 #include <algorithm>
 
 #include "ops/gemm.hpp"
@@ -8,7 +8,7 @@
 namespace convlab {
 namespace {
 
-constexpr int kKc = 512;
+constexpr int kKc = 560;
 
 void run(const GemmProblem& p, const Args<GemmProblem>& a) {
   const float* A = static_cast<const float*>(a.a);
