@@ -12,7 +12,7 @@ CMAKE_ARGS ?=
 # Lets a clone in another folder (CI) reuse this machine's compile cache.
 export CCACHE_BASEDIR := $(CURDIR)
 
-.PHONY: all deps configure build tour test bench probe gpu clean
+.PHONY: all deps configure build tour test test-sanitize fuzz bench probe gpu clean
 
 all: build
 
@@ -30,6 +30,41 @@ tour: build
 
 test: build
 	@cd $(BUILD) && ctest -j $(JOBS) --output-on-failure
+
+# The CPU code (no CUDA) built with AddressSanitizer and UBSan in a build
+# folder of its own, and the whole CTest suite run under them: every test, the
+# fuzz loops (tests/fuzz/) and the convlab program the app tests start. Any
+# report fails the run. -O1 keeps the tests quick and the stacks readable.
+SANITIZE_BUILD ?= build-sanitize
+SANITIZE_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+test-sanitize: deps
+	@cmake -S . -B $(SANITIZE_BUILD) -G Ninja -DCONVLAB_CUDA=OFF -DCMAKE_BUILD_TYPE=Release \
+	  -DCMAKE_CXX_FLAGS_RELEASE="-O1 -g1" -DCMAKE_CXX_FLAGS="$(SANITIZE_FLAGS)" \
+	  -DCMAKE_EXE_LINKER_FLAGS="$(SANITIZE_FLAGS)" >/dev/null
+	@cmake --build $(SANITIZE_BUILD) -j $(JOBS) --target convlab_tests convlab
+	@cd $(SANITIZE_BUILD) && \
+	  ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:detect_stack_use_after_return=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest -j $(JOBS) --output-on-failure $(SANITIZE_CTEST_ARGS)
+
+# Coverage-guided fuzzing of the same harnesses with libFuzzer (clang), by hand:
+#   make fuzz [FUZZ_SECONDS=60] [FUZZ_HARNESSES="npy json options"]
+# Each harness keeps its corpus in build-fuzz/corpus/NAME (seeded on first run);
+# a crash is saved as build-fuzz/crash-* and the run stops with its report.
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_HARNESSES ?= npy json options
+fuzz: deps
+	@command -v clang++ >/dev/null || { echo "make fuzz needs clang: apt-get install clang libclang-rt-14-dev libomp-dev"; exit 2; }
+	@CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCONVLAB_CUDA=OFF -DCONVLAB_FUZZ=ON \
+	  -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1 -g" \
+	  -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined,fuzzer-no-link -fno-omit-frame-pointer" >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(addprefix convlab_fuzz_,$(FUZZ_HARNESSES))
+	@set -e; cd $(FUZZ_BUILD); for h in $(FUZZ_HARNESSES); do \
+	  mkdir -p corpus/$$h; echo "==== fuzz $$h for $(FUZZ_SECONDS) s"; \
+	  CONVLAB_FUZZ_SEEDS=corpus/$$h ./convlab_fuzz_$$h -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
+	    -print_final_stats=1 corpus/$$h > fuzz-$$h.log 2>&1 || { tail -n 60 fuzz-$$h.log; exit 1; }; \
+	  tail -n 14 fuzz-$$h.log; done
 
 bench: build
 	@$(BUILD)/convlab_bench --benchmark_out=$(BUILD)/bench.json --benchmark_out_format=json
