@@ -97,7 +97,7 @@ TEST_CASE("harden 1, 4, 5, 6: huge shapes are refused by the checked sizes befor
             {"must be positive"}},
            // 6: sizes that fit 64 bits but not the limit: refused at once, naming tensor and size
            {"run attention/cpu/02_fused_online --shape B=1,H=1,Nq=" + big + ",Nk=" + big + ",d=1 --reps 0", 2,
-            {"attention/cpu/02_fused_online", "GiB", "over the limit", "CONVLAB_MAX_BYTES"}, {"bad_alloc"}},
+            {"attention on B=1", "GiB", "over the limit", "CONVLAB_MAX_BYTES"}, {"bad_alloc"}},
            {"run softmax/cpu --shape rows=" + big + ",cols=" + big + " --reps 0", 2, {"over the limit"}},
            {"run conv2d/cpu/01_seven_loop --shape N=64,H=4096,W=4096,C=64,K=64,R=1 --reps 0", 2,
             {"input 'x'", "over the limit"}},

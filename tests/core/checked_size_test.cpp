@@ -85,7 +85,7 @@ TEST_CASE("problem descriptors: validity is computed without int overflow", "[co
   CHECK(OpTraits<FfnProblem>::parse("P=8,C=1073741824,hidden=1").hidden == 1);  // explicit hidden: no default to overflow
 }
 
-TEST_CASE("--shape text: a repeated key is refused, not silently overwritten", "[core][cpu]") {
+TEST_CASE("shape text (--shape): a repeated key is refused, not silently overwritten", "[core][cpu]") {
   for (const char* text : {"N=1,N=2", "M=4,M=5", "stride=2,stride=3", "a=1,b=2,a=1"}) {
     INFO(text);
     CHECK(throws<SpecError>([&] { KeyValues kv(text); }));

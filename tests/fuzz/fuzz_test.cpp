@@ -152,7 +152,7 @@ TEST_CASE("fuzz: the JSON reader keeps its contract on mutated text", "[fuzz][cp
             {"[", "]", "{", "}", "\"", "\\u", "\\ud800", "1e999", "-", "true", "null", ":", ",", "[[[[[[[[", "\"\\"});
 }
 
-TEST_CASE("fuzz: --shape and option parsing keep their contract on mutated text", "[fuzz][cpu]") {
+TEST_CASE("fuzz: shape text and option parsing keep their contract on mutated text", "[fuzz][cpu]") {
   fuzz_loop("options", convlab::fuzz::fuzz_options, convlab::fuzz::option_seeds(),
             {"N=", "H=", "pad=", "stride=", "groups=", "hidden=", "dtype=f16", "dtype=bf16", "1073741824", "2147483647",
              "-1", "0", ",", "=", "--shape ", "--out ", "--reps ", "--json", "--shape=", " "});
