@@ -32,18 +32,23 @@ test: build
 	@cd $(BUILD) && ctest -j $(JOBS) --output-on-failure
 
 # The CPU code (no CUDA) built with AddressSanitizer and UBSan in a build
-# folder of its own, and the whole CTest suite run under them: every test, the
-# fuzz loops (tests/fuzz/) and the convlab program the app tests start. Any
-# report fails the run. -O1 keeps the tests quick and the stacks readable.
+# folder of its own, and the CTest suite run under them: every test, the fuzz
+# loops (tests/fuzz/) and the convlab program the app tests start; any report
+# fails the run. -O1 keeps the tests quick and the stacks readable. Left out:
+# the probe's speed check ("CPU peaks are positive and plausible"), which
+# would measure the instrumentation, not the machine. ASan's
+# detect_stack_use_after_return stays off: with GCC 12 it faults inside
+# Catch's large test frames (a false report, seen on the reference tests).
 SANITIZE_BUILD ?= build-sanitize
 SANITIZE_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+SANITIZE_CTEST_ARGS ?= -E "^probe: CPU peaks are positive and plausible$$"
 test-sanitize: deps
 	@cmake -S . -B $(SANITIZE_BUILD) -G Ninja -DCONVLAB_CUDA=OFF -DCMAKE_BUILD_TYPE=Release \
 	  -DCMAKE_CXX_FLAGS_RELEASE="-O1 -g1" -DCMAKE_CXX_FLAGS="$(SANITIZE_FLAGS)" \
 	  -DCMAKE_EXE_LINKER_FLAGS="$(SANITIZE_FLAGS)" >/dev/null
 	@cmake --build $(SANITIZE_BUILD) -j $(JOBS) --target convlab_tests convlab
 	@cd $(SANITIZE_BUILD) && \
-	  ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:detect_stack_use_after_return=1 \
+	  ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest -j $(JOBS) --output-on-failure $(SANITIZE_CTEST_ARGS)
 

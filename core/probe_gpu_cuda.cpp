@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "core/checked_size.hpp"
 #include "core/dtype.hpp"
 #include "core/probe.hpp"
 
