@@ -147,7 +147,7 @@ std::vector<std::string> json_seeds() {
           R"(["a\"b\\c\u00e9\n", -1.5e-3, 0, [], {}, [[[]]]])", "3.25", R"("\ud83d")"};
 }
 
-std::vector<std::string> option_seeds() {
+std::vector<std::string> options_seeds() {
   return {std::string("\x00", 1) + "N=2,H=7,W=5,C=3,K=4,R=3,S=3,stride=2,pad=1,groups=1,dtype=f32",
           std::string("\x01") + "M=64,N=32,K=17,dtype=f16", std::string("\x02") + "P=37,C=16,hidden=64,C_out=16,act=gelu",
           std::string("\x03") + "B=2,H=3,Nq=17,Nk=9,d=32,causal=1,dtype=bf16", std::string("\x04") + "rows=3,cols=1000",

@@ -40,6 +40,6 @@ void fuzz_options(const uint8_t* data, std::size_t size);
 // Valid and nearly valid inputs to start mutating from.
 std::vector<std::string> npy_seeds();
 std::vector<std::string> json_seeds();
-std::vector<std::string> option_seeds();
+std::vector<std::string> options_seeds();
 
 }  // namespace convlab::fuzz

@@ -153,7 +153,7 @@ TEST_CASE("fuzz: the JSON reader keeps its contract on mutated text", "[fuzz][cp
 }
 
 TEST_CASE("fuzz: shape text and option parsing keep their contract on mutated text", "[fuzz][cpu]") {
-  fuzz_loop("options", convlab::fuzz::fuzz_options, convlab::fuzz::option_seeds(),
+  fuzz_loop("options", convlab::fuzz::fuzz_options, convlab::fuzz::options_seeds(),
             {"N=", "H=", "pad=", "stride=", "groups=", "hidden=", "dtype=f16", "dtype=bf16", "1073741824", "2147483647",
              "-1", "0", ",", "=", "--shape ", "--out ", "--reps ", "--json", "--shape=", " "});
 }
