@@ -17,7 +17,7 @@ PYTHON  ?= $(CURDIR)/.venv/bin/python
 # Lets a clone in another folder (CI) reuse this machine's compile cache.
 export CCACHE_BASEDIR := $(CURDIR)
 
-.PHONY: all deps check-deps configure build tour test figures bench probe gpu grade clean
+.PHONY: all deps check-deps configure build tour test test-sanitize fuzz figures bench probe gpu grade clean
 
 all: build
 
@@ -50,6 +50,46 @@ figures: build
 	    $(PYTHON) -m jupyter nbconvert --to notebook --execute \
 	    --ExecutePreprocessor.timeout=600 --output-dir $(CURDIR)/$(BUILD)/executed-notebooks $$(basename $$nb)) || exit 1; \
 	done
+
+# The CPU code (no CUDA) built with AddressSanitizer and UBSan in a build
+# folder of its own, and the CTest suite run under them: every test, the fuzz
+# loops (tests/fuzz/) and the convlab program the app tests start; any report
+# fails the run. -O1 keeps the tests quick and the stacks readable. Left out:
+# the probe's speed check ("CPU peaks are positive and plausible"), which
+# would measure the instrumentation, not the machine. ASan's
+# detect_stack_use_after_return stays off: with GCC 12 it faults inside
+# Catch's large test frames (a false report, seen on the reference tests).
+SANITIZE_BUILD ?= build-sanitize
+SANITIZE_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+SANITIZE_CTEST_ARGS ?= -E "^probe: CPU peaks are positive and plausible$$"
+test-sanitize: deps
+	@cmake -S . -B $(SANITIZE_BUILD) -G Ninja -DCONVLAB_CUDA=OFF -DCMAKE_BUILD_TYPE=Release \
+	  -DCMAKE_CXX_FLAGS_RELEASE="-O1 -g1" -DCMAKE_CXX_FLAGS="$(SANITIZE_FLAGS)" \
+	  -DCMAKE_EXE_LINKER_FLAGS="$(SANITIZE_FLAGS)" >/dev/null
+	@cmake --build $(SANITIZE_BUILD) -j $(JOBS) --target convlab_tests convlab
+	@cd $(SANITIZE_BUILD) && \
+	  ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest -j $(JOBS) --output-on-failure $(SANITIZE_CTEST_ARGS)
+
+# Coverage-guided fuzzing of the same harnesses with libFuzzer (clang), by hand:
+#   make fuzz [FUZZ_SECONDS=60] [FUZZ_HARNESSES="npy json options"]
+# Each harness keeps its corpus in build-fuzz/corpus/NAME (seeded on first run);
+# a crash is saved as build-fuzz/crash-* and the run stops with its report.
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_HARNESSES ?= npy json options
+fuzz: deps
+	@command -v clang++ >/dev/null || { echo "make fuzz needs clang: apt-get install clang libclang-rt-14-dev libomp-dev"; exit 2; }
+	@CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCONVLAB_CUDA=OFF -DCONVLAB_FUZZ=ON \
+	  -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1 -g" \
+	  -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined,fuzzer-no-link -fno-omit-frame-pointer" >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(addprefix convlab_fuzz_,$(FUZZ_HARNESSES))
+	@set -e; cd $(FUZZ_BUILD); for h in $(FUZZ_HARNESSES); do \
+	  mkdir -p corpus/$$h; echo "==== fuzz $$h for $(FUZZ_SECONDS) s"; \
+	  CONVLAB_FUZZ_SEEDS=corpus/$$h ./convlab_fuzz_$$h -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
+	    -print_final_stats=1 corpus/$$h > fuzz-$$h.log 2>&1 || { tail -n 60 fuzz-$$h.log; exit 1; }; \
+	  tail -n 14 fuzz-$$h.log; done
 
 bench: build
 	@$(BUILD)/convlab_bench --benchmark_out=$(BUILD)/bench.json --benchmark_out_format=json

@@ -65,17 +65,45 @@ struct Row {
   double peak_gflops = 0, peak_gbs = 0;  // the roof used for this row (GFLOP/s, GB/s)
 };
 
-double counter(const json::Value& b, const std::string& key) {
-  const json::Value* v = b.find(key);
-  return v && v->is_number() ? v->number : NAN;
+const char* kind_name(const json::Value& v) {
+  switch (v.kind) {
+    case json::Value::Kind::null: return "null";
+    case json::Value::Kind::boolean: return "a boolean";
+    case json::Value::Kind::number: return "a number";
+    case json::Value::Kind::string: return "a string";
+    case json::Value::Kind::array: return "an array";
+    case json::Value::Kind::object: return "an object";
+  }
+  return "?";
 }
 
-double to_ms(double time, const std::string& unit) {
+// A numeric field of one benchmark entry, checked: absent or null gives NaN
+// (or an error when `required`); anything else must be a finite number, >= 0,
+// and > 0 when `positive`. `where` is "FILE: benchmark 'NAME'".
+double number_field(const json::Value& b, const char* key, const std::string& where, bool required, bool positive) {
+  const json::Value* v = b.find(key);
+  if (!v || v->kind == json::Value::Kind::null) {
+    if (required)
+      throw std::runtime_error(where + " has no \"" + key + "\" (convlab roofline reads convlab_bench JSON, "
+                               "whose benchmarks carry real_time, time_unit, FLOP/s and intensity)");
+    return NAN;
+  }
+  if (!v->is_number())
+    throw std::runtime_error(where + ": \"" + key + "\" must be a number, got " + kind_name(*v) +
+                             (v->is_string() ? " (" + json::quote(v->text.substr(0, 40)) + ")" : std::string()));
+  if (!std::isfinite(v->number) || v->number < 0 || (positive && v->number == 0))
+    throw std::runtime_error(where + ": \"" + key + "\" must be a " + (positive ? "positive" : "non-negative") +
+                             " number, got " + json::number(v->number));
+  return v->number;
+}
+
+double to_ms(double time, const std::string& unit, const std::string& where) {
   if (unit == "ns") return time * 1e-6;
   if (unit == "us") return time * 1e-3;
   if (unit == "ms") return time;
   if (unit == "s") return time * 1e3;
-  throw std::runtime_error("unknown time_unit '" + unit + "'");
+  throw std::runtime_error(where + ": unknown time_unit " + json::quote(unit.substr(0, 40)) +
+                           " (Google Benchmark writes ns, us, ms or s)");
 }
 
 // "conv2d/gpu/04a_implicit_gemm/n32..._f32/manual_time" → the first four parts.
@@ -98,7 +126,7 @@ DType label_dtype(const std::string& id) {
 
 // One row per benchmark of one file: its median when the run was repeated,
 // else its single entry; benchmarks that failed are counted, not shown.
-std::vector<Row> read_rows(const std::string& path, const std::regex* filter, int& failed) {
+std::vector<Row> read_rows(const std::string& path, const std::regex* filter, int& failed, int& uncounted) {
   const json::Value doc = json::parse_file(path);
   const json::Value* list = doc.find("benchmarks");
   if (!list || list->kind != json::Value::Kind::array)
@@ -106,6 +134,8 @@ std::vector<Row> read_rows(const std::string& path, const std::regex* filter, in
   std::map<std::string, const json::Value*> chosen;  // id → entry
   std::vector<std::string> order;
   for (const json::Value& b : list->items) {
+    if (b.kind != json::Value::Kind::object)
+      throw std::runtime_error(path + ": each entry of \"benchmarks\" must be an object, got " + kind_name(b));
     const json::Value* name = b.find("run_name");
     if (!name) name = b.find("name");
     if (!name || !name->is_string()) continue;
@@ -126,17 +156,29 @@ std::vector<Row> read_rows(const std::string& path, const std::regex* filter, in
   std::vector<Row> rows;
   for (const std::string& id : order) {
     const json::Value& b = *chosen[id];
+    const std::string where = path + ": benchmark " + json::quote(id.substr(0, 120));
+    // A benchmark that is not one of convlab's kernels (no FLOP/s counter, e.g.
+    // a whole network's latency) has no place on a roofline: counted, not shown.
+    if (const json::Value* f = b.find("FLOP/s"); !f || f->kind == json::Value::Kind::null) {
+      ++uncounted;
+      continue;
+    }
     Row r;
     r.name = id;
     r.dtype = label_dtype(id);
-    const json::Value* time = b.find("real_time");
+    const double time = number_field(b, "real_time", where, true, true);
     const json::Value* unit = b.find("time_unit");
-    r.ms = time && time->is_number() ? to_ms(time->number, unit && unit->is_string() ? unit->text : "ns") : NAN;
-    r.gflops = counter(b, "FLOP/s") * 1e-9;
-    r.intensity = counter(b, "intensity");
-    if (!std::isfinite(r.intensity)) r.intensity = counter(b, "FLOP/s") / counter(b, "bytes/s");
-    r.peak_gflops = counter(b, "peak_gflops");
-    r.peak_gbs = counter(b, "peak_gbs");
+    if (unit && !unit->is_string())
+      throw std::runtime_error(where + ": \"time_unit\" must be a string (ns, us, ms or s), got " + kind_name(*unit));
+    r.ms = to_ms(time, unit ? unit->text : "ns", where);
+    r.gflops = number_field(b, "FLOP/s", where, true, false) * 1e-9;
+    r.intensity = number_field(b, "intensity", where, false, false);
+    if (!std::isfinite(r.intensity)) {
+      const double bytes_per_s = number_field(b, "bytes/s", where, false, false);
+      if (bytes_per_s > 0) r.intensity = r.gflops * 1e9 / bytes_per_s;
+    }
+    r.peak_gflops = number_field(b, "peak_gflops", where, false, false);
+    r.peak_gbs = number_field(b, "peak_gbs", where, false, false);
     rows.push_back(r);
   }
   return rows;
@@ -185,9 +227,9 @@ int run(const std::vector<std::string>& args) {
   }
 
   std::vector<Row> rows;
-  int failed = 0;
+  int failed = 0, uncounted = 0;
   for (const std::string& path : parsed.positional) {
-    std::vector<Row> more = read_rows(path, filtered ? &filter : nullptr, failed);
+    std::vector<Row> more = read_rows(path, filtered ? &filter : nullptr, failed, uncounted);
     rows.insert(rows.end(), more.begin(), more.end());
   }
   if (!own_run) {
@@ -202,7 +244,10 @@ int run(const std::vector<std::string>& args) {
   }
   if (rows.empty())  // main prints it as one error line, exit status 1
     throw std::runtime_error("no benchmark" + (filtered ? " matches '" + parsed.get("--filter") + "'" : std::string()) +
-                             " in the file(s)" + (failed ? " (" + std::to_string(failed) + " failed)" : ""));
+                             " in the file(s)" + (failed ? " (" + std::to_string(failed) + " failed)" : "") +
+                             (uncounted ? " (" + std::to_string(uncounted) +
+                                              " without a FLOP/s counter: not convlab_bench kernels)"
+                                        : ""));
 
   if (parsed.has("--json")) {
     std::cout << "{\"machine\": " << json::quote(own_run ? "run" : machine.name) << ", \"rows\": [";
@@ -217,7 +262,7 @@ int run(const std::vector<std::string>& args) {
                 << ", \"bound\": " << json::quote(f.bound) << ", \"attainable_gflops\": "
                 << json::number(f.attainable) << ", \"pct_of_attainable\": " << json::number(f.share) << "}";
     }
-    std::cout << "\n], \"failed\": " << failed << "}\n";
+    std::cout << "\n], \"failed\": " << failed << ", \"without_flops\": " << uncounted << "}\n";
     return 0;
   }
 
@@ -240,6 +285,8 @@ int run(const std::vector<std::string>& args) {
                      format_fixed(f.ridge, 1), f.bound, format_rate(f.attainable), format_percent(f.share)});
   }
   if (failed) table.print_note(std::to_string(failed) + " benchmark(s) failed in the file(s) and are not shown");
+  if (uncounted)
+    table.print_note(std::to_string(uncounted) + " benchmark(s) without a FLOP/s counter are not shown");
   return 0;
 }
 

@@ -1,8 +1,13 @@
 // app/cmd_run.cpp — `convlab run`: check and time one variant (or every
 // variant of an operation) on a shape, or run one on the user's own .npy
 // tensors and write its output, so the answer can be checked in NumPy too.
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <limits>
 
@@ -71,6 +76,49 @@ Tensor host_copy(const Tensor& t) {
   return copy;
 }
 
+// --out is checked before any work, so a long run cannot end in "cannot open":
+// an existing path must be a regular, writable file; a new one needs an
+// existing, writable folder.
+void check_output_path(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (fs::exists(st)) {
+    if (fs::is_directory(st))
+      throw UsageError("--out '" + path + "' is a directory; give a file name, e.g. " +
+                       (fs::path(path) / "y.npy").string());
+    if (!fs::is_regular_file(st))
+      throw UsageError("--out '" + path + "' exists and is not a regular file (the output is written as a .npy file)");
+    if (::access(path.c_str(), W_OK) != 0)
+      throw std::runtime_error("--out '" + path + "': cannot write it (" + std::strerror(errno) + ")");
+    return;
+  }
+  fs::path folder = fs::path(path).parent_path();
+  if (folder.empty()) folder = ".";
+  if (!fs::is_directory(folder, ec))
+    throw UsageError("--out '" + path + "': the folder '" + folder.string() + "' does not exist");
+  if (::access(folder.c_str(), W_OK) != 0)
+    throw std::runtime_error("--out '" + path + "': cannot create a file in '" + folder.string() + "' (" +
+                             std::strerror(errno) + ")");
+}
+
+// The reference check needs finite inputs: a NaN or Inf in a file is the
+// file's problem, not a failure of the variant that would run on it.
+void require_finite(const Tensor& t, const std::string& path) {
+  int64_t bad = 0, first = -1;
+  for (int64_t i = 0; i < t.numel(); ++i)
+    if (!std::isfinite(t.get(i))) {
+      if (first < 0) first = i;
+      ++bad;
+    }
+  if (bad == 0) return;
+  const double v = t.get(first);
+  throw SpecError(path + ": holds " + std::to_string(bad) + " non-finite value(s), the first (" +
+                  (std::isnan(v) ? std::string("NaN") : v > 0 ? "+Inf" : "-Inf") + ") at flat index " +
+                  std::to_string(first) + "; convlab runs and checks variants on finite inputs only "
+                  "(in NumPy: np.isfinite(a).all())");
+}
+
 std::string describe(const Tensor& t) { return shape_string(t.shape()) + " " + dtype_name(t.dtype()); }
 
 StreamingTable make_table(std::size_t id_width, std::size_t spec_width) {
@@ -134,6 +182,7 @@ int run_on_shapes(const Target& target, const ParsedArgs& args) {
   // The problem of each variant, all parsed before anything runs (a bad --shape is a usage error).
   std::vector<std::string> specs;
   const std::string given = args.has("--shape") ? target.op->canonical(args.get("--shape")) : "";
+  if (!given.empty()) target.op->check_sizes(given);  // tensors too large for any variant: one error, no table
   std::size_t id_width = 7, spec_width = 5;
   for (const VariantRef& v : target.variants) {
     std::string spec = given;
@@ -195,7 +244,10 @@ int run_on_files(const Target& target, const ParsedArgs& args) {
                      "), got " + std::to_string(paths.size()));
   }
   std::vector<Tensor> inputs;
-  for (const std::string& p : paths) inputs.push_back(read_npy(p));
+  for (const std::string& p : paths) {
+    inputs.push_back(read_npy(p));
+    require_finite(inputs.back(), p);
+  }
   const std::string options = args.get("--shape");
 
   // The named variant, or the candidates of the op on the CPU (or the given device) in lesson order.
@@ -255,6 +307,7 @@ int run(const std::vector<std::string>& args) {
     throw UsageError("`convlab run` takes one variant or operation, got '" + parsed.positional[0] + "' and '" +
                      parsed.positional[1] + "'");
   const Target target = resolve_target(parsed.positional[0]);
+  if (parsed.has("--out")) check_output_path(parsed.get("--out"));
   return parsed.has("--in") ? run_on_files(target, parsed) : run_on_shapes(target, parsed);
 }
 

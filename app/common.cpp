@@ -3,6 +3,8 @@
 #include "app/common.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +29,13 @@ int64_t ParsedArgs::get_int(const std::string& option, int64_t fallback, int64_t
     throw UsageError(option + " wants an integer from " + std::to_string(min) + " to " + std::to_string(max) +
                      ", got '" + text + "'");
   return v;
+}
+
+bool looks_like_option(const std::string& word) {
+  // "--x" or "-x" with a letter; "-1" and "-" are values.
+  if (word.size() < 2 || word[0] != '-') return false;
+  const unsigned char next = static_cast<unsigned char>(word[1]);
+  return next == '-' || std::isalpha(next);
 }
 
 ParsedArgs parse_args(const std::vector<std::string>& args, const std::vector<OptionSpec>& allowed,
@@ -57,9 +66,15 @@ ParsedArgs parse_args(const std::vector<std::string>& args, const std::vector<Op
     if (spec->takes_value && !inline_value) {
       if (i + 1 >= args.size()) throw UsageError("option " + name + " needs a value");
       value = args[++i];
+      // `--out --shape` is a forgotten value, not a file named "--shape". A value
+      // that really starts with '-' can still be given as --out=-x.
+      if (looks_like_option(value))
+        throw UsageError("option " + name + " needs a value, got the option '" + value + "' (write " + name +
+                         "=VALUE if the value really starts with '-')");
     } else if (!spec->takes_value && inline_value) {
       throw UsageError("option " + name + " takes no value");
     }
+    if (spec->takes_value && value.empty()) throw UsageError("option " + name + " needs a value, got an empty one");
     parsed.values_[name] = value;
   }
   return parsed;

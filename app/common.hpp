@@ -38,11 +38,15 @@ class ParsedArgs {
 };
 
 // Splits `args` into positional words and the options `allowed` names;
-// UsageError on an unknown option, a missing value or a repeated option.
+// UsageError on an unknown option, a missing or empty value, a value that is
+// itself an option (`--out --shape`), or a repeated option.
 ParsedArgs parse_args(const std::vector<std::string>& args, const std::vector<OptionSpec>& allowed,
                       const std::string& command);
 
 std::vector<std::string> split(const std::string& text, char separator);
+
+// "--shape", "-h": a word the option parser takes for an option, never for an option's value.
+bool looks_like_option(const std::string& word);
 
 // ---- finding variants ---------------------------------------------------------------
 

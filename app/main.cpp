@@ -13,6 +13,7 @@
 
 #include "app/commands.hpp"
 #include "app/common.hpp"
+#include "core/checked_size.hpp"
 #include "core/harness.hpp"
 #include "core/spec.hpp"
 
@@ -60,7 +61,11 @@ void print_main_help(std::ostream& out) {
   }
   out << "\n"
          "Variants are named OP/DEVICE/NAME, e.g. conv2d/cpu/01b_openmp; `convlab list` shows them all.\n"
-         "Exit status: 0 success, 1 a check failed or something could not be done, 2 a usage error.\n";
+         "Exit status: 0 success, 1 a check failed or something could not be done, 2 a usage error.\n"
+         "\n"
+         "--max-bytes N (any command; default $CONVLAB_MAX_BYTES, else 16G): the most one run may\n"
+         "allocate, all its tensors, workspace and reference copies together (K, M, G, T: powers of\n"
+         "1024). A larger problem is refused before anything is allocated.\n";
 }
 
 bool asks_for_help(const std::vector<std::string>& args) {
@@ -69,7 +74,32 @@ bool asks_for_help(const std::vector<std::string>& args) {
   return false;
 }
 
-int dispatch(const std::vector<std::string>& args) {
+// --max-bytes N (or --max-bytes=N), accepted anywhere on the line for every
+// command: the allocation limit of core/checked_size.hpp, over CONVLAB_MAX_BYTES.
+std::vector<std::string> take_max_bytes(const std::vector<std::string>& args) {
+  std::vector<std::string> rest;
+  bool seen = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string value;
+    if (args[i] == "--max-bytes") {
+      if (i + 1 >= args.size() || looks_like_option(args[i + 1]))
+        throw UsageError("option --max-bytes needs a value (bytes, or with K, M, G or T, e.g. 16G)");
+      value = args[++i];
+    } else if (args[i].rfind("--max-bytes=", 0) == 0) {
+      value = args[i].substr(12);
+    } else {
+      rest.push_back(args[i]);
+      continue;
+    }
+    if (seen) throw UsageError("option --max-bytes given twice");
+    seen = true;
+    set_max_allocation_bytes(parse_byte_count(value, "--max-bytes"));
+  }
+  return rest;
+}
+
+int dispatch(const std::vector<std::string>& all_args) {
+  const std::vector<std::string> args = take_max_bytes(all_args);
   if (args.empty()) throw UsageError("no command given (commands: " + command_names() + "; see `convlab help`)");
   const std::string& name = args[0];
   const std::vector<std::string> rest(args.begin() + 1, args.end());

@@ -6,21 +6,28 @@
 #
 # It builds (build-gpu/, Release, sm_90), lists the GPU, measures the machine's
 # peaks (`convlab probe`), runs the GPU variants' tests through CTest, then the
-# GPU benchmarks, and with --sanitize also runs the GPU tests under
-# compute-sanitizer (memcheck and racecheck). A failing stage is recorded and
-# the next one still runs, except after a failed build. The summary is printed
-# last; the exit status is 0 only if every stage passed.
+# GPU benchmarks, and with --sanitize also runs every GPU test under
+# compute-sanitizer's memcheck, racecheck, synccheck and initcheck. A failing
+# stage is recorded and the next one still runs, except after a failed build.
+# The summary is printed last; the exit status is 0 only if every stage passed.
 #
 #   --only REGEX   which tests/benchmarks to run (default '/gpu/|GPU|Winograd': every GPU
 #                  variant's test and benchmark, plus the lesson tests that need a GPU or
 #                  print GPU rows: "...every GPU softmax variant...", "...error of Winograd..."),
 #                  matched against names such as gemm/gpu/03j_register_blocking_2d
 #   --no-tests, --no-bench   skip a stage (e.g. a build-only first call)
-#   --sanitize     also compute-sanitizer memcheck + racecheck on `convlab_tests "[gpu]"`
+#   --sanitize     also the four compute-sanitizer tools over every test of CONVLAB_SANITIZE_TESTS,
+#                  one process per (tool, test), several at a time (see below)
+#   --sanitize-only   build only convlab_tests and the program, skip probe, tests and benchmarks,
+#                  run the sanitizer stage: one call of the lent machine (about 1 min build +
+#                  CONVLAB_SANITIZE_TIMEOUT), e.g. OUT=$OUT bench/run_gpu.sh --sanitize-only
 #
-# Time limits per stage (seconds), from the environment:
+# Time limits (seconds) and choices, from the environment:
 #   CONVLAB_TEST_TIMEOUT (300)  CONVLAB_BENCH_TIMEOUT (300, per operation)
-#   CONVLAB_SANITIZE_TIMEOUT (300, per tool)  CONVLAB_SANITIZE_TESTS ("[gpu]", a Catch test spec)
+#   CONVLAB_SANITIZE_TIMEOUT (420: the whole sanitizer stage; tests not started by then are
+#     reported "not run")  CONVLAB_SANITIZE_TEST_TIMEOUT (300: one test under one tool)
+#   CONVLAB_SANITIZE_JOBS (8 processes at a time)  CONVLAB_SANITIZE_TOOLS ("memcheck racecheck
+#     synccheck initcheck")  CONVLAB_SANITIZE_TESTS ("[gpu]", a Catch test spec)
 #
 # $OUT (default /tmp/convlab-gpu-<time>) receives at most eight files, because
 # the lent machine's tool brings back no more than that:
@@ -29,24 +36,27 @@
 #   probe.json       the measured peaks
 #   gpu-tests.xml    JUnit from CTest;  gpu-tests.log  its console output
 #   bench-gpu.json   Google Benchmark JSON of every GPU benchmark
-#   sanitize.log     compute-sanitizer memcheck then racecheck (with --sanitize)
+#   sanitize.log     compute-sanitizer: counts per tool, every (tool, test) verdict, and the
+#                    log tail of each test that was not clean (with --sanitize)
 #   logs.tar.gz      everything else: build log, per-process benchmark logs and JSON
 # bench/collect_gpu_results.sh files them under bench/results/<date>-<gpu>/.
 set -euo pipefail
 
 # ---- options ------------------------------------------------------------------
 sanitize=0
+sanitize_only=0
 run_tests=1
 run_bench=1
 only='/gpu/|GPU|Winograd'
 while (($#)); do
   case "$1" in
     --sanitize) sanitize=1 ;;
+    --sanitize-only) sanitize=1; run_tests=0; run_bench=0; sanitize_only=1 ;;
     --no-tests) run_tests=0 ;;
     --no-bench) run_bench=0 ;;
     --only) only="$2"; shift ;;
     --only=*) only="${1#--only=}" ;;
-    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,46p' "$0"; exit 0 ;;
     *) echo "run_gpu.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
   shift
@@ -54,7 +64,10 @@ done
 
 test_timeout=${CONVLAB_TEST_TIMEOUT:-300}
 bench_timeout=${CONVLAB_BENCH_TIMEOUT:-300}
-sanitize_timeout=${CONVLAB_SANITIZE_TIMEOUT:-300}
+sanitize_timeout=${CONVLAB_SANITIZE_TIMEOUT:-420}
+sanitize_test_timeout=${CONVLAB_SANITIZE_TEST_TIMEOUT:-300}
+sanitize_jobs=${CONVLAB_SANITIZE_JOBS:-8}
+sanitize_tools=${CONVLAB_SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}
 sanitize_tests=${CONVLAB_SANITIZE_TESTS:-[gpu]}
 
 if [[ ! -f CMakeLists.txt || ! -d bench ]]; then
@@ -153,7 +166,7 @@ stage_start=$SECONDS
 build_ok=0
 if run_to_log "$work/build.log" 1800 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
      -DCONVLAB_CUDA=ON -DCONVLAB_CUDA_ARCHS=90 &&
-   run_to_log "$work/build.log" 1800 ninja -C "$build"; then
+   run_to_log "$work/build.log" 1800 ninja -C "$build" $( ((sanitize_only)) && echo convlab_tests convlab); then
   build_ok=1
   record build ok "$((SECONDS - stage_start))s, $(grep -c 'warning:' "$work/build.log" || true) compiler warnings"
 else
@@ -163,15 +176,17 @@ fi
 
 if ((build_ok)); then
   # ---- 3. the machine's peaks --------------------------------------------------
-  note "probe -> environment.txt, probe.json"
-  stage_start=$SECONDS
-  echo -e "\n---- convlab probe" >> "$OUT/environment.txt"
-  if run_logged "$OUT/environment.txt" 300 "$build/convlab" probe; then
-    record probe ok "$((SECONDS - stage_start))s"
-  else
-    record probe FAILED "$(describe_status $? 300)"
+  if ((!sanitize_only)); then
+    note "probe -> environment.txt, probe.json"
+    stage_start=$SECONDS
+    echo -e "\n---- convlab probe" >> "$OUT/environment.txt"
+    if run_logged "$OUT/environment.txt" 300 "$build/convlab" probe; then
+      record probe ok "$((SECONDS - stage_start))s"
+    else
+      record probe FAILED "$(describe_status $? 300)"
+    fi
+    [[ -f $build/probe.json ]] && cp "$build/probe.json" "$OUT/probe.json"
   fi
-  [[ -f $build/probe.json ]] && cp "$build/probe.json" "$OUT/probe.json"
 
   # ---- 4. GPU tests --------------------------------------------------------------
   if ((run_tests)); then
@@ -251,26 +266,96 @@ EOF
   fi
 
   # ---- 6. compute-sanitizer ----------------------------------------------------------
+  # Every GPU test (CONVLAB_SANITIZE_TESTS, default every test tagged [gpu]: one
+  # per GPU variant, over its op's whole test table, plus the lesson tests that
+  # need a GPU) under each tool, one process per (tool, test), CONVLAB_SANITIZE_JOBS
+  # at a time, so a slow racecheck of one kernel costs that test, not the stage.
+  # A test still waiting when the stage's time is up is reported as not run.
   if ((sanitize)); then
     sanitizer=$(command -v compute-sanitizer || true)
+    : > "$OUT/sanitize.log"
     if [[ -z $sanitizer ]]; then
       record sanitize FAILED "compute-sanitizer not found"
     else
-      : > "$OUT/sanitize.log"
-      for tool in memcheck racecheck; do
-        note "compute-sanitizer --tool $tool on convlab_tests '$sanitize_tests' -> sanitize.log"
-        echo "---- compute-sanitizer --tool $tool $build/convlab_tests '$sanitize_tests'" >> "$OUT/sanitize.log"
+      mkdir -p "$work/sanitize"
+      # The test names, one a line: Catch2 v2 (here) has --list-test-names-only (its exit
+      # status is the count); v3 (the GPU machine) lists names alone at quiet verbosity.
+      listing=$("$build/convlab_tests" "$sanitize_tests" --list-test-names-only 2>/dev/null || true)
+      if [[ -z $listing ]] || grep -q -i -E 'unrecognised|error' <<<"$listing"; then
+        listing=$("$build/convlab_tests" "$sanitize_tests" --list-tests --verbosity quiet 2>/dev/null || true)
+      fi
+      mapfile -t sanitize_names < <(sed -e 's/^ *//' -e '/^$/d' <<<"$listing" |
+                                    grep -v -E '^(All available test cases:|Matching test cases:|[0-9]+ (test cases|matching test cases))' || true)
+      echo "compute-sanitizer: ${#sanitize_names[@]} tests ('$sanitize_tests') x tools: $sanitize_tools," \
+           "$sanitize_jobs at a time, ${sanitize_test_timeout}s per test, ${sanitize_timeout}s in all" | tee -a "$OUT/sanitize.log"
+      if ((${#sanitize_names[@]} == 0)); then
+        record sanitize FAILED "no test matches '$sanitize_tests'"
+      else
         stage_start=$SECONDS
-        status=0
-        run_logged "$OUT/sanitize.log" "$sanitize_timeout" "$sanitizer" --tool "$tool" --error-exitcode 99 \
-          "$build/convlab_tests" "$sanitize_tests" || status=$?
-        verdict=$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitize.log" | tail -1 | sed 's/^=* *//' || true)
-        if ((status == 0)); then
-          record "$tool" ok "${verdict:-no summary line} ($((SECONDS - stage_start))s)"
-        else
-          record "$tool" FAILED "${verdict:-no summary line}; $(describe_status $status "$sanitize_timeout")"
-        fi
-      done
+        deadline=$((SECONDS + sanitize_timeout))
+        export build sanitizer work sanitize_test_timeout
+        # sanitize_one TOOL INDEX DEADLINE_EPOCH: one test under one tool; one result line.
+        sanitize_one() {
+          local tool=$1 index=$2 deadline_epoch=$3 name log status start left
+          name=$(sed -n "$((index + 1))p" "$work/sanitize/names.txt")
+          log="$work/sanitize/$tool-$index.log"
+          left=$((deadline_epoch - $(date +%s)))
+          if ((left <= 5)); then
+            printf '%s\t%s\t%s\t%s\t%s\n' "$tool" "not-run" 0 "$index" "$name" >> "$work/sanitize/results.txt"
+            return 0
+          fi
+          ((left > sanitize_test_timeout)) && left=$sanitize_test_timeout
+          # A test name as a Catch test spec: its special characters escaped.
+          local spec
+          spec=$(printf '%s' "$name" | sed -e 's/[][\\,*"~]/\\&/g')
+          start=$(date +%s)
+          status=0
+          timeout --kill-after=15 "$left" "$sanitizer" --tool "$tool" --error-exitcode 99 \
+            "$build/convlab_tests" "$spec" > "$log" 2>&1 || status=$?
+          local verdict
+          if ((status == 0)); then
+            if grep -q 'CONVLAB-SKIP' "$log"; then verdict=skipped
+            elif grep -q 'No test cases matched' "$log"; then verdict=unmatched
+            else verdict=ok; fi
+          elif ((status == 99)); then verdict=SANITIZER
+          elif ((status == 124 || status == 137)); then verdict=timeout
+          else verdict=FAILED; fi
+          printf '%s\t%s\t%s\t%s\t%s\n' "$tool" "$verdict" "$(($(date +%s) - start))" "$index" "$name" \
+            >> "$work/sanitize/results.txt"
+        }
+        export -f sanitize_one
+        printf '%s\n' "${sanitize_names[@]}" > "$work/sanitize/names.txt"
+        : > "$work/sanitize/results.txt"
+        deadline_epoch=$(($(date +%s) + sanitize_timeout))
+        note "compute-sanitizer ($sanitize_tools) on ${#sanitize_names[@]} tests -> sanitize.log"
+        for tool in $sanitize_tools; do
+          for i in "${!sanitize_names[@]}"; do printf '%s %s %s\n' "$tool" "$i" "$deadline_epoch"; done
+        done | xargs -P "$sanitize_jobs" -L 1 bash -c 'sanitize_one "$@"' _ || true
+        # The report: per tool, the counts; then every test that was not clean, with its log.
+        for tool in $sanitize_tools; do
+          counts=$(awk -F'\t' -v t="$tool" '$1 == t { n[$2]++ } END {
+                     printf "%d ok, %d sanitizer errors, %d test failures, %d timed out, %d not run, %d skipped",
+                            n["ok"], n["SANITIZER"], n["FAILED"], n["timeout"], n["not-run"], n["skipped"] + n["unmatched"] }' \
+                   "$work/sanitize/results.txt")
+          # Clean: every test ran to the end without a report (a test that skipped, finding no GPU, is counted, not failed).
+          clean=$(awk -F'\t' -v t="$tool" '$1 == t && $2 != "ok" && $2 != "skipped" { bad++ } END { print bad + 0 }' \
+                  "$work/sanitize/results.txt")
+          echo "$tool: $counts" >> "$OUT/sanitize.log"
+          if ((clean == 0)); then record "$tool" ok "$counts"; else record "$tool" FAILED "$counts"; fi
+        done
+        {
+          echo
+          echo "---- every (tool, test): verdict, seconds"
+          sort -t$'\t' -k1,1 -k4,4n "$work/sanitize/results.txt" | awk -F'\t' '{ printf "%-10s %-10s %5ss  %s\n", $1, $2, $3, $5 }'
+          while IFS=$'\t' read -r tool verdict secs index name; do
+            [[ $verdict == ok || $verdict == not-run || $verdict == skipped ]] && continue
+            echo
+            echo "---- $tool: $name ($verdict) -- the last 80 lines of its log"
+            tail -n 80 "$work/sanitize/$tool-$index.log"
+          done < "$work/sanitize/results.txt"
+        } >> "$OUT/sanitize.log"
+        echo "sanitize stage: $((SECONDS - stage_start))s" >> "$OUT/sanitize.log"
+      fi
     fi
   fi
 fi

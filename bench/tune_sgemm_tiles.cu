@@ -27,6 +27,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/checked_size.hpp"
 #include "core/device.hpp"
 #include "gpu/lib/cublas_handle.cuh"
 #include "gpu/lib/sgemm_double_buffered.cuh"
@@ -88,6 +89,9 @@ struct Problem {
 
 Problem make_problem(int M, int N, int K, std::mt19937& rng) {
   Problem p{M, N, K, nullptr, nullptr, nullptr, nullptr};
+  // The same limit as every other buffer (core/checked_size.hpp): A, B, C and the cuBLAS C.
+  check_allocation(checked_bytes({M, K}, 4, "A") + checked_bytes({K, N}, 4, "B") + 2 * checked_bytes({M, N}, 4, "C"),
+                   "the sweep's four matrices");
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   std::vector<float> a(size_t(M) * K), b(size_t(K) * N);
   for (float& v : a) v = u(rng);

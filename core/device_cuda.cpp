@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "core/checked_size.hpp"
 #include "core/device.hpp"
 
 namespace convlab {
@@ -46,9 +47,15 @@ void require_cuda_device() {
 }
 
 void* device_malloc(std::size_t bytes) {
+  // Every device buffer of the harness comes through here: the same limit as host memory.
+  check_allocation(bytes, "a device buffer");
   require_cuda_device();
   void* p = nullptr;
-  check(cudaMalloc(&p, bytes == 0 ? 1 : bytes), "cudaMalloc");
+  const cudaError_t e = cudaMalloc(&p, bytes == 0 ? 1 : bytes);
+  if (e != cudaSuccess) {
+    cudaGetLastError();  // clear it: an out-of-memory is not sticky
+    throw DeviceError("cudaMalloc of " + describe_bytes(bytes) + " failed: " + cudaGetErrorString(e));
+  }
   return p;
 }
 

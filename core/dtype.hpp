@@ -32,7 +32,8 @@ inline DType parse_dtype(const std::string& s) {
   if (s == "f32" || s == "fp32" || s == "float32") return DType::f32;
   if (s == "f16" || s == "fp16" || s == "float16") return DType::f16;
   if (s == "bf16" || s == "bfloat16") return DType::bf16;
-  throw std::invalid_argument("unknown dtype '" + s + "' (expected f32, f16 or bf16)");
+  throw std::invalid_argument("unknown dtype '" + s + "' (expected f32, f16 or bf16; fp32, fp16, float32, float16 "
+                              "and bfloat16 are read the same)");
 }
 
 // Unit roundoff u = 2^-(mantissa bits + 1): the largest relative error of one

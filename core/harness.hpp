@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/checked_size.hpp"
 #include "core/compare.hpp"
 #include "core/registry.hpp"
 #include "core/spec.hpp"
@@ -84,6 +85,9 @@ class OpHandle {
   // default problem, or any count OpTraits<P>::input_counts() lists (an op whose
   // optional inputs depend on the shape, e.g. convfirst's stride-2 projection).
   virtual bool accepts_input_count(std::size_t count) const = 0;
+  // SizeError when the problem's own tensors (whatever variant runs it) are
+  // over the allocation limit or overflow: checked once before a table of variants.
+  virtual void check_sizes(const std::string& spec) const = 0;
 };
 
 // Every operation with at least one variant, sorted by name.
@@ -187,6 +191,37 @@ template <class P> class Case final : public ICase {
   std::shared_ptr<const Reference> ref_;
 };
 
+// Everything a Case of variant v on problem p will allocate, checked before
+// any of it is: each input and output (twice for a GPU variant: the host copy
+// and the device buffer), its workspace, and the double-precision copies the
+// reference computes on (8 bytes per input and output element). SizeError,
+// naming the tensor, the variant and the problem, when a product overflows or
+// a buffer or the total is over the limit (core/checked_size.hpp).
+template <class P> uint64_t check_case_bytes(const Variant<P>& v, const std::string& id, const P& p) {
+  const std::string who = id + " on " + OpTraits<P>::spec(p);
+  const uint64_t copies = v.device == Device::cpu ? 1 : 2;
+  uint64_t total = 0;
+  auto add = [&](const TensorSpec& s, const char* role) {
+    const std::string what = std::string(role) + " '" + s.name + "' (" + shape_string(s.shape) + " " +
+                             dtype_name(s.dtype) + ", " + s.layout + ") of " + who;
+    const uint64_t bytes = checked_bytes(s.shape, dtype_size(s.dtype), what);
+    check_allocation(bytes, what);
+    const uint64_t reference = checked_mul(bytes / dtype_size(s.dtype), sizeof(double), what);
+    total = checked_add(total, checked_add(checked_mul(bytes, copies, what), reference, what), who);
+  };
+  for (const TensorSpec& s : OpTraits<P>::inputs(p)) add(s, "input");
+  for (const TensorSpec& s : OpTraits<P>::outputs(p)) add(s, "output");
+  // Scratch the double reference itself allocates (ffn: its hidden tensor), where the op declares one.
+  if constexpr (requires { OpTraits<P>::reference_scratch_bytes(p); })
+    total = checked_add(total, OpTraits<P>::reference_scratch_bytes(p), who);
+  // Only now (every tensor known to be within the limit) is the variant's own formula asked.
+  const uint64_t workspace = v.workspace_bytes ? uint64_t(v.workspace_bytes(p)) : 0;
+  check_allocation(workspace, "the workspace of " + who);
+  total = checked_add(total, workspace, who);
+  check_allocation(total, who + " (inputs, outputs, workspace and the reference's double copies together)");
+  return total;
+}
+
 // Fresh uniform(-scale, scale) inputs for problem p (TensorSpec::scale, 1 unless an op
 // scales its weights), drawn in order from one seed.
 template <class P> std::vector<Tensor> random_inputs(const P& p, uint64_t seed) {
@@ -230,6 +265,7 @@ template <class P> class OpHandleImpl final : public OpHandle {
   std::unique_ptr<ICase> make_case(std::size_t variant, const std::string& spec, uint64_t seed) const override {
     const P p = Traits::parse(spec);
     check_supported(variant, p);
+    check_bytes(variant, p);
     return make(variant, p, random_inputs(p, seed), Traits::spec(p) + "#" + std::to_string(seed));
   }
 
@@ -249,11 +285,16 @@ template <class P> class OpHandleImpl final : public OpHandle {
                         ") should be " + shape_string(expected[i].shape) + " " + dtype_name(expected[i].dtype) +
                         ", got " + shape_string(inputs[i].shape()) + " " + dtype_name(inputs[i].dtype()));
     check_supported(variant, p);
+    check_bytes(variant, p);
     return make(variant, p, std::move(inputs), "");
   }
 
   std::vector<TensorSpec> input_specs(const std::string& spec) const override {
     return Traits::inputs(Traits::parse(spec));
+  }
+  void check_sizes(const std::string& spec) const override {
+    const Variant<P> any_cpu_variant;  // no workspace, host buffers only: what every variant needs at least
+    check_case_bytes(any_cpu_variant, Traits::name, Traits::parse(spec));
   }
 
   bool accepts_input_count(std::size_t count) const override {
@@ -273,6 +314,10 @@ template <class P> class OpHandleImpl final : public OpHandle {
   void check_supported(std::size_t variant, const P& p) const {
     const Variant<P>& v = Registry<P>::variants().at(variant);
     if (v.supports && !v.supports(p)) throw Unsupported(info(v).id() + " does not support " + Traits::spec(p));
+  }
+  void check_bytes(std::size_t variant, const P& p) const {
+    const Variant<P>& v = Registry<P>::variants().at(variant);
+    check_case_bytes(v, info(v).id(), p);
   }
   std::unique_ptr<ICase> make(std::size_t variant, const P& p, std::vector<Tensor> inputs, std::string key) const {
     const Variant<P>& v = Registry<P>::variants().at(variant);

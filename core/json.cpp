@@ -3,9 +3,13 @@
 // into the text and throwing with the offset on the first error.
 #include "core/json.hpp"
 
+#include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -46,7 +50,7 @@ class Reader {
     return text_[pos_];
   }
   void expect(char c) {
-    if (peek() != c) fail(std::string("expected '") + c + "'");
+    if (peek() != c) fail(std::string("expected '") + c + "', found " + printable(text_[pos_]));
     ++pos_;
   }
   bool consume_word(const char* word) {
@@ -56,11 +60,27 @@ class Reader {
     return true;
   }
 
+  // Arrays and objects nest by recursion, one C++ frame per level: a limit
+  // keeps a hostile file ("[[[[...") from overflowing the stack.
+  struct Nest {
+    explicit Nest(Reader& r) : r_(r) {
+      if (++r_.depth_ > kMaxDepth) r_.fail("nesting deeper than " + std::to_string(kMaxDepth) + " levels");
+    }
+    ~Nest() { --r_.depth_; }
+    Reader& r_;
+  };
+
   Value value() {
     const char c = peek();
     Value v;
-    if (c == '{') return object();
-    if (c == '[') return array();
+    if (c == '{') {
+      const Nest nest(*this);
+      return object();
+    }
+    if (c == '[') {
+      const Nest nest(*this);
+      return array();
+    }
     if (c == '"') {
       v.kind = Value::Kind::string;
       v.text = string();
@@ -70,7 +90,7 @@ class Reader {
     if (consume_word("false")) { v.kind = Value::Kind::boolean; v.boolean = false; return v; }
     if (consume_word("null")) return v;
     if (c == '-' || (c >= '0' && c <= '9')) return number();
-    fail(std::string("unexpected character '") + c + "'");
+    fail("unexpected character " + printable(c));
   }
 
   Value object() {
@@ -122,6 +142,8 @@ class Reader {
         case 't': out += '\t'; break;
         case 'u': {
           if (pos_ + 4 > text_.size()) fail("short \\u escape");
+          for (int i = 0; i < 4; ++i)
+            if (!std::isxdigit(static_cast<unsigned char>(text_[pos_ + i]))) fail("bad \\u escape (4 hex digits expected)");
           const unsigned code = unsigned(std::strtoul(text_.substr(pos_, 4).c_str(), nullptr, 16));
           pos_ += 4;
           // UTF-8 encoding of one BMP code point.
@@ -155,8 +177,19 @@ class Reader {
     return v;
   }
 
+  // A character for an error message: itself in quotes when printable, else its byte value.
+  static std::string printable(char c) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u < 0x7F) return std::string("'") + c + "'";
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "byte 0x%02X", unsigned(u));
+    return buf;
+  }
+
+  static constexpr int kMaxDepth = 256;  // convlab's own files nest 4 deep
   const std::string& text_;
   std::size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace
@@ -164,8 +197,11 @@ class Reader {
 Value parse(const std::string& text) { return Reader(text).document(); }
 
 Value parse_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw std::runtime_error(path + ": is a directory, not a JSON file");
   std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot open '" + path + "'");
+  if (!in) throw std::runtime_error("cannot open '" + path + "' (" + std::strerror(errno) + ")");
   std::stringstream buffer;
   buffer << in.rdbuf();
   try {

@@ -15,12 +15,17 @@
 // with a message that names what was found and what would have worked.
 #include "core/npy.hpp"
 
+#include "core/checked_size.hpp"
+
 #include <bit>
 #include <cctype>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -38,6 +43,25 @@ constexpr const char* kSupported = "'<f4' (float32) and '<f2' (float16)";
 
 [[noreturn]] void fail(const std::string& path, const std::string& why) {
   throw std::runtime_error(path + ": " + why);
+}
+
+// Header text for an error line: at most kExcerpt characters, every byte that
+// is not printable ASCII written as \xNN, and the length said when cut.
+constexpr std::size_t kExcerpt = 160;
+std::string excerpt(const std::string& text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size() && i < kExcerpt; ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c < 0x7F) {
+      out += char(c);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02X", unsigned(c));
+      out += buf;
+    }
+  }
+  if (text.size() > kExcerpt) out += "... (" + std::to_string(text.size()) + " characters in all)";
+  return out;
 }
 
 // What the header dict says.
@@ -80,7 +104,7 @@ class HeaderParser {
         h.has_shape = true;
         h.shape = parse_shape();
       } else {
-        malformed("unexpected key '" + key + "'");
+        malformed("unexpected key '" + excerpt(key) + "'");
       }
       skip_space();
       if (peek() == ',') {
@@ -97,7 +121,7 @@ class HeaderParser {
 
  private:
   [[noreturn]] void malformed(const std::string& why) const {
-    fail(path_, "malformed .npy header (" + why + " at character " + std::to_string(pos_) + "): " + s_);
+    fail(path_, "malformed .npy header (" + why + " at character " + std::to_string(pos_) + "): " + excerpt(s_));
   }
   char peek() const { return pos_ < s_.size() ? s_[pos_] : '\0'; }
   void skip_space() {
@@ -177,9 +201,9 @@ DType dtype_from_descr(const NpyHeader& h, const std::string& path) {
   if (d == "<f4" || d == "=f4") return DType::f32;
   if (d == "<f2" || d == "=f2") return DType::f16;
   if (d.size() >= 3 && d[0] == '>' && d.substr(2) != "1")
-    fail(path, "big-endian dtype '" + d + "' is not supported; convlab reads " + std::string(kSupported) +
-                   " (in NumPy: a.astype('<" + d.substr(1) + "'))");
-  fail(path, "unsupported dtype '" + d + "'; convlab reads " + std::string(kSupported) +
+    fail(path, "big-endian dtype '" + excerpt(d) + "' is not supported; convlab reads " + std::string(kSupported) +
+                   " (in NumPy: a.astype('<" + excerpt(d.substr(1)) + "'))");
+  fail(path, "unsupported dtype '" + excerpt(d) + "'; convlab reads " + std::string(kSupported) +
                  " (in NumPy: a.astype(np.float32))");
 }
 
@@ -205,14 +229,12 @@ std::string shape_tuple(const Shape& shape) {
   return out + ")";
 }
 
-}  // namespace
-
-Tensor read_npy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, std::string("cannot open for reading (") + std::strerror(errno) + ")");
+// The reader proper, on any seekable stream (a file, or bytes in memory for the fuzz harness).
+Tensor read_npy_stream(std::istream& in, const std::string& path) {
   in.seekg(0, std::ios::end);
   const std::streamoff file_size = in.tellg();
   in.seekg(0, std::ios::beg);
+  if (file_size < 0) fail(path, "cannot tell the file's size (not a regular file?)");
 
   // Magic and version.
   unsigned char prefix[8] = {};
@@ -233,6 +255,12 @@ Tensor read_npy(const std::string& path) {
   in.read(reinterpret_cast<char*>(length_field), length_bytes);
   if (in.gcount() != length_bytes) fail(path, "truncated .npy header (the file ends inside the header length)");
   const uint64_t header_len = little_endian_uint(length_field, length_bytes);
+  // NumPy's writer keeps headers small (a dtype, a flag and a shape); anything
+  // this large is not a tensor's header, and is not read into memory.
+  constexpr uint64_t kMaxHeader = 1 << 20;
+  if (header_len > kMaxHeader)
+    fail(path, "malformed .npy header (it says " + std::to_string(header_len) + " bytes; convlab reads headers of up to " +
+                   std::to_string(kMaxHeader) + ")");
   const uint64_t data_offset = sizeof prefix + length_bytes + header_len;
   if (uint64_t(file_size) < data_offset)
     fail(path, "truncated .npy header (it says " + std::to_string(header_len) + " bytes, the file has " +
@@ -247,23 +275,48 @@ Tensor read_npy(const std::string& path) {
     fail(path, "Fortran-order (column-major) arrays are not supported; save a C-order array "
                "(in NumPy: np.ascontiguousarray(a))");
 
+  constexpr std::size_t kMaxRank = 64;  // NumPy 2's limit (NPY_MAXDIMS)
+  if (header.shape.size() > kMaxRank)
+    fail(path, "shape of rank " + std::to_string(header.shape.size()) + " (NumPy arrays have at most " +
+                   std::to_string(kMaxRank) + " dimensions)");
   // Element count, guarding against shapes whose byte size overflows.
   uint64_t numel = 1;
   for (int64_t d : header.shape) {
     if (d != 0 && numel > std::numeric_limits<uint64_t>::max() / 8 / uint64_t(d))
-      fail(path, "shape " + shape_tuple(header.shape) + " is too large");
+      fail(path, "shape " + excerpt(shape_tuple(header.shape)) + " is too large");
     numel *= uint64_t(d);
   }
   const uint64_t data_bytes = numel * dtype_size(dtype);
   const uint64_t available = uint64_t(file_size) - data_offset;
   if (available < data_bytes)
-    fail(path, "truncated data: shape " + shape_tuple(header.shape) + " of " + header.descr + " needs " +
+    fail(path, "truncated data: shape " + excerpt(shape_tuple(header.shape)) + " of " + header.descr + " needs " +
                    std::to_string(data_bytes) + " bytes, the file holds " + std::to_string(available));
 
-  Tensor t(header.shape, dtype);
+  Tensor t = [&] {
+    try {
+      return Tensor(header.shape, dtype);
+    } catch (const SizeError& e) {  // over the allocation limit: say which file
+      fail(path, e.what());
+    }
+  }();
   in.read(static_cast<char*>(t.data()), static_cast<std::streamsize>(data_bytes));
   if (uint64_t(in.gcount()) != data_bytes) fail(path, "truncated data (read failed)");
   return t;
+}
+
+}  // namespace
+
+Tensor read_npy(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) fail(path, "is a directory, not a .npy file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, std::string("cannot open for reading (") + std::strerror(errno) + ")");
+  return read_npy_stream(in, path);
+}
+
+Tensor read_npy_bytes(const std::string& bytes, const std::string& name) {
+  std::istringstream in(bytes, std::ios::binary);
+  return read_npy_stream(in, name);
 }
 
 void write_npy(const std::string& path, const Tensor& tensor) {

@@ -22,6 +22,9 @@ namespace convlab {
 // A host tensor holding the file's array.
 Tensor read_npy(const std::string& path);
 
+// The same reader on the bytes of a file held in memory; `name` starts its messages.
+Tensor read_npy_bytes(const std::string& bytes, const std::string& name);
+
 // Writes `t` (any device; a GPU tensor is copied to the host first).
 void write_npy(const std::string& path, const Tensor& t);
 

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "core/checked_size.hpp"
 #include "core/dtype.hpp"
 #include "core/probe.hpp"
 
@@ -47,7 +48,10 @@ void check(cublasStatus_t status, const char* what) {
 }
 
 struct DeviceBuffer {
-  explicit DeviceBuffer(std::size_t bytes) { check(cudaMalloc(&ptr, bytes), "cudaMalloc"); }
+  explicit DeviceBuffer(std::size_t bytes) {
+    check_allocation(bytes, "a probe buffer");  // the same limit as every other buffer
+    check(cudaMalloc(&ptr, bytes), "cudaMalloc");
+  }
   ~DeviceBuffer() { cudaFree(ptr); }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;

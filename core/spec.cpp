@@ -13,7 +13,10 @@ KeyValues::KeyValues(const std::string& text) {
     const std::size_t eq = item.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
       throw SpecError("malformed shape item '" + item + "' (expected key=value, e.g. N=8,H=56)");
-    values_[item.substr(0, eq)] = item.substr(eq + 1);
+    const std::string key = item.substr(0, eq);
+    if (values_.count(key))
+      throw SpecError("key '" + key + "' given twice in '" + text + "' (each key at most once)");
+    values_[key] = item.substr(eq + 1);
     pos = end + 1;
   }
 }
@@ -36,6 +39,7 @@ std::string KeyValues::get(const std::string& key, const std::string& fallback) 
 void KeyValues::require_only(const std::set<std::string>& allowed, const std::string& what) const {
   for (const auto& [k, v] : values_) {
     if (allowed.count(k)) continue;
+    if (allowed.empty()) throw SpecError("unknown key '" + k + "' for " + what + " (it takes no keys)");
     std::string list;
     for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
     throw SpecError("unknown key '" + k + "' for " + what + " (valid: " + list + ")");

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "core/checked_size.hpp"
+
 namespace convlab {
 
 std::string shape_string(const Shape& s) {
@@ -13,15 +15,17 @@ std::string shape_string(const Shape& s) {
 }
 
 Tensor::Tensor(Shape shape, DType dtype, Device device) : shape_(std::move(shape)), dtype_(dtype), device_(device) {
-  numel_ = 1;
-  for (int64_t d : shape_) {
-    if (d < 0) throw std::invalid_argument("negative tensor dimension in " + shape_string(shape_));
-    numel_ *= d;
-  }
-  const std::size_t n = bytes() == 0 ? 1 : bytes();
+  // The one checked size (core/checked_size.hpp): no product wraps, nothing over the limit is asked for.
+  const std::string what = std::string("a ") + shape_string(shape_) + " " + dtype_name(dtype_) + " tensor";
+  const uint64_t exact = checked_bytes(shape_, dtype_size(dtype_), what);
+  const uint64_t n = exact == 0 ? 1 : exact;
+  check_allocation(n, what);
+  numel_ = int64_t(exact / dtype_size(dtype_));
   if (device_ == Device::cpu) {
     data_ = std::aligned_alloc(64, (n + 63) / 64 * 64);
-    if (!data_) throw std::bad_alloc();
+    if (!data_)
+      throw std::runtime_error("cannot allocate " + describe_bytes(n) + " of host memory for " + what +
+                               " (out of memory)");
   } else {
     data_ = device_malloc(n);
   }

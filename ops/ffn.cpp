@@ -1,5 +1,8 @@
 #include "ops/ffn.hpp"
 
+#include <climits>
+#include <cstdint>
+
 #include "reference/ffn.hpp"
 
 namespace convlab {
@@ -141,7 +144,11 @@ FfnProblem OpTraits<FfnProblem>::parse(const std::string& text) {
   FfnProblem p;
   p.P = kv.get_int("P", 1024);
   p.C = kv.get_int("C", 64);
-  p.hidden = kv.get_int("hidden", 4 * p.C);
+  // The default hidden = 4·C, taken in 64 bits: 4·C passes the int range when C > 2^29.
+  if (!kv.has("hidden") && int64_t(p.C) * 4 > INT32_MAX)
+    throw SpecError("invalid ffn problem: the default hidden = 4*C = " + std::to_string(int64_t(p.C) * 4) +
+                    " is over 2147483647; give hidden=... or a smaller C");
+  p.hidden = kv.has("hidden") ? kv.get_int("hidden", 0) : 4 * p.C;
   p.C_out = kv.get_int("C_out", p.C);
   p.activation = parse_activation(kv.get("act", "relu"));
   p.dtype = parse_dtype(kv.get("dtype", "f32"));

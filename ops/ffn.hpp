@@ -109,6 +109,10 @@ template <> struct OpTraits<FfnProblem> {
   static std::string spec(const FfnProblem& p);
   static std::string label(const FfnProblem& p);
   static FfnProblem parse(const std::string& spec);
+  // The reference keeps the whole hidden tensor [P, hidden] in double (reference/ffn.cpp).
+  static uint64_t reference_scratch_bytes(const FfnProblem& p) {
+    return checked_bytes({p.P, p.hidden}, sizeof(double), "the ffn reference's hidden tensor");
+  }
   // From the user's x [P,C], u [C,hidden], a [hidden], v [hidden,C_out], b [C_out];
   // the activation from `options` (act=relu by default).
   static FfnProblem from_input_shapes(const std::vector<Shape>& shapes, DType dtype, const KeyValues& options);

@@ -6,6 +6,8 @@
 // own arithmetic.
 #pragma once
 
+#include <climits>
+#include <cstdint>
 #include <string>
 
 namespace convlab::ref {
@@ -31,16 +33,19 @@ struct ConvShape {
   double weight_elems() const { return double(K) * R * S * T(); }
   double output_elems() const { return double(N) * P() * Q() * K; }
 
-  bool valid() const {
-    return N > 0 && H > 0 && W > 0 && C > 0 && K > 0 && R > 0 && S > 0 && stride > 0 && pad >= 0 &&
-           groups > 0 && C % groups == 0 && K % groups == 0 && H + 2 * pad >= R && W + 2 * pad >= S;
-  }
+  bool valid() const { return invalid_reason().empty(); }
+  // Sums such as H + 2·pad are taken in 64 bits: each key may be near the int
+  // range (up to 2^30), their sum need not be, and P(), Q() must stay ints.
   std::string invalid_reason() const {
     if (!(N > 0 && H > 0 && W > 0 && C > 0 && K > 0 && R > 0 && S > 0)) return "all sizes must be positive";
     if (stride <= 0) return "stride must be positive";
     if (pad < 0) return "pad must be non-negative";
     if (groups <= 0 || C % groups || K % groups) return "groups must divide both C and K";
-    if (H + 2 * pad < R || W + 2 * pad < S) return "the filter is larger than the padded input";
+    const int64_t padded_h = int64_t(H) + 2 * int64_t(pad), padded_w = int64_t(W) + 2 * int64_t(pad);
+    if (padded_h > INT32_MAX || padded_w > INT32_MAX)
+      return "H + 2*pad and W + 2*pad must be at most 2147483647 (got " + std::to_string(padded_h) + " and " +
+             std::to_string(padded_w) + ")";
+    if (padded_h < R || padded_w < S) return "the filter is larger than the padded input";
     return "";
   }
 };

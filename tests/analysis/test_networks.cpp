@@ -157,7 +157,9 @@ TEST_CASE("rows follow the counting conventions (hand-computed)", "[analysis][cp
     CHECK(find_layer(an::mobilenet_v2(), "features.2.depthwise").type == an::LayerType::depthwise);
     CHECK(find_layer(an::convnext("T"), "stages.0.0.pwconv1").type == an::LayerType::pointwise);
     CHECK(find_layer(an::convnext("T"), "stages.0.0.norm").type == an::LayerType::elementwise);
-    const an::Layer& g = find_layer(an::convfirstnet(), "stages.1.1.gconv");
+    // The network outlives the reference into it (a temporary would die at the end of the line).
+    const an::Network convfirst = an::convfirstnet();
+    const an::Layer& g = find_layer(convfirst, "stages.1.1.gconv");
     CHECK(g.type == an::LayerType::grouped);
     CHECK(g.input.C / g.groups == 8);  // group width 8
   }
