@@ -315,7 +315,11 @@ ConvFirstProblem OpTraits<ConvFirstProblem>::parse(const std::string& text) {
   p.H = kv.get_int("H", 8);
   p.W = kv.get_int("W", p.H);
   p.C = kv.get_int("C", 64);
-  p.hidden = kv.get_int("hidden", 4 * p.C);
+  // The default hidden = 4·C, in 64 bits and held to a key's 2^30 bound (KeyValues::get_int).
+  if (!kv.has("hidden") && int64_t(p.C) * 4 > (int64_t(1) << 30))
+    throw SpecError("invalid convfirst problem: the default hidden = 4*C = " + std::to_string(int64_t(p.C) * 4) +
+                    " is over 1073741824, the largest size a key takes; give hidden=... or a smaller C");
+  p.hidden = kv.has("hidden") ? kv.get_int("hidden", 0) : 4 * p.C;
   p.C_out = kv.get_int("C_out", p.C);
   p.stride = kv.get_int("stride", 1);
   p.group_width = kv.get_int("gw", 8);

@@ -144,10 +144,11 @@ FfnProblem OpTraits<FfnProblem>::parse(const std::string& text) {
   FfnProblem p;
   p.P = kv.get_int("P", 1024);
   p.C = kv.get_int("C", 64);
-  // The default hidden = 4·C, taken in 64 bits: 4·C passes the int range when C > 2^29.
-  if (!kv.has("hidden") && int64_t(p.C) * 4 > INT32_MAX)
+  // The default hidden = 4·C, taken in 64 bits and held to the same 2^30 bound
+  // as a hidden= key (KeyValues::get_int), so the spec it prints parses again.
+  if (!kv.has("hidden") && int64_t(p.C) * 4 > (int64_t(1) << 30))
     throw SpecError("invalid ffn problem: the default hidden = 4*C = " + std::to_string(int64_t(p.C) * 4) +
-                    " is over 2147483647; give hidden=... or a smaller C");
+                    " is over 1073741824, the largest size a key takes; give hidden=... or a smaller C");
   p.hidden = kv.has("hidden") ? kv.get_int("hidden", 0) : 4 * p.C;
   p.C_out = kv.get_int("C_out", p.C);
   p.activation = parse_activation(kv.get("act", "relu"));
