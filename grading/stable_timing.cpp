@@ -49,33 +49,33 @@ MachineLoad machine_load() {
 }
 
 StableTiming time_stably(ICase& c, const StableTimingOptions& o, int threads_used) {
+  // The repetitions and the settling rule are core's (core/timing.hpp: rounds
+  // that double the sample until the median moves by at most the tolerance, or
+  // the time cap); this file adds what a ranking needs on top: percentiles, the
+  // process's CPU share while timing, and the runnable tasks before and after.
   using Clock = std::chrono::steady_clock;
-  for (int i = 0; i < o.warmup; ++i) c.run();
+  TimingOptions to;
+  to.warmup = o.warmup;
+  to.min_reps = o.min_reps;
+  to.max_reps = 200000;  // bounds the wall time where each repetition costs more than it measures (GPU flush)
+  to.min_total_ms = o.min_total_ms;
+  to.max_total_ms = o.budget_ms;
+  to.settle_tolerance = o.tolerance;
   StableTiming t;
   t.threads_used = threads_used;
-  const double cpu0 = process_cpu_s();
-  const auto wall0 = Clock::now();
-  double total_ms = 0, previous_median = -1;
-  std::size_t next_checkpoint = std::size_t(std::max(o.min_reps, 1));
-  auto spent_ms = [&] { return std::chrono::duration<double, std::milli>(Clock::now() - wall0).count(); };
-  while (true) {
-    const double ms = time_once_ms(c);
-    t.samples_ms.push_back(ms);
-    total_ms += ms;
-    const bool budget_spent = spent_ms() >= o.budget_ms || t.samples_ms.size() >= 1000000;
-    if (!budget_spent && (t.samples_ms.size() < next_checkpoint || total_ms < o.min_total_ms)) continue;
+  auto note_load = [&] {
     const MachineLoad load = machine_load();
     t.cores = load.cores;
     t.max_other_runnable = std::max(t.max_other_runnable, load.runnable - std::max(threads_used, 1));
-    const double median = percentile(t.samples_ms, 0.5);
-    if (previous_median > 0 && std::abs(median - previous_median) <= o.tolerance * median) {
-      t.converged = true;
-      break;
-    }
-    if (budget_spent) break;
-    previous_median = median;
-    next_checkpoint = t.samples_ms.size() * 2;
-  }
+  };
+  note_load();
+  const double cpu0 = process_cpu_s();
+  const auto wall0 = Clock::now();
+  const Timing core_timing = time_case(c, to);
+  auto spent_ms = [&] { return std::chrono::duration<double, std::milli>(Clock::now() - wall0).count(); };
+  note_load();
+  t.samples_ms = core_timing.samples_ms;
+  t.converged = core_timing.settled;
   const double wall_s = spent_ms() * 1e-3;
   t.cpu_per_wall = wall_s > 0 ? (process_cpu_s() - cpu0) / wall_s : 0;
   t.median_ms = percentile(t.samples_ms, 0.5);

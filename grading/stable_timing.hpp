@@ -7,13 +7,12 @@
 //   median with the previous checkpoint's. Converged: it moved by at most
 //   `tolerance`. Otherwise stop when `budget_ms` is spent, and say so.
 //
-// Busy machine: at each checkpoint /proc/loadavg's count of runnable tasks is
-// read (the tasks of this run subtracted), and the process's CPU time is
-// compared with the wall time (a single-threaded CPU variant that got less
+// The rounds are core/timing.hpp's time_case (with budget_ms as its cap on
+// measured time). Busy machine: before and after timing, /proc/loadavg's count
+// of runnable tasks is read (the tasks of this run subtracted), and the
+// process's CPU time is compared with the wall time (a single-threaded CPU variant that got less
 // than 80% of a core was being descheduled). Either one, a spread (p90 − p10)
 // over 10% of the median, or a median that never settled gives a warning.
-// Self-contained (core/timing.hpp's time_once_ms does the one timed run), so
-// it can move into core/ when core grows its own stable-timing helpers.
 #pragma once
 
 #include <string>
@@ -27,7 +26,7 @@ struct StableTimingOptions {
   int warmup = 2;
   int min_reps = 5;
   double min_total_ms = 100;  // measured time before the first checkpoint
-  double budget_ms = 3000;    // wall time after which it stops, settled or not
+  double budget_ms = 3000;    // measured time after which it stops, settled or not
   double tolerance = 0.02;    // settled: the median moved by at most 2% between checkpoints
   double busy_spread = 0.10;  // a spread above this is a warning
 };
