@@ -47,8 +47,20 @@ slug=$(tr '[:upper:]' '[:lower:]' <<<"$gpu_name" | sed -e 's/nvidia//g' -e 's/[^
 # "h200-nvl" -> "h200": the snapshot folder is named after the GPU model.
 slug=${slug%%-*}
 dest="$repo/bench/results/${slug:-gpu}"
+# PyTorch's own rows (lesson 09's attention, lesson 13's networks) do not depend on
+# convlab's revision; a run that did not re-measure them keeps the previous ones.
+kept=()
+keep_dir=$(mktemp -d)
+for file in sdpa-torch.json efficiency-gap.json; do
+  if [[ ! -f $src/$file && -f $dest/$file ]]; then
+    cp "$dest/$file" "$keep_dir/"
+    kept+=("$file")
+  fi
+done
 rm -rf "$dest"   # the previous snapshot leaves the tree; git keeps it
 mkdir -p "$dest"
+for file in "${kept[@]}"; do cp "$keep_dir/$file" "$dest/"; done
+rm -rf "$keep_dir"
 
 copied=0
 for file in bench-gpu.json gpu-tests.xml summary.txt environment.txt probe.json sanitize.log sdpa-torch.json efficiency-gap.json; do
@@ -69,8 +81,12 @@ Filed by \`bench/collect_gpu_results.sh\`; the previous snapshot is in git histo
 | bench-gpu.json | Google Benchmark JSON of every GPU benchmark |
 | gpu-tests.xml, summary.txt | the GPU tests (JUnit) and the run's summary |
 | probe.json, environment.txt | the measured peaks; GPU, driver, compiler |
-| sanitize.log | compute-sanitizer memcheck and racecheck (with --sanitize) |
+| sanitize.log | compute-sanitizer memcheck, racecheck, synccheck and initcheck over every GPU test (with --sanitize) |
 | sdpa-torch.json, efficiency-gap.json | PyTorch's rows (lessons 09 and 13), when run |
 EOF_README
+if ((${#kept[@]})); then
+  echo >> "$dest/README.md"
+  echo "Kept from the previous snapshot, not re-measured by this run (PyTorch alone, independent of convlab's revision; each file's own context gives its date): ${kept[*]}." >> "$dest/README.md"
+fi
 echo "copied $copied file(s) to ${dest#"$repo"/} (GPU: $gpu_name, revision $run_rev, date: $run_date)"
 [[ -f $dest/bench-gpu.json ]] || echo "note: no bench-gpu.json in $src; the notebooks will have nothing to plot from this run" >&2

@@ -2,7 +2,7 @@
 # bench/run_gpu.sh — the one command for the lent GPU machine (an H200).
 #
 # From the repository root:
-#   bench/run_gpu.sh [--sanitize] [--no-tests] [--no-bench] [--only REGEX]
+#   bench/run_gpu.sh [--sanitize] [--no-tests] [--no-bench] [--torch] [--only REGEX]
 #
 # It builds (build-gpu/, Release, sm_90), lists the GPU, measures the machine's
 # peaks (`convlab probe`), runs the GPU variants' tests through CTest, then the
@@ -16,6 +16,9 @@
 #                  print GPU rows: "...every GPU softmax variant...", "...error of Winograd..."),
 #                  matched against names such as gemm/gpu/03j_register_blocking_2d
 #   --no-tests, --no-bench   skip a stage (e.g. a build-only first call)
+#   --torch        also PyTorch's side (bench/*_torch.py: convfirst, mbconv, sdpa, those present):
+#                  each checks its outputs against convlab's first, then times eager and Inductor;
+#                  the block scripts' rows join bench-gpu.json, attention's go to sdpa-torch.json
 #   --sanitize     also the four compute-sanitizer tools over every test of CONVLAB_SANITIZE_TESTS,
 #                  one process per (tool, test), several at a time (see below)
 #   --sanitize-only   build only convlab_tests and the program, skip probe, tests and benchmarks,
@@ -24,6 +27,9 @@
 #
 # Time limits (seconds) and choices, from the environment:
 #   CONVLAB_TEST_TIMEOUT (300)  CONVLAB_BENCH_TIMEOUT (300, per operation)
+#   CONVLAB_BENCH_DEADLINE (900: operations not started this long after the bench stage began
+#     are reported "not run", so a call's time limit cuts whole operations, not the JSON)
+#   CONVLAB_TORCH_TIMEOUT (240, per script)
 #   CONVLAB_SANITIZE_TIMEOUT (420: the whole sanitizer stage; tests not started by then are
 #     reported "not run")  CONVLAB_SANITIZE_TEST_TIMEOUT (300: one test under one tool)
 #   CONVLAB_SANITIZE_JOBS (8 processes at a time)  CONVLAB_SANITIZE_TOOLS ("memcheck racecheck
@@ -34,8 +40,9 @@
 #   summary.txt      stage by stage, rewritten after every stage (survives a kill)
 #   environment.txt  nvidia-smi, toolchain versions, `convlab probe` output
 #   probe.json       the measured peaks
-#   gpu-tests.xml    JUnit from CTest;  gpu-tests.log  its console output
-#   bench-gpu.json   Google Benchmark JSON of every GPU benchmark
+#   gpu-tests.xml    JUnit from CTest (its console output is gpu-tests.log in logs.tar.gz)
+#   bench-gpu.json   Google Benchmark JSON of every GPU benchmark, rewritten after each operation
+#   sdpa-torch.json  PyTorch's attention rows (with --torch)
 #   sanitize.log     compute-sanitizer: counts per tool, every (tool, test) verdict, and the
 #                    log tail of each test that was not clean (with --sanitize)
 #   logs.tar.gz      everything else: build log, per-process benchmark logs and JSON
@@ -47,6 +54,7 @@ sanitize=0
 sanitize_only=0
 run_tests=1
 run_bench=1
+run_torch=0
 only='/gpu/|GPU|Winograd'
 while (($#)); do
   case "$1" in
@@ -54,6 +62,7 @@ while (($#)); do
     --sanitize-only) sanitize=1; run_tests=0; run_bench=0; sanitize_only=1 ;;
     --no-tests) run_tests=0 ;;
     --no-bench) run_bench=0 ;;
+    --torch) run_torch=1 ;;
     --only) only="$2"; shift ;;
     --only=*) only="${1#--only=}" ;;
     -h|--help) sed -n '2,46p' "$0"; exit 0 ;;
@@ -64,6 +73,8 @@ done
 
 test_timeout=${CONVLAB_TEST_TIMEOUT:-300}
 bench_timeout=${CONVLAB_BENCH_TIMEOUT:-300}
+bench_deadline=${CONVLAB_BENCH_DEADLINE:-900}
+torch_timeout=${CONVLAB_TORCH_TIMEOUT:-240}
 sanitize_timeout=${CONVLAB_SANITIZE_TIMEOUT:-420}
 sanitize_test_timeout=${CONVLAB_SANITIZE_TEST_TIMEOUT:-300}
 sanitize_jobs=${CONVLAB_SANITIZE_JOBS:-8}
@@ -192,9 +203,9 @@ if ((build_ok)); then
   if ((run_tests)); then
     note "GPU tests (ctest -R '$only') -> gpu-tests.log, gpu-tests.xml"
     stage_start=$SECONDS
-    : > "$OUT/gpu-tests.log"
+    : > "$work/gpu-tests.log"
     status=0
-    run_logged "$OUT/gpu-tests.log" "$test_timeout" ctest --test-dir "$build" -R "$only" -j 4 \
+    run_logged "$work/gpu-tests.log" "$test_timeout" ctest --test-dir "$build" -R "$only" -j 4 \
       --output-on-failure --output-junit "$OUT/gpu-tests.xml" --timeout 600 || status=$?
     counts=$(python3 - "$OUT/gpu-tests.xml" <<'EOF' 2>/dev/null || echo "no JUnit file"
 import sys, xml.etree.ElementTree as ET
@@ -205,7 +216,7 @@ skipped = int(suite.get("skipped", 0) or suite.get("disabled", 0))
 print(f"{total} tests: {total - failed - skipped} passed, {failed} failed, {skipped} skipped")
 EOF
 )
-    if grep -q 'No tests were found' "$OUT/gpu-tests.log"; then
+    if grep -q 'No tests were found' "$work/gpu-tests.log"; then
       record tests FAILED "no test matches '$only'"
     elif ((status == 0)); then
       record tests ok "$counts ($((SECONDS - stage_start))s)"
@@ -231,7 +242,12 @@ EOF
       # process and share their double-precision reference.
       mapfile -t ops < <(printf '%s\n' "${names[@]}" | cut -d/ -f1 | sort -u)
       bench_status=ok
+      not_run=()
       for op in "${ops[@]}"; do
+        if ((SECONDS - stage_start > bench_deadline)); then
+          not_run+=("$op")
+          continue
+        fi
         mapfile -t op_names < <(printf '%s\n' "${names[@]}" | awk -F/ -v op="$op" '$1 == op')
         filter="^($(IFS='|'; echo "${op_names[*]}"))/"
         status=0
@@ -243,7 +259,15 @@ EOF
           echo "run_gpu.sh: benchmarks of $op: $(describe_status $status "$bench_timeout")" |
             tee -a "$work/bench-logs/$op.log"
         fi
+        # What is measured so far reaches $OUT now: a call cut short keeps it.
+        python3 bench/merge_bench_json.py "$OUT/bench-gpu.json" "$work"/bench-parts/*.json >/dev/null 2>&1 || true
+        write_summary
       done
+      if ((${#not_run[@]})); then
+        bench_status=FAILED
+        echo "run_gpu.sh: not run (past CONVLAB_BENCH_DEADLINE=${bench_deadline}s): ${not_run[*]}" |
+          tee -a "$work/bench-logs/not-run.log"
+      fi
       # A CUDA fault leaves its process's context unusable: retry each benchmark
       # that threw, alone, in a fresh process.
       mapfile -t faulted < <(python3 bench/merge_bench_json.py --faulted "$work"/bench-parts/*.json 2>/dev/null)
@@ -259,10 +283,51 @@ EOF
         tee "$work/bench-summary.txt" || true
       bench_counts=$(grep -m1 '^benchmarks:' "$work/bench-summary.txt" 2>/dev/null || echo "no results")
       grep -q ' 0 failed' <<<"$bench_counts" || bench_status=FAILED
-      record bench "$bench_status" "${bench_counts% ->*}, ${retry} retried ($((SECONDS - stage_start))s)"
+      record bench "$bench_status" "${bench_counts% ->*}, ${retry} retried${not_run:+, not run: ${not_run[*]}} ($((SECONDS - stage_start))s)"
     fi
   else
     record bench skipped "--no-bench"
+  fi
+
+  # ---- 5b. PyTorch side by side ------------------------------------------------------
+  if ((run_torch)); then
+    note "PyTorch (bench/*_torch.py) -> bench-gpu.json, sdpa-torch.json"
+    stage_start=$SECONDS
+    mkdir -p "$work/torch"
+    python=${CONVLAB_TORCH_PYTHON:-python3}
+    if ! "$python" -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+      record torch FAILED "$python has no CUDA PyTorch"
+    else
+      torch_status=ok
+      torch_done=()
+      for script in bench/convfirst_torch.py bench/mbconv_torch.py bench/sdpa_torch.py; do
+        [[ -f $script ]] || continue
+        name=$(basename "$script" .py)
+        args=(--out "$work/torch/$name.json")
+        # The block scripts check PyTorch's output against convlab's own before timing.
+        "$python" "$script" --help 2>/dev/null | grep -q -- '--convlab' && args+=(--convlab "$build/convlab")
+        status=0
+        run_logged "$work/torch/$name.log" "$torch_timeout" "$python" "$script" "${args[@]}" || status=$?
+        if ((status == 0)) && [[ -f $work/torch/$name.json ]]; then
+          torch_done+=("$name")
+        else
+          torch_status=FAILED
+          echo "run_gpu.sh: $script: $(describe_status $status "$torch_timeout")" | tee -a "$work/torch/$name.log"
+        fi
+      done
+      [[ -f $work/torch/sdpa_torch.json ]] && cp "$work/torch/sdpa_torch.json" "$OUT/sdpa-torch.json"
+      blocks=()
+      for name in convfirst_torch mbconv_torch; do
+        [[ -f $work/torch/$name.json ]] && blocks+=("$work/torch/$name.json")
+      done
+      if ((${#blocks[@]})); then
+        parts=()
+        [[ -f $OUT/bench-gpu.json ]] && parts+=("$OUT/bench-gpu.json")
+        python3 bench/merge_bench_json.py "$work/merged.json" "${parts[@]}" "${blocks[@]}" >/dev/null 2>&1 &&
+          mv "$work/merged.json" "$OUT/bench-gpu.json"
+      fi
+      record torch "$torch_status" "${torch_done[*]:-nothing} ($((SECONDS - stage_start))s)"
+    fi
   fi
 
   # ---- 6. compute-sanitizer ----------------------------------------------------------
