@@ -49,6 +49,9 @@ The row is taken from the run the results table with the same op, device, shape
     pct_roofline  % of the roofline-attainable rate      (1 decimal, columns=roofline)
     model_mb      MB moved by the variant's own model    (1 decimal, bytes=1)
     model_gbs     GB/s of that model                     (1 decimal, bytes=1)
+    peak_gflops   the peak "% of peak" divides by: the run's probe, GFLOP/s (1 decimal)
+    peak_tflops   the same in TFLOP/s                    (1 decimal)
+    peak_gbs      the probe's bandwidth for that row, GB/s (1 decimal)
     vs_first      speed-up over the table's first rung   (2 decimals, "vs first rung")
     ratio         with ratio_vs=NAME: NAME's time / this variant's time, NAME
                   from the same run (2 decimals, the "vs NAME" column when NAME
@@ -122,6 +125,8 @@ def rows_for(data, op, device, shape):
             "model_bps": b.get("model_bytes/s"),
             "gbs": b.get("bytes/s", 0) / 1e9,
             "pct_roofline": b.get("pct_roofline"),
+            "peak_gflops": b.get("peak_gflops"),   # the probe's peaks that pct_peak / pct_bandwidth divide by
+            "peak_gbs": b.get("peak_gbs"),
             "flops": b.get("FLOP/s", 0) * b["real_time"] * UNIT_TO_MS[b.get("time_unit", "ns")] / 1e3,
             # The registry's baseline flag (counter `baseline`, 1 for a library variant).
             "baseline": bool(b.get("baseline", 0)),
@@ -252,6 +257,10 @@ FIELDS = {
     "pct_roofline": lambda r: None if r["pct_roofline"] is None else f"{r['pct_roofline']:.1f}",
     "model_mb": lambda r: None if r["model_bytes"] is None else f"{r['model_bytes'] / 1e6:.1f}",
     "model_gbs": lambda r: None if r["model_bps"] is None else f"{r['model_bps'] / 1e9:.1f}",
+    # The peak that "% of peak" divides by (the run's own probe, counters peak_gflops and peak_gbs).
+    "peak_gflops": lambda r: None if r["peak_gflops"] is None else f"{r['peak_gflops']:.1f}",
+    "peak_tflops": lambda r: None if r["peak_gflops"] is None else f"{r['peak_gflops'] / 1e3:.1f}",
+    "peak_gbs": lambda r: None if r["peak_gbs"] is None else f"{r['peak_gbs']:.1f}",
 }
 
 

@@ -58,6 +58,9 @@ class LessonTables(unittest.TestCase):
         self.assertEqual(self.fill_one("variant=03a_naive field=pct_roofline"), "50.0")
         self.assertEqual(self.fill_one("variant=03a_naive field=model_mb"), "3.0")
         self.assertEqual(self.fill_one("variant=03b_fast field=model_gbs"), "2.0")
+        self.assertEqual(self.fill_one("variant=03a_naive field=peak_gflops"), "2025.0")
+        self.assertEqual(self.fill_one("variant=03a_naive field=peak_tflops"), "2.0")
+        self.assertEqual(self.fill_one("variant=03a_naive field=peak_gbs"), "4185.9")
 
     def test_ratios(self):
         self.assertEqual(self.fill_one("variant=03b_fast field=vs_first"), "4.00")
@@ -95,6 +98,7 @@ class LessonTables(unittest.TestCase):
             "variant=03b_fast field=ratio": "ratio_vs",
             "variant=03b_fast ratio_vs=nothere": "ratio_vs",
             "variant=cublas field=pct_roofline": "no counter",
+            "variant=cublas field=peak_gflops": "no counter",
         }
         for args, message in cases.items():
             with self.subTest(args=args):
