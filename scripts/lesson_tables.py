@@ -60,7 +60,7 @@ The row is taken from the run the results table with the same op, device, shape
 Only the number is generated; units and the "×" stay outside the marker. A
 value marker whose row is missing is an error (exit 1), also without --check.
 
-    python3 scripts/lesson_tables.py            # rewrite every lesson in place
+    python3 scripts/lesson_tables.py            # rewrite every lesson (and README.md) in place
     python3 scripts/lesson_tables.py --check    # exit 1 if any table or value is stale
     python3 scripts/lesson_tables.py --results DIR --lessons FILE...   # other inputs (tests)
 """
@@ -347,7 +347,9 @@ def main(argv=None):
     args = parser.parse_args(argv)
     runs = load_runs(args.results)
     stale, failed = [], False
-    readmes = args.lessons or sorted(glob.glob(os.path.join(ROOT, "lessons", "*", "README.md")))
+    # Every lesson, and the repository README (its lesson table quotes lesson numbers through value markers).
+    readmes = args.lessons or (sorted(glob.glob(os.path.join(ROOT, "lessons", "*", "README.md")))
+                               + [os.path.join(ROOT, "README.md")])
     for readme in readmes:
         with open(readme) as f:
             old = f.read()
