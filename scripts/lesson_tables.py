@@ -36,7 +36,7 @@ replaces (lesson 06), all from one run, the fastest variant of each shape:
 A third marker puts one number of such a table into a sentence, so that prose
 quotes only what a table shows and follows it when the snapshot is re-run:
 
-    <!-- convlab:value op=gemm device=gpu variant=03r_wgmma_persistent shape=m4096n4096k4096_f16 field=tflops -->628.1<!-- /convlab:value --> TFLOP/s
+    <!-- convlab:value op=gemm device=gpu variant=03r_wgmma_persistent shape=4096x4096x4096_f16 field=tflops -->628.1<!-- /convlab:value --> TFLOP/s
 
 The row is taken from the run the results table with the same op, device, shape
 (and file=) would use, and rounded as that table rounds it. field is one of
