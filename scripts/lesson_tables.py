@@ -52,6 +52,11 @@ The row is taken from the run the results table with the same op, device, shape
     peak_gflops   the peak "% of peak" divides by: the run's probe, GFLOP/s (1 decimal)
     peak_tflops   the same in TFLOP/s                    (1 decimal)
     peak_gbs      the probe's bandwidth for that row, GB/s (1 decimal)
+    intensity     FLOP per compulsory byte of the shape  (2 decimals)
+    attainable_gflops, attainable_tflops
+                  the roofline's attainable rate for the shape (counter
+                  attainable_gflops: min(peak, intensity x bandwidth); 1 decimal)
+    floor_us      the roofline's time floor, FLOPs / attainable rate, µs (1 decimal)
     vs_first      speed-up over the table's first rung   (2 decimals, "vs first rung")
     ratio         with ratio_vs=NAME: NAME's time / this variant's time, NAME
                   from the same run (2 decimals, the "vs NAME" column when NAME
@@ -127,6 +132,8 @@ def rows_for(data, op, device, shape):
             "pct_roofline": b.get("pct_roofline"),
             "peak_gflops": b.get("peak_gflops"),   # the probe's peaks that pct_peak / pct_bandwidth divide by
             "peak_gbs": b.get("peak_gbs"),
+            "intensity": b.get("intensity"),           # FLOP per compulsory byte
+            "attainable": b.get("attainable_gflops"),  # min(peak, intensity x bandwidth), GFLOP/s
             "flops": b.get("FLOP/s", 0) * b["real_time"] * UNIT_TO_MS[b.get("time_unit", "ns")] / 1e3,
             # The registry's baseline flag (counter `baseline`, 1 for a library variant).
             "baseline": bool(b.get("baseline", 0)),
@@ -261,6 +268,11 @@ FIELDS = {
     "peak_gflops": lambda r: None if r["peak_gflops"] is None else f"{r['peak_gflops']:.1f}",
     "peak_tflops": lambda r: None if r["peak_gflops"] is None else f"{r['peak_gflops'] / 1e3:.1f}",
     "peak_gbs": lambda r: None if r["peak_gbs"] is None else f"{r['peak_gbs']:.1f}",
+    # The roofline of the row's shape: intensity (FLOP per compulsory byte), attainable rate, time floor.
+    "intensity": lambda r: None if r["intensity"] is None else f"{r['intensity']:.2f}",
+    "attainable_gflops": lambda r: None if not r["attainable"] else f"{r['attainable']:.1f}",
+    "attainable_tflops": lambda r: None if not r["attainable"] else f"{r['attainable'] / 1e3:.1f}",
+    "floor_us": lambda r: None if not r["attainable"] else f"{r['flops'] / (r['attainable'] * 1e9) * 1e6:.1f}",
 }
 
 

@@ -61,6 +61,11 @@ class LessonTables(unittest.TestCase):
         self.assertEqual(self.fill_one("variant=03a_naive field=peak_gflops"), "2025.0")
         self.assertEqual(self.fill_one("variant=03a_naive field=peak_tflops"), "2.0")
         self.assertEqual(self.fill_one("variant=03a_naive field=peak_gbs"), "4185.9")
+        self.assertEqual(self.fill_one("variant=03a_naive field=intensity"), "6.25")
+        self.assertEqual(self.fill_one("variant=03a_naive field=attainable_gflops"), "1000.0")
+        self.assertEqual(self.fill_one("variant=03a_naive field=attainable_tflops"), "1.0")
+        # 0.5 GFLOP (250 GFLOP/s for 2 ms) at 1000 GFLOP/s attainable: 500 us
+        self.assertEqual(self.fill_one("variant=03a_naive field=floor_us"), "500.0")
 
     def test_ratios(self):
         self.assertEqual(self.fill_one("variant=03b_fast field=vs_first"), "4.00")
@@ -99,6 +104,7 @@ class LessonTables(unittest.TestCase):
             "variant=03b_fast ratio_vs=nothere": "ratio_vs",
             "variant=cublas field=pct_roofline": "no counter",
             "variant=cublas field=peak_gflops": "no counter",
+            "variant=cublas field=floor_us": "no counter",
         }
         for args, message in cases.items():
             with self.subTest(args=args):
