@@ -33,8 +33,41 @@ replaces (lesson 06), all from one run, the fastest variant of each shape:
     <!-- convlab:separable device=cpu dense=SHAPE depthwise=SHAPE pointwise=SHAPE [file=NAME] -->
     <!-- /convlab:separable -->
 
-    python3 scripts/lesson_tables.py            # rewrite every lesson in place
-    python3 scripts/lesson_tables.py --check    # exit 1 if any table is stale
+A third marker puts one number of such a table into a sentence, so that prose
+quotes only what a table shows and follows it when the snapshot is re-run:
+
+    <!-- convlab:value op=gemm device=gpu variant=03r_wgmma_persistent shape=4096x4096x4096_f16 field=tflops -->628.1<!-- /convlab:value --> TFLOP/s
+
+The row is taken from the run the results table with the same op, device, shape
+(and file=) would use, and rounded as that table rounds it. field is one of
+
+    time_ms       median time, ms                        (3 decimals, the table's time)
+    gflops        GFLOP/s                                (1 decimal)
+    tflops        the same rate in TFLOP/s               (1 decimal)
+    pct_peak      % of the measured peak                 (1 decimal)
+    gbs           GB/s of compulsory bytes               (1 decimal, columns=roofline)
+    pct_roofline  % of the roofline-attainable rate      (1 decimal, columns=roofline)
+    model_mb      MB moved by the variant's own model    (1 decimal, bytes=1)
+    model_gbs     GB/s of that model                     (1 decimal, bytes=1)
+    peak_gflops   the peak "% of peak" divides by: the run's probe, GFLOP/s (1 decimal)
+    peak_tflops   the same in TFLOP/s                    (1 decimal)
+    peak_gbs      the probe's bandwidth for that row, GB/s (1 decimal)
+    intensity     FLOP per compulsory byte of the shape  (2 decimals)
+    attainable_gflops, attainable_tflops
+                  the roofline's attainable rate for the shape (counter
+                  attainable_gflops: min(peak, intensity x bandwidth); 1 decimal)
+    floor_us      the roofline's time floor, FLOPs / attainable rate, µs (1 decimal)
+    vs_first      speed-up over the table's first rung   (2 decimals, "vs first rung")
+    ratio         with ratio_vs=NAME: NAME's time / this variant's time, NAME
+                  from the same run (2 decimals, the "vs NAME" column when NAME
+                  is a baseline); ratio_vs=NAME alone implies field=ratio
+
+Only the number is generated; units and the "×" stay outside the marker. A
+value marker whose row is missing is an error (exit 1), also without --check.
+
+    python3 scripts/lesson_tables.py            # rewrite every lesson (and README.md) in place
+    python3 scripts/lesson_tables.py --check    # exit 1 if any table or value is stale
+    python3 scripts/lesson_tables.py --results DIR --lessons FILE...   # other inputs (tests)
 """
 import argparse
 import glob
@@ -47,14 +80,16 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEPARABLE = re.compile(r"(<!-- convlab:separable (?P<args>[^>]*?) -->\n)(?P<body>.*?)(<!-- /convlab:separable -->)",
                        re.S)
 MARKER = re.compile(r"(<!-- convlab:results (?P<args>[^>]*?) -->\n)(?P<body>.*?)(<!-- /convlab:results -->)", re.S)
+VALUE = re.compile(r"<!-- convlab:value (?P<args>[^>]*?) -->(?P<body>[^<\n]*)<!-- /convlab:value -->")
 # One current snapshot per machine; nothing else under bench/results/ is read.
 SNAPSHOTS = ("h200", "cpu-epyc-2core")
 UNIT_TO_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
 
 
-def load_runs():
+def load_runs(folders=None):
     runs = []
-    paths = [p for folder in SNAPSHOTS for p in sorted(glob.glob(os.path.join(ROOT, "bench", "results", folder, "*.json")))]
+    folders = folders or [os.path.join(ROOT, "bench", "results", folder) for folder in SNAPSHOTS]
+    paths = [p for folder in folders for p in sorted(glob.glob(os.path.join(folder, "*.json")))]
     for path in paths:
         try:
             with open(path) as f:
@@ -95,6 +130,10 @@ def rows_for(data, op, device, shape):
             "model_bps": b.get("model_bytes/s"),
             "gbs": b.get("bytes/s", 0) / 1e9,
             "pct_roofline": b.get("pct_roofline"),
+            "peak_gflops": b.get("peak_gflops"),   # the probe's peaks that pct_peak / pct_bandwidth divide by
+            "peak_gbs": b.get("peak_gbs"),
+            "intensity": b.get("intensity"),           # FLOP per compulsory byte
+            "attainable": b.get("attainable_gflops"),  # min(peak, intensity x bandwidth), GFLOP/s
             "flops": b.get("FLOP/s", 0) * b["real_time"] * UNIT_TO_MS[b.get("time_unit", "ns")] / 1e3,
             # The registry's baseline flag (counter `baseline`, 1 for a library variant).
             "baseline": bool(b.get("baseline", 0)),
@@ -124,7 +163,7 @@ def render(rows, source, context, show_bytes=False, roofline=False, extra_baseli
     extra = set(extra_baselines)
     for r in rows:
         r["baseline"] = r["baseline"] or r["variant"] in extra
-    first = next((r for r in sorted(rows, key=lambda r: r["variant"]) if not r["baseline"]), None)
+    first = first_rung(rows)
     bases = [r for r in rows if r["baseline"]]
     head = "| variant | time (ms) | GFLOP/s | % of peak | vs first rung |"
     sep = "|---|---:|---:|---:|---:|"
@@ -188,28 +227,107 @@ def render_separable(args, found, source, context):
     return "\n".join(lines) + "\n"
 
 
-def fill(text, runs):
+def parse_args(text):
+    return dict(kv.split("=", 1) for kv in text.split())
+
+
+def best_run(runs, args):
+    """The run a results table with these args draws from: (path, rows, context) or None.
+
+    Rows of one table always come from one run (ratios within a run only). The
+    run with the most of the table's variants wins; among equals the newest
+    (load_runs sorts them by date). file=NAME limits the choice to runs saved
+    as NAME (a lesson whose rungs were measured in their own run, beside the
+    earlier rungs)."""
+    best = None
+    for path, data in runs:
+        if "file" in args and os.path.basename(path) != args["file"]:
+            continue
+        rows = rows_for(data, args["op"], args["device"], args["shape"])
+        if rows and (best is None or len(rows) >= len(best[1])):
+            best = (path, rows, data.get("context", {}))
+    return best
+
+
+def first_rung(rows):
+    """The table's "first rung": the non-baseline variant whose name sorts first."""
+    return next((r for r in sorted(rows, key=lambda r: r["variant"]) if not r["baseline"]), None)
+
+
+# field -> the row's number as text, rounded as render() rounds that column.
+FIELDS = {
+    "time_ms": lambda r: f"{r['ms']:.3f}",
+    "gflops": lambda r: f"{r['gflops']:.1f}",
+    "tflops": lambda r: f"{r['gflops'] / 1e3:.1f}",
+    "pct_peak": lambda r: f"{r['pct_peak']:.1f}",
+    "gbs": lambda r: f"{r['gbs']:.1f}",
+    "pct_roofline": lambda r: None if r["pct_roofline"] is None else f"{r['pct_roofline']:.1f}",
+    "model_mb": lambda r: None if r["model_bytes"] is None else f"{r['model_bytes'] / 1e6:.1f}",
+    "model_gbs": lambda r: None if r["model_bps"] is None else f"{r['model_bps'] / 1e9:.1f}",
+    # The peak that "% of peak" divides by (the run's own probe, counters peak_gflops and peak_gbs).
+    "peak_gflops": lambda r: None if r["peak_gflops"] is None else f"{r['peak_gflops']:.1f}",
+    "peak_tflops": lambda r: None if r["peak_gflops"] is None else f"{r['peak_gflops'] / 1e3:.1f}",
+    "peak_gbs": lambda r: None if r["peak_gbs"] is None else f"{r['peak_gbs']:.1f}",
+    # The roofline of the row's shape: intensity (FLOP per compulsory byte), attainable rate, time floor.
+    "intensity": lambda r: None if r["intensity"] is None else f"{r['intensity']:.2f}",
+    "attainable_gflops": lambda r: None if not r["attainable"] else f"{r['attainable']:.1f}",
+    "attainable_tflops": lambda r: None if not r["attainable"] else f"{r['attainable'] / 1e3:.1f}",
+    "floor_us": lambda r: None if not r["attainable"] else f"{r['flops'] / (r['attainable'] * 1e9) * 1e6:.1f}",
+}
+
+
+def value_of(args, runs):
+    """The text of one value marker, or raise ValueError saying what is missing."""
+    for key in ("op", "device", "shape", "variant"):
+        if key not in args:
+            raise ValueError(f"missing {key}=")
+    field = args.get("field", "ratio" if "ratio_vs" in args else None)
+    if field is None:
+        raise ValueError("missing field=")
+    if field not in FIELDS and field not in ("vs_first", "ratio"):
+        raise ValueError(f"unknown field={field} (one of {', '.join(list(FIELDS) + ['vs_first', 'ratio'])})")
+    best = best_run(runs, args)
+    if best is None:
+        raise ValueError("no committed run has this op/device/shape")
+    rows = {r["variant"]: r for r in best[1]}
+    row = rows.get(args["variant"])
+    if row is None:
+        raise ValueError(f"{os.path.relpath(best[0], ROOT)} has no row {args['variant']} for this shape")
+    extra = set(b for b in args.get("baseline", "").split(",") if b)
+    for r in best[1]:
+        r["baseline"] = r["baseline"] or r["variant"] in extra
+    if field == "vs_first":
+        first = first_rung(best[1])
+        if first is None:
+            raise ValueError("the table has no first rung (only baselines)")
+        return f"{first['ms'] / row['ms']:.2f}"
+    if field == "ratio":
+        other = rows.get(args.get("ratio_vs", ""))
+        if other is None:
+            raise ValueError(f"field=ratio needs ratio_vs=NAME of a row in the same run "
+                             f"(have {', '.join(sorted(rows))})")
+        return f"{other['ms'] / row['ms']:.2f}"
+    text = FIELDS[field](row)
+    if text is None:
+        raise ValueError(f"the row has no counter for field={field}")
+    return text
+
+
+def fill(text, runs, errors=None):
+    """Fill every marker of one README's text; problems with value markers go to errors."""
+    errors = [] if errors is None else errors
+
     def replace(m):
-        args = dict(kv.split("=", 1) for kv in m.group("args").split())
-        # Rows of one table always come from one run (ratios within a run only).
-        # The run with the most of the table's variants wins; among equals the
-        # newest (load_runs sorts them by date).
-        # file=NAME limits the choice to runs saved as NAME (a lesson whose
-        # rungs were measured in their own run, beside the earlier rungs).
-        best = None
-        for path, data in runs:
-            if "file" in args and os.path.basename(path) != args["file"]:
-                continue
-            rows = rows_for(data, args["op"], args["device"], args["shape"])
-            if rows and (best is None or len(rows) >= len(best[1])):
-                best = (path, rows, data.get("context", {}))
+        args = parse_args(m.group("args"))
+        best = best_run(runs, args)
         if best:
             extra = [b for b in args.get("baseline", "").split(",") if b]
             return m.group(1) + render(best[1], best[0], best[2], args.get("bytes") == "1",
                                        args.get("columns") == "roofline", extra) + m.group(4)
         return m.group(1) + "_No committed benchmark results for this table yet._\n" + m.group(4)
+
     def replace_separable(m):
-        args = dict(kv.split("=", 1) for kv in m.group("args").split())
+        args = parse_args(m.group("args"))
         best = None  # the newest run that has all three shapes
         for path, data in runs:
             if "file" in args and os.path.basename(path) != args["file"]:
@@ -220,19 +338,38 @@ def fill(text, runs):
         if best:
             return m.group(1) + render_separable(args, best[1], best[0], best[2]) + m.group(4)
         return m.group(1) + "_No committed benchmark results for this table yet._\n" + m.group(4)
-    return SEPARABLE.sub(replace_separable, MARKER.sub(replace, text))
+
+    def replace_value(m):
+        try:
+            body = value_of(parse_args(m.group("args")), runs)
+        except ValueError as err:
+            errors.append(f"<!-- convlab:value {m.group('args')} -->: {err}")
+            return m.group(0)  # left as it was; the run fails
+        return m.group(0)[:m.start("body") - m.start()] + body + m.group(0)[m.end("body") - m.start():]
+
+    return VALUE.sub(replace_value, SEPARABLE.sub(replace_separable, MARKER.sub(replace, text)))
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--check", action="store_true", help="report stale tables instead of rewriting")
-    args = parser.parse_args()
-    runs = load_runs()
-    stale = []
-    for readme in sorted(glob.glob(os.path.join(ROOT, "lessons", "*", "README.md"))):
+    parser.add_argument("--check", action="store_true", help="report stale tables and values instead of rewriting")
+    parser.add_argument("--results", action="append", metavar="DIR",
+                        help="read benchmark JSON from DIR instead of the snapshots (repeatable)")
+    parser.add_argument("--lessons", nargs="+", metavar="FILE", help="these Markdown files instead of lessons/*/README.md")
+    args = parser.parse_args(argv)
+    runs = load_runs(args.results)
+    stale, failed = [], False
+    # Every lesson, and the repository README (its lesson table quotes lesson numbers through value markers).
+    readmes = args.lessons or (sorted(glob.glob(os.path.join(ROOT, "lessons", "*", "README.md")))
+                               + [os.path.join(ROOT, "README.md")])
+    for readme in readmes:
         with open(readme) as f:
             old = f.read()
-        new = fill(old, runs)
+        errors = []
+        new = fill(old, runs, errors)
+        for e in errors:
+            print(f"lesson_tables: {os.path.relpath(readme, ROOT)}: {e}", file=sys.stderr)
+            failed = True
         if new != old:
             stale.append(readme)
             if not args.check:
@@ -240,7 +377,7 @@ def main():
                     f.write(new)
     for s in stale:
         print(("stale: " if args.check else "updated: ") + os.path.relpath(s, ROOT))
-    return 1 if args.check and stale else 0
+    return 1 if failed or (args.check and stale) else 0
 
 
 if __name__ == "__main__":
