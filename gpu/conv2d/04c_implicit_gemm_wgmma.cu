@@ -30,7 +30,7 @@
 // Cost and floor: 2·N·P·Q·K·R·S·C flops; x read once from DRAM (the R·S
 // re-reads of a pixel hit L2: a wave of 132 tiles spans ~17 K consecutive
 // pixels, their halo rows included), y written once. At C = K = 128 the layer
-// is compute-bound (intensity ~ 500 flop/byte), so the floor is the tensor
+// is compute-bound (~570 flop per compulsory byte), so the floor is the tensor
 // pipe: per k16 step and warpgroup 6 KB of operands for 64 cycles of MMA,
 // within shared memory's 128 B/cycle. Tiles of 128 x 128 give half the
 // per-instruction work of 03r's 128 x 256 (K = 128 here: wider tiles would
