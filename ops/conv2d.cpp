@@ -97,6 +97,20 @@ std::vector<ConvProblem> test_shapes() {
     p.dtype = DType::f16;
     t.push_back(p);
   }
+  // The TMA-im2col wgmma rung's boundaries (gpu/conv2d/04c, 128 x 128 tiles,
+  // 64-channel slots), each in f16 and bf16: C = 8 (one part-filled slot) with
+  // stride 2 and odd K (scalar stores); C = 72 (two channel blocks, the last
+  // 8 wide) with K = 130 (two column tiles) and M = 286 (three row tiles, the
+  // last 30 rows); R != S with pad 2 (the bounding box's W and H corners
+  // differ); stride 2 on a non-square image (different upper corners); stride 3
+  // without padding; and 147 row tiles, more than one per SM of the persistent grid.
+  for (DType dtype : {DType::f16, DType::bf16})
+    for (ConvProblem p : {conv(3, 12, 10, 8, 17, 3, 3, 2, 1, 1), conv(2, 13, 11, 72, 130, 3, 3, 1, 1, 1),
+                          conv(1, 11, 9, 16, 64, 5, 3, 1, 2, 1), conv(1, 10, 7, 32, 48, 3, 3, 2, 1, 1),
+                          conv(2, 8, 13, 16, 16, 3, 3, 3, 0, 1), conv(6, 56, 56, 16, 24, 3, 3, 1, 1, 1)}) {
+      p.dtype = dtype;
+      t.push_back(p);
+    }
   return t;
 }
 

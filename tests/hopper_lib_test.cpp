@@ -15,7 +15,13 @@
 //     warps: every item read once, in order, never overwritten before every
 //     consumer released it, no deadlock; and a wrong parity IS caught;
 //   - the tile scheduler: every tile exactly once for persistent grids of any size;
-//   - the register budget of setmaxnreg.
+//   - the register budget of setmaxnreg;
+//   - TMA im2col (lesson 04's 04c): the bounding-box corners the encoder gets
+//     make the engine's walk (tma_im2col_walk, step by step) visit exactly the
+//     input pixel the conv's own decode of every GEMM row names, for every row
+//     of every box and every tap, at strides 1-3, odd sizes, R != S, pads 0-2,
+//     across image boundaries; the conv slot's descriptors read where the boxes land;
+//     and the encoder's rules as the rung's supported set states them.
 // What only the GPU can confirm (that this reading of the PTX ISA and the
 // driver API is right) the registry tests of gemm/gpu/03p..03r check there.
 #include <cstdint>
@@ -24,11 +30,13 @@
 #include <string>
 #include <vector>
 
+#include "gpu/lib/hopper/conv_wgmma_layout.hpp"
 #include "gpu/lib/hopper/ffn_wgmma_layout.hpp"
 #include "gpu/lib/hopper/wgmma_gemm_layout.hpp"
 #include "gpu/lib/hopper/mbarrier.cuh"
 #include "gpu/lib/hopper/tile_scheduler.cuh"
 #include "gpu/lib/hopper/tma.cuh"
+#include "gpu/lib/hopper/tma_im2col.cuh"
 #include "gpu/lib/hopper/warp_specialization.cuh"
 #include "tests/catch_compat.hpp"
 
@@ -348,6 +356,103 @@ TEST_CASE("hopper: setmaxnreg budgets", "[hopper][cpu]") {
   CHECK(valid_setmaxnreg(24));
   CHECK(valid_setmaxnreg(256));
   CHECK(!valid_setmaxnreg(264));
+}
+
+
+// ---- TMA im2col (gpu/lib/hopper/tma_im2col.cuh, gpu/conv2d/04c_implicit_gemm_wgmma.cu) ----
+
+// For every GEMM row of every 128-pixel box and every tap, the model of the
+// engine's walk from the box's first origin reads the pixel the plain
+// implicit-GEMM decode names: m -> (n, p, q), h = p·stride − pad + r, ...
+int im2col_walk_mismatches(const ConvProblem& p) {
+  const Im2colNhwc t = conv_wgmma::x_map_of(p, 0);
+  const int P = p.P(), Q = p.Q(), M = p.N * P * Q;
+  int wrong = 0;
+  for (int m0 = 0; m0 < M; m0 += conv_wgmma::kBlockM) {
+    const conv_wgmma::Origin o = conv_wgmma::origin_of(m0, P, Q, p.stride, p.pad);
+    for (int r = 0; r < p.R; ++r)
+      for (int s = 0; s < p.S; ++s)
+        for (int i = 0; i < conv_wgmma::kBlockM && m0 + i < M; ++i) {
+          const int m = m0 + i, n = m / (P * Q), pp = m / Q % P, q = m % Q;
+          const int h = pp * p.stride - p.pad + r, w = q * p.stride - p.pad + s;
+          const bool inside = h >= 0 && h < p.H && w >= 0 && w < p.W;
+          const Im2colPixel got = tma_im2col_walk(t, o.n, o.h, o.w, i, r, s);
+          wrong += got.n != n || got.h != h || got.w != w || got.inside != inside;
+        }
+  }
+  return wrong;
+}
+
+ConvProblem conv_f16(int N, int H, int W, int C, int K, int R, int S, int stride, int pad) {
+  ConvProblem p{.N = N, .H = H, .W = W, .C = C, .K = K, .R = R, .S = S, .stride = stride, .pad = pad};
+  p.dtype = DType::f16;
+  return p;
+}
+
+TEST_CASE("hopper: TMA im2col's walk through the bounding box visits each GEMM row's input pixel",
+          "[hopper][cpu]") {
+  for (const ConvProblem& p :
+       {conv_f16(128, 56, 56, 128, 128, 3, 3, 1, 1), conv_f16(3, 7, 5, 8, 12, 3, 3, 2, 1),
+        conv_f16(2, 10, 7, 32, 48, 3, 3, 2, 1), conv_f16(1, 11, 9, 16, 64, 5, 3, 1, 2),
+        conv_f16(2, 11, 10, 24, 13, 3, 3, 1, 2), conv_f16(3, 9, 6, 8, 7, 3, 3, 1, 0),
+        conv_f16(2, 8, 13, 16, 16, 3, 3, 3, 0), conv_f16(1, 1, 1, 8, 1, 1, 1, 1, 0),
+        conv_f16(2, 23, 19, 8, 8, 7, 7, 2, 3), conv_f16(4, 5, 9, 8, 8, 1, 1, 2, 0)}) {
+    INFO(OpTraits<ConvProblem>::spec(p));
+    CHECK(conv_wgmma::unsupported_reason(p).empty());
+    CHECK(im2col_walk_mismatches(p) == 0);
+  }
+  // Hand-checked: 10 x 7, pad 1, stride 1 has Q = 7 origins per row, w = −1 .. 5;
+  // the 8th pixel of a box starting at (0, −1, −1) is output row 1's first.
+  const ConvProblem p = conv_f16(2, 10, 7, 32, 48, 3, 3, 1, 1);
+  const Im2colNhwc t = conv_wgmma::x_map_of(p, 0);
+  CHECK((t.upper_w() == -1 && t.upper_h() == -1 && t.lower_w() == -1));
+  const Im2colPixel next_row = tma_im2col_walk(t, 0, -1, -1, 7, 0, 0);
+  CHECK((next_row.n == 0 && next_row.h == 0 && next_row.w == -1 && !next_row.inside));
+  const Im2colPixel next_image = tma_im2col_walk(t, 0, -1, -1, 70, 1, 1);  // P·Q = 70
+  CHECK((next_image.n == 1 && next_image.h == 0 && next_image.w == 0 && next_image.inside));
+}
+
+TEST_CASE("hopper: the im2col rung states its supported set from the encoder's rules", "[hopper][cpu]") {
+  CHECK(conv_wgmma::unsupported_reason(conv_f16(1, 8, 8, 12, 8, 3, 3, 1, 1)).find("multiple of 8") != std::string::npos);
+  CHECK(!conv_wgmma::unsupported_reason(conv_f16(1, 40, 40, 8, 8, 3, 3, 9, 1)).empty());    // stride 9
+  CHECK(!conv_wgmma::unsupported_reason(conv_f16(1, 8, 8, 8, 8, 3, 3, 1, 129)).empty());    // lower corner −129
+  CHECK(!conv_wgmma::unsupported_reason(conv_f16(1, 200, 200, 8, 8, 131, 131, 1, 0)).empty());  // upper −130
+  ConvProblem grouped = conv_f16(1, 8, 8, 16, 16, 3, 3, 1, 1);
+  grouped.groups = 2;
+  CHECK(!conv_wgmma::unsupported_reason(grouped).empty());
+  ConvProblem f32 = conv_f16(1, 8, 8, 16, 16, 3, 3, 1, 1);
+  f32.dtype = DType::f32;
+  CHECK(!conv_wgmma::unsupported_reason(f32).empty());
+  ConvProblem bf16 = conv_f16(1, 8, 8, 16, 16, 3, 3, 1, 1);
+  bf16.dtype = DType::bf16;
+  CHECK(conv_wgmma::unsupported_reason(bf16).empty());
+  Im2colNhwc t = conv_wgmma::x_map_of(conv_f16(1, 8, 8, 16, 16, 3, 3, 1, 1), 0x1008);
+  CHECK(tma_im2col_unsupported_reason(t).find("16-byte aligned") != std::string::npos);
+}
+
+TEST_CASE("hopper: in every conv slot, wgmma's descriptors read where the im2col and filter boxes land",
+          "[hopper][cpu]") {
+  int wrong = 0;
+  for (int st = 0; st < conv_wgmma::kStages; ++st) {
+    const uint32_t slot = 1024 + uint32_t(st) * conv_wgmma::kStageBytes;
+    REQUIRE(slot % kTmaSwizzleAtomBytes == 0);
+    REQUIRE(conv_wgmma::b_box_address(slot) % kTmaSwizzleAtomBytes == 0);
+    for (int ks = 0; ks < conv_wgmma::kKSteps; ++ks) {
+      for (int consumer = 0; consumer < conv_wgmma::kConsumers; ++consumer)
+        for (int m = 0; m < 64; ++m)
+          for (int k = 0; k < 16; ++k)
+            wrong += gpu::wgmma_k_major_sw128_address(conv_wgmma::a_descriptor(slot, consumer, ks), m, k) !=
+                     slot + tma_sw128_box_offset(consumer * 64 + m, ks * 16 + k, 2);
+      for (int n = 0; n < conv_wgmma::kBlockN; ++n)
+        for (int k = 0; k < 16; ++k)
+          wrong += gpu::wgmma_k_major_sw128_address(conv_wgmma::b_descriptor(slot, ks), n, k) !=
+                   conv_wgmma::b_box_address(slot) + tma_sw128_box_offset(n, ks * 16 + k, 2);
+    }
+  }
+  CHECK(wrong == 0);
+  // k items walk taps outer, channel blocks inner, covering j = (r·S + s)·C + c once.
+  const conv_wgmma::KIter last = conv_wgmma::k_iter(3 * 5 * 2 - 1, 2, 5);
+  CHECK((last.r == 2 && last.s == 4 && last.rs == 14 && last.c0 == 64));
 }
 
 }  // namespace
