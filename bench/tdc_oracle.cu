@@ -2,6 +2,7 @@
 // core-conv shapes, beside the model's choice, cuDNN and the suite's implicit GEMM.
 //
 //   build/convlab_tdc_oracle [--out FILE] [--shapes N]       (default FILE: tdc_oracle.json)
+//   build/convlab_tdc_oracle --layers --out FILE             lesson 12's end-to-end table
 //
 // For each shape (batch 1, fp32, 3x3, pad 1; x NHWC; w CRSN for TDC, the same weights
 // KRSC for cuDNN and 04a):
@@ -20,6 +21,9 @@
 // Inputs stay resident in L2 between replays (the whole working set of these shapes is
 // below the H200's 50 MB L2 except the 224² one): the times are hot-cache kernel times.
 // JSON: one object per shape with every candidate's measured and predicted time.
+// --layers: the three-kernel Tucker layer (gpu/lib/tdc_core.hpp, tucker_layer_launch, the
+// model's core tile) on the HOSVD factors of a random dense kernel, against that dense
+// 3x3 conv on cuDNN and 04a, at tucker_layer_shapes(); with the approximation error.
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
@@ -156,15 +160,122 @@ std::string num(double v) {
   return o.str();
 }
 
+// Dense conv timings through conv2d's cuDNN baseline and 04a's kernel, on stream s.
+struct DenseTimes {
+  Timing cudnn, igemm;
+  double iso_cudnn = NAN, iso_igemm = NAN;
+};
+DenseTimes time_dense(const ConvProblem& dense, const float* dx, const float* dwk, float* dy, cudaStream_t s) {
+  DenseTimes d;
+  const Variant<ConvProblem>* cudnn = find_variant<ConvProblem>(Device::gpu, "cudnn");
+  if (cudnn && cudnn->supports(dense)) {
+    const std::size_t bytes = cudnn->workspace_bytes ? cudnn->workspace_bytes(dense) : 0;
+    void* ws = nullptr;
+    if (bytes) check_cuda(cudaMalloc(&ws, bytes), "cudaMalloc(cudnn workspace)");
+    const Args<ConvProblem> a{dx, dwk, dy, ws};
+    const Call call = [&, a](cudaStream_t) { cudnn->run(dense, a); };
+    d.cudnn = time_kernel(call, s);
+    d.iso_cudnn = time_isolated_us(call, s);
+    if (ws) cudaFree(ws);
+  }
+  const gpu::ConvGeometry cg = gpu::geometry_of(dense);
+  const bool vec = dense.C % 4 == 0 && dense.K % 4 == 0;
+  const Call igemm = [&](cudaStream_t st) {
+    gpu::igemm_f32::launch(cg, dense.N * dense.H * dense.W, dx, dwk, gpu::igemm_f32::StoreY{dy}, vec, st);
+  };
+  d.igemm = time_kernel(igemm, s);
+  d.iso_igemm = time_isolated_us(igemm, s);
+  return d;
+}
+
+// End to end: the three-kernel Tucker layer against the dense 3x3 conv it approximates.
+int run_layers(const std::string& out_path, cudaStream_t s) {
+  std::ostringstream js;
+  js << "{\n\"timing\": \"kernel_us: graph replay of L calls / L, median of 3; isolated_us: host clock around "
+        "one call + sync, median of 30\",\n\"layers\": [\n";
+  int failures = 0;
+  const std::vector<TuckerConvProblem> layers = tucker_layer_shapes();
+  for (std::size_t li = 0; li < layers.size(); ++li) {
+    const TuckerConvProblem p = layers[li];
+    std::mt19937_64 rng(13000 + li);
+    std::uniform_real_distribution<float> u(-1.f, 1.f);
+    // A random dense kernel and its HOSVD at (D1, D2): the factors the layer runs.
+    std::vector<float> x(size_t(p.pixels()) * p.C), w(size_t(p.K) * 9 * p.C);
+    for (float& v : x) v = u(rng);
+    const float ws = float(1.0 / std::sqrt(9.0 * p.C));
+    for (float& v : w) v = ws * u(rng);
+    const TuckerFactors f = tucker_hosvd_f32(p.K, 3, 3, p.C, p.D1, p.D2, w.data());
+    const double err_random = relative_error(tucker_reconstruct_f32(f), w);
+    std::vector<float> core_crsn(f.core.size()), u_out_t(f.u_out.size());
+    for (int j = 0; j < p.D2; ++j)
+      for (int rs = 0; rs < 9; ++rs)
+        for (int i = 0; i < p.D1; ++i) core_crsn[(size_t(i) * 9 + rs) * p.D2 + j] = f.core[(size_t(j) * 9 + rs) * p.D1 + i];
+    for (int k = 0; k < p.K; ++k)
+      for (int j = 0; j < p.D2; ++j) u_out_t[size_t(j) * p.K + k] = f.u_out[size_t(k) * p.D2 + j];
+    std::vector<std::vector<double>> in{{x.begin(), x.end()}, {f.u_in.begin(), f.u_in.end()},
+                                        {core_crsn.begin(), core_crsn.end()}, {u_out_t.begin(), u_out_t.end()}},
+        ref(1);
+    ref[0].resize(size_t(p.pixels()) * p.K);
+    OpTraits<TuckerConvProblem>::reference(p, in, ref);
+
+    auto upload = [](const std::vector<float>& h) {
+      float* d = nullptr;
+      check_cuda(cudaMalloc(&d, h.size() * 4), "cudaMalloc");
+      check_cuda(cudaMemcpy(d, h.data(), h.size() * 4, cudaMemcpyHostToDevice), "cudaMemcpy");
+      return d;
+    };
+    float *dx = upload(x), *dw = upload(w), *dui = upload(f.u_in), *dg = upload(core_crsn), *duo = upload(u_out_t);
+    float* dy = nullptr;
+    void* work = nullptr;
+    check_cuda(cudaMalloc(&dy, ref[0].size() * 4), "cudaMalloc");
+    check_cuda(cudaMalloc(&work, gpu::tucker_layer_workspace_bytes(p)), "cudaMalloc");
+    const TdcTile tile = tdc_choose(p.core());
+    const Call layer = [&](cudaStream_t st) { gpu::tucker_layer_launch(p, tile, dx, dui, dg, duo, dy, work, st); };
+    check_cuda(cudaMemset(dy, 0xff, ref[0].size() * 4), "poison");
+    const Timing t_layer = time_kernel(layer, s);
+    const TuckerCoreProblem cp = p.core();
+    std::vector<float> yh(ref[0].size());
+    check_cuda(cudaMemcpy(yh.data(), dy, yh.size() * 4, cudaMemcpyDeviceToHost), "cudaMemcpy");
+    const CompareResult r = compare(std::vector<double>(yh.begin(), yh.end()), ref[0], DType::f32, p.reduction_depth());
+    if (!r.ok) ++failures;
+    const double iso_layer = time_isolated_us(layer, s);
+    const Call core_only = [&](cudaStream_t st) { gpu::tdc_core_launch(cp, tile, dx, dg, dy, st); };  // timing only
+    const Timing t_core = time_kernel(core_only, s);
+    const ConvProblem dense{p.N, p.H, p.W, p.C, p.K, 3, 3, 1, 1, 1, DType::f32};
+    const DenseTimes d = time_dense(dense, dx, dw, dy, s);
+    const std::string label = OpTraits<TuckerConvProblem>::label(p);
+    std::fprintf(stderr, "%-28s tucker %8.2f us (core %7.2f)  cudnn %8.2f us  04a %8.2f us  err %.3f  [%s]\n",
+                 label.c_str(), t_layer.kernel_us, t_core.kernel_us, d.cudnn.kernel_us, d.igemm.kernel_us, err_random,
+                 r.ok ? "ok" : r.message.c_str());
+    js << (li ? ",\n" : "") << "{\"label\": \"" << label << "\", \"C\": " << p.C << ", \"K\": " << p.K
+       << ", \"H\": " << p.H << ", \"D1\": " << p.D1 << ", \"D2\": " << p.D2 << ", \"flops\": " << num(p.flops())
+       << ", \"dense_flops\": " << num(dense.flops()) << ", \"rel_error_random_kernel\": " << num(err_random)
+       << ", \"core_tile\": " << json_tile(tile) << ", \"tucker_kernel_us\": " << num(t_layer.kernel_us)
+       << ", \"tucker_isolated_us\": " << num(iso_layer) << ", \"core_kernel_us\": " << num(t_core.kernel_us)
+       << ", \"cudnn_kernel_us\": " << num(d.cudnn.kernel_us > 0 ? d.cudnn.kernel_us : NAN)
+       << ", \"cudnn_isolated_us\": " << num(d.iso_cudnn) << ", \"igemm_04a_kernel_us\": " << num(d.igemm.kernel_us)
+       << ", \"igemm_04a_isolated_us\": " << num(d.iso_igemm) << ", \"method\": \"" << t_layer.method << "/"
+       << d.cudnn.method << "\", \"check\": \"" << (r.ok ? "ok" : "FAILED") << "\"}";
+    for (float* ptr : {dx, dw, dui, dg, duo, dy}) cudaFree(ptr);
+    cudaFree(work);
+  }
+  js << "\n],\n\"check_failures\": " << failures << "\n}\n";
+  std::ofstream(out_path) << js.str();
+  std::fprintf(stderr, "wrote %s (%d check failures)\n", out_path.c_str(), failures);
+  return failures ? 1 : 0;
+}
+
 int run(int argc, char** argv) {
   std::string out_path = "tdc_oracle.json";
   int max_shapes = 1 << 30;
+  bool layers = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--out" && i + 1 < argc) out_path = argv[++i];
+    else if (a == "--layers") layers = true;
     else if (a == "--shapes" && i + 1 < argc) max_shapes = std::atoi(argv[++i]);
     else {
-      std::cerr << "usage: convlab_tdc_oracle [--out FILE] [--shapes N]\n";
+      std::cerr << "usage: convlab_tdc_oracle [--layers] [--out FILE] [--shapes N]\n";
       return 2;
     }
   }
@@ -173,6 +284,11 @@ int run(int argc, char** argv) {
   cudaStream_t s;
   check_cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
   gpu::check_cudnn(cudnnSetStream(gpu::cudnn_handle(), s), "cudnnSetStream");
+  if (layers) {
+    const int rc = run_layers(out_path, s);
+    gpu::check_cudnn(cudnnSetStream(gpu::cudnn_handle(), nullptr), "cudnnSetStream");
+    return rc;
+  }
   const Variant<ConvProblem>* cudnn = find_variant<ConvProblem>(Device::gpu, "cudnn");
 
   cudaDeviceProp prop{};

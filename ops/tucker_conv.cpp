@@ -7,10 +7,13 @@
 #include <stdexcept>
 
 #include "reference/conv2d.hpp"
+#include "reference/tucker.hpp"
+#include <utility>
 
 namespace convlab {
 
 template void register_op_handle<TuckerCoreProblem>();
+template void register_op_handle<TuckerConvProblem>();
 
 // ---- HOSVD ------------------------------------------------------------------------------
 
@@ -232,6 +235,118 @@ TuckerCoreProblem OpTraits<TuckerCoreProblem>::from_input_shapes(const std::vect
     if (d < 1 || d > 2147483647) throw SpecError("tucker_core: every dimension must be in [1, 2^31)");
   const TuckerCoreProblem p{int(x[0]), int(x[1]), int(x[2]), int(x[3]), int(w[3]), dtype};
   validate(p);
+  return p;
+}
+
+// ---- the whole layer --------------------------------------------------------------------
+
+std::string TuckerConvProblem::invalid_reason() const {
+  if (N < 1 || H < 1 || W < 1 || C < 1 || K < 1) return "N, H, W, C and K must all be at least 1";
+  if (D1 < 1 || D1 > C) return "D1 must be in [1, C]";
+  if (D2 < 1 || D2 > K) return "D2 must be in [1, K]";
+  if (pixels() * std::max(C, K) >= 2147483647.0) return "N·H·W·max(C, K) must stay below 2^31";
+  return "";
+}
+
+std::vector<TensorSpec> OpTraits<TuckerConvProblem>::inputs(const TuckerConvProblem& p) {
+  // Orthonormal factors have entries ~1/sqrt(rows); the core carries the kernel's scale.
+  return {{"x", {p.N, p.H, p.W, p.C}, p.dtype, "NHWC"},
+          {"u_in", {p.C, p.D1}, p.dtype, "row-major [C, D1]", 1.0 / std::sqrt(double(p.C))},
+          {"core", {p.D1, 3, 3, p.D2}, p.dtype, "CRSN", 1.0 / std::sqrt(9.0 * p.D1)},
+          {"u_out_t", {p.D2, p.K}, p.dtype, "row-major [D2, K]", 1.0 / std::sqrt(double(p.D2))}};
+}
+
+std::vector<TensorSpec> OpTraits<TuckerConvProblem>::outputs(const TuckerConvProblem& p) {
+  return {{"y", {p.N, p.H, p.W, p.K}, p.dtype, "NHWC"}};
+}
+
+Args<TuckerConvProblem> OpTraits<TuckerConvProblem>::bind(std::vector<Tensor>& in, std::vector<Tensor>& out,
+                                                           void* ws) {
+  return {in.at(0).data(), in.at(1).data(), in.at(2).data(), in.at(3).data(), out.at(0).data(), ws};
+}
+
+void OpTraits<TuckerConvProblem>::reference(const TuckerConvProblem& p, const std::vector<std::vector<double>>& in,
+                                            std::vector<std::vector<double>>& out) {
+  // The reference's factor forms: core KRSC [D2,3,3,D1], u_out [K, D2].
+  const std::vector<double>& crsn = in.at(2);
+  const std::vector<double>& u_out_t = in.at(3);
+  std::vector<double> core_krsc(crsn.size()), u_out(u_out_t.size());
+  for (int i = 0; i < p.D1; ++i)
+    for (int rs = 0; rs < 9; ++rs)
+      for (int j = 0; j < p.D2; ++j) core_krsc[(size_t(j) * 9 + rs) * p.D1 + i] = crsn[(size_t(i) * 9 + rs) * p.D2 + j];
+  for (int j = 0; j < p.D2; ++j)
+    for (int k = 0; k < p.K; ++k) u_out[size_t(k) * p.D2 + j] = u_out_t[size_t(j) * p.K + k];
+  const ref::ConvShape shape{p.N, p.H, p.W, p.C, p.K, 3, 3, 1, 1, 1};
+  ref::tucker_conv2d(shape, p.D1, p.D2, in.at(0).data(), in.at(1).data(), core_krsc.data(), u_out.data(),
+                     out.at(0).data());
+}
+
+namespace {
+TuckerConvProblem layer(int N, int H, int W, int C, int K, int D1, int D2) { return {N, H, W, C, K, D1, D2}; }
+}  // namespace
+
+std::vector<TuckerConvProblem> tucker_layer_shapes() {
+  std::vector<TuckerConvProblem> t;
+  for (const auto& [c, hw] : {std::pair{64, 56}, std::pair{128, 28}, std::pair{256, 14}, std::pair{512, 7}})
+    for (int d : {c / 4, c / 2}) t.push_back(layer(1, hw, hw, c, c, d, d));
+  return t;
+}
+
+std::vector<TuckerConvProblem> OpTraits<TuckerConvProblem>::shapes(ShapeTable table, Device device) {
+  switch (table) {
+    case ShapeTable::test:
+      return {layer(1, 1, 1, 1, 1, 1, 1),      layer(3, 5, 7, 6, 9, 2, 5),     layer(1, 13, 11, 17, 31, 9, 4),
+              layer(2, 9, 9, 40, 24, 33, 24),  layer(1, 7, 7, 64, 64, 16, 16), layer(1, 6, 10, 130, 70, 65, 35)};
+    case ShapeTable::tour: return {layer(1, 56, 56, 64, 64, 16, 16)};
+    case ShapeTable::bench:
+      if (device == Device::gpu) return tucker_layer_shapes();
+      return {layer(1, 56, 56, 64, 64, 16, 16), layer(1, 14, 14, 256, 256, 64, 64)};
+  }
+  return {};
+}
+
+std::string OpTraits<TuckerConvProblem>::spec(const TuckerConvProblem& p) {
+  return "N=" + std::to_string(p.N) + ",H=" + std::to_string(p.H) + ",W=" + std::to_string(p.W) +
+         ",C=" + std::to_string(p.C) + ",K=" + std::to_string(p.K) + ",D1=" + std::to_string(p.D1) +
+         ",D2=" + std::to_string(p.D2) + ",dtype=" + dtype_name(p.dtype);
+}
+
+std::string OpTraits<TuckerConvProblem>::label(const TuckerConvProblem& p) {
+  return "n" + std::to_string(p.N) + "_" + std::to_string(p.H) + "x" + std::to_string(p.W) + "_c" +
+         std::to_string(p.C) + "_k" + std::to_string(p.K) + "_d" + std::to_string(p.D1) + "x" +
+         std::to_string(p.D2) + "_" + dtype_name(p.dtype);
+}
+
+TuckerConvProblem OpTraits<TuckerConvProblem>::parse(const std::string& text) {
+  const KeyValues kv(text);
+  kv.require_only({"N", "H", "W", "C", "K", "D1", "D2", "dtype"}, "tucker_conv");
+  TuckerConvProblem p;
+  p.N = kv.get_int("N", 1);
+  p.H = kv.get_int("H", 8);
+  p.W = kv.get_int("W", p.H);
+  p.C = kv.get_int("C", 8);
+  p.K = kv.get_int("K", p.C);
+  p.D1 = kv.get_int("D1", std::max(1, p.C / 4));
+  p.D2 = kv.get_int("D2", std::min(p.D1, std::max(p.K, 1)));
+  p.dtype = parse_dtype(kv.get("dtype", "f32"));
+  if (!p.valid()) throw SpecError("invalid tucker_conv problem: " + p.invalid_reason());
+  return p;
+}
+
+TuckerConvProblem OpTraits<TuckerConvProblem>::from_input_shapes(const std::vector<Shape>& shapes, DType dtype,
+                                                                 const KeyValues& options) {
+  options.require_only({}, "tucker_conv with --in (shapes come from the files)");
+  if (shapes.size() != 4 || shapes[0].size() != 4 || shapes[1].size() != 2 || shapes[2].size() != 4 ||
+      shapes[3].size() != 2)
+    throw SpecError("tucker_conv takes x [N,H,W,C], u_in [C,D1], core [D1,3,3,D2] (CRSN), u_out_t [D2,K]");
+  const Shape &x = shapes[0], &ui = shapes[1], &g = shapes[2], &uo = shapes[3];
+  if (ui[0] != x[3] || g[0] != ui[1] || g[1] != 3 || g[2] != 3 || uo[0] != g[3])
+    throw SpecError("tucker_conv: the factors' shapes do not chain (x's C = u_in's rows, u_in's D1 = core's first, "
+                    "core's D2 = u_out_t's rows, core 3x3)");
+  for (int64_t d : {x[0], x[1], x[2], x[3], ui[1], g[3], uo[1]})
+    if (d < 1 || d > 2147483647) throw SpecError("tucker_conv: every dimension must be in [1, 2^31)");
+  const TuckerConvProblem p{int(x[0]), int(x[1]), int(x[2]), int(x[3]), int(uo[1]), int(ui[1]), int(g[3]), dtype};
+  if (!p.valid()) throw SpecError("invalid tucker_conv problem: " + p.invalid_reason());
   return p;
 }
 

@@ -92,6 +92,61 @@ template <> struct OpTraits<TuckerCoreProblem> {
 // TDC's 18 core-conv shapes (batch 1, fp32): (C_in, N_out) @ H = W, in the order.
 std::vector<TuckerCoreProblem> tdc_paper_shapes();
 
+// ---- the whole Tucker layer --------------------------------------------------------------
+// y = 1x1(D2 → K) ∘ conv3x3(D1 → D2, stride 1, pad 1) ∘ 1x1(C → D1) of x: the dense 3x3
+// conv C → K whose kernel is the Tucker form of the factors (ref::tucker_conv2d).
+//   x:       [N, H, W, C]    NHWC
+//   u_in:    [C, D1]         row-major: the first 1x1 as the B operand of a GEMM (x · u_in)
+//   core:    [D1, 3, 3, D2]  CRSN, as the core-conv kernel wants it
+//   u_out_t: [D2, K]         row-major: u_outᵀ, the last 1x1 as a GEMM's B operand
+//   y:       [N, H, W, K]    NHWC
+// Every layout is the factors' storage, chosen once when the kernel is decomposed.
+struct TuckerConvProblem {
+  int N = 1, H = 1, W = 1, C = 1, K = 1, D1 = 1, D2 = 1;
+  DType dtype = DType::f32;
+
+  TuckerCoreProblem core() const { return {N, H, W, D1, D2, dtype}; }
+  double pixels() const { return double(N) * H * W; }
+  double weight_elems() const { return double(C) * D1 + 9.0 * D1 * D2 + double(D2) * K; }
+  double flops() const { return 2.0 * pixels() * weight_elems(); }
+  double min_bytes() const { return dtype_size(dtype) * (pixels() * (C + K) + weight_elems()); }
+  // Three chained fp32 reductions, errors adding in quadrature (as FfnProblem's).
+  int reduction_depth() const { return C + 9 * D1 + D2; }
+  // z1 [N,H,W,D1] and z2 [N,H,W,D2] in DRAM between the stages.
+  double layer_by_layer_bytes() const { return min_bytes() + dtype_size(dtype) * 2.0 * pixels() * (D1 + D2); }
+  bool valid() const { return invalid_reason().empty(); }
+  std::string invalid_reason() const;
+};
+
+template <> struct Args<TuckerConvProblem> {
+  const void* x;        // [N, H, W, C]    NHWC
+  const void* u_in;     // [C, D1]         row-major
+  const void* core;     // [D1, 3, 3, D2]  CRSN
+  const void* u_out_t;  // [D2, K]         row-major
+  void* y;              // [N, H, W, K]    NHWC; poisoned before each run
+  void* workspace;      // workspace_bytes(problem) bytes, or nullptr
+};
+
+template <> struct OpTraits<TuckerConvProblem> {
+  static constexpr const char* name = "tucker_conv";
+  static std::vector<TensorSpec> inputs(const TuckerConvProblem& p);
+  static std::vector<TensorSpec> outputs(const TuckerConvProblem& p);
+  static Args<TuckerConvProblem> bind(std::vector<Tensor>& in, std::vector<Tensor>& out, void* workspace);
+  static void reference(const TuckerConvProblem& p, const std::vector<std::vector<double>>& in,
+                        std::vector<std::vector<double>>& out);
+  // bench (GPU): C = K ∈ {64, 128, 256, 512} at ResNet's 56, 28, 14, 7, ranks C/4 and C/2.
+  static std::vector<TuckerConvProblem> shapes(ShapeTable table, Device device);
+  // spec "N=1,H=56,W=56,C=64,K=64,D1=16,D2=16,dtype=f32" (W = H, K = C, D1 = C/4, D2 = D1 by default);
+  // label "n1_56x56_c64_k64_d16x16_f32".
+  static std::string spec(const TuckerConvProblem& p);
+  static std::string label(const TuckerConvProblem& p);
+  static TuckerConvProblem parse(const std::string& spec);
+  // From x [N,H,W,C], u_in [C,D1], core [D1,3,3,D2], u_out_t [D2,K].
+  static TuckerConvProblem from_input_shapes(const std::vector<Shape>& shapes, DType dtype, const KeyValues& options);
+};
+// The end-to-end layers of lesson 12 (batch 1, fp32): C = K and H of ResNet's stages, with d = C/4 and C/2.
+std::vector<TuckerConvProblem> tucker_layer_shapes();
+
 // ---- TDC's tiling and its analytical model --------------------------------------------
 // One thread block per (TH × TW output pixels, TC input channels, image); it stages
 // the (TH+2)×(TW+2)×TC input cube in shared memory and runs one thread per output

@@ -35,6 +35,7 @@
 #include <string>
 
 #include "gpu/lib/check.cuh"
+#include "gpu/lib/sgemm_double_buffered.cuh"
 #include "gpu/lib/tdc_core.hpp"
 
 namespace convlab::gpu {
@@ -155,6 +156,31 @@ void tdc_core_launch(const TuckerCoreProblem& p, const TdcTile& t, const float* 
     case 8: launch_with<8>(p, t, x, w, y, stream); break;
     default: launch_with<16>(p, t, x, w, y, stream); break;
   }
+}
+
+std::string tucker_layer_unsupported(const TuckerConvProblem& p, const TdcTile& core_tile) {
+  if (p.dtype != DType::f32) return "fp32 only";
+  if (!p.valid()) return p.invalid_reason();
+  if (ceil_div<double>(p.pixels(), double_buffered::kBlockM) > double(kMaxGridYZ))
+    return "N·H·W above the SGEMM's grid (65535 row tiles of 128)";
+  return tdc_core_unsupported(p.core(), core_tile);
+}
+
+std::size_t tucker_layer_workspace_bytes(const TuckerConvProblem& p) {
+  return std::size_t(p.pixels()) * (p.D1 + p.D2) * sizeof(float);
+}
+
+void tucker_layer_launch(const TuckerConvProblem& p, const TdcTile& core_tile, const float* x, const float* u_in,
+                         const float* core, const float* u_out_t, float* y, void* workspace, void* stream_ptr) {
+  if (const std::string why = tucker_layer_unsupported(p, core_tile); !why.empty())
+    throw std::invalid_argument("tucker_layer_launch: " + why);
+  const auto stream = static_cast<cudaStream_t>(stream_ptr);
+  const int M = int(p.pixels());
+  float* z1 = static_cast<float*>(workspace);   // [N, H, W, D1]
+  float* z2 = z1 + std::size_t(M) * p.D1;       // [N, H, W, D2]
+  double_buffered::launch(M, p.D1, p.C, x, u_in, z1, stream);             // 1x1 C → D1
+  tdc_core_launch(p.core(), core_tile, z1, core, z2, stream);             // 3x3 D1 → D2
+  double_buffered::launch(M, p.K, p.D2, z2, u_out_t, y, stream);          // 1x1 D2 → K
 }
 
 }  // namespace convlab::gpu

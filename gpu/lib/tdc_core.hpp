@@ -4,6 +4,7 @@
 // which exists only in builds with CONVLAB_CUDA.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include "ops/tucker_conv.hpp"
@@ -21,5 +22,14 @@ std::string tdc_core_unsupported(const TuckerCoreProblem& p, const TdcTile& t);
 // std::invalid_argument for an unsupported (p, t), DeviceError for a failed launch.
 void tdc_core_launch(const TuckerCoreProblem& p, const TdcTile& t, const float* x, const float* w, float* y,
                      void* stream = nullptr);
+
+// The whole Tucker layer (ops/tucker_conv.hpp, TuckerConvProblem) as three launches on
+// `stream`: z1 = x · u_in and y = z2 · u_out_t on lesson 03's double-buffered SGEMM (the
+// suite's pointwise kernel: a 1x1 conv over NHWC is that GEMM), z2 = the core conv with
+// tile `core_tile`. workspace holds z1 [N,H,W,D1] then z2 [N,H,W,D2] (tucker_layer_workspace_bytes).
+std::string tucker_layer_unsupported(const TuckerConvProblem& p, const TdcTile& core_tile);
+std::size_t tucker_layer_workspace_bytes(const TuckerConvProblem& p);
+void tucker_layer_launch(const TuckerConvProblem& p, const TdcTile& core_tile, const float* x, const float* u_in,
+                         const float* core, const float* u_out_t, float* y, void* workspace, void* stream = nullptr);
 
 }  // namespace convlab::gpu
