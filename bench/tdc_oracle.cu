@@ -404,6 +404,8 @@ int run(int argc, char** argv) {
 
     cudaFree(dx), cudaFree(dwc), cudaFree(dwk), cudaFree(dy);
     if (cudnn_ws) cudaFree(cudnn_ws);
+    // What is done so far, as valid JSON, in case the run is cut short.
+    std::ofstream(out_path) << js.str() << "\n], \"partial\": true, \"check_failures\": " << failures << "\n}\n";
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   js << "\n],\n\"candidate_columns\": [\"th\", \"tw\", \"tc\", \"measured_us\", \"predicted_us\"],\n\"seconds\": "
