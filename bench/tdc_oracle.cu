@@ -8,7 +8,7 @@
 // KRSC for cuDNN and 04a):
 //   - every tile of tdc_candidates(p) is timed kernel-only: L calls captured in one
 //     CUDA graph, the graph replayed 3 times, the median replay divided by L (L chosen
-//     so that a replay lasts ~300 µs, 1 ≤ L ≤ 20). Each call of a multi-channel-tile
+//     so that a replay lasts ~150 µs, 1 ≤ L ≤ 20). Each call of a multi-channel-tile
 //     tile is a memset node and a kernel node, as the rung launches it.
 //   - the fastest is the oracle; the model's choice (tdc_choose) is read off the sweep;
 //   - cuDNN (conv2d/gpu/cudnn: the fastest algorithm cudnnFind returns within the fp32,
@@ -80,7 +80,7 @@ Timing time_kernel(const Call& call, cudaStream_t s) {
   check_cuda(cudaStreamSynchronize(s), "first timing");
   const double one_us = std::max(1.0, event_ms(e0, e1) * 1e3);
   Timing t;
-  t.calls_per_replay = int(std::clamp(std::lround(300.0 / one_us), 1L, 20L));
+  t.calls_per_replay = int(std::clamp(std::lround(150.0 / one_us), 1L, 20L));
   const int L = t.calls_per_replay;
   std::vector<double> per_call;
 
