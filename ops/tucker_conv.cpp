@@ -417,38 +417,37 @@ TdcPrediction tdc_predict(const TuckerCoreProblem& p, const TdcTile& t, const Td
   const double concurrent = double(bps) * m.sms;
   r.waves = std::ceil(r.blocks / concurrent);
 
-  // Work of one block, in warp instructions. Per output row, input channel and filter
-  // row, a computing warp issues 3 weight loads, rw + 2 shared loads and 3·rw FMAs
-  // (the kernel instance's full register row: lanes past TW are predicated off, not
-  // skipped), plus a couple of address/loop instructions. The cube load costs each of
-  // the block's warps ~6 instructions per element it stages.
+  // One block's work in warp instructions. Per output row, input channel and filter
+  // row (an "iteration"), a computing warp issues 3 weight loads, rw + 2 shared loads,
+  // 3·rw FMAs (the instance's full register row: lanes past TW are predicated off, not
+  // skipped) and a couple of address/loop instructions. Staging the cube costs each
+  // warp ~6 instructions per element it loads.
   const int tc_eff = std::min(t.tc, p.C);
   const double compute_warps = std::ceil(p.K / 32.0);
-  const double per_row = 3.0 + (rw + 2) + 3.0 * rw + 2.0;
-  const double loads_per_row = 3.0 + (rw + 2);
+  const double iterations = double(t.th) * tc_eff * 3.0;
+  const double per_iteration = 3.0 + (rw + 2) + 3.0 * rw + 2.0;
+  const double loads_per_iteration = 3.0 + (rw + 2);
   const double cube = double(t.th + 2) * (t.tw + 2) * tc_eff;
   const double stage_instr = 6.0 * std::ceil(cube / threads);
-  const double warp_instr = double(t.th) * tc_eff * 3.0 * per_row + stage_instr + 4.0 * t.th * rw;
-  const double warp_loads = double(t.th) * tc_eff * 3.0 * loads_per_row + 2.0 * std::ceil(cube / threads);
-  // Latency of one lone warp: its FMAs form rw independent chains of 3·TH·TC·3 links,
-  // about 4 cycles per link when nothing else issues, plus a load round trip per row.
-  const double chain_cycles = double(t.th) * tc_eff * 3.0 * (3.0 * 4.0 + 2.0) + t.th * 30.0;
+  const double warp_instr = iterations * per_iteration + stage_instr + 4.0 * t.th * rw;
+  const double warp_loads = iterations * loads_per_iteration + 2.0 * std::ceil(cube / threads);
+  // Latency of one block on its own: the cube's round trip, then the iterations one
+  // after another (each waits on its weight loads: the FMAs of one iteration depend on
+  // them, and few warps per SM leave nothing else to issue meanwhile).
+  const double latency_cycles = m.stage_cycles + iterations * m.iter_cycles;
+  r.latency_s = latency_cycles / m.clock_hz;
 
-  double cycles = 0;
-  double remaining = r.blocks;
-  for (double w = 0; w < r.waves; ++w) {
-    const double in_wave = std::min(remaining, concurrent);
-    remaining -= in_wave;
-    const double per_sm = std::ceil(in_wave / m.sms);  // blocks on the busiest SM
-    // A warp issues at most one instruction per clock, and with its FMA chains and
-    // loads in flight about warp_ipc on average: few resident warps cannot fill the
-    // four schedulers.
-    const double resident_warps = per_sm * warps;
-    const double ipc = std::min(m.issue_per_sm_clk, resident_warps * m.warp_ipc);
-    const double issue = per_sm * (compute_warps * warp_instr + (warps - compute_warps) * stage_instr) / ipc;
+  // Waves: the full ones hold bps blocks on every SM, the last one the rest, spread evenly.
+  auto wave_cycles = [&](double blocks_in_wave) {
+    const double per_sm = std::ceil(blocks_in_wave / m.sms);  // blocks on the busiest SM
+    const double issue =
+        per_sm * (compute_warps * warp_instr + (warps - compute_warps) * stage_instr) / m.issue_per_sm_clk;
     const double lsu = per_sm * compute_warps * warp_loads / m.lsu_per_sm_clk;
-    cycles += std::max({issue, lsu, chain_cycles});
-  }
+    return std::max({latency_cycles, issue, lsu});
+  };
+  const double full_waves = std::floor(r.blocks / concurrent);
+  const double rest = r.blocks - full_waves * concurrent;
+  const double cycles = full_waves * wave_cycles(concurrent) + (rest > 0 ? wave_cycles(rest) : 0.0);
   r.compute_s = cycles / m.clock_hz;
 
   // Data movement. DRAM: the compulsory x, w, y (y twice when zeroed and then
@@ -460,7 +459,7 @@ TdcPrediction tdc_predict(const TuckerCoreProblem& p, const TdcTile& t, const Td
   const double l2 = r.blocks * (cube + double(tc_eff) * 9 * p.K) * 4.0 + y_bytes * ct * (ct > 1 ? 2.0 : 1.0);
   r.memory_s = std::max(dram / m.dram_bytes_per_s, l2 / m.l2_bytes_per_s);
 
-  r.overhead_s = m.launch_s + (ct > 1 ? m.memset_s : 0.0) + r.waves * m.wave_latency_s;
+  r.overhead_s = m.launch_s + (ct > 1 ? m.memset_s : 0.0);
   r.total_s = r.overhead_s + std::max(r.compute_s, r.memory_s);
   return r;
 }

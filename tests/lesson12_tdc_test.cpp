@@ -171,8 +171,9 @@ TEST_CASE("lesson 12: the model's counts by hand and its choice", "[tucker][less
     const TdcPrediction r = tdc_predict(p, {7, 7, 32}, m);
     CHECK(r.blocks == 3);
     CHECK(r.waves == 1);
-    CHECK(std::abs(r.overhead_s - (m.launch_s + m.wave_latency_s)) < 1e-12);  // one channel tile: no memset
-    CHECK(r.total_s > r.overhead_s);
+    CHECK(std::abs(r.overhead_s - m.launch_s) < 1e-15);  // one channel tile: no memset
+    CHECK(r.latency_s == (m.stage_cycles + 7 * 32 * 3 * m.iter_cycles) / m.clock_hz);
+    CHECK(r.total_s >= r.overhead_s + r.latency_s);
   }
   SECTION("occupancy: K = 150 runs 160 threads; shared memory binds a big cube") {
     const TuckerCoreProblem p{1, 28, 28, 192, 150};
@@ -205,7 +206,8 @@ TEST_CASE("lesson 12: the model's counts by hand and its choice", "[tucker][less
       }
       CHECK(found);
       CHECK(tdc_predict(p, choice, m).total_s == best);
-      CHECK(best < tdc_predict(p, {1, 1, 1}, m).total_s);
+      CHECK(best <= tdc_predict(p, {1, 1, 1}, m).total_s);
+      if (p.H >= 56) CHECK(best < 0.5 * tdc_predict(p, {1, 1, 1}, m).total_s);  // big images: far from one pixel a block
     }
   }
   SECTION("K above one block's threads is not predicted runnable") {
