@@ -10,7 +10,7 @@
 # benchmark JSON's context when present, otherwise from environment.txt /
 # today, and are written into the folder's README.md.
 # Copied: bench-gpu.json, gpu-tests.xml, summary.txt, environment.txt,
-# probe.json, sanitize.log, sdpa-torch.json and efficiency-gap.json;
+# probe.json, sanitize.log, sdpa-torch.json, efficiency-gap.json and lesson 12's tdc_oracle.json, tdc_layers.json;
 # gpu-tests.log and logs.tar.gz stay behind.
 set -euo pipefail
 
@@ -51,7 +51,7 @@ rm -rf "$dest"   # the previous snapshot leaves the tree; git keeps it
 mkdir -p "$dest"
 
 copied=0
-for file in bench-gpu.json gpu-tests.xml summary.txt environment.txt probe.json sanitize.log sdpa-torch.json efficiency-gap.json; do
+for file in bench-gpu.json gpu-tests.xml summary.txt environment.txt probe.json sanitize.log sdpa-torch.json efficiency-gap.json tdc_oracle.json tdc_layers.json; do
   if [[ -f $src/$file ]]; then
     cp "$src/$file" "$dest/"
     copied=$((copied + 1))
@@ -71,6 +71,7 @@ Filed by \`bench/collect_gpu_results.sh\`; the previous snapshot is in git histo
 | probe.json, environment.txt | the measured peaks; GPU, driver, compiler |
 | sanitize.log | compute-sanitizer memcheck and racecheck (with --sanitize) |
 | sdpa-torch.json, efficiency-gap.json | PyTorch's rows (lessons 09 and 13), when run |
+| tdc_oracle.json, tdc_layers.json | lesson 12's oracle sweep and end-to-end layers (bench/tdc_oracle.cu), when run |
 EOF_README
 echo "copied $copied file(s) to ${dest#"$repo"/} (GPU: $gpu_name, revision $run_rev, date: $run_date)"
 [[ -f $dest/bench-gpu.json ]] || echo "note: no bench-gpu.json in $src; the notebooks will have nothing to plot from this run" >&2

@@ -265,6 +265,18 @@ EOF
     record bench skipped "--no-bench"
   fi
 
+  # ---- 5b. lesson 12's oracle sweep and end-to-end layers (bench/tdc_oracle.cu) ------------
+  if ((run_bench)) && [[ -x $build/convlab_tdc_oracle ]] && [[ tucker_core/gpu/ =~ $only ]]; then
+    note "lesson 12 oracle -> tdc_oracle.json, tdc_layers.json"
+    stage_start=$SECONDS
+    if run_to_log "$work/tdc-oracle.log" 300 "$build/convlab_tdc_oracle" --out "$OUT/tdc_oracle.json" &&
+       run_to_log "$work/tdc-oracle.log" 120 "$build/convlab_tdc_oracle" --layers --out "$OUT/tdc_layers.json"; then
+      record tdc_oracle ok "$((SECONDS - stage_start))s"
+    else
+      record tdc_oracle FAILED "see tdc-oracle.log in logs.tar.gz"
+    fi
+  fi
+
   # ---- 6. compute-sanitizer ----------------------------------------------------------
   # Every GPU test (CONVLAB_SANITIZE_TESTS, default every test tagged [gpu]: one
   # per GPU variant, over its op's whole test table, plus the lesson tests that

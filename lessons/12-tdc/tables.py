@@ -5,8 +5,8 @@
     python3 lessons/12-tdc/tables.py --check    # exit 1 if a table is stale
     CONVLAB_PYTHON=.venv/bin/python python3 lessons/12-tdc/tables.py --plot   # + the figure (matplotlib)
 
-Sources: bench/results/h200-tdc/tdc_oracle.json and tdc_layers.json (bench/tdc_oracle.cu's
-run), `convlab tucker hosvd` (the error table) and `convlab tucker fit` (the model's choices
+Sources: tdc_oracle.json and tdc_layers.json (bench/tdc_oracle.cu's run) from
+bench/results/h200/ when the snapshot has them, else bench/results/h200-tdc/, `convlab tucker hosvd` (the error table) and `convlab tucker fit` (the model's choices
 scored on the measured sweep). CONVLAB_BIN names the program (default build/convlab);
 TDC_RESULTS the results folder. Each table sits between <!-- lesson12:NAME --> and
 <!-- /lesson12:NAME --> in README.md.
@@ -20,7 +20,10 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-RESULTS = os.environ.get("TDC_RESULTS", os.path.join(ROOT, "bench", "results", "h200-tdc"))
+# The machine's snapshot when it holds lesson 12's files, else this lesson's own run.
+_SNAPSHOT = os.path.join(ROOT, "bench", "results", "h200")
+RESULTS = os.environ.get("TDC_RESULTS", _SNAPSHOT if os.path.exists(os.path.join(_SNAPSHOT, "tdc_oracle.json"))
+                         else os.path.join(ROOT, "bench", "results", "h200-tdc"))
 BIN = os.environ.get("CONVLAB_BIN", os.path.join(ROOT, "build", "convlab"))
 PLOT_SHAPE = "n1_56x56_c64_k32_f32"
 
