@@ -21,6 +21,7 @@
 #include "core/tensor.hpp"
 #include "cpu/lib/tdc_core_cpu.hpp"
 #include "ops/tucker_conv.hpp"
+#include "reference/conv2d.hpp"
 #include "reference/tucker.hpp"
 #include "tests/catch_compat.hpp"
 #include "tests/support.hpp"
@@ -265,6 +266,55 @@ TEST_CASE("lesson 12: the CPU scheme is right on every tile the model may return
     }
   }
   CHECK(runs > 1000);
+}
+
+// ---- the whole layer against the dense conv of the reconstructed kernel ----------------------
+
+TEST_CASE("lesson 12: the CPU Tucker layer equals the dense conv of the HOSVD-reconstructed kernel",
+          "[tucker][lesson12][cpu]") {
+  const Variant<TuckerConvProblem>* layer = find_variant<TuckerConvProblem>(Device::cpu, "12b_three_stage");
+  REQUIRE(layer != nullptr);
+  const uint64_t seed = testing::seed_for("lesson12 layer vs dense");
+  INFO("seed " << seed);
+  std::mt19937_64 rng(seed);
+  for (const TuckerConvProblem p : {TuckerConvProblem{1, 9, 7, 24, 20, 6, 5}, TuckerConvProblem{3, 5, 6, 13, 17, 13, 2},
+                                    TuckerConvProblem{1, 8, 8, 16, 16, 16, 16}}) {
+    INFO(OpTraits<TuckerConvProblem>::spec(p));
+    const std::vector<float> x = random_floats(size_t(p.pixels()) * p.C, rng);
+    const std::vector<float> w = random_floats(size_t(p.K) * 9 * p.C, rng, float(1 / std::sqrt(9.0 * p.C)));
+    const TuckerFactors f = tucker_hosvd_f32(p.K, 3, 3, p.C, p.D1, p.D2, w.data());
+    // The layer's storage: core CRSN [D1,3,3,D2], u_outᵀ [D2, K].
+    std::vector<float> core(f.core.size()), u_out_t(f.u_out.size());
+    for (int j = 0; j < p.D2; ++j)
+      for (int rs = 0; rs < 9; ++rs)
+        for (int i = 0; i < p.D1; ++i) core[(size_t(i) * 9 + rs) * p.D2 + j] = f.core[(size_t(j) * 9 + rs) * p.D1 + i];
+    for (int k = 0; k < p.K; ++k)
+      for (int j = 0; j < p.D2; ++j) u_out_t[size_t(j) * p.K + k] = f.u_out[size_t(k) * p.D2 + j];
+    std::vector<float> y(size_t(p.pixels()) * p.K, std::nanf("")), work(size_t(p.pixels()) * (p.D1 + p.D2));
+    layer->run(p, {x.data(), f.u_in.data(), core.data(), u_out_t.data(), y.data(), work.data()});
+    // The dense conv (double) of the reconstructed kernel.
+    const std::vector<float> wr = tucker_reconstruct_f32(f);
+    const std::vector<double> xd(x.begin(), x.end()), wd(wr.begin(), wr.end());
+    std::vector<double> dense(y.size());
+    ref::conv2d({p.N, p.H, p.W, p.C, p.K, 3, 3, 1, 1, 1}, xd.data(), wd.data(), dense.data());
+    const CompareResult r = compare(std::vector<double>(y.begin(), y.end()), dense, DType::f32, p.reduction_depth());
+    INFO(r.message);
+    CHECK(r.ok);
+  }
+}
+
+TEST_CASE("lesson 12: convlab tucker refuses bad input with one line", "[tucker][lesson12][cpu][app]") {
+  for (const char* args : {"tucker", "tucker fit", "tucker hosvd --ranks 0,4", "tucker hosvd --ranks x",
+                           "tucker model --shape H=0", "tucker fit --oracle /nonexistent.json"}) {
+    const testing::ProgramResult r = testing::run_convlab(args);
+    INFO(args << " -> " << r.status << ": " << r.err);
+    CHECK(r.status != 0);
+    CHECK(r.status != -1);  // exited, did not crash
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+  const testing::ProgramResult ok = testing::run_convlab("tucker model --shape H=7,C=8,K=8");
+  CHECK(ok.status == 0);
+  CHECK(ok.out.find("choice") != std::string::npos);
 }
 
 // ---- the GPU kernel on every tile -----------------------------------------------------------
