@@ -18,8 +18,8 @@
 //     completion (cudaStreamSynchronize), median of 30: what one call costs a program;
 //   - the oracle's, the model's, cuDNN's and 04a's outputs are checked against the
 //     double reference after their timing runs.
-// Inputs stay resident in L2 between replays (the whole working set of these shapes is
-// below the H200's 50 MB L2 except the 224² one): the times are hot-cache kernel times.
+// Inputs stay resident in L2 between replays (every shape's x, w and y together are under
+// 20 MB, the H200's L2 is 50 MB): the times are hot-cache kernel times.
 // JSON: one object per shape with every candidate's measured and predicted time.
 // --layers: the three-kernel Tucker layer (gpu/lib/tdc_core.hpp, tucker_layer_launch, the
 // model's core tile) on the HOSVD factors of a random dense kernel, against that dense

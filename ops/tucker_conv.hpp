@@ -35,7 +35,8 @@ struct TuckerFactors {
   int C = 0, K = 0, R = 0, S = 0, d1 = 0, d2 = 0;
   std::vector<float> u_in, core, u_out;
 };
-// Computed in double with Eigen's BDCSVD on the Gram-free unfoldings, stored in fp32.
+// Computed in double with Eigen's BDCSVD of the unfoldings themselves (no Gram matrix, so
+// no squared condition number), stored in fp32.
 // Throws std::invalid_argument for a rank outside [1, C] / [1, K] or an empty kernel.
 TuckerFactors tucker_hosvd_f32(int K, int R, int S, int C, int d1, int d2, const float* w_krsc);
 // w[k, r, s, c] = Σ u_out[k, j] · core[j, r, s, i] · u_in[c, i], KRSC [K, R, S, C], accumulated in double.

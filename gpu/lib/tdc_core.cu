@@ -41,6 +41,13 @@
 namespace convlab::gpu {
 namespace {
 
+// ---- tunables: the register widths the kernel is instantiated for ----------------------
+// A thread's accumulators for one output row live in registers only if their count is a
+// compile-time constant, so the kernel is a template on RW and a run-time TW runs on the
+// smallest RW >= TW (tdc_register_width: 2, 4, 8, 16), lanes past TW predicated off.
+static_assert(kTdcMaxTileWidth == 16, "tdc_core_launch instantiates register widths up to 16 = kTdcMaxTileWidth");
+static_assert(kTdcMaxThreads <= 1024, "one thread per output channel: a block holds at most 1024 threads");
+
 template <int RW>  // register width: the most output columns one thread holds
 __global__ void tdc_core_kernel(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ y,
                                 int H, int W, int C, int K, int TH, int TW, int TC, int tiles_w, bool accumulate) {

@@ -12,8 +12,10 @@
 // issue-bound compute per wave, data movement) instead of a measured search.
 // Plain loop it replaces: ref::conv2d's loops; the kernel and its diagram are in
 // gpu/lib/tdc_core.cu.
-// Cost: 2·N·H·W·K·9·C flops, ~3.7 flops per issued instruction at TW = 8; the cube
-// re-read from shared memory by every output channel.
+// Cost: 2·N·H·W·K·9·C flops; per (row, channel, filter row) a thread issues 3 weight
+// loads, TW+2 shared loads and 3·TW FMAs (48 flops in ~39 instructions at TW = 8).
+// Floor: at batch 1 the launch (and the memset with several channel tiles), a few µs;
+// above that the fp32 FMA rate, which the latency of the weight loads keeps it far from.
 // Tunables: none here; the tile comes from tdc_choose (cached per shape).
 // Supported: fp32, any N, H, W, C, and K ≤ 1024.
 // Run just this: build/convlab run tucker_core/gpu/12a_tdc_direct
