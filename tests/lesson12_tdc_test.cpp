@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -290,8 +291,11 @@ TEST_CASE("lesson 12: the CPU Tucker layer equals the dense conv of the HOSVD-re
         for (int i = 0; i < p.D1; ++i) core[(size_t(i) * 9 + rs) * p.D2 + j] = f.core[(size_t(j) * 9 + rs) * p.D1 + i];
     for (int k = 0; k < p.K; ++k)
       for (int j = 0; j < p.D2; ++j) u_out_t[size_t(j) * p.K + k] = f.u_out[size_t(k) * p.D2 + j];
-    std::vector<float> y(size_t(p.pixels()) * p.K, std::nanf("")), work(size_t(p.pixels()) * (p.D1 + p.D2));
-    layer->run(p, {x.data(), f.u_in.data(), core.data(), u_out_t.data(), y.data(), work.data()});
+    std::vector<float> y(size_t(p.pixels()) * p.K, std::nanf(""));
+    const std::size_t ws_bytes = (layer->workspace_bytes(p) + 63) / 64 * 64;  // as the harness would allot it
+    const std::unique_ptr<void, decltype(&std::free)> work(std::aligned_alloc(64, ws_bytes), &std::free);
+    REQUIRE(work != nullptr);
+    layer->run(p, {x.data(), f.u_in.data(), core.data(), u_out_t.data(), y.data(), work.get()});
     // The dense conv (double) of the reconstructed kernel.
     const std::vector<float> wr = tucker_reconstruct_f32(f);
     const std::vector<double> xd(x.begin(), x.end()), wd(wr.begin(), wr.end());
