@@ -29,5 +29,6 @@ extern const Command waterline_command;  // app/cmd_waterline.cpp
 extern const Command roofline_command;   // app/cmd_roofline.cpp
 extern const Command grade_command;      // app/cmd_grade.cpp
 extern const Command plans_command;      // app/cmd_plans.cpp
+extern const Command tucker_command;     // app/cmd_tucker.cpp
 
 }  // namespace convlab::app

@@ -32,6 +32,7 @@ const Command* const kCommands[] = {
     &roofline_command,
     &grade_command,
     &plans_command,
+    &tucker_command,
 };
 
 const Command* find_command(const std::string& name) {

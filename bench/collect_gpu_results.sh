@@ -10,7 +10,7 @@
 # benchmark JSON's context when present, otherwise from environment.txt /
 # today, and are written into the folder's README.md.
 # Copied: bench-gpu.json, gpu-tests.xml, summary.txt, environment.txt,
-# probe.json, sanitize.log, sdpa-torch.json and efficiency-gap.json;
+# probe.json, sanitize.log, sdpa-torch.json, efficiency-gap.json and lesson 12's tdc_oracle.json, tdc_layers.json;
 # gpu-tests.log and logs.tar.gz stay behind.
 set -euo pipefail
 
@@ -47,6 +47,13 @@ slug=$(tr '[:upper:]' '[:lower:]' <<<"$gpu_name" | sed -e 's/nvidia//g' -e 's/[^
 # "h200-nvl" -> "h200": the snapshot folder is named after the GPU model.
 slug=${slug%%-*}
 dest="$repo/bench/results/${slug:-gpu}"
+# run_gpu.sh packs its extra result files (sdpa-torch.json, tdc_*.json) into results.tar.gz.
+if [[ -f $src/results.tar.gz ]]; then
+  unpacked=$(mktemp -d)
+  tar -xzf "$src/results.tar.gz" -C "$unpacked"
+  cp -n "$src"/* "$unpacked/" 2>/dev/null || true
+  src=$unpacked
+fi
 # PyTorch's own rows (lesson 09's attention, lesson 13's networks) do not depend on
 # convlab's revision; a run that did not re-measure them keeps the previous ones.
 kept=()
@@ -63,7 +70,7 @@ for file in "${kept[@]}"; do cp "$keep_dir/$file" "$dest/"; done
 rm -rf "$keep_dir"
 
 copied=0
-for file in bench-gpu.json gpu-tests.xml summary.txt environment.txt probe.json sanitize.log sdpa-torch.json efficiency-gap.json; do
+for file in bench-gpu.json gpu-tests.xml summary.txt environment.txt probe.json sanitize.log sdpa-torch.json efficiency-gap.json tdc_oracle.json tdc_layers.json; do
   if [[ -f $src/$file ]]; then
     cp "$src/$file" "$dest/"
     copied=$((copied + 1))
@@ -83,6 +90,7 @@ Filed by \`bench/collect_gpu_results.sh\`; the previous snapshot is in git histo
 | probe.json, environment.txt | the measured peaks; GPU, driver, compiler |
 | sanitize.log | compute-sanitizer memcheck, racecheck, synccheck and initcheck over every GPU test (with --sanitize) |
 | sdpa-torch.json, efficiency-gap.json | PyTorch's rows (lessons 09 and 13), when run |
+| tdc_oracle.json, tdc_layers.json | lesson 12's oracle sweep and end-to-end layers (bench/tdc_oracle.cu), when run |
 EOF_README
 if ((${#kept[@]})); then
   echo >> "$dest/README.md"

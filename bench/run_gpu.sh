@@ -18,7 +18,7 @@
 #   --no-tests, --no-bench   skip a stage (e.g. a build-only first call)
 #   --torch        also PyTorch's side (bench/*_torch.py: convfirst, mbconv, sdpa, those present):
 #                  each checks its outputs against convlab's first, then times eager and Inductor;
-#                  the block scripts' rows join bench-gpu.json, attention's go to sdpa-torch.json
+#                  the block scripts' rows join bench-gpu.json, attention's to sdpa-torch.json
 #   --sanitize     also the four compute-sanitizer tools over every test of CONVLAB_SANITIZE_TESTS,
 #                  one process per (tool, test), several at a time (see below)
 #   --sanitize-only   build only convlab_tests and the program, skip probe, tests and benchmarks,
@@ -42,7 +42,8 @@
 #   probe.json       the measured peaks
 #   gpu-tests.xml    JUnit from CTest (its console output is gpu-tests.log in logs.tar.gz)
 #   bench-gpu.json   Google Benchmark JSON of every GPU benchmark, rewritten after each operation
-#   sdpa-torch.json  PyTorch's attention rows (with --torch)
+#   results.tar.gz   the other result files: sdpa-torch.json (PyTorch's attention rows, with --torch),
+#                    tdc_oracle.json and tdc_layers.json (lesson 12's oracle sweep and layers)
 #   sanitize.log     compute-sanitizer: counts per tool, every (tool, test) verdict, and the
 #                    log tail of each test that was not clean (with --sanitize)
 #   logs.tar.gz      everything else: build log, per-process benchmark logs and JSON
@@ -89,7 +90,7 @@ OUT=${OUT:-/tmp/convlab-gpu-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 work=$(mktemp -d /tmp/convlab-gpu-work.XXXXXX)   # the bulky logs, packed into $OUT/logs.tar.gz
-mkdir -p "$work/bench-logs" "$work/bench-parts"
+mkdir -p "$work/bench-logs" "$work/bench-parts" "$work/results"
 build="build-gpu"
 script_start=$SECONDS
 
@@ -149,6 +150,9 @@ run_to_log() {
   local log=$1 limit=$2
   shift 2
   timeout --kill-after=15 "$limit" "$@" >> "$log" 2>&1
+}
+pack_results() {  # the extra result files travel as one: the lent machine brings back eight files at most
+  ls "$work/results"/* >/dev/null 2>&1 && tar -czf "$OUT/results.tar.gz" -C "$work/results" . || true
 }
 describe_status() {  # describe_status STATUS LIMIT
   if (($1 == 124 || $1 == 137)); then echo "timed out after ${2}s"; else echo "exit $1"; fi
@@ -289,7 +293,20 @@ EOF
     record bench skipped "--no-bench"
   fi
 
-  # ---- 5b. PyTorch side by side ------------------------------------------------------
+  # ---- 5b. lesson 12's oracle sweep and end-to-end layers (bench/tdc_oracle.cu) ------------
+  if ((run_bench)) && [[ -x $build/convlab_tdc_oracle ]] && [[ tucker_core/gpu/ =~ $only ]]; then
+    note "lesson 12 oracle -> tdc_oracle.json, tdc_layers.json"
+    stage_start=$SECONDS
+    if run_to_log "$work/tdc-oracle.log" 300 "$build/convlab_tdc_oracle" --out "$work/results/tdc_oracle.json" &&
+       run_to_log "$work/tdc-oracle.log" 120 "$build/convlab_tdc_oracle" --layers --out "$work/results/tdc_layers.json"; then
+      record tdc_oracle ok "$((SECONDS - stage_start))s"
+      pack_results
+    else
+      record tdc_oracle FAILED "see tdc-oracle.log in logs.tar.gz"
+    fi
+  fi
+
+  # ---- 5c. PyTorch side by side ------------------------------------------------------
   if ((run_torch)); then
     note "PyTorch (bench/*_torch.py) -> bench-gpu.json, sdpa-torch.json"
     stage_start=$SECONDS
@@ -315,7 +332,7 @@ EOF
           echo "run_gpu.sh: $script: $(describe_status $status "$torch_timeout")" | tee -a "$work/torch/$name.log"
         fi
       done
-      [[ -f $work/torch/sdpa_torch.json ]] && cp "$work/torch/sdpa_torch.json" "$OUT/sdpa-torch.json"
+      [[ -f $work/torch/sdpa_torch.json ]] && cp "$work/torch/sdpa_torch.json" "$work/results/sdpa-torch.json" && pack_results
       blocks=()
       for name in convfirst_torch mbconv_torch; do
         [[ -f $work/torch/$name.json ]] && blocks+=("$work/torch/$name.json")

@@ -267,15 +267,17 @@ struct StoreY {
   }
 };
 
-// Launches the kernel for M GEMM rows (rows in Out's order) on the default stream.
+// Launches the kernel for M GEMM rows (rows in Out's order) on `stream` (default: the
+// default stream; bench/tdc_oracle.cu passes its own, to capture the launch in a graph).
 // vectorized requires T % 4 == 0, Kg % 4 == 0 and 16-byte aligned x, w and outputs.
 template <class Out>
-void launch(const ConvGeometry& cg, int M, const float* x, const float* w, Out out, bool vectorized) {
+void launch(const ConvGeometry& cg, int M, const float* x, const float* w, Out out, bool vectorized,
+            cudaStream_t stream = 0) {
   const dim3 grid(unsigned(ceil_div(cg.K_per_group, kBlockN)), unsigned(ceil_div(M, kBlockM)), unsigned(cg.groups));
   if (vectorized)
-    implicit_gemm_f32<true, Out><<<grid, kThreads>>>(cg, M, x, w, out);
+    implicit_gemm_f32<true, Out><<<grid, kThreads, 0, stream>>>(cg, M, x, w, out);
   else
-    implicit_gemm_f32<false, Out><<<grid, kThreads>>>(cg, M, x, w, out);
+    implicit_gemm_f32<false, Out><<<grid, kThreads, 0, stream>>>(cg, M, x, w, out);
   check_launch("implicit_gemm_f32");
 }
 

@@ -209,23 +209,30 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   gemm_block_tile<Cfg, kVectorized>(M, N, K, A + z * stride_a, B + z * stride_b, C + z * stride_c);
 }
 
-// C = A·B on the default stream with the tile shapes Cfg: A [M,K], B [K,N],
+// C = A·B with the tile shapes Cfg: A [M,K], B [K,N],
 // C [M,N] row-major fp32, float4 kernel when gpu::can_use_float4 allows,
 // predicated scalar kernel otherwise. Requires ceil(M/BM) ≤ gpu::kMaxGridYZ.
+// launch_tiles_on takes the stream (lesson 12's Tucker layer passes the one its oracle
+// captures); launch_tiles keeps the plain signature bench/tune_sgemm_tiles.cu stores.
 template <class Cfg>
-void launch_tiles(int M, int N, int K, const float* A, const float* B, float* C) {
+void launch_tiles_on(cudaStream_t stream, int M, int N, int K, const float* A, const float* B, float* C) {
   const dim3 grid(unsigned(gpu::ceil_div(N, Cfg::kBlockN)), unsigned(gpu::ceil_div(M, Cfg::kBlockM)));
   if (gpu::can_use_float4(K, N, A, B, C)) {
-    gemm_double_buffering<Cfg, true><<<grid, Cfg::kThreads>>>(M, N, K, A, B, C);
+    gemm_double_buffering<Cfg, true><<<grid, Cfg::kThreads, 0, stream>>>(M, N, K, A, B, C);
   } else {
-    gemm_double_buffering<Cfg, false><<<grid, Cfg::kThreads>>>(M, N, K, A, B, C);
+    gemm_double_buffering<Cfg, false><<<grid, Cfg::kThreads, 0, stream>>>(M, N, K, A, B, C);
   }
   gpu::check_launch("gemm_double_buffering");
 }
 
+template <class Cfg>
+void launch_tiles(int M, int N, int K, const float* A, const float* B, float* C) {
+  launch_tiles_on<Cfg>(0, M, N, K, A, B, C);
+}
+
 // The same with DefaultTiles: what rung 03m and lesson 02's GPU rung call.
-inline void launch(int M, int N, int K, const float* A, const float* B, float* C) {
-  launch_tiles<DefaultTiles>(M, N, K, A, B, C);
+inline void launch(int M, int N, int K, const float* A, const float* B, float* C, cudaStream_t stream = 0) {
+  launch_tiles_on<DefaultTiles>(stream, M, N, K, A, B, C);
 }
 
 // `batch` products C_z = A_z · B_z (z < batch) in one launch with DefaultTiles,
