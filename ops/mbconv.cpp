@@ -285,10 +285,21 @@ std::vector<MBConvProblem> OpTraits<MBConvProblem>::shapes(ShapeTable table, Dev
       return {gpu ? block(128, 56, 56, 24, 6, 3, 1, 0.25, 24, silu, f16)
                   : block(2, 28, 28, 24, 6, 3, 1, 0.25, 24, silu, f32)};
     case ShapeTable::bench:
-      if (gpu)  // the goal shapes: N = 128, f16, e = 6, k = 3, SE 0.25, stride 1, SiLU; and one without SE
+      if (gpu)  // the goal shapes: N = 128, f16, e = 6, k = 3, SE 0.25, stride 1, SiLU; one without SE;
+                // then EfficientNet-B0's other distinct MBConv blocks (torchvision's table: e=1, k=5, stride 2)
         return {block(128, 56, 56, 24, 6, 3, 1, 0.25, 24, silu, f16), block(128, 28, 28, 40, 6, 3, 1, 0.25, 40, silu, f16),
                 block(128, 14, 14, 80, 6, 3, 1, 0.25, 80, silu, f16), block(128, 14, 14, 112, 6, 3, 1, 0.25, 112, silu, f16),
-                block(128, 7, 7, 192, 6, 3, 1, 0.25, 192, silu, f16), block(128, 56, 56, 24, 6, 3, 1, 0.0, 24, silu, f16)};
+                block(128, 7, 7, 192, 6, 3, 1, 0.25, 192, silu, f16), block(128, 56, 56, 24, 6, 3, 1, 0.0, 24, silu, f16),
+                block(128, 112, 112, 32, 1, 3, 1, 0.25, 16, silu, f16),   // stage 1: MBConv1
+                block(128, 112, 112, 16, 6, 3, 2, 0.25, 24, silu, f16),   // stage 2, first block
+                block(128, 56, 56, 24, 6, 5, 2, 0.25, 40, silu, f16),     // stage 3
+                block(128, 28, 28, 40, 6, 5, 1, 0.25, 40, silu, f16),
+                block(128, 28, 28, 40, 6, 3, 2, 0.25, 80, silu, f16),     // stage 4
+                block(128, 14, 14, 80, 6, 5, 1, 0.25, 112, silu, f16),    // stage 5
+                block(128, 14, 14, 112, 6, 5, 1, 0.25, 112, silu, f16),
+                block(128, 14, 14, 112, 6, 5, 2, 0.25, 192, silu, f16),   // stage 6
+                block(128, 7, 7, 192, 6, 5, 1, 0.25, 192, silu, f16),
+                block(128, 7, 7, 192, 6, 3, 1, 0.25, 320, silu, f16)};    // stage 7
       // The expanded tensor (8·56·56·144 floats, 14.5 MB) does not fit the caches.
       return {block(8, 56, 56, 24, 6, 3, 1, 0.25, 24, silu, f32)};
   }

@@ -167,6 +167,8 @@ void mbconv_block(const MBConvShape& s, const MBConvWeights& wt, const double* x
 
   const int C = s.in_channels, Hd = s.hidden_channels, Cr = s.se_channels, Co = s.out_channels;
   const int P = s.P(), Q = s.Q(), K = s.kernel_size, pad = s.pad();
+  // Images are independent (the SE pools each one alone): one per thread.
+#pragma omp parallel for schedule(dynamic)
   for (int n = 0; n < s.N; ++n) {
     // 1. Expand: e = φ(x·We + be) over this image, [H, W, hidden].
     std::vector<double> expanded(size_t(s.H) * s.W * Hd);
