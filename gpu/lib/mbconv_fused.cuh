@@ -158,24 +158,10 @@ __global__ void __launch_bounds__(kThreads) mbconv_tile_kernel(
   const std::ptrdiff_t first_out = (std::ptrdiff_t(n) * t.P + p0) * t.Q;     // this tile's first output pixel
 
   // 1. The x tile, once (zero beyond the tile's pixels and beyond C).
-  //    With C a multiple of 8 every pixel's channels are whole 16-byte pieces: one load per piece,
-  //    unrolled so that several are in flight (the loop is latency-bound otherwise).
   if (kMakeD && t.expand) {
-    if (t.C % 8 == 0) {
-      const int pieces = t.c_pad / 8;
-#pragma unroll 4
-      for (int i = tid; i < t.m_in * pieces; i += kThreads) {
-        const int r = i / pieces, c = (i % pieces) * 8;
-        uint4 v = make_uint4(0, 0, 0, 0);
-        if (r < in_pixels && c < t.C) v = *reinterpret_cast<const uint4*>(x_tile + std::ptrdiff_t(r) * t.C + c);
-        *reinterpret_cast<uint4*>(&xs[r * t.ldx + c]) = v;
-      }
-    } else {
-#pragma unroll 4
-      for (int i = tid; i < t.m_in * t.c_pad; i += kThreads) {
-        const int r = i / t.c_pad, c = i % t.c_pad;
-        xs[r * t.ldx + c] = (r < in_pixels && c < t.C) ? x_tile[std::ptrdiff_t(r) * t.C + c] : from_float<Element>(0.0f);
-      }
+    for (int i = tid; i < t.m_in * t.c_pad; i += kThreads) {
+      const int r = i / t.c_pad, c = i % t.c_pad;
+      xs[r * t.ldx + c] = (r < in_pixels && c < t.C) ? x_tile[std::ptrdiff_t(r) * t.C + c] : from_float<Element>(0.0f);
     }
   }
 
@@ -192,7 +178,6 @@ __global__ void __launch_bounds__(kThreads) mbconv_tile_kernel(
     if (kMakeD) {
       // 2a. E = φ(X·We[:, c0:c0+32] + be): the We chunk transposed into shared memory, then mma.
       if (t.expand) {
-#pragma unroll 4
         for (int i = tid; i < t.c_pad * kChunk; i += kThreads) {
           const int c = i / kChunk, j = i % kChunk;  // consecutive threads: consecutive j, coalesced reads
           wes[j * t.ldwe + c] = (c < t.C && j < cw) ? we[std::ptrdiff_t(c) * t.hidden + c0 + j] : from_float<Element>(0.0f);
@@ -229,7 +214,6 @@ __global__ void __launch_bounds__(kThreads) mbconv_tile_kernel(
             }
         }
       } else {  // no expand layer: E is x's channels c0.. themselves
-#pragma unroll 4
         for (int i = tid; i < t.m_in * kChunk; i += kThreads) {
           const int r = i / kChunk, j = i % kChunk;
           es[r * t.lde + j] =
@@ -276,12 +260,8 @@ __global__ void __launch_bounds__(kThreads) mbconv_tile_kernel(
           if constexpr (kSums) s0 += v0, s1 += v1;
           if constexpr (kStage == Stage::store) {
             Element* out = dbuf + (first_out + pix) * t.hidden + c0 + j0;
-            if (live1 && t.hidden % 2 == 0) {
-              *reinterpret_cast<uint32_t*>(out) = pack_pair<Element>(v0, v1);  // an aligned pair
-            } else {
-              if (live0) out[0] = from_float<Element>(v0);
-              if (live1) out[1] = from_float<Element>(v1);
-            }
+            if (live0) out[0] = from_float<Element>(v0);
+            if (live1) out[1] = from_float<Element>(v1);
           }
         }
         if constexpr (kProject) *reinterpret_cast<uint32_t*>(&ds[pix * t.ldd + j0]) = pack_pair<Element>(v0 * g0, v1 * g1);
@@ -301,18 +281,12 @@ __global__ void __launch_bounds__(kThreads) mbconv_tile_kernel(
       // 2'. (project_stored) D read back from dbuf, ⊙ g.
       const float g0 = gate ? gate[std::ptrdiff_t(n) * t.hidden + c0 + min(j0, cw - 1)] : 1.0f;
       const float g1 = gate ? gate[std::ptrdiff_t(n) * t.hidden + c0 + min(j0 + 1, cw - 1)] : 1.0f;
-#pragma unroll 4
       for (int pix = group; pix < t.m_out; pix += kPixelGroups) {
         float v0 = 0.0f, v1 = 0.0f;
         if (pix < out_pixels) {
           const Element* in = dbuf + (first_out + pix) * t.hidden + c0 + j0;
-          if (j0 + 1 < cw && t.hidden % 2 == 0) {  // an aligned pair: one 32-bit load
-            const float2 v = load_pair(in);
-            v0 = v.x * g0, v1 = v.y * g1;
-          } else {
-            if (j0 < cw) v0 = to_float(in[0]) * g0;
-            if (j0 + 1 < cw) v1 = to_float(in[1]) * g1;
-          }
+          if (j0 < cw) v0 = to_float(in[0]) * g0;
+          if (j0 + 1 < cw) v1 = to_float(in[1]) * g1;
         }
         *reinterpret_cast<uint32_t*>(&ds[pix * t.ldd + j0]) = pack_pair<Element>(v0, v1);
       }
@@ -320,7 +294,6 @@ __global__ void __launch_bounds__(kThreads) mbconv_tile_kernel(
 
     if constexpr (kProject) {
       // 3. Y += D·Wp[c0:c0+32, :]: the Wp chunk transposed into shared memory, then mma on the owned tiles.
-#pragma unroll 4
       for (int i = tid; i < kChunk * t.cout_pad; i += kThreads) {
         const int j = i / t.cout_pad, o = i % t.cout_pad;  // consecutive threads: consecutive o, coalesced
         wps[o * t.ldwp + j] = (j < cw && o < t.C_out) ? wp[std::ptrdiff_t(c0 + j) * t.C_out + o] : from_float<Element>(0.0f);
