@@ -11,6 +11,7 @@
 //   4. `convlab run mbconv --in` takes 11, 9, 7 or 5 files and refuses
 //      other counts and mismatches with one line; the spec round-trips.
 //   5. `convlab plans mbconv` prints the plans; --json parses.
+//   6. The CPU rungs' branch-free exp/SiLU (cpu/lib/mbconv_cpu.hpp) is fp32-accurate, tails included.
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,6 +25,7 @@
 #include "core/json.hpp"
 #include "core/npy.hpp"
 #include "core/registry.hpp"
+#include "cpu/lib/mbconv_cpu.hpp"
 #include "ops/mbconv.hpp"
 #include "tests/catch_compat.hpp"
 #include "tests/support.hpp"
@@ -263,4 +265,25 @@ TEST_CASE("mbconv: convlab plans prints the tensor machines", "[mbconv][lesson11
   CHECK(plans->items.size() == 2);
   CHECK(contains(js.out, "single_pass"));
   CHECK(testing::run_convlab("plans mbconv --shape k=4").status == 2);
+}
+
+TEST_CASE("mbconv: the CPU rungs' branch-free exp and SiLU keep fp32 accuracy, tails included", "[mbconv][lesson11][cpu]") {
+  double worst_exp = 0, worst_silu = 0;
+  for (double x = -87.0; x <= 87.0; x += 0.37e-3) {
+    const float xf = float(x);
+    const double exact = std::exp(double(xf));
+    worst_exp = std::max(worst_exp, std::abs(double(cpu_mbconv::exp_fast(xf)) - exact) / exact);
+  }
+  for (double x = -300.0; x <= 300.0; x += 1.3e-3) {
+    const float xf = float(x);
+    const double exact = double(xf) / (1.0 + std::exp(-double(xf)));
+    const double got = cpu_mbconv::activate(MBConvActivation::silu, xf);
+    worst_silu = std::max(worst_silu, std::abs(got - exact) / std::max(std::abs(exact), 1e-30));
+  }
+  CHECK(worst_exp < 3e-7);
+  CHECK(worst_silu < 1e-6);
+  // The tails: SiLU(-300) is -0 to fp32, SiLU(300) is 300; nothing is NaN.
+  CHECK(cpu_mbconv::activate(MBConvActivation::silu, -300.0f) == 0.0f);
+  CHECK(cpu_mbconv::activate(MBConvActivation::silu, 300.0f) == 300.0f);
+  CHECK(cpu_mbconv::activate(MBConvActivation::relu, -2.0f) == 0.0f);
 }

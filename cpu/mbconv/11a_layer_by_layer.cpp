@@ -88,10 +88,7 @@ void run(const MBConvProblem& p, const Args<MBConvProblem>& a) {
     gemm_rung().run(g, {a.x, a.expand_w, e, scratch});
     const auto* be = static_cast<const float*>(a.expand_b);
 #pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < int64_t(p.input_pixels()); ++i) {
-      float* row = e + i * Hd;
-      for (int j = 0; j < Hd; ++j) row[j] = activate(p.activation, row[j] + be[j]);
-    }
+    for (int64_t i = 0; i < int64_t(p.input_pixels()); ++i) bias_activate(1, Hd, e + i * Hd, be, p.activation);
     dw_in = e;
   }
   // 2. Depthwise and its bias + φ pass.
@@ -99,10 +96,7 @@ void run(const MBConvProblem& p, const Args<MBConvProblem>& a) {
   depthwise_rung().run(c, {dw_in, a.dw_w, d, scratch});
   const auto* bd = static_cast<const float*>(a.dw_b);
 #pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < out_pixels; ++i) {
-    float* row = d + i * Hd;
-    for (int j = 0; j < Hd; ++j) row[j] = activate(p.activation, row[j] + bd[j]);
-  }
+  for (int64_t i = 0; i < out_pixels; ++i) bias_activate(1, Hd, d + i * Hd, bd, p.activation);
   // 3. SE: a pass that sums d per image and channel, the gate, a pass that scales d.
   if (p.has_se()) {
 #pragma omp parallel for schedule(static)

@@ -5,7 +5,7 @@
 // finished, so one pass cannot do it; two passes can, and neither stores e
 // or d — pass 2 makes them again (the "recompute" plan of the lesson):
 //
-//   pass 1, for each band of kBandPixels output pixels (whole output rows), OpenMP:
+//   pass 1, for each band of whole output rows (E and D within kBandBytes), OpenMP:
 //     E = φ(x[band's input rows + halo]·We + be)      [rows_in, W, hidden]   per-thread buffer, in L2
 //     D = φ(dwconv(E) + bd)                           [band, hidden]         per-thread buffer, in L2
 //     partial[band] = Σ_pixels D                       [hidden]               one row per band: no races
@@ -16,7 +16,7 @@
 // Cost: the expand and depthwise MACs twice (the project once); memory
 // traffic x twice, y once, the weights (packed per band by the GEMM:
 // small). MBConvProblem::two_pass_recompute_bytes() is the floor.
-// Tunables: kBandPixels (output pixels a band aims at; whole rows, at least one).
+// Tunables: kBandBytes (the bytes of E and D a band of whole output rows may take).
 // Supported: f32, any sizes. Workspace: per-band partial sums, gates, and per
 // thread E, D and the GEMM's packing buffers — it does not grow with N, only
 // with the band's width W.
@@ -37,12 +37,24 @@ using namespace cpu_mbconv;
 using cpu::thread_count;
 
 // ---- tunables ----------------------------------------------------------------------
-constexpr int kBandPixels = 96;  // output pixels per band (rounded to whole rows): E and D of 144 channels, ~0.2 MB
-static_assert(kBandPixels % cpu_gemm::kMR == 0, "a band of whole MR-row micro-panels when Q divides it");
+constexpr std::size_t kBandBytes = 512 * 1024;  // E and D of one band: half of a core's L2
+static_assert(kBandBytes <= cpu_gemm::kL2Bytes / 2, "E and D of a band share L2 with the GEMM's packed panels");
 
-// Output rows per band, and the input rows a band of `rows` output rows reads.
-int band_rows(const MBConvProblem& p) { return std::max(1, kBandPixels / p.Q()); }
-int input_rows(const MBConvProblem& p) { return std::min(p.H, (band_rows(p) - 1) * p.stride + p.kernel); }
+// Input rows a band of `rows` output rows reads, and the most output rows per
+// band whose E and D fit kBandBytes (at least one). Tall bands matter: a band
+// of R rows recomputes (R − 1)·stride + K input rows of the expand, K/R more
+// than the R·stride it owns (3x at R = 1, K = 3).
+int input_rows_for(const MBConvProblem& p, int rows) { return std::min(p.H, (rows - 1) * p.stride + p.kernel); }
+int band_rows(const MBConvProblem& p) {
+  const auto bytes = [&](int rows) {
+    const double e = p.has_expand() ? double(input_rows_for(p, rows)) * p.W * p.hidden() : 0.0;
+    return (e + double(rows) * p.Q() * p.hidden()) * sizeof(float);
+  };
+  int rows = 1;
+  while (rows < p.P() && bytes(rows + 1) <= double(kBandBytes)) ++rows;
+  return rows;
+}
+int input_rows(const MBConvProblem& p) { return input_rows_for(p, band_rows(p)); }
 int bands_per_image(const MBConvProblem& p) { return (p.P() + band_rows(p) - 1) / band_rows(p); }
 
 // Workspace: shared [ wt (depthwise, transposed) | partial sums (double) | gates ],
@@ -84,11 +96,7 @@ void expand_depthwise(const MBConvProblem& p, const Args<MBConvProblem>& a, cons
     // E = x[h0..h1) · We: one GEMM of (h1 − h0)·W rows, then + be, φ while it is in cache.
     const GemmProblem g{(h1 - h0) * p.W, Hd, p.C, DType::f32};
     cpu_gemm::gemm_packed(g, in, static_cast<const float*>(a.expand_w), e, gemm_ws, kernel);
-    const auto* be = static_cast<const float*>(a.expand_b);
-    for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(h1 - h0) * p.W; ++i) {
-      float* row = e + i * Hd;
-      for (int j = 0; j < Hd; ++j) row[j] = activate(p.activation, row[j] + be[j]);
-    }
+    bias_activate(int64_t(h1 - h0) * p.W, Hd, e, static_cast<const float*>(a.expand_b), p.activation);
     in = e;
   }
   depthwise_band(p, in, h0, wt, static_cast<const float*>(a.dw_b), p0, p1, d);
