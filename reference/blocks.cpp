@@ -141,8 +141,11 @@ void mbconv_block(const MBConvShape& s, const MBConvWeights& wt, const double* x
   detail::require_positive(where, "in_channels", s.in_channels);
   detail::require_positive(where, "hidden_channels", s.hidden_channels);
   detail::require_positive(where, "out_channels", s.out_channels);
-  detail::require_positive(where, "se_channels", s.se_channels);
+  detail::require(s.se_channels >= 0, where, "se_channels must be 0 (no SE) or positive, got " +
+                                                 std::to_string(s.se_channels));
   detail::require(s.stride == 1 || s.stride == 2, where, "stride must be 1 or 2, got " + std::to_string(s.stride));
+  detail::require(s.kernel_size == 3 || s.kernel_size == 5, where,
+                  "kernel_size must be 3 or 5, got " + std::to_string(s.kernel_size));
   detail::require(wt.expand_w != nullptr || s.hidden_channels == s.in_channels, where,
                   "without an expand layer (expand_w == nullptr) hidden_channels (" +
                       std::to_string(s.hidden_channels) + ") must equal in_channels (" +
@@ -152,12 +155,20 @@ void mbconv_block(const MBConvShape& s, const MBConvWeights& wt, const double* x
   detail::require_buffer(where, "x", x);
   detail::require_buffer(where, "y", y);
   detail::require_buffer(where, "depthwise_w", wt.depthwise_w);
-  detail::require_buffer(where, "se_reduce_w", wt.se_reduce_w);
-  detail::require_buffer(where, "se_expand_w", wt.se_expand_w);
+  if (s.has_se()) {
+    detail::require_buffer(where, "se_reduce_w", wt.se_reduce_w);
+    detail::require_buffer(where, "se_expand_w", wt.se_expand_w);
+  } else {
+    detail::require(wt.se_reduce_w == nullptr && wt.se_reduce_b == nullptr && wt.se_expand_w == nullptr &&
+                        wt.se_expand_b == nullptr,
+                    where, "SE weights were given but se_channels is 0 (no squeeze-excitation)");
+  }
   detail::require_buffer(where, "project_w", wt.project_w);
 
   const int C = s.in_channels, Hd = s.hidden_channels, Cr = s.se_channels, Co = s.out_channels;
-  const int P = s.P(), Q = s.Q();
+  const int P = s.P(), Q = s.Q(), K = s.kernel_size, pad = s.pad();
+  // Images are independent (the SE pools each one alone): one per thread.
+#pragma omp parallel for schedule(dynamic)
   for (int n = 0; n < s.N; ++n) {
     // 1. Expand: e = φ(x·We + be) over this image, [H, W, hidden].
     std::vector<double> expanded(size_t(s.H) * s.W * Hd);
@@ -175,23 +186,24 @@ void mbconv_block(const MBConvShape& s, const MBConvWeights& wt, const double* x
           }
           expanded[nhwc_index(0, h, w, j, s.H, s.W, Hd)] = value;
         }
-    // 2. Depthwise 3x3, pad 1, stride s: d = φ(dw(e) + bd), [P, Q, hidden].
+    // 2. Depthwise KxK, pad K/2, stride s: d = φ(dw(e) + bd), [P, Q, hidden].
     std::vector<double> depthwise(size_t(P) * Q * Hd);
     for (int p = 0; p < P; ++p)
       for (int q = 0; q < Q; ++q)
         for (int j = 0; j < Hd; ++j) {
           double acc = wt.depthwise_b ? wt.depthwise_b[j] : 0.0;
-          for (int r = 0; r < 3; ++r)
-            for (int t = 0; t < 3; ++t) {
-              const int h = p * s.stride + r - 1, w = q * s.stride + t - 1;
+          for (int r = 0; r < K; ++r)
+            for (int t = 0; t < K; ++t) {
+              const int h = p * s.stride + r - pad, w = q * s.stride + t - pad;
               if (h < 0 || h >= s.H || w < 0 || w >= s.W) continue;  // zero padding
-              acc += wt.depthwise_w[(int64_t(j) * 3 + r) * 3 + t] * expanded[nhwc_index(0, h, w, j, s.H, s.W, Hd)];
+              acc += wt.depthwise_w[(int64_t(j) * K + r) * K + t] * expanded[nhwc_index(0, h, w, j, s.H, s.W, Hd)];
             }
           depthwise[nhwc_index(0, p, q, j, P, Q, Hd)] = activate(s.activation, acc);
         }
-    // 3. Squeeze-excitation on the hidden channels: one gate per channel.
-    std::vector<double> mean(Hd, 0.0), reduced(Cr), gate(Hd);
-    for (int j = 0; j < Hd; ++j) {
+    // 3. Squeeze-excitation on the hidden channels: one gate per channel
+    //    (all ones without SE).
+    std::vector<double> mean(Hd, 0.0), reduced(Cr), gate(Hd, 1.0);
+    for (int j = 0; j < Hd && s.has_se(); ++j) {
       for (int p = 0; p < P; ++p)
         for (int q = 0; q < Q; ++q) mean[j] += depthwise[nhwc_index(0, p, q, j, P, Q, Hd)];
       mean[j] /= double(P) * Q;
@@ -201,7 +213,7 @@ void mbconv_block(const MBConvShape& s, const MBConvWeights& wt, const double* x
       for (int j = 0; j < Hd; ++j) acc += mean[j] * wt.se_reduce_w[int64_t(j) * Cr + r];
       reduced[r] = activate(s.se_activation, acc);
     }
-    for (int j = 0; j < Hd; ++j) {
+    for (int j = 0; j < Hd && s.has_se(); ++j) {
       double acc = wt.se_expand_b ? wt.se_expand_b[j] : 0.0;
       for (int r = 0; r < Cr; ++r) acc += reduced[r] * wt.se_expand_w[int64_t(r) * Hd + j];
       gate[j] = sigmoid(acc);

@@ -77,13 +77,16 @@ void convfirst_block(const ConvFirstShape& shape, const ConvFirstWeights& weight
 // =============================================================================
 // MBConv (MobileNetV2's inverted residual with EfficientNet's squeeze-excitation):
 //   e = φ(x·We + be)                     [N, H, W, hidden]  1x1 expand (skipped when expand_w == nullptr)
-//   d = φ(dwconv3x3(e) + bd)             [N, P, Q, hidden]  depthwise, pad 1, stride 1 or 2
-//   d' = squeeze_excitation(d)           [N, P, Q, hidden]  ψ inside, sigmoid gate (squeeze_excitation.hpp)
+//   d = φ(dwconvKxK(e) + bd)             [N, P, Q, hidden]  depthwise, K = 3 or 5, pad K/2, stride 1 or 2
+//   d' = squeeze_excitation(d)           [N, P, Q, hidden]  ψ inside, sigmoid gate (squeeze_excitation.hpp);
+//                                                           skipped (d' = d) when se_channels == 0
 //   y = d'·Wp + bp  (+ x)                [N, P, Q, Cout]    1x1 project, no activation;
 //                                                           + x only when stride == 1 and Cout == C
-//   P = (H − 1)/stride + 1, Q likewise (i.e. (H + 2 − 3)/stride + 1).
+//   P = (H − 1)/stride + 1, Q likewise (i.e. (H + 2·(K/2) − K)/stride + 1 for odd K).
 // When expand_w is nullptr (EfficientNet's expand ratio 1) the expand layer is
-// absent, e = x, and hidden_channels must equal in_channels.
+// absent, e = x, and hidden_channels must equal in_channels. With
+// se_channels == 0 the block is MobileNetV2's inverted residual (no SE), and
+// the four SE weight pointers must be nullptr.
 // =============================================================================
 struct MBConvShape {
   int N = 1, H = 1, W = 1;
@@ -91,21 +94,24 @@ struct MBConvShape {
   int hidden_channels = 64;  // α·C, the expanded width (depthwise and SE run here)
   int out_channels = 16;     // Cout
   int stride = 1;            // 1 or 2, on the depthwise conv
-  int se_channels = 4;       // SE bottleneck width Cr (EfficientNet: max(1, C/4), C = block input channels)
+  int kernel_size = 3;       // K, the depthwise window: 3 or 5 (EfficientNet uses both)
+  int se_channels = 4;       // SE bottleneck width Cr (EfficientNet: max(1, C/4), C = block input channels); 0: no SE
   Activation activation = Activation::silu;     // φ after expand and after depthwise
   Activation se_activation = Activation::silu;  // ψ between SE's two FC layers
 
   int P() const { return (H - 1) / stride + 1; }
   int Q() const { return (W - 1) / stride + 1; }
+  int pad() const { return kernel_size / 2; }
+  bool has_se() const { return se_channels > 0; }
   bool has_residual() const { return stride == 1 && out_channels == in_channels; }
 };
 
 struct MBConvWeights {
   const double* expand_w = nullptr;     // [C, hidden], or nullptr: no expand layer (needs hidden == C)
   const double* expand_b = nullptr;     // [hidden]
-  const double* depthwise_w = nullptr;  // [hidden, 3, 3, 1]  KRSC depthwise (groups = hidden)
+  const double* depthwise_w = nullptr;  // [hidden, K, K, 1]  KRSC depthwise (groups = hidden)
   const double* depthwise_b = nullptr;  // [hidden]
-  const double* se_reduce_w = nullptr;  // [hidden, se_channels]
+  const double* se_reduce_w = nullptr;  // [hidden, se_channels]   (these four: nullptr when se_channels == 0)
   const double* se_reduce_b = nullptr;  // [se_channels]
   const double* se_expand_w = nullptr;  // [se_channels, hidden]
   const double* se_expand_b = nullptr;  // [hidden]
@@ -115,8 +121,9 @@ struct MBConvWeights {
 
 //   x: [N, H, W, C]      NHWC
 //   y: [N, P, Q, Cout]   NHWC, must not overlap x
-// Throws std::invalid_argument on non-positive sizes, stride not 1 or 2, a
-// missing required weight, or expand_w == nullptr with hidden != C.
+// Throws std::invalid_argument on non-positive sizes (se_channels may be 0),
+// stride not 1 or 2, kernel_size not 3 or 5, a missing required weight, SE
+// weights given without SE, or expand_w == nullptr with hidden != C.
 void mbconv_block(const MBConvShape& shape, const MBConvWeights& weights, const double* x, double* y);
 
 }  // namespace convlab::ref

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Draw lesson 10's tensor machines (Lavin Fig. 7) from the plan data, never by hand.
+"""Draw lesson 10's and 11's tensor machines (Lavin Fig. 7) from the plan data, never by hand.
 
-Runs `convlab plans convfirst --json --shape SPEC` (the plans of
-ops/convfirst.cpp: layer by layer, fused, large-C) and writes one SVG with
-three panels, one per plan. In each panel the three memories of the tensor
+Runs `convlab plans OP --json --shape SPEC` (OP convfirst: the plans of
+ops/convfirst.cpp, layer by layer, fused, large-C; OP mbconv: ops/mbconv.cpp,
+layer by layer, two-pass recompute, two-pass store, or single pass without SE)
+and writes one SVG with one panel per plan. In each panel the three memories of the tensor
 machine (§5.1) are three bands — DRAM, global (L2/DSMEM), local (shared
 memory/registers) — and every tensor of the plan is a box in the band where it
 lives, its area proportional to its bytes (square-root scaled, so small tensors
@@ -12,6 +13,7 @@ DRAM bytes, on-chip global bytes and waterline time on the machine.
 
     python3 scripts/draw_plans.py --convlab build/convlab --out lessons/10-convfirst/fig7-plans.svg
     python3 scripts/draw_plans.py --convlab build/convlab --shape N=128,H=28,C=128,dtype=f16 --out f.svg
+    python3 scripts/draw_plans.py --convlab build/convlab --op mbconv --shape N=128,H=56,C=24,dtype=f16 --out m.svg
 """
 import argparse
 import html
@@ -35,7 +37,7 @@ def draw(data):
     width, height = PANEL_W * len(plans) + 20, TOP + 3 * BAND_H + 80
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" '
            f'font-size="11">',
-           f'<text x="10" y="18" font-size="13" font-weight="bold">ConvFirst tensor machines: '
+           f'<text x="10" y="18" font-size="13" font-weight="bold">{"MBConv" if data.get("op") == "mbconv" else "ConvFirst"} tensor machines: '
            f'{html.escape(data["spec"])} on {html.escape(data["machine"])}</text>']
     for i, plan in enumerate(plans):
         x0 = 10 + i * PANEL_W
@@ -68,11 +70,15 @@ def draw(data):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--convlab", default="build/convlab")
-    parser.add_argument("--shape", default="N=128,H=56,W=56,C=64,dtype=f16")
+    parser.add_argument("--op", default="convfirst", choices=["convfirst", "mbconv"])
+    parser.add_argument("--shape", default="", help="the op's spec (default: N=128,H=56,C=64,dtype=f16 for convfirst, "
+                        "N=128,H=56,C=24,e=6,se=0.25,dtype=f16 for mbconv)")
     parser.add_argument("--machine", default="", help="passed to convlab plans (default: its own)")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
-    cmd = [args.convlab, "plans", "convfirst", "--json", "--shape", args.shape]
+    shape = args.shape or ("N=128,H=56,W=56,C=64,dtype=f16" if args.op == "convfirst" else
+                           "N=128,H=56,W=56,C=24,e=6,k=3,se=0.25,dtype=f16")
+    cmd = [args.convlab, "plans", args.op, "--json", "--shape", shape]
     if args.machine:
         cmd += ["--machine", args.machine]
     r = subprocess.run(cmd, capture_output=True, text=True)

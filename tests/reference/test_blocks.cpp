@@ -42,9 +42,10 @@ std::vector<double> conv_bias(const ConvShape& p, const std::vector<double>& x, 
   return y;
 }
 
-ConvShape conv3x3(int N, int H, int W, int C, int stride, int groups) {
+ConvShape conv3x3(int N, int H, int W, int C, int stride, int groups, int size = 3) {
   ConvShape p;
-  p.N = N, p.H = H, p.W = W, p.C = C, p.K = C, p.R = 3, p.S = 3, p.stride = stride, p.pad = 1, p.groups = groups;
+  p.N = N, p.H = H, p.W = W, p.C = C, p.K = C, p.R = size, p.S = size, p.stride = stride, p.pad = size / 2;
+  p.groups = groups;
   return p;
 }
 
@@ -256,15 +257,17 @@ namespace {
 
 struct MBConvData {
   std::vector<double> x, expand_w, expand_b, dw_w, dw_b, se1_w, se1_b, se2_w, se2_b, project_w, project_b;
-  ref::MBConvWeights weights(bool with_expand) const {
+  ref::MBConvWeights weights(bool with_expand, bool with_se = true) const {
     ref::MBConvWeights w;
     if (with_expand) {
       w.expand_w = expand_w.data();
       w.expand_b = expand_b.data();
     }
     w.depthwise_w = dw_w.data(), w.depthwise_b = dw_b.data();
-    w.se_reduce_w = se1_w.data(), w.se_reduce_b = se1_b.data();
-    w.se_expand_w = se2_w.data(), w.se_expand_b = se2_b.data();
+    if (with_se) {
+      w.se_reduce_w = se1_w.data(), w.se_reduce_b = se1_b.data();
+      w.se_expand_w = se2_w.data(), w.se_expand_b = se2_b.data();
+    }
     w.project_w = project_w.data(), w.project_b = project_b.data();
     return w;
   }
@@ -276,7 +279,7 @@ MBConvData random_mbconv(const ref::MBConvShape& s, uint64_t seed) {
   d.x = random_vector(size_t(s.N) * s.H * s.W * C, seed + 1);
   d.expand_w = random_vector(size_t(C) * Hd, seed + 2, -0.5, 0.5);
   d.expand_b = random_vector(Hd, seed + 3);
-  d.dw_w = random_vector(size_t(Hd) * 9, seed + 4, -0.5, 0.5);
+  d.dw_w = random_vector(size_t(Hd) * s.kernel_size * s.kernel_size, seed + 4, -0.5, 0.5);
   d.dw_b = random_vector(Hd, seed + 5);
   d.se1_w = random_vector(size_t(Hd) * Cr, seed + 6);
   d.se1_b = random_vector(Cr, seed + 7);
@@ -294,12 +297,12 @@ std::vector<double> mbconv_by_layers(const ref::MBConvShape& s, const MBConvData
     e = gemm_bias(in_pixels, C, Hd, d.x, d.expand_w, d.expand_b.data());
     ref::activate(s.activation, int64_t(e.size()), e.data(), e.data());
   }
-  auto dw = conv_bias(conv3x3(s.N, s.H, s.W, Hd, s.stride, Hd), e, d.dw_w, d.dw_b.data());
+  auto dw = conv_bias(conv3x3(s.N, s.H, s.W, Hd, s.stride, Hd, s.kernel_size), e, d.dw_w, d.dw_b.data());
   ref::activate(s.activation, int64_t(dw.size()), dw.data(), dw.data());
   ref::SqueezeExcitationShape se;
   se.N = s.N, se.H = s.P(), se.W = s.Q(), se.channels = Hd, se.reduced_channels = s.se_channels;
   se.activation = s.se_activation;
-  const auto gated = se_by_layers(se, dw, d.se1_w, d.se1_b.data(), d.se2_w, d.se2_b.data());
+  const auto gated = s.has_se() ? se_by_layers(se, dw, d.se1_w, d.se1_b.data(), d.se2_w, d.se2_b.data()) : dw;
   auto y = gemm_bias(s.N * s.P() * s.Q(), Hd, s.out_channels, gated, d.project_w, d.project_b.data());
   if (s.has_residual())
     for (size_t i = 0; i < y.size(); ++i) y[i] += d.x[i];
@@ -309,23 +312,28 @@ std::vector<double> mbconv_by_layers(const ref::MBConvShape& s, const MBConvData
 }  // namespace
 
 TEST_CASE("reference: mbconv_block equals its layers one at a time", "[reference]") {
-  struct Case { int N, H, W, C, hidden, out, stride, se; bool expand; Activation se_act; };
+  struct Case { int N, H, W, C, hidden, out, stride, se; bool expand; Activation se_act; int k = 3; };
   const Case cases[] = {
       {2, 6, 5, 8, 32, 8, 1, 2, true, Activation::silu},    // residual
       {1, 7, 7, 8, 48, 16, 2, 2, true, Activation::silu},   // stride 2, odd size, widening
       {1, 5, 5, 8, 32, 12, 1, 4, true, Activation::relu},   // stride 1 without residual (Cout != C)
       {2, 4, 6, 16, 16, 16, 1, 4, false, Activation::silu}, // expand ratio 1: no expand layer, residual
       {1, 2, 3, 4, 8, 4, 2, 1, true, Activation::silu},     // tiny, stride 2
+      {2, 7, 6, 8, 24, 8, 1, 2, true, Activation::silu, 5}, // 5x5 depthwise, residual
+      {1, 9, 7, 6, 18, 10, 2, 1, true, Activation::silu, 5},// 5x5, stride 2, odd sizes
+      {1, 3, 2, 4, 12, 4, 1, 1, true, Activation::silu, 5}, // 5x5 window wider than the image
+      {2, 5, 7, 8, 32, 8, 1, 0, true, Activation::silu},    // no SE (MobileNetV2's inverted residual)
+      {1, 7, 5, 8, 8, 16, 2, 0, false, Activation::silu, 5},// no SE, no expand, 5x5, stride 2
   };
   uint64_t seed = 1300;
   for (const Case& c : cases) {
-    CAPTURE(c.N, c.H, c.W, c.C, c.hidden, c.out, c.stride, c.se, c.expand);
+    CAPTURE(c.N, c.H, c.W, c.C, c.hidden, c.out, c.stride, c.se, c.expand, c.k);
     ref::MBConvShape s;
     s.N = c.N, s.H = c.H, s.W = c.W, s.in_channels = c.C, s.hidden_channels = c.hidden, s.out_channels = c.out;
-    s.stride = c.stride, s.se_channels = c.se, s.se_activation = c.se_act;
+    s.stride = c.stride, s.se_channels = c.se, s.se_activation = c.se_act, s.kernel_size = c.k;
     const MBConvData d = random_mbconv(s, seed += 20);
     std::vector<double> y(size_t(s.N) * s.P() * s.Q() * s.out_channels, -999.0);
-    ref::mbconv_block(s, d.weights(c.expand), d.x.data(), y.data());
+    ref::mbconv_block(s, d.weights(c.expand, c.se > 0), d.x.data(), y.data());
     check_all_close(y, mbconv_by_layers(s, d, c.expand), 1e-13);
   }
 }
@@ -343,9 +351,33 @@ TEST_CASE("reference: mbconv_block rejects invalid arguments", "[reference]") {
   ref::MBConvShape bad = s;
   bad.stride = 0;
   CHECK(throws_invalid_argument(run(bad, d.weights(true)), "stride must be 1 or 2"));
-  bad = s, bad.se_channels = 0;
+  bad = s, bad.se_channels = -1;
   CHECK(throws_invalid_argument(run(bad, d.weights(true)), "se_channels"));
+  bad = s, bad.se_channels = 0;  // no SE, but SE weights given
+  CHECK(throws_invalid_argument(run(bad, d.weights(true)), "se_channels is 0"));
+  CHECK(!throws_invalid_argument(run(bad, d.weights(true, false))));
+  bad = s, bad.kernel_size = 4;
+  CHECK(throws_invalid_argument(run(bad, d.weights(true)), "kernel_size must be 3 or 5"));
   ref::MBConvWeights no_dw = d.weights(true);
   no_dw.depthwise_w = nullptr;
   CHECK(throws_invalid_argument(run(s, no_dw), "'depthwise_w'"));
+}
+
+TEST_CASE("reference: mbconv_block pools the SE per image", "[reference]") {
+  // Two images that differ: the block on the batch must equal the block on
+  // each image alone (a pooled mean over the whole batch would mix them).
+  ref::MBConvShape s;
+  s.N = 2, s.H = 5, s.W = 3, s.in_channels = 4, s.hidden_channels = 12, s.out_channels = 4, s.se_channels = 1;
+  MBConvData d = random_mbconv(s, 1500);
+  for (size_t i = d.x.size() / 2; i < d.x.size(); ++i) d.x[i] = 3.0 * d.x[i] + 1.0;  // image 1 unlike image 0
+  std::vector<double> batch(size_t(2) * 5 * 3 * 4);
+  ref::mbconv_block(s, d.weights(true), d.x.data(), batch.data());
+  ref::MBConvShape one = s;
+  one.N = 1;
+  const size_t half = batch.size() / 2;
+  for (int n = 0; n < 2; ++n) {
+    std::vector<double> y(half, -999.0);
+    ref::mbconv_block(one, d.weights(true), d.x.data() + n * half, y.data());
+    check_all_close(std::vector<double>(batch.begin() + n * half, batch.begin() + (n + 1) * half), y, 1e-14);
+  }
 }

@@ -1,0 +1,318 @@
+#!/usr/bin/env python3
+"""The MBConv block in PyTorch, eager and torch.compile, in the suite's JSON format.
+
+The same block as convlab's `mbconv` op (ops/mbconv.hpp, the oracle
+ref::mbconv_block in reference/blocks.hpp), built from PyTorch ops the way a
+model holds it, BN folded, channels-last:
+
+  e = φ(Conv1x1(C -> hidden)(x))                (absent when e = 1)
+  d = φ(Conv2d(hidden, hidden, k, stride, pad k/2, groups hidden)(e))
+  g = sigmoid(Conv1x1(Cr -> hidden)(φ(Conv1x1(hidden -> Cr)(mean_HW(d)))))   (se > 0; Cr = max(1, C*se))
+  y = Conv1x1(hidden -> Cout)(d * g) (+ x when stride 1 and Cout == C)
+
+  baselines  torch_eager (the ops as is), torch_inductor (torch.compile, default mode)
+  shapes     the GPU bench table of the mbconv op, in its order: N=128, f16, SiLU; the issue's
+             goal shapes (e=6, k=3, SE 0.25: C=24@56², 40@28², 80@14², 112@14², 192@7²; 24@56²
+             without SE), then EfficientNet-B0's other distinct MBConv blocks (torchvision's
+             table: e=1, k=5, stride 2). Rows whose turn comes after --budget-s are left out
+             (eager on every shape first, then Inductor).
+  same function
+             before timing, on small shapes (one per form: expand + SE, k=5 stride 2, e=1, no SE)
+             the script writes x and the weights in convlab's layouts as float32 .npy and runs
+             `convlab run mbconv --in ... --out y.npy`, then compares PyTorch's fp32 output with
+             convlab's: relative L2 <= 1e-4, or the script stops (exit 1). Without the convlab
+             program (--convlab) it says so and the rows are marked unchecked.
+  checked    every timed result against a float64 evaluation of the same weights on the first
+             image of the batch; relative L2 over 1e-2 marks the row an error
+  timing     CUDA events around one call, L2 flushed (256 MB written) before each repetition,
+             warm-up calls first, median of --reps
+  FLOPs      convlab's count (MBConvProblem::flops): 2 per MAC of expand, depthwise, the SE's two
+             FC layers and project; compulsory bytes: x, the weights and y once
+
+Output: Google Benchmark JSON, one row per (baseline, shape), named
+`mbconv/gpu/<baseline>/<label>/manual_time` (label as OpTraits<MBConvProblem>::label),
+real_time in ms, counters FLOP/s, bytes/s, intensity, rel_l2, baseline=1. On the lent H200,
+from the repository root:
+
+    PYTHONUNBUFFERED=1 python3 bench/mbconv_torch.py --convlab /tmp/b/convlab --out $OUT/mbconv-torch.json
+
+Without PyTorch or a CUDA device it stops at once saying which is missing (exit 2).
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+# N,H,W,C,e,k,stride,se,Cout — the order of OpTraits<MBConvProblem>::shapes(bench, gpu)
+DEFAULT_SHAPES = ";".join([
+    "128,56,56,24,6,3,1,0.25,24", "128,28,28,40,6,3,1,0.25,40", "128,14,14,80,6,3,1,0.25,80",
+    "128,14,14,112,6,3,1,0.25,112", "128,7,7,192,6,3,1,0.25,192", "128,56,56,24,6,3,1,0,24",
+    "128,112,112,32,1,3,1,0.25,16", "128,112,112,16,6,3,2,0.25,24", "128,56,56,24,6,5,2,0.25,40",
+    "128,28,28,40,6,5,1,0.25,40", "128,28,28,40,6,3,2,0.25,80", "128,14,14,80,6,5,1,0.25,112",
+    "128,14,14,112,6,5,1,0.25,112", "128,14,14,112,6,5,2,0.25,192", "128,7,7,192,6,5,1,0.25,192",
+    "128,7,7,192,6,3,1,0.25,320"])
+CHECK_SHAPES = [(2, 7, 9, 16, 6, 3, 1, 0.25, 16), (1, 9, 7, 12, 4, 5, 2, 0.25, 20), (2, 7, 5, 16, 1, 3, 1, 0.25, 8),
+                (1, 7, 7, 8, 3, 5, 1, 0.0, 8)]
+
+
+def fail(message, code=2):
+    print(f"mbconv_torch.py: {message}", file=sys.stderr)
+    sys.exit(code)
+
+
+def load_torch():
+    try:
+        import torch
+        import torch.nn.functional as F
+    except ImportError as error:
+        fail(f"needs PyTorch, which this Python lacks ({error})")
+    if not torch.cuda.is_available():
+        fail(f"PyTorch {torch.__version__} sees no CUDA device; this script measures GPU kernels only")
+    return torch, F
+
+
+def parse_shapes(text):
+    shapes = []
+    for item in filter(None, (s.strip() for s in text.split(";"))):
+        parts = item.split(",")
+        if len(parts) != 9:
+            fail(f"bad shape '{item}': expected N,H,W,C,e,k,stride,se,Cout")
+        try:
+            N, H, W, C, e, k, st = (int(v) for v in parts[:7])
+            se, Co = float(parts[7]), int(parts[8])
+        except ValueError:
+            fail(f"bad shape '{item}': N,H,W,C,e,k,stride,Cout are integers, se a number")
+        if k not in (3, 5) or st not in (1, 2) or min(N, H, W, C, e, Co) <= 0 or not 0 <= se <= 4:
+            fail(f"bad shape '{item}'")
+        shapes.append((N, H, W, C, e, k, st, se, Co))
+    return shapes
+
+
+def out_size(n, stride):
+    return (n - 1) // stride + 1
+
+
+def se_width(s):
+    C, se = s[3], s[7]
+    return max(1, int(math.floor(C * se))) if se > 0 else 0
+
+
+def label(s, act="silu", dtype="f16"):  # OpTraits<MBConvProblem>::label
+    N, H, W, C, e, k, st, se, Co = s
+    return f"n{N}_{H}x{W}_c{C}_e{e}_k{k}_s{st}_se{int(round(se * 100))}_co{Co}_{act}_{dtype}"
+
+
+def macs(s):
+    N, H, W, C, e, k, st, se, Co = s
+    hid, P, Q, cr = C * e, out_size(H, st), out_size(W, st), se_width(s)
+    return N * H * W * C * (hid if e != 1 else 0) + N * P * Q * hid * k * k + N * 2 * hid * cr + N * P * Q * hid * Co
+
+
+def weight_elems(s):
+    N, H, W, C, e, k, st, se, Co = s
+    hid, cr = C * e, se_width(s)
+    w = (C * hid + hid if e != 1 else 0) + hid * k * k + hid + hid * Co + Co
+    return w + (2 * hid * cr + cr + hid if cr else 0)
+
+
+def min_bytes(s, elem=2):
+    N, H, W, C, e, k, st, se, Co = s
+    return elem * (N * H * W * C + weight_elems(s) + N * out_size(H, st) * out_size(W, st) * Co)
+
+
+def make_block(torch, F, s, act, dtype, device, seed=20241201):
+    """The block's parameters (convlab's scales: uniform(±sqrt(3/fan-in)), biases ±0.5) and a forward function."""
+    N, H, W, C, e, k, st, se, Co = s
+    hid, cr = C * e, se_width(s)
+    g = torch.Generator(device="cpu").manual_seed(seed)
+
+    def uni(shape, scale):
+        return (torch.rand(shape, generator=g, dtype=torch.float64) * 2 - 1) * scale
+
+    p = {}
+    if e != 1:
+        p["ew"], p["eb"] = uni((hid, C, 1, 1), math.sqrt(3 / C)), uni((hid,), 0.5)
+    p["dw"], p["db"] = uni((hid, 1, k, k), math.sqrt(3 / (k * k / 2))), uni((hid,), 0.5)
+    if cr:
+        p["s1w"], p["s1b"] = uni((cr, hid, 1, 1), math.sqrt(3 / (hid / 4))), uni((cr,), 0.5)
+        p["s2w"], p["s2b"] = uni((hid, cr, 1, 1), math.sqrt(3 / cr)), uni((hid,), 0.5)
+    p["pw"], p["pb"] = uni((Co, hid, 1, 1), math.sqrt(3 / (hid / 2))), uni((Co,), 0.5)
+    params = {key: v.to(device=device, dtype=dtype).contiguous(memory_format=torch.channels_last)
+              if v.dim() == 4 else v.to(device=device, dtype=dtype) for key, v in p.items()}
+    phi = F.relu if act == "relu" else F.silu
+    residual = st == 1 and Co == C
+
+    def forward(x):
+        t = phi(F.conv2d(x, params["ew"], params["eb"])) if e != 1 else x
+        d = phi(F.conv2d(t, params["dw"], params["db"], stride=st, padding=k // 2, groups=hid))
+        if cr:
+            m = d.mean(dim=(2, 3), keepdim=True)
+            gate = torch.sigmoid(F.conv2d(phi(F.conv2d(m, params["s1w"], params["s1b"])), params["s2w"], params["s2b"]))
+            d = d * gate
+        y = F.conv2d(d, params["pw"], params["pb"])
+        return y + x if residual else y
+
+    return p, forward
+
+
+def make_input(torch, s, dtype, device, seed=7):
+    N, H, W, C = s[:4]
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    x = torch.rand((N, C, H, W), generator=g, dtype=torch.float64) * 2 - 1
+    return x.to(device=device, dtype=dtype).contiguous(memory_format=torch.channels_last)
+
+
+def convlab_layouts(p):
+    """The parameters in convlab's layouts (ops/mbconv.hpp), as float32 numpy arrays, in input order."""
+    import numpy as np
+    arrays = []
+    if "ew" in p:
+        arrays += [p["ew"][:, :, 0, 0].T.numpy(), p["eb"].numpy()]            # [C, hidden]
+    arrays += [p["dw"].permute(0, 2, 3, 1).numpy(), p["db"].numpy()]         # [hidden, k, k, 1]
+    if "s1w" in p:
+        arrays += [p["s1w"][:, :, 0, 0].T.numpy(), p["s1b"].numpy(),          # [hidden, Cr]
+                   p["s2w"][:, :, 0, 0].T.numpy(), p["s2b"].numpy()]          # [Cr, hidden]
+    arrays += [p["pw"][:, :, 0, 0].T.numpy(), p["pb"].numpy()]               # [hidden, Cout]
+    return [np.ascontiguousarray(a, dtype=np.float32) for a in arrays]
+
+
+def check_against_convlab(torch, F, convlab, act):
+    import numpy as np
+    for s in CHECK_SHAPES:
+        p, forward = make_block(torch, F, s, act, torch.float32, "cuda")
+        x = make_input(torch, s, torch.float32, "cuda")
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
+        with torch.inference_mode():
+            y_torch = forward(x).permute(0, 2, 3, 1).contiguous().cpu().double().numpy()  # NHWC
+        with tempfile.TemporaryDirectory() as d:
+            files = [os.path.join(d, "x.npy")]
+            np.save(files[0], np.ascontiguousarray(x.permute(0, 2, 3, 1).cpu().numpy(), dtype=np.float32))
+            for i, a in enumerate(convlab_layouts(p)):
+                files.append(os.path.join(d, f"in{i}.npy"))
+                np.save(files[-1], a)
+            out = os.path.join(d, "y.npy")
+            cmd = [convlab, "run", "mbconv", "--in", ",".join(files), "--shape", f"stride={s[6]},act={act}",
+                   "--out", out]
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode != 0:
+                fail(f"`{' '.join(cmd)}` failed ({r.returncode}): {r.stderr.strip()}", 1)
+            y_convlab = np.load(out).astype(np.float64)
+        rel = float(np.linalg.norm(y_torch - y_convlab) / np.linalg.norm(y_convlab))
+        print(f"agreement with convlab on {label(s, act, 'f32')}: rel L2 {rel:.2e}")
+        if not rel <= 1e-4:
+            fail(f"PyTorch's block and convlab's disagree on {label(s, act, 'f32')}: rel L2 {rel:.3g}", 1)
+
+
+def time_call(torch, fn, x, reps, warmup):
+    flush = torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device="cuda")
+    with torch.inference_mode():
+        y = fn(x)
+        for _ in range(warmup):
+            fn(x)
+        times = []
+        for _ in range(reps):
+            flush.zero_()
+            start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            y = fn(x)
+            stop.record()
+            stop.synchronize()
+            times.append(start.elapsed_time(stop))
+    return times, y
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--shapes", default=DEFAULT_SHAPES, help="N,H,W,C,e,k,stride,se,Cout;... (default: the bench table)")
+    parser.add_argument("--act", default="silu", choices=["relu", "silu"])
+    parser.add_argument("--convlab", default="", help="the convlab program, for the agreement check")
+    parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--budget-s", type=float, default=110.0,
+                        help="wall-clock budget: rows whose turn comes later are left out (default %(default)s)")
+    args = parser.parse_args()
+    begin = time.time()
+    shapes = parse_shapes(args.shapes)
+    torch, F = load_torch()
+    checked = False
+    if args.convlab:
+        check_against_convlab(torch, F, args.convlab, args.act)
+        checked = True
+    else:
+        print("no --convlab: the agreement with convlab's block is NOT checked", file=sys.stderr)
+
+    props = torch.cuda.get_device_properties(0)
+    context = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "host_name": socket.gethostname(), "executable": "bench/mbconv_torch.py", "gpu_name": props.name,
+        "torch_version": torch.__version__, "cuda_version": str(torch.version.cuda),
+        "cudnn_version": str(torch.backends.cudnn.version()), "library_build_type": "release",
+        "timing": f"CUDA events, L2 flushed, median of {args.reps} after {args.warmup} warm-up calls",
+        "agreement_with_convlab": "checked" if checked else "not checked",
+    }
+    rows = []
+
+    def write():
+        with open(args.out, "w") as f:
+            json.dump({"context": context, "benchmarks": rows}, f, indent=1)
+
+    # Eager on every shape first, then Inductor: when the budget runs out, the
+    # slower-to-prepare baseline's last shapes are the ones left out.
+    blocks = {}
+    for s in shapes:
+        _, forward = make_block(torch, F, s, args.act, torch.float16, "cuda")
+        x = make_input(torch, s, torch.float16, "cuda")
+        _, forward64 = make_block(torch, F, s, args.act, torch.float64, "cuda")  # same weights, float64
+        with torch.inference_mode():
+            ref = forward64(x[:1].double())  # the first image
+        blocks[s] = (forward, x, ref)
+    variants = [("torch_eager", lambda f: f), ("torch_inductor", lambda f: torch.compile(f))]
+    for name, build in variants:
+        for s in shapes:
+            forward, x, ref = blocks[s]
+            row_name = f"mbconv/gpu/{name}/{label(s, args.act)}/manual_time"
+            row = {"name": row_name, "run_name": row_name, "run_type": "iteration", "repetitions": 1,
+                   "repetition_index": 0, "threads": 1, "label": label(s, args.act)}
+            left = args.budget_s - (time.time() - begin)
+            if left < 8:
+                print(f"{row_name}: skipped, {left:.0f} s of the budget left", file=sys.stderr)
+                continue
+            try:
+                torch._dynamo.reset()
+                fn = build(forward)
+                t0 = time.time()
+                times, y = time_call(torch, fn, x, args.reps, args.warmup)
+                setup = time.time() - t0
+            except Exception as error:  # a compile failure is a row, not the end of the run
+                first = (str(error).strip().splitlines() or ["unknown error"])[0]
+                row.update({"error_occurred": True, "error_message": f"{name}: {first}"})
+                rows.append(row)
+                write()
+                continue
+            rel = float((y[:1].double() - ref).norm() / ref.norm())
+            ms = statistics.median(times)
+            rate = 2.0 * macs(s) / (ms / 1e3)
+            row.update({"iterations": len(times), "real_time": ms, "cpu_time": ms, "time_unit": "ms",
+                        "FLOP/s": rate, "bytes/s": min_bytes(s) / (ms / 1e3), "intensity": 2.0 * macs(s) / min_bytes(s),
+                        "rel_l2": rel, "min_ms": min(times), "max_ms": max(times), "baseline": 1.0,
+                        "setup_s": setup, "workspace_bytes": 0.0})
+            if not rel <= 1e-2:
+                row.update({"error_occurred": True, "error_message": f"rel L2 {rel:.3g} against float64"})
+            print(f"{row_name}: {ms:.3f} ms, {rate / 1e12:.1f} TFLOP/s, rel L2 {rel:.2g} (setup {setup:.0f} s)")
+            rows.append(row)
+            write()
+    write()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

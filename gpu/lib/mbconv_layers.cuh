@@ -1,0 +1,223 @@
+// gpu/lib/mbconv_layers.cuh — the MBConv block's SE gate kernel (shared by every
+// GPU MBConv rung) and the block as a sequence of layers, for the suite's own
+// layer-by-layer rung (11a) and the vendor baseline (cudnn): both call
+// registered gemm and conv2d rungs by name and add the same passes between them.
+// Header-only, registers nothing.
+//
+//   e  = gemm(x, We);  e = φ(e + be)                 [N·H·W, hidden]   (absent when expand == 1)
+//   d  = depthwise(e); d = φ(d + bd)                 [N·P·Q, hidden]   a conv2d rung, groups = hidden
+//   s  = Σ_pixels d  per image                       [N, hidden]       pool_kernel (fp32)
+//   g  = sigmoid(ψ(s/PQ·W1 + b1)·W2 + b2)            [N, hidden]       se_gate_kernel (fp32)
+//   d *= g                                           one pass
+//   y  = gemm(d, Wp);  y += bp (+ x)                 [N·P·Q, C_out]    one pass
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "gpu/lib/check.cuh"
+#include "gpu/lib/element.cuh"
+#include "gpu/lib/ffn_epilogue.cuh"
+#include "ops/conv2d.hpp"
+#include "ops/gemm.hpp"
+#include "ops/mbconv.hpp"
+
+namespace convlab::gpu::mbconv {
+
+// ---- the SE gate ------------------------------------------------------------------------
+//
+// One block per image n. partial holds `parts` rows of channel sums per image,
+// [N, parts, hidden] fp32 (the fused rungs write one row per tile, the layer
+// rungs one per image); they are added in row order (deterministic), then
+//   m = sum / (P·Q),  z = ψ(m·W1 + b1) [Cr],  gate = sigmoid(z·W2 + b2) [hidden], fp32.
+// Dynamic shared memory: (hidden + Cr) floats.
+template <class Element>
+__global__ void se_gate_kernel(int hidden, int cr, int parts, float inv_pixels, FfnActivation act,
+                               const float* __restrict__ partial, const Element* __restrict__ w1,
+                               const Element* __restrict__ b1, const Element* __restrict__ w2,
+                               const Element* __restrict__ b2, float* __restrict__ gate) {
+  extern __shared__ float se_shared[];
+  float* mean = se_shared;       // [hidden]
+  float* z = se_shared + hidden;  // [cr]
+  const int n = blockIdx.x;
+  const float* rows = partial + std::ptrdiff_t(n) * parts * hidden;
+  for (int j = threadIdx.x; j < hidden; j += blockDim.x) {
+    float s = 0.0f;
+    for (int t = 0; t < parts; ++t) s += rows[std::ptrdiff_t(t) * hidden + j];
+    mean[j] = s * inv_pixels;
+  }
+  __syncthreads();
+  for (int r = threadIdx.x; r < cr; r += blockDim.x) {
+    float acc = to_float(b1[r]);
+    for (int j = 0; j < hidden; ++j) acc += mean[j] * to_float(w1[std::ptrdiff_t(j) * cr + r]);
+    z[r] = ffn::activate(act, acc);
+  }
+  __syncthreads();
+  for (int j = threadIdx.x; j < hidden; j += blockDim.x) {
+    float acc = to_float(b2[j]);
+    for (int r = 0; r < cr; ++r) acc += z[r] * to_float(w2[std::ptrdiff_t(r) * hidden + j]);
+    gate[std::ptrdiff_t(n) * hidden + j] = 1.0f / (1.0f + __expf(-acc));
+  }
+}
+
+inline constexpr int kMaxGateHidden = 12000;  // (hidden + Cr) floats of shared memory ≤ 48 KB
+
+template <class Element>
+void se_gate(const MBConvProblem& p, int parts, const float* partial, const void* w1, const void* b1, const void* w2,
+             const void* b2, float* gate) {
+  const std::size_t shared = std::size_t(p.hidden() + p.se_channels()) * sizeof(float);
+  se_gate_kernel<Element><<<unsigned(p.N), 256, shared>>>(
+      p.hidden(), p.se_channels(), parts, float(1.0 / (double(p.P()) * p.Q())), p.activation, partial,
+      static_cast<const Element*>(w1), static_cast<const Element*>(b1), static_cast<const Element*>(w2),
+      static_cast<const Element*>(b2), gate);
+  check_launch("mbconv se_gate_kernel");
+}
+
+// ---- the layer passes ---------------------------------------------------------------------
+
+// sums[n, j] = Σ over image n's pixels of d[n, pixel, j]: one thread per (n, j),
+// consecutive threads on consecutive channels (coalesced), fixed order.
+template <class Element>
+__global__ void pool_kernel(int N, int64_t pixels, int hidden, const Element* __restrict__ d, float* __restrict__ sums) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= int64_t(N) * hidden) return;
+  const int n = int(i / hidden), j = int(i % hidden);
+  const Element* image = d + int64_t(n) * pixels * hidden + j;
+  float s = 0.0f;
+  for (int64_t k = 0; k < pixels; ++k) s += to_float(image[k * hidden]);
+  sums[i] = s;
+}
+
+// d[n, pixel, j] *= gate[n, j].
+template <class Element>
+__global__ void scale_kernel(int64_t count, int64_t image_elems, int hidden, Element* __restrict__ d,
+                             const float* __restrict__ gate) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x)
+    d[i] = from_float<Element>(to_float(d[i]) * gate[(i / image_elems) * hidden + i % hidden]);
+}
+
+// y[i, o] += bp[o] (+ x[i, o] when x is given: the residual, C_out == C).
+template <class Element>
+__global__ void bias_residual_kernel(int64_t rows, int cols, Element* __restrict__ y, const Element* __restrict__ bias,
+                                     const Element* __restrict__ x) {
+  const int64_t count = rows * cols;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x) {
+    float v = to_float(y[i]) + to_float(bias[i % cols]);
+    if (x) v += to_float(x[i]);
+    y[i] = from_float<Element>(v);
+  }
+}
+
+inline unsigned elementwise_blocks(int64_t items) {
+  constexpr int64_t kMaxBlocks = 132 * 16;  // a full H200 at 256 threads per block
+  return unsigned(std::max<int64_t>(1, std::min(ceil_div<int64_t>(items, 256), kMaxBlocks)));
+}
+
+// ---- the rungs it calls ----------------------------------------------------------------------
+
+template <class P> const Variant<P>& first_supporting(const std::vector<std::string>& names, const P& p,
+                                                      const char* op) {
+  for (const std::string& name : names) {
+    const Variant<P>* v = find_variant<P>(Device::gpu, name);
+    if (v && (!v->supports || v->supports(p))) return *v;
+  }
+  throw Unsupported(std::string("mbconv: no registered ") + op + " rung takes " + OpTraits<P>::spec(p));
+}
+
+template <class P> std::size_t workspace_of(const Variant<P>& v, const P& p) {
+  return v.workspace_bytes ? v.workspace_bytes(p) : 0;
+}
+
+// Which rungs a plan uses: conv2d (depthwise) names in order of preference, gemm names likewise.
+struct Rungs {
+  std::vector<std::string> conv, gemm;
+};
+
+struct Layers {
+  const Variant<ConvProblem>* depthwise;
+  const Variant<GemmProblem>* gemm_expand;  // nullptr without an expand layer
+  const Variant<GemmProblem>* gemm_project;
+  ConvProblem dw;
+  GemmProblem expand, project;
+  // Workspace: [ e (elements) | d (elements) | sums, gates (floats) | rung scratch (bytes) ]
+  std::size_t e, d, sums, gates, scratch, elem;
+
+  Layers(const MBConvProblem& p, const Rungs& r) {
+    dw.N = p.N, dw.H = p.H, dw.W = p.W, dw.C = p.hidden(), dw.K = p.hidden(), dw.R = p.kernel, dw.S = p.kernel;
+    dw.stride = p.stride, dw.pad = p.kernel / 2, dw.groups = p.hidden(), dw.dtype = p.dtype;
+    expand = {int(p.input_pixels()), p.hidden(), p.C, p.dtype};
+    project = {int(p.output_pixels()), p.C_out, p.hidden(), p.dtype};
+    depthwise = &first_supporting(r.conv, dw, "conv2d");
+    gemm_expand = p.has_expand() ? &first_supporting(r.gemm, expand, "gemm") : nullptr;
+    gemm_project = &first_supporting(r.gemm, project, "gemm");
+    const auto up = [](double n) { return (std::size_t(n) + 127) / 128 * 128; };
+    elem = dtype_size(p.dtype);
+    e = up(p.e_elems());
+    d = up(p.d_elems());
+    sums = gates = up(p.pooled_elems());
+    scratch = std::max({workspace_of(*depthwise, dw), workspace_of(*gemm_project, project),
+                        gemm_expand ? workspace_of(*gemm_expand, expand) : std::size_t(0)});
+  }
+  std::size_t bytes() const { return (e + d) * elem + (sums + gates) * sizeof(float) + scratch; }
+};
+
+inline bool layers_support(const MBConvProblem& p, const Rungs& r) {
+  if (p.output_pixels() > 2147483647.0 || p.input_pixels() > 2147483647.0 || p.hidden() > kMaxGateHidden) return false;
+  try {
+    Layers l(p, r);
+    (void)l;
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+inline void run_layers(const MBConvProblem& p, const Args<MBConvProblem>& a, const Rungs& r) {
+  const Layers l(p, r);
+  unsigned char* base = static_cast<unsigned char*>(a.workspace);
+  void* e = base;
+  void* d = base + l.e * l.elem;
+  float* sums = reinterpret_cast<float*>(base + (l.e + l.d) * l.elem);
+  float* gates = sums + l.sums;
+  void* scratch = gates + l.gates;
+  const int64_t out_pixels = int64_t(p.output_pixels()), image_pixels = int64_t(p.P()) * p.Q();
+  const int Hd = p.hidden();
+
+  if (p.has_expand()) {
+    l.gemm_expand->run(l.expand, {a.x, a.expand_w, e, scratch});
+    visit_dtype<float, __half, __nv_bfloat16>(p.dtype, [&](auto tag) {
+      using E = typename decltype(tag)::type;
+      ffn::bias_activate(int64_t(p.input_pixels()), Hd, static_cast<E*>(e), static_cast<const E*>(a.expand_b),
+                         p.activation);
+    });
+  }
+  l.depthwise->run(l.dw, {p.has_expand() ? e : a.x, a.dw_w, d, scratch});
+  visit_dtype<float, __half, __nv_bfloat16>(p.dtype, [&](auto tag) {
+    using E = typename decltype(tag)::type;
+    ffn::bias_activate(out_pixels, Hd, static_cast<E*>(d), static_cast<const E*>(a.dw_b), p.activation);
+    if (p.has_se()) {
+      pool_kernel<E><<<unsigned(ceil_div<int64_t>(int64_t(p.N) * Hd, 256)), 256>>>(p.N, image_pixels, Hd,
+                                                                                static_cast<const E*>(d), sums);
+      check_launch("mbconv pool_kernel");
+      se_gate<E>(p, 1, sums, a.se1_w, a.se1_b, a.se2_w, a.se2_b, gates);
+      scale_kernel<E><<<elementwise_blocks(out_pixels * Hd), 256>>>(out_pixels * Hd, image_pixels * Hd, Hd,
+                                                                    static_cast<E*>(d), gates);
+      check_launch("mbconv scale_kernel");
+    }
+  });
+  l.gemm_project->run(l.project, {d, a.project_w, a.y, scratch});
+  visit_dtype<float, __half, __nv_bfloat16>(p.dtype, [&](auto tag) {
+    using E = typename decltype(tag)::type;
+    bias_residual_kernel<E><<<elementwise_blocks(out_pixels * p.C_out), 256>>>(
+        out_pixels, p.C_out, static_cast<E*>(a.y), static_cast<const E*>(a.project_b),
+        p.has_residual() ? static_cast<const E*>(a.x) : nullptr);
+    check_launch("mbconv bias_residual_kernel");
+  });
+}
+
+}  // namespace convlab::gpu::mbconv
