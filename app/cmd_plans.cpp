@@ -3,7 +3,8 @@
 // the op's descriptor lists (ops/convfirst.hpp: layer by layer, fused,
 // large-C): where every tensor lives (DRAM, global = L2/DSMEM, local =
 // shared memory/registers), the plan's kernels with their MACs and DRAM
-// bytes, the on-chip global traffic, and the waterline-attainable time on
+// bytes, the on-chip global traffic, the fused plans' grid against the SM
+// count (CTAs per SM: below 1 the chip is not filled), and the waterline-attainable time on
 // a machine (Eq. 12: the kernels run one after another, so their roofline
 // times max(ops/R, bytes/B) add). The numbers all come from the descriptor;
 // this file only prints them.
@@ -26,7 +27,7 @@ namespace convlab::app {
 namespace {
 
 void print_help(std::ostream& out) {
-  out << "usage: convlab plans convfirst [--shape SPEC] [--machine NAME] [--probe FILE] [--tile N] [--split K] [--json]\n"
+  out << "usage: convlab plans convfirst [--shape SPEC] [--machine NAME] [--probe FILE] [--tile N] [--split K] [--sms N] [--json]\n"
          "\n"
          "Lesson 10's tensor machines (Lavin Sec. 5.1, Fig. 7) for one ConvFirst block:\n"
          "for each execution plan, where each tensor lives (DRAM, global = L2/DSMEM,\n"
@@ -41,6 +42,8 @@ void print_help(std::ostream& out) {
          "                beside the program)\n"
          "--tile N        output pixels per CTA in the fused plans (default 128: 10b_fused's tile)\n"
          "--split K       CTAs sharing a tile's channels in the large-C plan (default 2)\n"
+         "--sms N         multiprocessors, for the fused plans' CTAs per SM (default 132: H200 and H100 SXM);\n"
+         "                below 1 the grid cannot fill the chip, and a fractional part is a partly idle last wave\n"
          "--json          the same as one JSON object (scripts/draw_plans.py draws Fig. 7 from it)\n"
          "\n"
          "example: convlab plans convfirst --shape N=128,H=28,C=128,dtype=f16 --machine h200\n";
@@ -54,7 +57,7 @@ std::string fixed(double v, int digits) {
 
 int run(const std::vector<std::string>& args) {
   const ParsedArgs parsed = parse_args(
-      args, {{"--shape", true}, {"--machine", true}, {"--probe", true}, {"--tile", true}, {"--split", true}, {"--json", false}}, "plans");
+      args, {{"--shape", true}, {"--machine", true}, {"--probe", true}, {"--tile", true}, {"--split", true}, {"--sms", true}, {"--json", false}}, "plans");
   if (parsed.positional.size() != 1 || parsed.positional[0] != "convfirst")
     throw UsageError("plans takes one operation, convfirst (the block with execution plans), e.g. "
                      "`convlab plans convfirst --shape N=128,H=56,C=64,dtype=f16`");
@@ -66,6 +69,7 @@ int run(const std::vector<std::string>& args) {
   }
   const int tile = int(parsed.get_int("--tile", 128, 1, 1 << 20));
   const int split = int(parsed.get_int("--split", 2, 1, 16));
+  const int sms = int(parsed.get_int("--sms", 132, 1, 1 << 16));
   const std::string probe = parsed.get("--probe", probe_file_path());
   const std::string machine_name = parsed.get("--machine", std::filesystem::exists(probe) ? "measured" : "h200");
   analysis::Machine m;
@@ -104,9 +108,9 @@ int run(const std::vector<std::string>& args) {
                   << ", \"dram_bytes\": " << number(k.dram_bytes) << ", \"seconds\": " << number(kernel_seconds(k)) << "}";
       }
       std::cout << "], \"dram_bytes\": " << number(plan.dram_bytes()) << ", \"global_bytes\": " << number(plan.global_bytes)
-                << ", \"waterline_seconds\": " << number(total) << "}";
+                << ", \"ctas\": " << number(plan.ctas) << ", \"waterline_seconds\": " << number(total) << "}";
     }
-    std::cout << "]}\n";
+    std::cout << "], \"sms\": " << sms << "}\n";
     return 0;
   }
 
@@ -141,6 +145,10 @@ int run(const std::vector<std::string>& args) {
               << " MB DRAM, ~" << fixed(plan.global_bytes / 1e6, 1) << " MB global (L2/DSMEM); attainable "
               << fixed(total * 1e3, 4) << " ms = " << fixed(2.0 * plan.macs() / total / 1e12, 1) << " TFLOP/s ("
               << fixed(100.0 * 2.0 * plan.macs() / total / R, 1) << "% of R)\n";
+    if (plan.ctas > 0)
+      std::cout << "  grid: " << fixed(plan.ctas, 0) << " CTAs (" << tile << "-pixel tiles"
+                << (plan.name == "large_c" ? " × " + std::to_string(split) + " CTAs each" : std::string())
+                << ") on " << sms << " SMs = " << fixed(plan.ctas / sms, 2) << " CTAs per SM\n";
   }
   return 0;
 }

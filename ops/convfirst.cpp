@@ -124,6 +124,7 @@ std::vector<ConvFirstPlan> convfirst_plans(const ConvFirstProblem& p, int tile_p
                  {"y", Place::dram, y, "written once"}};
     b.kernels.push_back({"convfirst block", p.macs(), p.min_bytes()});
     b.global_bytes = e * (tiles * weights + tiles * std::min(halo_pixels, p.input_pixels()) * p.C + y);
+    b.ctas = tiles;
     plans.push_back(b);
   }
 
@@ -146,6 +147,7 @@ std::vector<ConvFirstPlan> convfirst_plans(const ConvFirstProblem& p, int tile_p
     c.kernels.push_back({"convfirst block (cluster)", p.macs(), p.min_bytes()});
     c.global_bytes = e * (tiles * weights + tiles * std::min(halo_pixels, p.input_pixels()) * p.C + y) +
                      4.0 * 2.0 * split * h;
+    c.ctas = tiles * split;
     plans.push_back(c);
   }
   return plans;
