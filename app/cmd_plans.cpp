@@ -4,7 +4,8 @@
 // large-C; ops/mbconv.hpp: layer by layer, two-pass recompute, two-pass store,
 // single pass without SE): where every tensor lives (DRAM, global = L2/DSMEM, local =
 // shared memory/registers), the plan's kernels with their MACs and DRAM
-// bytes, the on-chip global traffic, and the waterline-attainable time on
+// bytes, the on-chip global traffic, the fused plans' grid against the SM
+// count (CTAs per SM: below 1 the chip is not filled), and the waterline-attainable time on
 // a machine (Eq. 12: the kernels run one after another, so their roofline
 // times max(ops/R, bytes/B) add). The numbers all come from the descriptor;
 // this file only prints them.
@@ -28,7 +29,7 @@ namespace convlab::app {
 namespace {
 
 void print_help(std::ostream& out) {
-  out << "usage: convlab plans convfirst|mbconv [--shape SPEC] [--machine NAME] [--probe FILE] [--tile N] [--split K] [--json]\n"
+  out << "usage: convlab plans convfirst|mbconv [--shape SPEC] [--machine NAME] [--probe FILE] [--tile N] [--split K] [--sms N] [--json]\n"
          "\n"
          "Lesson 10's and 11's tensor machines (Lavin Sec. 5.1, Fig. 7) for one ConvFirst or MBConv block:\n"
          "for each execution plan, where each tensor lives (DRAM, global = L2/DSMEM,\n"
@@ -46,6 +47,8 @@ void print_help(std::ostream& out) {
          "--tile N        output pixels per CTA in the fused plans (default 128 for convfirst: 10b_fused's\n"
          "                tile; 64 for mbconv)\n"
          "--split K       CTAs sharing a tile's channels in convfirst's large-C plan (default 2)\n"
+         "--sms N         multiprocessors, for the fused plans' CTAs per SM (default 132: H200 and H100 SXM);\n"
+         "                below 1 the grid cannot fill the chip, and a fractional part is a partly idle last wave\n"
          "--json          the same as one JSON object (scripts/draw_plans.py draws Fig. 7 from it)\n"
          "\n"
          "example: convlab plans convfirst --shape N=128,H=28,C=128,dtype=f16 --machine h200\n"
@@ -60,7 +63,7 @@ std::string fixed(double v, int digits) {
 
 int run(const std::vector<std::string>& args) {
   const ParsedArgs parsed = parse_args(
-      args, {{"--shape", true}, {"--machine", true}, {"--probe", true}, {"--tile", true}, {"--split", true}, {"--json", false}}, "plans");
+      args, {{"--shape", true}, {"--machine", true}, {"--probe", true}, {"--tile", true}, {"--split", true}, {"--sms", true}, {"--json", false}}, "plans");
   const std::string op = parsed.positional.size() == 1 ? parsed.positional[0] : "";
   if (op != "convfirst" && op != "mbconv")
     throw UsageError("plans takes one operation, convfirst or mbconv (the blocks with execution plans), e.g. "
@@ -91,6 +94,7 @@ int run(const std::vector<std::string>& args) {
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
+  const int sms = int(parsed.get_int("--sms", 132, 1, 1 << 16));
   const std::string probe = parsed.get("--probe", probe_file_path());
   const std::string machine_name = parsed.get("--machine", std::filesystem::exists(probe) ? "measured" : "h200");
   analysis::Machine m;
@@ -128,9 +132,9 @@ int run(const std::vector<std::string>& args) {
                   << ", \"dram_bytes\": " << number(k.dram_bytes) << ", \"seconds\": " << number(kernel_seconds(k)) << "}";
       }
       std::cout << "], \"dram_bytes\": " << number(plan.dram_bytes()) << ", \"global_bytes\": " << number(plan.global_bytes)
-                << ", \"waterline_seconds\": " << number(total) << "}";
+                << ", \"ctas\": " << number(plan.ctas) << ", \"waterline_seconds\": " << number(total) << "}";
     }
-    std::cout << "]}\n";
+    std::cout << "], \"sms\": " << sms << "}\n";
     return 0;
   }
 
@@ -163,6 +167,10 @@ int run(const std::vector<std::string>& args) {
               << " MB DRAM, ~" << fixed(plan.global_bytes / 1e6, 1) << " MB global (L2/DSMEM); attainable "
               << fixed(total * 1e3, 4) << " ms = " << fixed(2.0 * plan.macs() / total / 1e12, 1) << " TFLOP/s ("
               << fixed(100.0 * 2.0 * plan.macs() / total / R, 1) << "% of R)\n";
+    if (plan.ctas > 0)
+      std::cout << "  grid: " << fixed(plan.ctas, 0) << " CTAs (" << tile << "-pixel tiles"
+                << (plan.name == "large_c" ? " × " + std::to_string(split) + " CTAs each" : std::string())
+                << ") on " << sms << " SMs = " << fixed(plan.ctas / sms, 2) << " CTAs per SM\n";
   }
   return 0;
 }

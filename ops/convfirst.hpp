@@ -113,6 +113,7 @@ struct ConvFirstPlan {
   std::vector<PlanTensor> tensors;
   std::vector<PlanKernel> kernels;
   double global_bytes = 0;  // traffic between the SMs and the on-chip global memory (L2 / DSMEM), estimated
+  double ctas = 0;          // CTAs of the one fused kernel (tiles × split); 0 for one kernel per layer
   double macs() const;
   double dram_bytes() const;
 };

@@ -88,6 +88,12 @@ TEST_CASE("convfirst: every plan adds up to the descriptor", "[convfirst][lesson
     CHECK(plans[1].dram_bytes() == p.min_bytes());
     CHECK(plans[2].name == "large_c");
     CHECK(plans[2].global_bytes > plans[1].global_bytes);  // the partial sums cross global memory
+    // The fused grid: one CTA per 128-pixel output tile (a partial last tile too), times the split.
+    const double tiles = std::ceil(p.output_pixels() / 128);
+    CHECK(plans[0].ctas == 0);
+    CHECK(plans[1].ctas == tiles);
+    CHECK(plans[2].ctas == 2 * tiles);
+    CHECK(convfirst_plans(p, 64, 4)[2].ctas == 4 * std::ceil(p.output_pixels() / 64));
     for (const ConvFirstPlan& plan : plans) CHECK(std::abs(plan.macs() - p.macs()) <= 1e-9 * p.macs());
     // The suite's own layer-by-layer rungs move more than the plan's floor.
     CHECK(p.suite_layer_by_layer_bytes() > p.layer_by_layer_bytes());
@@ -160,4 +166,12 @@ TEST_CASE("convfirst: convlab plans prints the three tensor machines", "[convfir
   REQUIRE(plans != nullptr);
   CHECK(plans->items.size() == 3);
   CHECK(testing::run_convlab("plans ffn").status == 2);
+  // N=8 14x14 = 1568 pixels = 13 tiles of 128 (the last partial); split 4: 52 CTAs on 26 SMs = 2 per SM.
+  const testing::ProgramResult grid =
+      testing::run_convlab("plans convfirst --shape N=8,H=14,C=32,dtype=f16 --machine h200 --split 4 --sms 26");
+  INFO(grid.err);
+  REQUIRE(grid.status == 0);
+  CHECK(contains(grid.out, "grid: 13 CTAs (128-pixel tiles) on 26 SMs = 0.50 CTAs per SM"));
+  CHECK(contains(grid.out, "grid: 52 CTAs (128-pixel tiles × 4 CTAs each) on 26 SMs = 2.00 CTAs per SM"));
+  CHECK(testing::run_convlab("plans convfirst --sms 0").status == 2);
 }

@@ -27,7 +27,7 @@
 //
 // Tunables: kTileRows / kTileQ output pixels per tile, kHiddenChunk hidden channels per step.
 // Supported: f32, group width 8, any sizes. Workspace: the packed weights plus per thread a few tiles.
-// Run just this: build/convlab run convfirst/cpu/10b_fused --shape N=4,H=56,C=64
+// Run just this: build/convlab run convfirst/cpu/10b_fused --shape N=16,H=56,C=64
 #include <omp.h>
 
 #include <algorithm>

@@ -64,13 +64,14 @@
 #include "ops/convfirst.hpp"
 #include "gpu/lib/check.cuh"
 #include "gpu/lib/element.cuh"
+#include "gpu/lib/ffn_hidden_loop.cuh"
 #include "gpu/lib/mma.cuh"
 
 namespace convlab {
 namespace {
 
 // Fixed by the hardware and the block.
-constexpr int kMmaM = 16, kMmaN = 8, kMmaK = 16;
+constexpr int kMmaM = 16, kMmaN = 8;
 constexpr int kChunkElems = 8;   // 16 bytes = 8 f16/bf16: one cp.async, one ldmatrix row, one group
 constexpr int kElemBytes = 2;
 constexpr int kGroupWidth = 8;   // one group = one ldmatrix row = one n8 tile of the conv
@@ -82,39 +83,23 @@ constexpr int kMaxShared = 227 * 1024;
 //   WarpRows   pixels per warp (whole m16 tiles): B fragments are reused WarpRows/16 times
 //   Chunk      TH, hidden channels per loop step
 //   MinBlocks  CTAs per SM promised to ptxas
+// The hidden loop and its tile sizes are gpu::FfnLoopConfig's (gpu/lib/ffn_hidden_loop.cuh,
+// lesson 08's loop); this rung adds the conv's T tile (the loop's A tile) and the staged x rows.
 template <int C, int Warps, int WarpRows, int Chunk, int MinBlocks>
-struct FusedConfig {
-  static constexpr int kC = C;
-  static constexpr int kWarps = Warps, kWarpRows = WarpRows, kChunk = Chunk, kMinBlocks = MinBlocks;
-  static constexpr int kThreads = 32 * kWarps;
-  static constexpr int kBlockRows = kWarps * kWarpRows;  // pixels per CTA
-  static constexpr int kMTiles = WarpRows / kMmaM;
-  static constexpr int kHTiles = Chunk / kMmaN;
-  static constexpr int kZTiles = C / kMmaN;
-  static constexpr int kKSteps1 = C / kMmaK;
-  static constexpr int kKSteps2 = Chunk / kMmaK;
+struct FusedConfig : gpu::FfnLoopConfig<C, Warps, WarpRows, Chunk, MinBlocks> {
+  using Loop = gpu::FfnLoopConfig<C, Warps, WarpRows, Chunk, MinBlocks>;
   static constexpr int kGroups = C / kGroupWidth;
-  static constexpr int kRowElems = C < 32 ? 32 : C;  // T and V rows, padded to 64 bytes for ChunkSwizzle
-  static constexpr int kTRowChunks = kRowElems / kChunkElems;
-  static constexpr int kURowChunks = Chunk / kChunkElems;
-  static constexpr int kVRowChunks = kRowElems / kChunkElems;
+  static constexpr int kTRowChunks = Loop::kARowChunks;
   static constexpr int kPixelBytes = C * kElemBytes + 16;  // staged x pixel
   static constexpr int kPixelChunks = C / kChunkElems;     // 16-byte chunks of a pixel's channels
-  static constexpr int kUTileBytes = C * Chunk * kElemBytes;
-  static constexpr int kVTileBytes = Chunk * kRowElems * kElemBytes;
-  static constexpr int kStageBytes = kUTileBytes + kVTileBytes;
-  static constexpr int kTTileBytes = kBlockRows * kRowElems * kElemBytes;
+  static constexpr int kTTileBytes = Loop::kATileBytes;
   // [stage 0 | stage 1 | T tile | zero pixel | staged x rows (run-time size)]
-  static constexpr int kFixedBytes = 2 * kStageBytes + kTTileBytes + kPixelBytes;
+  static constexpr int kFixedBytes = 2 * Loop::kStageBytes + kTTileBytes + kPixelBytes;
 
-  static_assert(C % 16 == 0 && Chunk % 16 == 0, "whole k16 steps, n16 pairs for ldmatrix.x4.trans");
-  static_assert(WarpRows % kMmaM == 0, "whole m16 tiles per warp");
-  static_assert(kKSteps2 * 2 == kHTiles, "two n8 accumulator tiles make one k16 A fragment");
-  static_assert(kKSteps1 * 2 == kGroups, "two conv groups (n8 tiles) make one k16 step of the expand GEMM");
+  static_assert(Loop::kKSteps1 * 2 == kGroups, "two conv groups (n8 tiles) make one k16 step of the expand GEMM");
   static_assert((kPixelBytes / 16) % 2 == 1, "odd number of 16-byte chunks per staged pixel: no bank conflicts");
   static_assert((kPixelChunks & (kPixelChunks - 1)) == 0, "staging divides by the chunks per pixel with a shift");
-  static_assert(kTTileBytes % 128 == 0 && kUTileBytes % 128 == 0 && kVTileBytes % 128 == 0 && kStageBytes % 128 == 0,
-                "swizzled tiles start on 128-byte lines");
+  static_assert(Loop::kStageBytes % 128 == 0, "swizzled tiles start on 128-byte lines");
   static_assert(kFixedBytes % 16 == 0, "the staged rows start 16-byte aligned");
   static_assert(kFixedBytes < kMaxShared, "the fixed part of shared memory fits an SM");
 };
@@ -160,8 +145,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
                            const Element* __restrict__ B, Element* __restrict__ Y) {
   constexpr int C = Cfg::kC, TH = Cfg::kChunk;
   using SwizzleT = gpu::ChunkSwizzle<Cfg::kTRowChunks>;
-  using SwizzleU = gpu::ChunkSwizzle<Cfg::kURowChunks>;
-  using SwizzleV = gpu::ChunkSwizzle<Cfg::kVRowChunks>;
 
   extern __shared__ __align__(128) unsigned char shared[];
   const uint32_t stages_base = gpu::shared_address(shared);
@@ -195,32 +178,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   }
   (void)staged_row_capacity;  // the host sized shared memory for it
 
-  // U^r and V_r into stage `stage` (lesson 08's loader).
-  const auto load_chunk = [&](int stage, int r) {
-    const uint32_t u_base = stages_base + stage * Cfg::kStageBytes;
-    const uint32_t v_base = u_base + Cfg::kUTileBytes;
-    const int h0 = r * TH;
-#pragma unroll
-    for (int idx = threadIdx.x; idx < C * Cfg::kURowChunks; idx += Cfg::kThreads) {
-      const int c = idx / Cfg::kURowChunks, piece = idx % Cfg::kURowChunks;
-      const int col = h0 + piece * kChunkElems;
-      const bool in = col < hidden;
-      gpu::cp_async_16(u_base + SwizzleU::byte_offset(c, piece), in ? U + int64_t(c) * hidden + col : U, in);
-    }
-    constexpr int kVPiecesPerRow = C / kChunkElems;
-#pragma unroll
-    for (int idx = threadIdx.x; idx < TH * kVPiecesPerRow; idx += Cfg::kThreads) {
-      const int k = idx / kVPiecesPerRow, piece = idx % kVPiecesPerRow;
-      const int row = h0 + k;
-      const bool in = row < hidden;
-      gpu::cp_async_16(v_base + SwizzleV::byte_offset(k, piece), in ? V + int64_t(row) * C + piece * kChunkElems : V,
-                       in);
-    }
-  };
-  // Commit groups: [x + chunk 0] [chunk 1 or empty]; then one per loop iteration.
-  load_chunk(0, 0);
+  // Commit groups: [x + chunk 0] [chunk 1 or empty], as the hidden loop expects.
+  gpu::load_ffn_chunk<Cfg>(stages_base, 0, 0, hidden, U, V);
   gpu::cp_async_commit();
-  if (chunks > 1) load_chunk(1, 1);
+  if (chunks > 1) gpu::load_ffn_chunk<Cfg>(stages_base, 1, 1, hidden, U, V);
   gpu::cp_async_commit();
   gpu::cp_async_wait<1>();  // my x pieces and chunk 0 have landed
   __syncthreads();          // everyone's have, and the zero pixel is written
@@ -324,55 +285,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       }
     }
 
-  // ---- 3. Eq. 32 over hidden chunks (lesson 08's loop, X = T) -------------------------------
+  // ---- 3. Eq. 32 over hidden chunks: lesson 08's loop with A = T (gpu/lib/ffn_hidden_loop.cuh) ----
   //
   // TUTORIAL: the plain loop is  for r: { H = φ(T·U^r + a_r); Z += H·V_r; }
-  // Chunk r is read from stage r % 2 while chunk r+1 is in flight; after
-  // the second barrier of iteration r, chunk r+2 is copied into stage r % 2.
-  // "Chunk r has landed" = at most one commit group still pending.
-  const gpu::MatrixCoord lane_row = gpu::ldmatrix_x4_row_address(lane);
-  for (int r = 0; r < chunks; ++r) {
-    gpu::cp_async_wait<1>();
-    __syncthreads();
-
-    const uint32_t u_base = stages_base + (r % 2) * Cfg::kStageBytes;
-    const uint32_t v_base = u_base + Cfg::kUTileBytes;
-    const int h0 = r * TH;
-
-    float h[Cfg::kMTiles][Cfg::kHTiles][4];
-#pragma unroll
-    for (int ni = 0; ni < Cfg::kHTiles; ++ni) {
-      const int col = h0 + ni * kMmaN + 2 * t;  // even; hidden % 8 == 0 covers col + 1
-      const float a0 = col < hidden ? gpu::to_float(A[col]) : 0.0f;
-      const float a1 = col < hidden ? gpu::to_float(A[col + 1]) : 0.0f;
-#pragma unroll
-      for (int mi = 0; mi < Cfg::kMTiles; ++mi) {
-        h[mi][ni][0] = a0, h[mi][ni][1] = a1;
-        h[mi][ni][2] = a0, h[mi][ni][3] = a1;
-      }
-    }
-    // GEMM 1: H_r += T · U^r. A from T (ldmatrix), B from U^r (ldmatrix.trans).
-#pragma unroll
-    for (int s = 0; s < Cfg::kKSteps1; ++s) {
-      uint32_t t_frag[Cfg::kMTiles][4];
-#pragma unroll
-      for (int mi = 0; mi < Cfg::kMTiles; ++mi)
-        gpu::ldmatrix_x4(t_frag[mi], t_base + SwizzleT::byte_offset(warp_row0 + mi * kMmaM + lane_row.row,
-                                                                    (s * kMmaK + lane_row.col) / kChunkElems));
-#pragma unroll
-      for (int nj = 0; nj < Cfg::kHTiles / 2; ++nj) {
-        uint32_t u_frag[4];
-        gpu::ldmatrix_x4_trans(u_frag, u_base + SwizzleU::byte_offset(s * kMmaK + lane_row.row,
-                                                                      (nj * 16 + lane_row.col) / kChunkElems));
-        const uint32_t b_lo[2] = {u_frag[0], u_frag[1]}, b_hi[2] = {u_frag[2], u_frag[3]};
-#pragma unroll
-        for (int mi = 0; mi < Cfg::kMTiles; ++mi) {
-          gpu::mma_m16n8k16<Element>(h[mi][2 * nj], t_frag[mi], b_lo);
-          gpu::mma_m16n8k16<Element>(h[mi][2 * nj + 1], t_frag[mi], b_hi);
-        }
-      }
-    }
-    // φ in fp32; the branch is uniform over the grid.
+  // U^r, V_r are double-buffered (chunk r+1 in flight while chunk r is used);
+  // H_r never leaves the warp's registers.
+  const auto phi = [act](auto& h) {  // φ in fp32; the branch is uniform over the grid
     if (act == ConvFirstActivation::relu) {
 #pragma unroll
       for (int mi = 0; mi < Cfg::kMTiles; ++mi)
@@ -388,35 +306,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 #pragma unroll
           for (int e = 0; e < 4; ++e) h[mi][ni][e] = activation(act, h[mi][ni][e]);
     }
-    // GEMM 2: Z += H_r · V_r, A = H_r's accumulators rounded and paired (lesson 08's hand-over).
-#pragma unroll
-    for (int kk = 0; kk < Cfg::kKSteps2; ++kk) {
-      uint32_t h_frag[Cfg::kMTiles][4];
-#pragma unroll
-      for (int mi = 0; mi < Cfg::kMTiles; ++mi) {
-        h_frag[mi][0] = gpu::pack_pair<Element>(h[mi][2 * kk][0], h[mi][2 * kk][1]);
-        h_frag[mi][1] = gpu::pack_pair<Element>(h[mi][2 * kk][2], h[mi][2 * kk][3]);
-        h_frag[mi][2] = gpu::pack_pair<Element>(h[mi][2 * kk + 1][0], h[mi][2 * kk + 1][1]);
-        h_frag[mi][3] = gpu::pack_pair<Element>(h[mi][2 * kk + 1][2], h[mi][2 * kk + 1][3]);
-      }
-#pragma unroll
-      for (int nj = 0; nj < Cfg::kZTiles / 2; ++nj) {
-        uint32_t v_frag[4];
-        gpu::ldmatrix_x4_trans(v_frag, v_base + SwizzleV::byte_offset(kk * kMmaK + lane_row.row,
-                                                                      (nj * 16 + lane_row.col) / kChunkElems));
-        const uint32_t b_lo[2] = {v_frag[0], v_frag[1]}, b_hi[2] = {v_frag[2], v_frag[3]};
-#pragma unroll
-        for (int mi = 0; mi < Cfg::kMTiles; ++mi) {
-          gpu::mma_m16n8k16<Element>(z_acc[mi][2 * nj], h_frag[mi], b_lo);
-          gpu::mma_m16n8k16<Element>(z_acc[mi][2 * nj + 1], h_frag[mi], b_hi);
-        }
-      }
-    }
-    __syncthreads();  // every warp is done with stage r % 2
-    if (r + 2 < chunks) load_chunk(r % 2, r + 2);
-    gpu::cp_async_commit();
-  }
-  gpu::cp_async_wait<0>();
+  };
+  gpu::ffn_hidden_loop<Cfg>(z_acc, t_base, stages_base, warp_row0, hidden, A, U, V, phi);
 
   // ---- 4. one store of y (b and the residual are already in Z) --------------------------------
 #pragma unroll

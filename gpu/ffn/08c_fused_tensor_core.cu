@@ -53,56 +53,27 @@
 #include "ops/ffn.hpp"
 #include "gpu/lib/check.cuh"
 #include "gpu/lib/element.cuh"
+#include "gpu/lib/ffn_hidden_loop.cuh"
 #include "gpu/lib/mma.cuh"
 
 namespace convlab {
 namespace {
 
-// Fixed by the hardware.
-constexpr int kMmaM = 16, kMmaN = 8, kMmaK = 16;
-constexpr int kChunkElems = 8;  // one 16-byte cp.async / ldmatrix row piece = 8 f16/bf16
-constexpr int kElemBytes = 2;
+// Fixed by the hardware (and gpu::FfnLoopConfig).
+constexpr int kMmaM = 16, kMmaN = 8;
+constexpr int kChunkElems = 8;  // one 16-byte cp.async piece = 8 f16/bf16
 
 // ---- tunables, one configuration per channel count ----------------------------------
 //
-//   Warps      warps per block; each owns WarpRows whole rows of the tile
-//   WarpRows   rows per warp (16 per m16 tile): B fragments are reused WarpRows/16 times
-//   Chunk      TH, hidden channels per loop step
-//   MinBlocks  blocks per SM promised to ptxas (caps registers at 65536 / (32·Warps·MinBlocks))
+// The tile sizes (warps, rows per warp, hidden chunk TH, blocks per SM) are
+// gpu::FfnLoopConfig's (gpu/lib/ffn_hidden_loop.cuh), the loop this rung runs;
+// this rung adds its X tile in front of the two stages.
 template <int C, int Warps, int WarpRows, int Chunk, int MinBlocks>
-struct FusedConfig {
-  static constexpr int kC = C;  // input and output channels
-  static constexpr int kWarps = Warps, kWarpRows = WarpRows, kChunk = Chunk, kMinBlocks = MinBlocks;
-  // derived
-  static constexpr int kThreads = 32 * kWarps;
-  static constexpr int kBlockRows = kWarps * kWarpRows;
-  static constexpr int kMTiles = WarpRows / kMmaM;  // m16 tiles per warp
-  static constexpr int kHTiles = Chunk / kMmaN;     // n8 tiles of H_r per warp (all TH columns)
-  static constexpr int kZTiles = C / kMmaN;         // n8 tiles of Z per warp (all C_out columns)
-  static constexpr int kKSteps1 = C / kMmaK;        // k16 steps of GEMM 1 (over C)
-  static constexpr int kKSteps2 = Chunk / kMmaK;    // k16 steps of GEMM 2 (over the chunk)
-  // Shared rows of X and V are C elements, padded to 32 (64 bytes) for
-  // ChunkSwizzle; the padding is never written and never read.
-  static constexpr int kRowElems = C < 32 ? 32 : C;
-  static constexpr int kXRowChunks = kRowElems / kChunkElems;
-  static constexpr int kURowChunks = Chunk / kChunkElems;
-  static constexpr int kVRowChunks = kRowElems / kChunkElems;
-  static constexpr int kXTileBytes = kBlockRows * kRowElems * kElemBytes;  // [kBlockRows][kRowElems]
-  static constexpr int kUTileBytes = C * Chunk * kElemBytes;               // [C][TH]
-  static constexpr int kVTileBytes = Chunk * kRowElems * kElemBytes;       // [TH][kRowElems]
-  static constexpr int kStageBytes = kUTileBytes + kVTileBytes;
-  static constexpr int kSharedBytes = kXTileBytes + 2 * kStageBytes;       // X, then two stages
-
-  static_assert(C % 16 == 0 && Chunk % 16 == 0, "whole k16 steps, and n16 pairs for ldmatrix.x4.trans");
-  static_assert(WarpRows % kMmaM == 0, "whole m16 tiles per warp");
-  static_assert(kKSteps2 * 2 == kHTiles, "two n8 accumulator tiles make one k16 A fragment");
-  static_assert(kXRowChunks >= 4 && kURowChunks >= 4, "ChunkSwizzle needs rows of at least 64 bytes");
-  static_assert((kXRowChunks & (kXRowChunks - 1)) == 0 && (kURowChunks & (kURowChunks - 1)) == 0,
-                "ChunkSwizzle needs a power of two of chunks per row");
-  static_assert(kXTileBytes % 128 == 0 && kUTileBytes % 128 == 0 && kVTileBytes % 128 == 0,
-                "tiles start on 128-byte lines, so each tile's swizzle is its own");
+struct FusedConfig : gpu::FfnLoopConfig<C, Warps, WarpRows, Chunk, MinBlocks> {
+  using Loop = gpu::FfnLoopConfig<C, Warps, WarpRows, Chunk, MinBlocks>;
+  static constexpr int kXTileBytes = Loop::kATileBytes;                      // [kBlockRows][kRowElems]
+  static constexpr int kSharedBytes = kXTileBytes + 2 * Loop::kStageBytes;  // X, then two stages
   static_assert(kSharedBytes <= 227 * 1024, "an sm_90 block may use at most 227 KB of shared memory");
-  static_assert(kThreads <= 1024, "a CUDA block has at most 1024 threads");
 };
 
 // Registers per lane (fp32 unless noted): Z  kMTiles·kZTiles·4, H_r  kMTiles·kHTiles·4.
@@ -139,10 +110,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     fused_ffn_kernel(int P, int hidden, FfnActivation act, const Element* __restrict__ X,
                      const Element* __restrict__ U, const Element* __restrict__ A, const Element* __restrict__ V,
                      const Element* __restrict__ B, Element* __restrict__ Z) {
-  constexpr int C = Cfg::kC, TH = Cfg::kChunk;
-  using SwizzleX = gpu::ChunkSwizzle<Cfg::kXRowChunks>;
-  using SwizzleU = gpu::ChunkSwizzle<Cfg::kURowChunks>;
-  using SwizzleV = gpu::ChunkSwizzle<Cfg::kVRowChunks>;
+  constexpr int C = Cfg::kC;
+  using SwizzleX = gpu::ChunkSwizzle<Cfg::kARowChunks>;
 
   extern __shared__ __align__(128) unsigned char shared[];
   const uint32_t x_base = gpu::shared_address(shared);
@@ -153,7 +122,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   const int g = lane / 4, t = lane % 4;  // mma fragment coordinates (gpu/lib/mma.cuh)
   const int64_t block_row0 = int64_t(blockIdx.x) * Cfg::kBlockRows;
   const int warp_row0 = warp * Cfg::kWarpRows;  // within the block's tile
-  const int chunks = gpu::ceil_div(hidden, TH);
 
   // ---- global -> shared -----------------------------------------------------------
   // Chunk idx of a tile is its row-major 16-byte piece; consecutive threads
@@ -169,99 +137,29 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       gpu::cp_async_16(x_base + SwizzleX::byte_offset(r, piece), in ? X + row * C + piece * kChunkElems : X, in);
     }
   }
-  // U^r (rows c < C, hidden columns r·TH ..) and V_r (hidden rows r·TH .., columns < C) into stage `stage`.
-  const auto load_chunk = [&](int stage, int r) {
-    const uint32_t u_base = stages_base + stage * Cfg::kStageBytes;
-    const uint32_t v_base = u_base + Cfg::kUTileBytes;
-    const int h0 = r * TH;
-#pragma unroll
-    for (int idx = threadIdx.x; idx < C * Cfg::kURowChunks; idx += Cfg::kThreads) {
-      const int c = idx / Cfg::kURowChunks, piece = idx % Cfg::kURowChunks;
-      const int col = h0 + piece * kChunkElems;
-      const bool in = col < hidden;  // hidden % 8 == 0: a piece is wholly in or out
-      gpu::cp_async_16(u_base + SwizzleU::byte_offset(c, piece), in ? U + int64_t(c) * hidden + col : U, in);
-    }
-    constexpr int kVPiecesPerRow = C / kChunkElems;
-#pragma unroll
-    for (int idx = threadIdx.x; idx < TH * kVPiecesPerRow; idx += Cfg::kThreads) {
-      const int k = idx / kVPiecesPerRow, piece = idx % kVPiecesPerRow;
-      const int row = h0 + k;
-      const bool in = row < hidden;
-      gpu::cp_async_16(v_base + SwizzleV::byte_offset(k, piece), in ? V + int64_t(row) * C + piece * kChunkElems : V,
-                       in);
-    }
-  };
+  // Commit groups: [X + chunk 0] [chunk 1 or empty], as the loop expects.
+  gpu::load_ffn_chunk<Cfg>(stages_base, 0, 0, hidden, U, V);
+  gpu::cp_async_commit();
+  if (gpu::ceil_div(hidden, Cfg::kChunk) > 1) gpu::load_ffn_chunk<Cfg>(stages_base, 1, 1, hidden, U, V);
+  gpu::cp_async_commit();
 
-  float z_acc[Cfg::kMTiles][Cfg::kZTiles][4] = {};  // Z fragments (gpu::mma_c_coord), fp32
-
-  // ---- the loop over hidden chunks ------------------------------------------------
+  // ---- the loop over hidden chunks (gpu/lib/ffn_hidden_loop.cuh) ---------------------
   //
   // TUTORIAL: the plain loop is
   //     for r: { load U^r, V_r; sync; H = φ(X·U^r + a_r); Z += H·V_r; sync; }
-  // Here chunk r+1 is copied (cp.async, stage (r+1) % 2) while chunk r is
-  // computed from stage r % 2. One commit group per chunk (the X tile rides
-  // in chunk 0's group; past the end the groups are empty), so "chunk r has
-  // landed" is "at most one group still pending". The first barrier publishes
-  // everyone's copies of chunk r; the second certifies that every warp is done
-  // reading stage r % 2 before iteration r+1 starts copying chunk r+2 into it.
-  load_chunk(0, 0);
-  gpu::cp_async_commit();
-
-  const gpu::MatrixCoord lane_row = gpu::ldmatrix_x4_row_address(lane);  // row lane % 16, column 8·(lane / 16)
-  for (int r = 0; r < chunks; ++r) {
-    if (r + 1 < chunks) load_chunk((r + 1) % 2, r + 1);
-    gpu::cp_async_commit();
-    gpu::cp_async_wait<1>();  // my copies of chunk r (and of X) are done
-    __syncthreads();          // everyone's are
-
-    const uint32_t u_base = stages_base + (r % 2) * Cfg::kStageBytes;
-    const uint32_t v_base = u_base + Cfg::kUTileBytes;
-    const int h0 = r * TH;
-
-    // H_r starts as the bias a_r: accumulator element (row, 2t + e) of n8 tile ni is a[h0 + 8·ni + 2t + e].
-    float h[Cfg::kMTiles][Cfg::kHTiles][4];
-#pragma unroll
-    for (int ni = 0; ni < Cfg::kHTiles; ++ni) {
-      const int col = h0 + ni * kMmaN + 2 * t;  // even; hidden even, so col < hidden covers col + 1
-      const float a0 = col < hidden ? gpu::to_float(A[col]) : 0.0f;
-      const float a1 = col < hidden ? gpu::to_float(A[col + 1]) : 0.0f;
-#pragma unroll
-      for (int mi = 0; mi < Cfg::kMTiles; ++mi) {
-        h[mi][ni][0] = a0, h[mi][ni][1] = a1;  // row g
-        h[mi][ni][2] = a0, h[mi][ni][3] = a1;  // row g + 8
-      }
-    }
-
-    // GEMM 1: H_r += X_t · U^r over C in k16 steps. A from X (ldmatrix), B from U^r (ldmatrix.trans).
-#pragma unroll
-    for (int s = 0; s < Cfg::kKSteps1; ++s) {
-      uint32_t x_frag[Cfg::kMTiles][4];
-#pragma unroll
-      for (int mi = 0; mi < Cfg::kMTiles; ++mi)
-        gpu::ldmatrix_x4(x_frag[mi], x_base + SwizzleX::byte_offset(warp_row0 + mi * kMmaM + lane_row.row,
-                                                                    (s * kMmaK + lane_row.col) / kChunkElems));
-#pragma unroll
-      for (int nj = 0; nj < Cfg::kHTiles / 2; ++nj) {
-        uint32_t u_frag[4];  // B fragments of n8 tiles 2nj (regs 0, 1) and 2nj+1 (regs 2, 3)
-        gpu::ldmatrix_x4_trans(u_frag, u_base + SwizzleU::byte_offset(s * kMmaK + lane_row.row,
-                                                                      (nj * 16 + lane_row.col) / kChunkElems));
-        const uint32_t b_lo[2] = {u_frag[0], u_frag[1]}, b_hi[2] = {u_frag[2], u_frag[3]};
-#pragma unroll
-        for (int mi = 0; mi < Cfg::kMTiles; ++mi) {
-          gpu::mma_m16n8k16<Element>(h[mi][2 * nj], x_frag[mi], b_lo);
-          gpu::mma_m16n8k16<Element>(h[mi][2 * nj + 1], x_frag[mi], b_hi);
-        }
-      }
-    }
-
-    // φ, element-wise in fp32 (the switch is uniform across the block: no divergence).
-    const auto apply = [&](auto phi) {
+  // The library's loop double-buffers U^r, V_r (chunk r+1 is copied while
+  // chunk r is computed) and keeps H_r in registers: its accumulators are
+  // rounded in place into the A operand of the second mma.
+  float z_acc[Cfg::kMTiles][Cfg::kZTiles][4] = {};  // Z fragments (gpu::mma_c_coord), fp32
+  // φ, element-wise in fp32 (the switch is uniform across the block: no divergence).
+  const auto phi = [act](auto& h) {
+    const auto apply = [&](auto f) {
 #pragma unroll
       for (int mi = 0; mi < Cfg::kMTiles; ++mi)
 #pragma unroll
         for (int ni = 0; ni < Cfg::kHTiles; ++ni)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) h[mi][ni][e] = phi(h[mi][ni][e]);
+          for (int e = 0; e < 4; ++e) h[mi][ni][e] = f(h[mi][ni][e]);
     };
     switch (act) {
       case FfnActivation::relu: apply([](float x) { return fmaxf(x, 0.0f); }); break;
@@ -269,35 +167,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       case FfnActivation::gelu: apply([](float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }); break;
       default: break;  // identity
     }
-
-    // GEMM 2: Z_acc += H_r · V_r over the chunk in k16 steps. A is H_r itself:
-    // accumulator tiles 2kk and 2kk+1, rounded and paired (see the header).
-#pragma unroll
-    for (int kk = 0; kk < Cfg::kKSteps2; ++kk) {
-      uint32_t h_frag[Cfg::kMTiles][4];
-#pragma unroll
-      for (int mi = 0; mi < Cfg::kMTiles; ++mi) {
-        h_frag[mi][0] = gpu::pack_pair<Element>(h[mi][2 * kk][0], h[mi][2 * kk][1]);          // row g,   k 2t..
-        h_frag[mi][1] = gpu::pack_pair<Element>(h[mi][2 * kk][2], h[mi][2 * kk][3]);          // row g+8, k 2t..
-        h_frag[mi][2] = gpu::pack_pair<Element>(h[mi][2 * kk + 1][0], h[mi][2 * kk + 1][1]);  // row g,   k 8+2t..
-        h_frag[mi][3] = gpu::pack_pair<Element>(h[mi][2 * kk + 1][2], h[mi][2 * kk + 1][3]);  // row g+8, k 8+2t..
-      }
-#pragma unroll
-      for (int nj = 0; nj < Cfg::kZTiles / 2; ++nj) {
-        uint32_t v_frag[4];  // B fragments of Z's n8 tiles 2nj and 2nj+1
-        gpu::ldmatrix_x4_trans(v_frag, v_base + SwizzleV::byte_offset(kk * kMmaK + lane_row.row,
-                                                                      (nj * 16 + lane_row.col) / kChunkElems));
-        const uint32_t b_lo[2] = {v_frag[0], v_frag[1]}, b_hi[2] = {v_frag[2], v_frag[3]};
-#pragma unroll
-        for (int mi = 0; mi < Cfg::kMTiles; ++mi) {
-          gpu::mma_m16n8k16<Element>(z_acc[mi][2 * nj], h_frag[mi], b_lo);
-          gpu::mma_m16n8k16<Element>(z_acc[mi][2 * nj + 1], h_frag[mi], b_hi);
-        }
-      }
-    }
-    __syncthreads();  // every warp is done with stage r % 2 before it is refilled
-  }
-  gpu::cp_async_wait<0>();  // only empty groups can be pending; leave none behind
+  };
+  gpu::ffn_hidden_loop<Cfg>(z_acc, x_base, stages_base, warp_row0, hidden, A, U, V, phi);
 
   // ---- epilogue: + b, round once, store rows < P ---------------------------------
   // Lane holds rows g and g+8, columns 2t and 2t+1 of each n8 tile: one 32-bit
