@@ -29,7 +29,9 @@
 #   CONVLAB_TEST_TIMEOUT (300)  CONVLAB_BENCH_TIMEOUT (300, per operation)
 #   CONVLAB_BENCH_DEADLINE (900: operations not started this long after the bench stage began
 #     are reported "not run", so a call's time limit cuts whole operations, not the JSON)
-#   CONVLAB_TORCH_TIMEOUT (240, per script)
+#   CONVLAB_TORCH_TIMEOUT (240, per script)  CONVLAB_TORCH_BUDGET (180: --budget-s of the scripts
+#     that take one; they leave out the slowest baselines rather than overrun)
+#   CONVLAB_TORCH_SCRIPTS ("convfirst mbconv sdpa": which bench/<name>_torch.py run)
 #   CONVLAB_SANITIZE_TIMEOUT (420: the whole sanitizer stage; tests not started by then are
 #     reported "not run")  CONVLAB_SANITIZE_TEST_TIMEOUT (300: one test under one tool)
 #   CONVLAB_SANITIZE_JOBS (8 processes at a time)  CONVLAB_SANITIZE_TOOLS ("memcheck racecheck
@@ -76,6 +78,8 @@ test_timeout=${CONVLAB_TEST_TIMEOUT:-300}
 bench_timeout=${CONVLAB_BENCH_TIMEOUT:-300}
 bench_deadline=${CONVLAB_BENCH_DEADLINE:-900}
 torch_timeout=${CONVLAB_TORCH_TIMEOUT:-240}
+torch_budget=${CONVLAB_TORCH_BUDGET:-180}
+torch_scripts=${CONVLAB_TORCH_SCRIPTS:-convfirst mbconv sdpa}
 sanitize_timeout=${CONVLAB_SANITIZE_TIMEOUT:-420}
 sanitize_test_timeout=${CONVLAB_SANITIZE_TEST_TIMEOUT:-300}
 sanitize_jobs=${CONVLAB_SANITIZE_JOBS:-8}
@@ -317,12 +321,15 @@ EOF
     else
       torch_status=ok
       torch_done=()
-      for script in bench/convfirst_torch.py bench/mbconv_torch.py bench/sdpa_torch.py; do
+      for which in $torch_scripts; do
+        script=bench/${which}_torch.py
         [[ -f $script ]] || continue
         name=$(basename "$script" .py)
         args=(--out "$work/torch/$name.json")
+        help=$("$python" "$script" --help 2>/dev/null || true)
         # The block scripts check PyTorch's output against convlab's own before timing.
-        "$python" "$script" --help 2>/dev/null | grep -q -- '--convlab' && args+=(--convlab "$build/convlab")
+        grep -q -- '--convlab' <<<"$help" && args+=(--convlab "$build/convlab")
+        grep -q -- '--budget-s' <<<"$help" && args+=(--budget-s "$torch_budget")
         status=0
         run_logged "$work/torch/$name.log" "$torch_timeout" "$python" "$script" "${args[@]}" || status=$?
         if ((status == 0)) && [[ -f $work/torch/$name.json ]]; then

@@ -111,7 +111,12 @@ TEST_CASE("timing: rounds double until the median settles, or stop at the cap", 
     CHECK(t.samples_ms.size() >= 8);
   }
   SECTION("a case that never settles stops at the time cap") {
-    SpinCase c({0.5, 1.5, 1.0, 2.0, 0.7});
+    // Each repetition spins longer than the one before, so every round's median
+    // is larger than the last one's, however the machine's load stretches them
+    // (a cycle that repeats could hand back the same median twice and "settle").
+    std::vector<double> rising;
+    for (int i = 0; i < 40; ++i) rising.push_back(0.5 + 0.25 * i);  // 0.5 … 10.25 ms: past 25 ms long before it wraps
+    SpinCase c(rising);
     TimingOptions o;
     o.warmup = 0;
     o.min_reps = 3;
