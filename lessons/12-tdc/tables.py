@@ -6,7 +6,7 @@
     CONVLAB_PYTHON=.venv/bin/python python3 lessons/12-tdc/tables.py --plot   # + the figure (matplotlib)
 
 Sources: tdc_oracle.json and tdc_layers.json (bench/tdc_oracle.cu's run) from
-bench/results/h200/ when the snapshot has them, else bench/results/h200-tdc/, `convlab tucker hosvd` (the error table) and `convlab tucker fit` (the model's choices
+bench/results/h200/ when the snapshot has them, else bench/results/h200/helper-runs/tdc/, `convlab tucker hosvd` (the error table) and `convlab tucker fit` (the model's choices
 scored on the measured sweep). CONVLAB_BIN names the program (default build/convlab);
 TDC_RESULTS the results folder. Each table sits between <!-- lesson12:NAME --> and
 <!-- /lesson12:NAME --> in README.md.
@@ -23,7 +23,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 # The machine's snapshot when it holds lesson 12's files, else this lesson's own run.
 _SNAPSHOT = os.path.join(ROOT, "bench", "results", "h200")
 RESULTS = os.environ.get("TDC_RESULTS", _SNAPSHOT if os.path.exists(os.path.join(_SNAPSHOT, "tdc_oracle.json"))
-                         else os.path.join(ROOT, "bench", "results", "h200-tdc"))
+                         else os.path.join(ROOT, "bench", "results", "h200", "helper-runs", "tdc"))
 BIN = os.environ.get("CONVLAB_BIN", os.path.join(ROOT, "build", "convlab"))
 PLOT_SHAPE = "n1_56x56_c64_k32_f32"
 
@@ -54,7 +54,7 @@ def core_table(oracle):
     data = json.load(open(oracle))
     fitted = fitted_choices(oracle)
     rows = ["| shape (C→K @ H²) | MFLOP | oracle tile | oracle µs | model tile | model µs | model / oracle "
-            "| cuDNN µs | 04a µs | cuDNN / model | blind tile | blind µs | blind 1 call µs | cuDNN 1 call µs |",
+            "| cuDNN µs | 04a µs | cuDNN / model | in-run tile | in-run µs | in-run 1 call µs | cuDNN 1 call µs |",
             "|---|---:|---|---:|---|---:|---:|---:|---:|---:|---|---:|---:|---:|"]
     ratio_oracle, ratio_cudnn, ratio_blind = [], [], []
     wins = 0
@@ -74,8 +74,8 @@ def core_table(oracle):
                 f"| {geomean(ratio_blind):.2f}× oracle | | |")
     summary = (f"The model's tile beats cuDNN's kernel time on {wins} of {len(data['shapes'])} shapes, "
                f"{geomean(ratio_cudnn):.2f}× in geometric mean; it is {geomean(ratio_oracle):.3f}× the oracle in "
-               f"geometric mean and at most {max(ratio_oracle):.2f}× on any shape. The model as it ran blind "
-               f"(before its constants were fitted) was {geomean(ratio_blind):.2f}× the oracle.")
+               f"geometric mean and at most {max(ratio_oracle):.2f}× on any shape. The tiles the sweep's own program chose "
+               f"(the model compiled into it) were {geomean(ratio_blind):.2f}× the oracle.")
     return "\n".join(rows) + "\n\n" + summary
 
 
@@ -86,7 +86,7 @@ def fit_table(oracle):
 
 def layer_table(layers):
     data = json.load(open(layers))
-    rows = ["| layer (C = K @ H²) | D1 = D2 | MFLOP Tucker / dense | rel. error (random kernel) | core tile (blind model) "
+    rows = ["| layer (C = K @ H²) | D1 = D2 | MFLOP Tucker / dense | rel. error (random kernel) | core tile (in-run model) "
             "| Tucker µs (3 kernels) | core µs | cuDNN dense µs | 04a dense µs | cuDNN / Tucker |",
             "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
     for l in data["layers"]:
