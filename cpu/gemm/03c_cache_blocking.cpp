@@ -63,7 +63,7 @@ const Register<GemmProblem> reg{{
     .supports = f32_only<GemmProblem>,
     .run = run,
     .threads = Threads::single,
-    .idea = "02's loops inside BM×BN×BK blocks: a block of B stays in L2 for all rows of A",
+    .idea = "03b_loop_reorder's loops inside BM×BN×BK blocks: a block of B stays in L2 for all rows of A",
 }};
 
 }  // namespace

@@ -72,7 +72,7 @@ const Register<GemmProblem> reg{{
     .run = run,
     .workspace_bytes = workspace_bytes,
     .threads = Threads::single,
-    .idea = "03's blocks copied into dense buffers first: no page or cache-set conflicts inside a block",
+    .idea = "03c_cache_blocking's blocks copied into dense buffers first: no page or cache-set conflicts inside a block",
 }};
 
 }  // namespace

@@ -70,7 +70,7 @@ const Register<GemmProblem> reg{{
     .run = run,
     .workspace_bytes = workspace_bytes,
     .threads = Threads::all,
-    .idea = "05 on all threads: rows of C split over threads, B panel packed together and shared",
+    .idea = "03e_microkernel on all threads: rows of C split over threads, B panel packed together and shared",
 }};
 
 }  // namespace

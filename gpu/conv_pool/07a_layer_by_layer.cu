@@ -184,7 +184,7 @@ const Register<ConvPoolProblem> reg{{
     .supports = supports,
     .run = run,
     .workspace_bytes = workspace_bytes,
-    .idea = "conv2d/gpu/06 (f16) or 05 (f32), then a scale/bias/ReLU kernel, then a 2x2 max-pool kernel; "
+    .idea = "conv2d/gpu/04b_implicit_gemm_tensor_core (f16) or 04a_implicit_gemm (f32), then a scale/bias/ReLU kernel, then a 2x2 max-pool kernel; "
             "y_full crosses HBM 4 times",
     .model_bytes = model_bytes,
 }};
