@@ -138,7 +138,9 @@ TEST_CASE("mbconv: every CPU rung pools the SE per image", "[mbconv][lesson11][c
     std::vector<Tensor> out_batch, out_one;
     out_batch.emplace_back(Shape{2, 9, 7, 8}, DType::f32);
     out_one.emplace_back(Shape{1, 9, 7, 8}, DType::f32);
-    std::vector<float> ws(std::max(v.workspace_bytes(batch), v.workspace_bytes(one)) / 4 + 16);
+    // The workspace as the harness gives it: a host Tensor, 64-byte aligned (the CPU GEMM
+    // library's packed panels rely on it; docs/adding-a-rung.md).
+    Tensor ws({int64_t(std::max(v.workspace_bytes(batch), v.workspace_bytes(one)) / 4 + 16)}, DType::f32);
     out_batch[0].poison();
     v.run(batch, OpTraits<MBConvProblem>::bind(in, out_batch, ws.data()));
     const auto* yb = static_cast<const float*>(out_batch[0].data());
