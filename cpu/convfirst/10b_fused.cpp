@@ -157,12 +157,7 @@ void run(const ConvFirstProblem& p, const Args<ConvFirstProblem>& args) {
         const int64_t m0 = int64_t(tile) * kTileRows;
         tq = int(std::min<int64_t>(kTileRows, pixels - m0));
         z = y + m0 * Co;
-        for (int i = 0; i < tq; ++i) {
-          const int64_t m = m0 + i;
-          const int64_t n = m / (int64_t(p.H) * p.W);
-          const int rem = int(m - n * p.H * p.W), h = rem / p.W, w = rem % p.W;
-          conv_pixel(p, x + n * p.H * p.W * C, wt, conv_b, h, w, t_tile + std::ptrdiff_t(i) * C);
-        }
+        conv_run(p, x, wt, conv_b, m0, tq, t_tile);  // eight pixels per weight load
         // Z = x + b: the residual starts the accumulators (Fig. 7b).
         for (int i = 0; i < tq; ++i) {
           const float* xr = x + (m0 + i) * C;

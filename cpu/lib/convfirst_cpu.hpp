@@ -1,10 +1,12 @@
 // cpu/lib/convfirst_cpu.hpp — pieces both CPU ConvFirst rungs share:
 // the BlurPool stencil, the element-wise passes around the layers, and the
-// grouped 3x3 conv of one pixel. Header-only, registers nothing.
+// grouped 3x3 conv of one pixel and of a run of pixels. Header-only, registers nothing.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -91,6 +93,62 @@ inline void conv_pixel(const ConvFirstProblem& p, const float* image, const floa
       }
     }
     for (int k = 0; k < kGroupWidth; ++k) t[g * kGroupWidth + k] = acc[k];
+  }
+}
+
+// The same conv for a run of `count` consecutive pixels m0 .. m0+count of the flattened
+// N·H·W index (stride 1), t row i for pixel m0 + i, ld = C. conv_pixel keeps one group's
+// 8 outputs in flight: one chain of 72 dependent FMAs per group, each with its own weight
+// load. Here kRunPixels pixels share every weight vector, so a group is kRunPixels
+// independent chains and one weight load per kRunPixels FMAs (lesson 06's 06b scheme):
+//   for g:  acc[i][:] = b[g·8 ..];  for tap, ci:  w8 = wt[g][tap][ci][:];  for i: acc[i] += x_i[ci]·w8
+// A tap outside the image reads a row of zeros instead of x: no branch in the ci loop.
+inline constexpr int kRunPixels = 8;
+typedef float Vec8 __attribute__((vector_size(32)));  // one AVX register; kept in registers when unrolled
+static_assert(kGroupWidth == 8, "one group's outputs are one Vec8");
+
+inline void conv_run(const ConvFirstProblem& p, const float* x, const float* wt, const float* conv_b, int64_t m0,
+                     int count, float* t) {
+  static const float kZeroRow[kGroupWidth] = {};
+  const int C = p.C, H = p.H, W = p.W;
+  const int64_t plane = int64_t(H) * W;
+  for (int i0 = 0; i0 < count; i0 += kRunPixels) {
+    const int np = std::min(kRunPixels, count - i0);
+    const float* image[kRunPixels];
+    int hh[kRunPixels], ww[kRunPixels];
+    for (int i = 0; i < kRunPixels; ++i) {  // lanes past np repeat the last pixel and are not stored
+      const int64_t m = m0 + i0 + std::min(i, np - 1), n = m / plane;
+      const int rem = int(m - n * plane);
+      image[i] = x + n * plane * C;
+      hh[i] = rem / W;
+      ww[i] = rem % W;
+    }
+    for (int g = 0; g < p.groups(); ++g) {
+      Vec8 acc[kRunPixels];
+      Vec8 bias;
+      std::memcpy(&bias, conv_b + g * kGroupWidth, sizeof bias);
+#pragma GCC unroll 8
+      for (int i = 0; i < kRunPixels; ++i) acc[i] = bias;
+      for (int tap = 0; tap < 9; ++tap) {
+        const int r = tap / 3, s = tap % 3;
+        const float* src[kRunPixels];
+#pragma GCC unroll 8
+        for (int i = 0; i < kRunPixels; ++i) {
+          const int ih = hh[i] + r - 1, iw = ww[i] + s - 1;
+          src[i] = (ih >= 0 && ih < H && iw >= 0 && iw < W) ? image[i] + (std::ptrdiff_t(ih) * W + iw) * C + g * kGroupWidth
+                                                            : kZeroRow;
+        }
+        const float* wtap = wt + (std::size_t(g) * 9 + tap) * kGroupWidth * kGroupWidth;
+#pragma GCC unroll 8
+        for (int ci = 0; ci < kGroupWidth; ++ci) {
+          Vec8 w8;
+          std::memcpy(&w8, wtap + ci * kGroupWidth, sizeof w8);
+#pragma GCC unroll 8
+          for (int i = 0; i < kRunPixels; ++i) acc[i] += src[i][ci] * w8;
+        }
+      }
+      for (int i = 0; i < np; ++i) std::memcpy(t + std::ptrdiff_t(i0 + i) * C + g * kGroupWidth, &acc[i], sizeof(Vec8));
+    }
   }
 }
 
