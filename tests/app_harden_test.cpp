@@ -39,7 +39,7 @@ struct ScratchCleanup {
   }
 } cleanup;
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+using convlab::testing::contains;
 
 struct Expect {
   std::string args;

@@ -49,7 +49,7 @@ struct ScratchCleanup {
 
 bool skip_without_program() { return testing::skip_without_program("app test"); }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+using convlab::testing::contains;
 
 bool near(double value, double expected) { return std::abs(value - expected) <= 1e-9 * std::abs(expected); }
 

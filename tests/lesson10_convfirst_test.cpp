@@ -36,20 +36,11 @@ ConvFirstProblem block(int N, int H, int W, int C, int hidden, int C_out, int st
   return p;
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+using convlab::testing::contains;
 
-std::filesystem::path work_dir() {
-  const auto dir = std::filesystem::temp_directory_path() / ("convlab_l10_test_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return dir;
-}
+std::filesystem::path work_dir() { return convlab::testing::scratch_dir("l10_test"); }
 
-Tensor random_tensor(const Shape& shape, uint64_t seed, double scale) {
-  Tensor t(shape, DType::f32);
-  std::mt19937_64 rng(seed);
-  t.fill_uniform(rng, -scale, scale);
-  return t;
-}
+using convlab::testing::random_tensor;
 
 }  // namespace
 

@@ -42,20 +42,11 @@ MBConvProblem block(int N, int H, int W, int C, int e, int k, int stride, double
   return p;
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+using convlab::testing::contains;
 
-std::filesystem::path work_dir() {
-  const auto dir = std::filesystem::temp_directory_path() / ("convlab_l11_test_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return dir;
-}
+std::filesystem::path work_dir() { return convlab::testing::scratch_dir("l11_test"); }
 
-Tensor random_tensor(const Shape& shape, uint64_t seed, double scale) {
-  Tensor t(shape, DType::f32);
-  std::mt19937_64 rng(seed);
-  t.fill_uniform(rng, -scale, scale);
-  return t;
-}
+using convlab::testing::random_tensor;
 
 }  // namespace
 

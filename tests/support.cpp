@@ -8,6 +8,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -147,6 +148,22 @@ std::string read_text(const std::filesystem::path& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+Tensor random_tensor(const Shape& shape, uint64_t seed, double scale) {
+  Tensor t(shape, DType::f32);
+  std::mt19937_64 rng(seed);
+  t.fill_uniform(rng, -scale, scale);
+  return t;
+}
+
+std::filesystem::path scratch_dir(const std::string& tag) {
+  const auto dir = std::filesystem::temp_directory_path() / ("convlab_" + tag + "_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return dir;
 }
 
 }  // namespace convlab::testing

@@ -17,6 +17,16 @@
 
 namespace convlab::testing {
 
+// True when `part` occurs in `text` (for checking messages and program output).
+bool contains(const std::string& text, const std::string& part);
+
+// An f32 tensor of `shape` drawn uniformly from [-scale, scale] with its own seed.
+Tensor random_tensor(const Shape& shape, uint64_t seed, double scale = 1.0);
+
+// A fresh folder for one test program's files, under the system's temp folder, named
+// for `tag` and this process (so parallel ctest runs do not share it).
+std::filesystem::path scratch_dir(const std::string& tag);
+
 // The run's base seed: $CONVLAB_SEED if set, otherwise fresh from the clock.
 // It is printed with every failure, so any failure can be replayed exactly.
 uint64_t base_seed();

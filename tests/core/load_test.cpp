@@ -42,7 +42,7 @@ class ScopedEnv {
   bool had_ = false;
 };
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+using convlab::testing::contains;
 
 // A case whose run() spins for the next duration of a fixed cycle: the
 // timing loop's input is known, so its verdict can be checked.

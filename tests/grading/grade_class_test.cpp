@@ -58,7 +58,7 @@ bool has_flag(const json::Value& s, const std::string& flag) {
   if (!f) return false;
   return std::any_of(f->items.begin(), f->items.end(), [&](const json::Value& x) { return x.text == flag; });
 }
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+using convlab::testing::contains;
 
 // Output of a shell command (stdout and stderr).
 std::string capture(const std::string& command) {
