@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <source_location>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -102,6 +103,19 @@ template <class P> const Variant<P>* find_variant(Device device, const std::stri
   for (const Variant<P>& v : Registry<P>::variants())
     if (v.device == device && v.name == name) return &v;
   return nullptr;
+}
+
+// A rung composed of other rungs (lessons 10 and 11's layer-by-layer blocks) calls the
+// rung it names, which must be registered, and sizes its scratch from theirs.
+template <class P>
+const Variant<P>& required_variant(Device device, const std::string& who, const char* op, const char* name) {
+  const Variant<P>* v = find_variant<P>(device, name);
+  if (!v)
+    throw std::runtime_error(who + ": the rung " + op + "/" + device_name(device) + "/" + name + " is not registered");
+  return *v;
+}
+template <class P> std::size_t workspace_of(const Variant<P>& v, const P& p) {
+  return v.workspace_bytes ? v.workspace_bytes(p) : 0;
 }
 
 // Helpers for the common `supports` predicates.

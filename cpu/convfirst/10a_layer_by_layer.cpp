@@ -53,9 +53,6 @@ const Variant<ConvProblem>& conv_rung(const ConvProblem& c) {
 const Variant<FfnProblem>& ffn_rung() { return required_variant<FfnProblem>("ffn", "08a_layer_by_layer"); }
 const Variant<GemmProblem>& gemm_rung() { return required_variant<GemmProblem>("gemm", "03f_openmp"); }
 
-template <class P> std::size_t workspace_of(const Variant<P>& v, const P& p) {
-  return v.workspace_bytes ? v.workspace_bytes(p) : 0;
-}
 
 // Workspace: [ t | t' | s | s·Wsc | the called rungs' scratch ], each 64-byte aligned.
 struct Layout {

@@ -152,11 +152,9 @@ inline void conv_run(const ConvFirstProblem& p, const float* x, const float* wt,
   }
 }
 
-// A rung composed of other rungs (10a) calls them through the registry.
+// A rung composed of other rungs (10a) calls them through the registry (core/registry.hpp).
 template <class P> const Variant<P>& required_variant(const char* op, const char* name) {
-  const Variant<P>* v = find_variant<P>(Device::cpu, name);
-  if (!v) throw std::runtime_error(std::string("convfirst: the rung ") + op + "/cpu/" + name + " is not registered");
-  return *v;
+  return convlab::required_variant<P>(Device::cpu, "convfirst", op, name);
 }
 
 }  // namespace convlab::cpu_convfirst

@@ -127,11 +127,9 @@ inline void transpose_depthwise(const MBConvProblem& p, const float* w, float* w
     for (int t = 0; t < taps; ++t) wt[std::ptrdiff_t(t) * Hd + j] = w[std::ptrdiff_t(j) * taps + t];
 }
 
-// A rung composed of other rungs (11a) calls them through the registry.
+// A rung composed of other rungs (11a) calls them through the registry (core/registry.hpp).
 template <class P> const Variant<P>& required_variant(const char* op, const char* name) {
-  const Variant<P>* v = find_variant<P>(Device::cpu, name);
-  if (!v) throw std::runtime_error(std::string("mbconv: the rung ") + op + "/cpu/" + name + " is not registered");
-  return *v;
+  return convlab::required_variant<P>(Device::cpu, "mbconv", op, name);
 }
 
 }  // namespace convlab::cpu_mbconv

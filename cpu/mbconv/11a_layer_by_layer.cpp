@@ -42,9 +42,6 @@ ConvProblem depthwise_layer(const MBConvProblem& p) {
 const Variant<GemmProblem>& gemm_rung() { return required_variant<GemmProblem>("gemm", "03f_openmp"); }
 const Variant<ConvProblem>& depthwise_rung() { return required_variant<ConvProblem>("conv2d", "06a_depthwise"); }
 
-template <class P> std::size_t workspace_of(const Variant<P>& v, const P& p) {
-  return v.workspace_bytes ? v.workspace_bytes(p) : 0;
-}
 
 // Workspace: [ e | d | sums (double) | gates | z | the called rungs' scratch ], each 64-byte aligned.
 struct Layout {

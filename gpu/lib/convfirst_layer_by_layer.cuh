@@ -86,9 +86,6 @@ template <class P> const Variant<P>& first_supporting(const std::vector<std::str
   throw Unsupported(std::string("convfirst: no registered ") + op + " rung takes " + OpTraits<P>::spec(p));
 }
 
-template <class P> std::size_t workspace_of(const Variant<P>& v, const P& p) {
-  return v.workspace_bytes ? v.workspace_bytes(p) : 0;
-}
 
 inline ConvProblem conv_layer(const ConvFirstProblem& p) {
   ConvProblem c;

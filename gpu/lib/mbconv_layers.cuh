@@ -129,9 +129,6 @@ template <class P> const Variant<P>& first_supporting(const std::vector<std::str
   throw Unsupported(std::string("mbconv: no registered ") + op + " rung takes " + OpTraits<P>::spec(p));
 }
 
-template <class P> std::size_t workspace_of(const Variant<P>& v, const P& p) {
-  return v.workspace_bytes ? v.workspace_bytes(p) : 0;
-}
 
 // Which rungs a plan uses: conv2d (depthwise) names in order of preference, gemm names likewise.
 struct Rungs {
