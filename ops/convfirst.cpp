@@ -247,6 +247,14 @@ std::vector<ConvFirstProblem> test_shapes() {
       block(1, 13, 13, 64, 256, 128, 2, relu, f16),  // stride 2, projection
       block(3, 7, 9, 16, 64, 32, 2, silu, f16),
       block(1, 7, 7, 32, 128, 32, 2, relu, f16),     // stride 2, identity shortcut
+      // the wgmma rung's boundaries: 128-pixel tiles (one pixel short, exact, one over),
+      // more tiles than SMs (the persistent CTAs wrap both rings), hidden not a multiple
+      // of its 64-wide chunk, C = 128
+      block(1, 127, 1, 64, 256, 64, 1, relu, f16),
+      block(1, 3, 43, 128, 136, 128, 1, relu, f16),
+      block(6, 56, 56, 64, 256, 64, 1, relu, f16),
+      block(2, 8, 8, 64, 192, 64, 1, silu, bf16),
+      block(1, 29, 31, 128, 512, 128, 1, silu, bf16),
       // bf16: the fused rung
       block(1, 13, 7, 64, 256, 64, 1, relu, bf16),
       block(3, 3, 13, 16, 40, 16, 1, silu, bf16),

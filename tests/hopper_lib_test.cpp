@@ -24,6 +24,7 @@
 //     and the encoder's rules as the rung's supported set states them.
 // What only the GPU can confirm (that this reading of the PTX ISA and the
 // driver API is right) the registry tests of gemm/gpu/03p..03r check there.
+#include <array>
 #include <cstdint>
 #include <random>
 #include <set>
@@ -31,6 +32,7 @@
 #include <vector>
 
 #include "gpu/lib/hopper/conv_wgmma_layout.hpp"
+#include "gpu/lib/hopper/convfirst_wgmma_layout.hpp"
 #include "gpu/lib/hopper/ffn_wgmma_layout.hpp"
 #include "gpu/lib/hopper/wgmma_gemm_layout.hpp"
 #include "gpu/lib/hopper/mbarrier.cuh"
@@ -194,6 +196,95 @@ TEST_CASE("hopper: the FFN's X, U and V slots are read by wgmma where TMA wrote 
   CHECK(ffn_layout_mismatches<ffn_wgmma::Layout64>() == 0);
   CHECK(ffn_layout_mismatches<ffn_wgmma::Layout128>() == 0);
   CHECK(ffn_layout_mismatches<ffn_wgmma::Layout256>() == 0);
+}
+
+// ---- lesson 10's one-kernel block on wgmma (gpu/convfirst/10c_fused_wgmma.cu) ----------------
+
+// U and V of the block's hidden loop: read by wgmma where TMA wrote them; the
+// slots, the conv weights and the x buffers do not overlap.
+template <class L> int convfirst_uv_mismatches() {
+  int wrong = 0;
+  const uint32_t base = 0;
+  for (int st = 0; st < L::kStages; ++st) {
+    const uint32_t u = L::u_slot(base, st), v = L::v_slot(base, st);
+    for (int ks = 0; ks < L::kCSteps; ++ks)
+      for (int k = 0; k < 16; ++k)
+        for (int n = 0; n < L::kChunk; ++n)
+          wrong += gpu::wgmma_mn_major_sw128_address(L::u_descriptor(u, ks), k, n) !=
+                   L::u_box(u, n / 64) + tma_sw128_box_offset(16 * ks + k, n % 64, 2);
+    for (int kk = 0; kk < L::kHSteps; ++kk)
+      for (int k = 0; k < 16; ++k)
+        for (int n = 0; n < L::kC; ++n)
+          wrong += gpu::wgmma_mn_major_sw128_address(L::v_descriptor(v, kk), k, n) !=
+                   L::v_box(v, n / 64) + tma_sw128_box_offset(16 * kk + k, n % 64, 2);
+    wrong += u % 1024 != 0 || v % 1024 != 0;
+  }
+  wrong += L::u_slot(base, 0) < uint32_t(convfirst_wgmma::kBarrierRegion);
+  wrong += L::u_slot(base, L::kStages) > L::kWeightsBase;
+  wrong += L::kWeightsBase + uint32_t(L::kWeightWords) * 4 > L::kXBase || L::kXBase % 1024 != 0;
+  return wrong;
+}
+
+// Every tap of every pixel of every tile of an N x H x W batch reads the
+// staged pixel it means (or the zero pixel exactly when it leaves the image
+// or the batch), inside what the tile's TMA boxes wrote; and the conv's and
+// the residual's shared-memory reads (x_offset) land where TMA put each
+// channel. Returns the number of mismatches.
+int convfirst_staging_mismatches(int C, int N, int H, int W) {
+  namespace cw = convfirst_wgmma;
+  const cw::XStaging sg = cw::x_staging(C, W, int64_t(N) * H);
+  const int M = N * H * W;
+  int wrong = 0;
+  for (int t = 0; t * cw::kBlockRows < M; ++t) {
+    const int first_row = t * cw::kBlockRows / W - 1;
+    for (int q = t * cw::kBlockRows; q < (t + 1) * cw::kBlockRows; ++q)
+      for (int dr = -1; dr <= 1; ++dr)
+        for (int ds = -1; ds <= 1; ++ds) {
+          const int i = cw::tap_index(q, dr, ds, M, H, W, first_row, sg.zero_index);
+          const int row = q / W, w = q % W, h = row % H;
+          const bool inside = q < M && h + dr >= 0 && h + dr < H && w + ds >= 0 && w + ds < W;
+          if (!inside) {
+            wrong += i != sg.zero_index;
+            continue;
+          }
+          wrong += i < 0 || i >= sg.zero_index;                       // a box wrote it
+          wrong += int64_t(first_row) * W + i != int64_t(q) + dr * W + ds;  // and it is the tap's pixel
+        }
+  }
+  for (int i = 0; i < sg.zero_index; ++i)
+    for (int c = 0; c < C; ++c) {
+      const int box = i / sg.box_rows, r = i % sg.box_rows;
+      const uint32_t tma = uint32_t(c / 64) * sg.panel_bytes + uint32_t(box * sg.box_rows) * 128u +
+                           tma_sw128_box_offset(r, c % 64, 2);
+      wrong += cw::x_offset(sg, i, c) != tma;
+    }
+  for (int c = 0; c < C; ++c)  // the zero lines follow the boxes inside each panel
+    wrong += cw::x_offset(sg, sg.zero_index, c) < uint32_t(c / 64) * sg.panel_bytes + uint32_t(sg.zero_index) * 128u ||
+             cw::x_offset(sg, sg.zero_index, c) >= uint32_t(c / 64 + 1) * sg.panel_bytes;
+  wrong += sg.box_rows % 8 != 0 || sg.box_rows > kTmaMaxBoxDim || sg.box_rows < 8;
+  wrong += sg.tx_bytes != uint32_t(sg.panels * sg.boxes * sg.box_rows) * 128u;
+  return wrong;
+}
+
+TEST_CASE("hopper: the ConvFirst block's U and V slots are read by wgmma where TMA wrote them", "[hopper][cpu]") {
+  CHECK(convfirst_uv_mismatches<convfirst_wgmma::Layout64>() == 0);
+  CHECK(convfirst_uv_mismatches<convfirst_wgmma::Layout128>() == 0);
+}
+
+TEST_CASE("hopper: the ConvFirst block's staged halo rows hold every tap, where the conv reads it", "[hopper][cpu]") {
+  // Odd and even widths, a row shorter than and longer than the 128-pixel tile,
+  // tiles that span images, a batch smaller than a tile.
+  for (const auto& [C, N, H, W] : std::vector<std::array<int, 4>>{{64, 2, 7, 7},   {64, 1, 1, 1},   {64, 3, 5, 3},
+                                                                   {64, 2, 13, 57}, {64, 1, 9, 110}, {64, 2, 56, 56},
+                                                                   {128, 3, 28, 28}, {128, 1, 4, 129}, {128, 5, 3, 1}})
+    CHECK(convfirst_staging_mismatches(C, N, H, W) == 0);
+  // The supported widths the rung's header states.
+  namespace cw = convfirst_wgmma;
+  CHECK(cw::shared_bytes<cw::Layout64>(cw::x_staging(64, 120, 128 * 120)) <= std::size_t(cw::kMaxShared));
+  CHECK(cw::shared_bytes<cw::Layout64>(cw::x_staging(64, 56, 128 * 56)) <= std::size_t(cw::kMaxShared));
+  CHECK(cw::shared_bytes<cw::Layout128>(cw::x_staging(128, 38, 128 * 38)) <= std::size_t(cw::kMaxShared));
+  CHECK(cw::shared_bytes<cw::Layout128>(cw::x_staging(128, 28, 128 * 28)) <= std::size_t(cw::kMaxShared));
+  CHECK(cw::shared_bytes<cw::Layout64>(cw::x_staging(64, 121, 128 * 121)) > std::size_t(cw::kMaxShared));
 }
 
 // ---- the mbarrier ring, against a host model of the barrier -----------------------------

@@ -1,0 +1,152 @@
+// gpu/lib/hopper/convfirst_wgmma_layout.hpp — the tunables, supported set and
+// shared-memory geometry of lesson 10's one-kernel ConvFirst block on Hopper
+// (gpu/convfirst/10c_fused_wgmma.cu), in plain C++ so that
+// tests/hopper_lib_test.cpp checks on the host that
+//   * the staged x rows of every tile hold every tap the conv reads,
+//   * the conv's ldmatrix addresses read each channel where TMA wrote it,
+//   * the U and V boxes land where the wgmma descriptors read them.
+//
+// Shared memory of one CTA (every region 1024-aligned):
+//
+//   [ barriers | U/V slot 0 .. Stages−1 | conv weights [C][9][8] | x buffer 0 | x buffer 1 ]
+//
+// An x buffer holds the halo rows of one 128-pixel tile as C/64 panels. Panel
+// p is [staged pixel][channels 64p .. 64p+63], one 128-byte swizzled line per
+// pixel, written by `boxes` TMA boxes of `box_rows` pixels each, followed by 8
+// zero lines that no box writes: staged index `zero_index` is the zero pixel
+// that taps outside the image read.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "gpu/lib/wgmma.cuh"
+#include "gpu/lib/hopper/mbarrier.cuh"
+#include "gpu/lib/hopper/tma.cuh"
+#include "gpu/lib/hopper/warp_specialization.cuh"
+
+namespace convlab::convfirst_wgmma {
+
+constexpr int kBlockRows = 128;  // pixels per tile: two consumer warpgroups of 64
+constexpr int kWgmmaM = 64, kWgmmaK = 16;
+constexpr int kConsumers = kBlockRows / kWgmmaM;
+constexpr int kConsumerWarps = 4 * kConsumers;
+constexpr int kThreads = (1 + kConsumers) * gpu::hopper::kWarpgroupThreads;  // 384
+constexpr int kPanelCols = 64;   // one 128-byte swizzle line of f16/bf16
+constexpr int kGroupWidth = 8;   // one conv group = one 16-byte chunk = one ldmatrix row
+constexpr int kConvSteps = 5;    // k16 steps over 9 taps x 8 channels (the fifth half zero)
+constexpr int kXBuffers = 2;     // the next tile's halo lands while this one is computed
+constexpr int kZeroLines = 8;    // one swizzle atom of zeros after each panel's staged pixels
+constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+constexpr int kMaxShared = 227 * 1024;
+constexpr int kBarrierRegion = 1024;  // the two barrier rings, padded to an atom
+
+CONVLAB_HOST_DEVICE constexpr uint32_t round_up_1024(uint32_t bytes) { return (bytes + 1023u) & ~1023u; }
+
+// ---- tunables, one configuration per channel count C (= C_out) -------------------------
+//
+//   Chunk    hidden channels per loop step: N of the expand wgmma, K of the project wgmma
+//   Stages   U/V chunk slots in the ring
+//   Overlap  issue chunk r's expand before chunk r−1's project (S and H live at once)
+template <int C, int Chunk, int Stages, bool Overlap> struct Layout {
+  static constexpr int kC = C, kChunk = Chunk, kStages = Stages;
+  static constexpr bool kOverlap = Overlap;
+  using UTile = gpu::Sw128Tile<C, Chunk>;  // [c][h]      B of the expand product, MN-major
+  using VTile = gpu::Sw128Tile<Chunk, C>;  // [h][c_out]  B of the project product, MN-major
+  static constexpr int kStageBytes = UTile::kBytes + VTile::kBytes;
+  static constexpr int kGroups = C / kGroupWidth;
+  static constexpr int kWeightWords = C * 9 * kGroupWidth / 2;  // conv_w as pairs of channels
+  static constexpr uint32_t kUvBase = kBarrierRegion;
+  static constexpr uint32_t kWeightsBase = kUvBase + uint32_t(Stages) * kStageBytes;
+  static constexpr uint32_t kXBase = kWeightsBase + round_up_1024(uint32_t(kWeightWords) * 4);
+  static constexpr int kSRegs = Chunk / 2;          // fp32 expand accumulators per consumer thread
+  static constexpr int kZRegs = C / 2;              // fp32 project accumulators
+  static constexpr int kHSteps = Chunk / kWgmmaK;   // A fragments of H
+  static constexpr int kCSteps = C / kWgmmaK;       // A fragments of T (k16 steps of the expand)
+
+  static_assert(C == 64 || C == 128, "the project wgmma is m64n{C}; C = 256 needs the large-C plan");
+  static_assert(Chunk == 64 || Chunk == 128, "the expand wgmma is m64n{Chunk}");
+  static_assert(C <= gpu::hopper::kTmaMaxBoxDim && Chunk <= gpu::hopper::kTmaMaxBoxDim, "TMA boxes: at most 256");
+  static_assert(kCSteps * 2 == kGroups, "two conv groups (n8 tiles) make one k16 A fragment of the expand");
+  static_assert(UTile::kBytes % 1024 == 0 && kStageBytes % 1024 == 0, "every box starts on a swizzle atom");
+  static_assert(gpu::hopper::kPipelineBarrierBytes<kXBuffers> + gpu::hopper::kPipelineBarrierBytes<Stages> <=
+                    kBarrierRegion,
+                "both barrier rings fit the barrier region");
+  // ptxas allocates the whole kernel within the launch's cap (65536 / 384 threads = 168),
+  // whatever setmaxnreg hands the consumers later: what is live in the hidden loop must fit it.
+  static constexpr int kLoopRegs = kZRegs + 4 * kCSteps + kSRegs + kSRegs / 4 + (Overlap ? 4 * kHSteps : 0);
+  static_assert(kLoopRegs <= 168 - 24,
+                "Z, packed T, S, the packed bias pairs (and packed H when overlapped) fit 168 registers with "
+                "room for addresses");
+  static_assert(gpu::hopper::register_budget_fits(kProducerRegs, kConsumerRegs, kConsumers), "setmaxnreg budget");
+
+  CONVLAB_HOST_DEVICE static constexpr uint32_t u_slot(uint32_t base, int s) { return base + kUvBase + s * kStageBytes; }
+  CONVLAB_HOST_DEVICE static constexpr uint32_t v_slot(uint32_t base, int s) { return u_slot(base, s) + UTile::kBytes; }
+  CONVLAB_HOST_DEVICE static constexpr uint32_t u_box(uint32_t slot, int p) { return slot + p * UTile::kPanelBytes; }
+  CONVLAB_HOST_DEVICE static constexpr uint32_t v_box(uint32_t slot, int p) { return slot + p * VTile::kPanelBytes; }
+  CONVLAB_HOST_DEVICE static constexpr uint64_t u_descriptor(uint32_t slot, int ks) {
+    return gpu::mn_major_descriptor<UTile>(slot, ks * kWgmmaK);
+  }
+  CONVLAB_HOST_DEVICE static constexpr uint64_t v_descriptor(uint32_t slot, int kk) {
+    return gpu::mn_major_descriptor<VTile>(slot, kk * kWgmmaK);
+  }
+};
+
+using Layout64 = Layout<64, 64, 4, true>;
+using Layout128 = Layout<128, 64, 2, false>;
+
+// ---- the staged halo rows of a tile (run time: they depend on W) ---------------------------
+//
+// Tile t owns pixels [128t, 128t + 128) of the flattened N·H·W index. Its
+// staged rows are the image rows from one above its first pixel's row
+// (first_row = 128t / W − 1, possibly −1) to one below its last: at most
+// ceil(127 / W) + 1 touched rows plus two, never more than N·H + 2. They are
+// consecutive pixels of NHWC x, so x viewed as a [N·H·W, C] matrix gives them
+// as `boxes` TMA boxes of `box_rows` pixels starting at pixel first_row·W;
+// TMA writes zeros for pixels before 0 or past N·H·W.
+struct XStaging {
+  int boxes = 0, box_rows = 0;  // per panel
+  int panels = 0;               // C / 64
+  int zero_index = 0;           // staged index of the zero pixel (= boxes·box_rows)
+  uint32_t panel_bytes = 0;     // (zero_index + kZeroLines) · 128
+  uint32_t buffer_bytes = 0;    // panels · panel_bytes
+  uint32_t tx_bytes = 0;        // what the boxes of one tile write (the full barrier's transaction count)
+};
+
+inline XStaging x_staging(int C, int W, int64_t image_rows) {
+  XStaging s;
+  const int64_t touched = std::min<int64_t>((kBlockRows - 1 + W - 1) / W + 1, image_rows);
+  const int64_t pixels = (touched + 2) * W;
+  s.boxes = int((pixels + gpu::hopper::kTmaMaxBoxDim - 1) / gpu::hopper::kTmaMaxBoxDim);
+  s.box_rows = int(((pixels + s.boxes - 1) / s.boxes + 7) / 8 * 8);  // whole swizzle atoms, ≤ 256
+  s.panels = C / kPanelCols;
+  s.zero_index = s.boxes * s.box_rows;
+  s.panel_bytes = uint32_t(s.zero_index + kZeroLines) * 128u;
+  s.buffer_bytes = uint32_t(s.panels) * s.panel_bytes;
+  s.tx_bytes = uint32_t(s.panels) * uint32_t(s.zero_index) * 128u;
+  return s;
+}
+
+template <class L> std::size_t shared_bytes(const XStaging& s) {
+  return gpu::hopper::kTmaSwizzleAtomBytes + L::kXBase + std::size_t(kXBuffers) * s.buffer_bytes;
+}
+
+// Staged index of the pixel a conv tap reads: pixel q's neighbour (dr, ds) in
+// the staged rows of the tile whose first staged image row is first_row, or
+// the zero pixel when q is past the batch or the tap leaves q's image (rows of
+// a neighbouring image inside the staged rows included).
+CONVLAB_HOST_DEVICE constexpr int tap_index(int q, int dr, int ds, int M, int H, int W, int first_row, int zero_index) {
+  if (q >= M) return zero_index;
+  const int row = q / W, w = q - row * W, h = row % H;
+  if (h + dr < 0 || h + dr >= H || w + ds < 0 || w + ds >= W) return zero_index;
+  return (row + dr - first_row) * W + w + ds;
+}
+
+// Byte offset, inside an x buffer, of channels c .. c+1 of staged pixel i:
+// panel c / 64, line i, 16-byte chunk (c % 64) / 8 at position chunk ^ (i % 8).
+CONVLAB_HOST_DEVICE constexpr uint32_t x_offset(const XStaging& s, int i, int c) {
+  return uint32_t(c / kPanelCols) * s.panel_bytes + uint32_t(i) * 128u +
+         uint32_t((((c % kPanelCols) / 8) ^ (i % 8)) << 4) + uint32_t(c % 8) * 2u;
+}
+
+}  // namespace convlab::convfirst_wgmma
