@@ -233,69 +233,100 @@ __global__ void __launch_bounds__(kThreads, 1)
           h[kk][r] = gpu::pack_pair<Element>(s[gpu::wgmma_d_index_for_a(kk, r, 0)], s[gpu::wgmma_d_index_for_a(kk, r, 1)]);
     };
 
-    for (int t = tiles.first(blockIdx.x); tiles.valid(t); t = tiles.next(t, gridDim.x)) {
+    // Staged index of the pixel this lane hands ldmatrix at k-step j of tile t's conv:
+    // pixel lane % 16 of the warp, tap 2j + lane / 16 (tap 9 does not exist: the zero pixel).
+    const auto conv_taps = [&](int t, int (&tap)[kConvSteps]) {
       const int first_row = t * kBlockRows / W - 1;
-      const int pixel0 = t * kBlockRows + consumer * kWgmmaM + 16 * warp;  // this warp's 16 pixels
-      x_pipe.consumer_wait(xs);
-      const uint32_t xb = x_slot(xs.stage);
+      const int pixel = t * kBlockRows + consumer * kWgmmaM + 16 * warp + a_row.row;
+#pragma unroll
+      for (int j = 0; j < kConvSteps; ++j) {
+        const int k = 2 * j + a_row.col / 8;
+        tap[j] = k < 9 ? tap_index(pixel, k / 3 - 1, k % 3 - 1, M, H, W, first_row, sg.zero_index) : sg.zero_index;
+      }
+    };
+    // One mma of group grp at k-step j: B[k][n] = w[8·grp + n][tap 2j + k / 8][k % 8], lane
+    // (g, tq) holding n = g, channels 2tq, 2tq+1 of taps 2j (b0) and 2j+1 (b1) from the
+    // staged weights; A straight from the staged pixels by ldmatrix.
+    const auto conv_mma = [&](float (&acc)[4], uint32_t xb, int tap, int j, int grp) {
+      const int word = ((grp * kGroupWidth + g) * 72 + 2 * j * 8 + 2 * tq) / 2;
+      const uint32_t bfrag[2] = {ld_shared_u32(weights + 4 * word), j < 4 ? ld_shared_u32(weights + 4 * (word + 4)) : 0u};
+      uint32_t afrag[4];
+      gpu::ldmatrix_x4(afrag, xb + uint32_t(tap) * 128u + (grp / 8) * sg.panel_bytes + (((grp % 8) ^ (tap & 7)) << 4));
+      gpu::mma_m16n8k16<Element>(acc, afrag, bfrag);
+    };
+    const auto conv_bias = [&](float (&acc)[4], int grp) {  // the conv bias starts the sums
+      const float2 cb = unpack_pair<Element>(__ldg(reinterpret_cast<const unsigned*>(conv_b + grp * kGroupWidth + 2 * tq)));
+      acc[0] = cb.x, acc[1] = cb.y, acc[2] = cb.x, acc[3] = cb.y;
+    };
+    // Groups 2k and 2k+1 (channels 16k .. 16k+15) make the A fragment of k-step k:
+    // (row g, k 2tq..), (row g+8, k 2tq..), (row g, k 8+2tq..), (row g+8, k 8+2tq..).
+    const auto pack_t = [&](uint32_t (&frag)[4], const float (&lo)[4], const float (&hi)[4]) {
+      frag[0] = gpu::pack_pair<Element>(lo[0], lo[1]);
+      frag[1] = gpu::pack_pair<Element>(lo[2], lo[3]);
+      frag[2] = gpu::pack_pair<Element>(hi[0], hi[1]);
+      frag[3] = gpu::pack_pair<Element>(hi[2], hi[3]);
+    };
+    // The whole conv of this warp's 16 pixels into tfrag. TUTORIAL: every group's accumulator
+    // is live at once and the five k-steps run outermost, so each mma is independent of its
+    // neighbours (10b's order): kGroups chains in flight instead of one.
+    const auto conv_all = [&](uint32_t xb, const int (&tap)[kConvSteps]) {
+      float acc[L::kGroups][4];
+#pragma unroll
+      for (int grp = 0; grp < L::kGroups; ++grp) conv_bias(acc[grp], grp);
+#pragma unroll
+      for (int j = 0; j < kConvSteps; ++j)
+#pragma unroll
+        for (int grp = 0; grp < L::kGroups; ++grp) conv_mma(acc[grp], xb, tap[j], j, grp);
+#pragma unroll
+      for (int k = 0; k < L::kCSteps; ++k) pack_t(tfrag[k], acc[2 * k], acc[2 * k + 1]);
+    };
+    // The conv of groups 2k, 2k+1 only, into one A fragment: two chains, few registers.
+    const auto conv_pair = [&](uint32_t (&frag)[4], uint32_t xb, const int (&tap)[kConvSteps], int k) {
+      float acc[2][4];
+      conv_bias(acc[0], 2 * k);
+      conv_bias(acc[1], 2 * k + 1);
+#pragma unroll
+      for (int j = 0; j < kConvSteps; ++j) {
+        conv_mma(acc[0], xb, tap[j], j, 2 * k);
+        conv_mma(acc[1], xb, tap[j], j, 2 * k + 1);
+      }
+      pack_t(frag, acc[0], acc[1]);
+    };
 
-      // ---- 1. the grouped conv of this warp's 16 pixels, into the expand's A fragments ----
-      {
-        // Staged index of the pixel this lane hands ldmatrix at k-step j: pixel
-        // lane % 16, tap 2j + lane / 16 (tap 9 does not exist: the zero pixel).
+    int t = tiles.first(blockIdx.x);
+    if (L::kOverlap && tiles.valid(t)) {  // the first tile's conv; later ones run during the previous tile's loop
+      int tap[kConvSteps];
+      conv_taps(t, tap);
+      x_pipe.consumer_wait(xs);
+      conv_all(x_slot(xs.stage), tap);
+    }
+    for (int t_next; tiles.valid(t); t = t_next) {
+      t_next = tiles.next(t, gridDim.x);
+      const int pixel0 = t * kBlockRows + consumer * kWgmmaM + 16 * warp;  // this warp's 16 pixels
+      if (!L::kOverlap) {
+        // ---- 1. the grouped conv of this warp's 16 pixels, into the expand's A fragments ----
         int tap[kConvSteps];
-#pragma unroll
-        for (int j = 0; j < kConvSteps; ++j) {
-          const int k = 2 * j + a_row.col / 8;
-          tap[j] = k < 9 ? tap_index(pixel0 + a_row.row, k / 3 - 1, k % 3 - 1, M, H, W, first_row, sg.zero_index)
-                         : sg.zero_index;
-        }
-        float acc[L::kGroups][4];
-#pragma unroll
-        for (int grp = 0; grp < L::kGroups; ++grp) {  // the conv bias starts the sums
-          const float2 cb = unpack_pair<Element>(__ldg(reinterpret_cast<const unsigned*>(conv_b + grp * kGroupWidth + 2 * tq)));
-          acc[grp][0] = cb.x, acc[grp][1] = cb.y, acc[grp][2] = cb.x, acc[grp][3] = cb.y;
-        }
-        // TUTORIAL: every group's accumulator is live at once and the five k-steps run
-        // outermost, so each mma is independent of its neighbours (10b's order). B[k][n] =
-        // w[8·grp + n][tap 2j + k / 8][k % 8]: lane (g, tq) holds n = g, channels 2tq, 2tq+1 of
-        // taps 2j (b0) and 2j+1 (b1), one 32-bit word each of the staged weights.
-#pragma unroll
-        for (int j = 0; j < kConvSteps; ++j) {
-          const uint32_t line = xb + uint32_t(tap[j]) * 128u;
-          const int swz = tap[j] & 7;
-#pragma unroll
-          for (int grp = 0; grp < L::kGroups; ++grp) {
-            const int word = ((grp * kGroupWidth + g) * 72 + 2 * j * 8 + 2 * tq) / 2;
-            const uint32_t bfrag[2] = {ld_shared_u32(weights + 4 * word), j < 4 ? ld_shared_u32(weights + 4 * (word + 4)) : 0u};
-            uint32_t afrag[4];
-            gpu::ldmatrix_x4(afrag, line + (grp / 8) * sg.panel_bytes + ((((grp % 8) ^ swz)) << 4));
-            gpu::mma_m16n8k16<Element>(acc[grp], afrag, bfrag);
-          }
-        }
-        // Groups 2k and 2k+1 (channels 16k .. 16k+15) make the A fragment of k-step k:
-        // registers (row g, k 2tq..), (row g+8, k 2tq..), (row g, k 8+2tq..), (row g+8, k 8+2tq..).
-#pragma unroll
-        for (int k = 0; k < L::kCSteps; ++k) {
-          tfrag[k][0] = gpu::pack_pair<Element>(acc[2 * k][0], acc[2 * k][1]);
-          tfrag[k][1] = gpu::pack_pair<Element>(acc[2 * k][2], acc[2 * k][3]);
-          tfrag[k][2] = gpu::pack_pair<Element>(acc[2 * k + 1][0], acc[2 * k + 1][1]);
-          tfrag[k][3] = gpu::pack_pair<Element>(acc[2 * k + 1][2], acc[2 * k + 1][3]);
-        }
+        conv_taps(t, tap);
+        x_pipe.consumer_wait(xs);
+        conv_all(x_slot(xs.stage), tap);
       }
 
       // ---- 2. Z starts as the residual plus b: zacc[4j + c] is row 16·warp + g + 8(c >> 1),
       //         column 8j + 2tq + (c & 1) ----
+      {
+        const uint32_t xb = x_slot(xs.stage);
+        const int first_row = t * kBlockRows / W - 1;
 #pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
-        const int centre = tap_index(pixel0 + g + 8 * hh, 0, 0, M, H, W, first_row, sg.zero_index);
+        for (int hh = 0; hh < 2; ++hh) {
+          const int centre = tap_index(pixel0 + g + 8 * hh, 0, 0, M, H, W, first_row, sg.zero_index);
 #pragma unroll
-        for (int j = 0; j < C / 8; ++j) {
-          const int col = 8 * j + 2 * tq;
-          const float2 xv = unpack_pair<Element>(ld_shared_u32(xb + x_offset(sg, centre, col)));
-          const float2 bv = unpack_pair<Element>(__ldg(reinterpret_cast<const unsigned*>(b + col)));
-          zacc[4 * j + 2 * hh] = xv.x + bv.x;
-          zacc[4 * j + 2 * hh + 1] = xv.y + bv.y;
+          for (int j = 0; j < C / 8; ++j) {
+            const int col = 8 * j + 2 * tq;
+            const float2 xv = unpack_pair<Element>(ld_shared_u32(xb + x_offset(sg, centre, col)));
+            const float2 bv = unpack_pair<Element>(__ldg(reinterpret_cast<const unsigned*>(b + col)));
+            zacc[4 * j + 2 * hh] = xv.x + bv.x;
+            zacc[4 * j + 2 * hh + 1] = xv.y + bv.y;
+          }
         }
       }
       x_pipe.consumer_release(xs);  // the halo rows are read: the producer may refill the buffer
@@ -303,13 +334,32 @@ __global__ void __launch_bounds__(kThreads, 1)
 
       // ---- 3. Eq. 32 over hidden chunks. With S, H, Z and T all live (C = 64) the expand
       //         of chunk r is issued before the project of chunk r−1 (08d's schedule), so φ of
-      //         chunk r overlaps Z += H_{r−1}·V_{r−1}. At C = 128 that does not fit the
-      //         registers: each chunk runs expand, φ, project in turn, and the other consumer
-      //         warpgroup's products fill the tensor cores during this one's φ. ----
+      //         chunk r overlaps Z += H_{r−1}·V_{r−1}; and while the products of chunk r run,
+      //         the warp computes part of the NEXT tile's conv into tnext (k-step pair k at
+      //         chunk k·chunks / kCSteps): the conv's mma.sync hides under the wgmma. At C = 128
+      //         that does not fit the registers: each chunk runs expand, φ, project in turn,
+      //         and the other consumer warpgroup's products fill the tensor cores during this
+      //         one's φ. ----
       if constexpr (L::kOverlap) {
+        const bool has_next = tiles.valid(t_next);
+        int next_tap[kConvSteps];
+        uint32_t tnext[L::kCSteps][4];
+        uint32_t next_x = 0;
+        const auto conv_next_part = [&](int r) {
+          if (!has_next) return;
+          if (r == 0) {  // the next tile's halo rows: loaded while this tile computed
+            conv_taps(t_next, next_tap);
+            x_pipe.consumer_wait(xs);
+            next_x = x_slot(xs.stage);
+          }
+#pragma unroll
+          for (int k = 0; k < L::kCSteps; ++k)
+            if (k * chunks / L::kCSteps == r) conv_pair(tnext[k], next_x, next_tap, k);
+        };
         uv_pipe.consumer_wait(st);
         gpu::wgmma_fence();
         issue_expand(st.stage);
+        conv_next_part(0);
         load_bias(bias, a, hidden, first.col);
         gpu::wgmma_wait_group<0>();
         gpu::fence_operands(s);
@@ -322,6 +372,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           gpu::wgmma_fence();
           issue_expand(st.stage);
           issue_project(previous.stage);
+          conv_next_part(r);
           load_bias(bias, a, hidden, r * L::kChunk + first.col);
           gpu::wgmma_wait_group<1>();
           gpu::fence_operands(s);
@@ -339,7 +390,13 @@ __global__ void __launch_bounds__(kThreads, 1)
         gpu::wgmma_wait_group<0>();
         gpu::fence_operands(zacc);
         gpu::fence_operands(h);
+        gpu::fence_operands(tfrag);
         uv_pipe.consumer_release(previous);
+        if (has_next)
+#pragma unroll
+          for (int k = 0; k < L::kCSteps; ++k)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) tfrag[k][i] = tnext[k][i];
       } else {
         for (int r = 0; r < chunks; ++r, st.advance()) {
           uv_pipe.consumer_wait(st);
@@ -357,8 +414,8 @@ __global__ void __launch_bounds__(kThreads, 1)
           gpu::fence_operands(h);
           uv_pipe.consumer_release(st);
         }
+        gpu::fence_operands(tfrag);
       }
-      gpu::fence_operands(tfrag);
 
       // ---- 4. one store of y (b and the residual are already in Z) ----
       const int row0 = t * kBlockRows + consumer * kWgmmaM + first.row;
