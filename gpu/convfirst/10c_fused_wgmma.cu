@@ -280,35 +280,23 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
       for (int k = 0; k < L::kCSteps; ++k) pack_t(tfrag[k], acc[2 * k], acc[2 * k + 1]);
     };
-    // The conv of groups 2k, 2k+1 only, into one A fragment: two chains, few registers.
-    const auto conv_pair = [&](uint32_t (&frag)[4], uint32_t xb, const int (&tap)[kConvSteps], int k) {
-      float acc[2][4];
-      conv_bias(acc[0], 2 * k);
-      conv_bias(acc[1], 2 * k + 1);
-#pragma unroll
-      for (int j = 0; j < kConvSteps; ++j) {
-        conv_mma(acc[0], xb, tap[j], j, 2 * k);
-        conv_mma(acc[1], xb, tap[j], j, 2 * k + 1);
-      }
-      pack_t(frag, acc[0], acc[1]);
-    };
-
-    int t = tiles.first(blockIdx.x);
-    if (L::kOverlap && tiles.valid(t)) {  // the first tile's conv; later ones run during the previous tile's loop
-      int tap[kConvSteps];
-      conv_taps(t, tap);
-      x_pipe.consumer_wait(xs);
-      conv_all(x_slot(xs.stage), tap);
-    }
-    for (int t_next; tiles.valid(t); t = t_next) {
-      t_next = tiles.next(t, gridDim.x);
+    // TUTORIAL: the two consumer warpgroups are set half a step apart. Warpgroup 1 starts
+    // its first tile's conv only once warpgroup 0 has finished its own, so from then on one
+    // warpgroup's conv (mma.sync, shared-memory bound) runs while the other's wgmma products
+    // keep the tensor cores busy. Nothing else ties them together closely: the x buffer is
+    // refilled once both have read it, a U/V slot once both have used it.
+    bool first_tile = true;
+    for (int t = tiles.first(blockIdx.x); tiles.valid(t); t = tiles.next(t, gridDim.x)) {
       const int pixel0 = t * kBlockRows + consumer * kWgmmaM + 16 * warp;  // this warp's 16 pixels
-      if (!L::kOverlap) {
-        // ---- 1. the grouped conv of this warp's 16 pixels, into the expand's A fragments ----
+      // ---- 1. the grouped conv of this warp's 16 pixels, into the expand's A fragments ----
+      {
         int tap[kConvSteps];
         conv_taps(t, tap);
+        if (first_tile && consumer == 1) gpu::hopper::named_barrier_sync(kStaggerBarrier, 2 * gpu::hopper::kWarpgroupThreads);
         x_pipe.consumer_wait(xs);
         conv_all(x_slot(xs.stage), tap);
+        if (first_tile && consumer == 0) gpu::hopper::named_barrier_arrive(kStaggerBarrier, 2 * gpu::hopper::kWarpgroupThreads);
+        first_tile = false;
       }
 
       // ---- 2. Z starts as the residual plus b: zacc[4j + c] is row 16·warp + g + 8(c >> 1),
@@ -334,32 +322,13 @@ __global__ void __launch_bounds__(kThreads, 1)
 
       // ---- 3. Eq. 32 over hidden chunks. With S, H, Z and T all live (C = 64) the expand
       //         of chunk r is issued before the project of chunk r−1 (08d's schedule), so φ of
-      //         chunk r overlaps Z += H_{r−1}·V_{r−1}; and while the products of chunk r run,
-      //         the warp computes part of the NEXT tile's conv into tnext (k-step pair k at
-      //         chunk k·chunks / kCSteps): the conv's mma.sync hides under the wgmma. At C = 128
-      //         that does not fit the registers: each chunk runs expand, φ, project in turn,
-      //         and the other consumer warpgroup's products fill the tensor cores during this
-      //         one's φ. ----
+      //         chunk r overlaps Z += H_{r−1}·V_{r−1}. At C = 128 that does not fit the
+      //         registers: each chunk runs expand, φ, project in turn, and the other consumer
+      //         warpgroup's products fill the tensor cores during this one's φ. ----
       if constexpr (L::kOverlap) {
-        const bool has_next = tiles.valid(t_next);
-        int next_tap[kConvSteps];
-        uint32_t tnext[L::kCSteps][4];
-        uint32_t next_x = 0;
-        const auto conv_next_part = [&](int r) {
-          if (!has_next) return;
-          if (r == 0) {  // the next tile's halo rows: loaded while this tile computed
-            conv_taps(t_next, next_tap);
-            x_pipe.consumer_wait(xs);
-            next_x = x_slot(xs.stage);
-          }
-#pragma unroll
-          for (int k = 0; k < L::kCSteps; ++k)
-            if (k * chunks / L::kCSteps == r) conv_pair(tnext[k], next_x, next_tap, k);
-        };
         uv_pipe.consumer_wait(st);
         gpu::wgmma_fence();
         issue_expand(st.stage);
-        conv_next_part(0);
         load_bias(bias, a, hidden, first.col);
         gpu::wgmma_wait_group<0>();
         gpu::fence_operands(s);
@@ -372,7 +341,6 @@ __global__ void __launch_bounds__(kThreads, 1)
           gpu::wgmma_fence();
           issue_expand(st.stage);
           issue_project(previous.stage);
-          conv_next_part(r);
           load_bias(bias, a, hidden, r * L::kChunk + first.col);
           gpu::wgmma_wait_group<1>();
           gpu::fence_operands(s);
@@ -392,11 +360,6 @@ __global__ void __launch_bounds__(kThreads, 1)
         gpu::fence_operands(h);
         gpu::fence_operands(tfrag);
         uv_pipe.consumer_release(previous);
-        if (has_next)
-#pragma unroll
-          for (int k = 0; k < L::kCSteps; ++k)
-#pragma unroll
-            for (int i = 0; i < 4; ++i) tfrag[k][i] = tnext[k][i];
       } else {
         for (int r = 0; r < chunks; ++r, st.advance()) {
           uv_pipe.consumer_wait(st);

@@ -40,6 +40,7 @@ constexpr int kZeroLines = 8;    // one swizzle atom of zeros after each panel's
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;
 constexpr int kMaxShared = 227 * 1024;
 constexpr int kBarrierRegion = 1024;  // the two barrier rings, padded to an atom
+constexpr int kStaggerBarrier = 1;    // named barrier that sets the consumer warpgroups apart
 
 CONVLAB_HOST_DEVICE constexpr uint32_t round_up_1024(uint32_t bytes) { return (bytes + 1023u) & ~1023u; }
 

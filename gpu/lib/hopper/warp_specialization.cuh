@@ -83,5 +83,18 @@ template <int kRegs> __device__ __forceinline__ void warpgroup_registers_increas
 #endif
 }
 
+// Named barriers (bar.arrive / bar.sync with an id other than 0, the id
+// __syncthreads uses): `threads` threads, a multiple of 32, meet at barrier
+// `id`; arrivers go on at once, syncers wait until all `threads` have come.
+// Used to set two consumer warpgroups apart in time (one arrives once it is
+// ahead, the other syncs before it starts), so that one's tensor-core work
+// overlaps the other's non-tensor work.
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
 }  // namespace convlab::gpu::hopper
 #endif  // __CUDACC__
