@@ -220,6 +220,16 @@ TEST_CASE("convfirst: 10d_fused_blurpool's combos and staged rows reproduce blur
             tp[((std::size_t(n) * P + p) * Q + q) * C + k] = at;
             sp[((std::size_t(n) * P + p) * Q + q) * C + k] = as;
           }
+    // column_slot is a permutation of 0 .. W−1, and column 2q sits at slot q.
+    std::vector<int> seen(W, 0);
+    for (int col = 0; col < W; ++col) {
+      const int slot = s2::column_slot(col, W);
+      REQUIRE(slot >= 0);
+      REQUIRE(slot < W);
+      ++seen[slot];
+    }
+    CHECK(std::count(seen.begin(), seen.end(), 1) == W);
+    for (int q = 0; q < Q; ++q) CHECK(s2::column_slot(2 * q, W) == q);
     for (const int block_rows : {128, 16}) {
       INFO("block_rows=" << block_rows);
       for (int m0 = 0; m0 < M; m0 += block_rows) {
@@ -228,12 +238,15 @@ TEST_CASE("convfirst: 10d_fused_blurpool's combos and staged rows reproduce blur
         const int rows = s2::staged_rows(m0, last, P, Q, H);
         REQUIRE(rows >= 1);
         REQUIRE(rows <= s2::staged_rows_bound(block_rows, N, P, Q));
-        // The staged rows as the kernel stages them: flattened x rows first .. first + rows − 1, zero outside [0, N·H).
-        const auto staged = [&](int slot, int col, int c) {
+        // The staged rows as the kernel stages them: flattened x rows first .. first + rows − 1, zero outside
+        // [0, N·H); a read names the slot column the kernel computes (column_slot(2q) + column_slot_offset(dc))
+        // and the x column it means to read.
+        const auto staged = [&](int slot, int slot_col, int col, int c) {
           REQUIRE(slot >= 0);
           REQUIRE(slot < rows);
           REQUIRE(col >= 0);
           REQUIRE(col < W);
+          REQUIRE(slot_col == s2::column_slot(col, W));
           const int row = first + slot;
           return row < 0 || row >= N * H ? 0.0 : x[(std::size_t(row) * W + col) * C + c];
         };
@@ -251,14 +264,18 @@ TEST_CASE("convfirst: 10d_fused_blurpool's combos and staged rows reproduce blur
               REQUIRE(h < H);
               for (int ci = 0; ci < G; ++ci)
                 acc += s2::combo_scale(c) * w[(k * 9 + s2::combo_tap(c)) * G + ci] *
-                       staged(centre + s2::combo_row_offset(c), 2 * o.q + s2::combo_col_offset(c), (k / G) * G + ci);
+                       staged(centre + s2::combo_row_offset(c),
+                              s2::column_slot(2 * o.q, W) + s2::column_slot_offset(s2::combo_col_offset(c), W),
+                              2 * o.q + s2::combo_col_offset(c), (k / G) * G + ci);
             }
             CHECK(std::abs(acc / 16 - tp[std::size_t(m) * C + k]) < 1e-12);
             double s = 0;
             for (int i = 0; i < 3; ++i)
               for (int j = 0; j < 3; ++j)
                 if (s2::blur_tap_valid(i, j, rm, cm))
-                  s += s2::binomial(i) * s2::binomial(j) * staged(centre + i - 1, 2 * o.q + j - 1, k);
+                  s += s2::binomial(i) * s2::binomial(j) *
+                       staged(centre + i - 1, s2::column_slot(2 * o.q, W) + s2::column_slot_offset(j - 1, W),
+                              2 * o.q + j - 1, k);
             CHECK(std::abs(s / 16 - sp[std::size_t(m) * C + k]) < 1e-12);
           }
         }

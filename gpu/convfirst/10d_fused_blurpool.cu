@@ -43,7 +43,9 @@
 // last output pixels: contiguous in NHWC memory (rows of other images inside
 // that range are never read, the masks see to it), at most 2k + 3 rows for k
 // output rows touched; pixels kPixelBytes = 2·C + 16 apart (an odd number of
-// 16-byte chunks: ldmatrix's 8 rows fall in 8 different bank groups).
+// 16-byte chunks), each row's even columns first and then its odd ones
+// (s2::column_slot): consecutive output pixels read x columns two apart, which
+// are then neighbouring slots, so ldmatrix's 8 rows fall in 8 different bank groups.
 // T and S rows are written and read by the same warp: no block barrier.
 //
 // ---- the floor (H200 probe: cuBLAS f16 GEMM 760 TFLOP/s, device copy 4.23 TB/s)
@@ -154,7 +156,8 @@ __device__ __forceinline__ PixelSite site_of(int m, int M, int P, int Q, int H, 
   if (m >= M) return {x_base, 0u, 0u};
   const s2::OutPixel o = s2::decode(m, P, Q);
   const int row = o.n * H + 2 * o.p - first_row;  // staged row of x row 2p
-  return {x_base + uint32_t((row * W + 2 * o.q) * pixel_bytes), s2::axis_mask(2 * o.p, H), s2::axis_mask(2 * o.q, W)};
+  // column 2q sits at slot q (s2::column_slot: even columns first)
+  return {x_base + uint32_t((row * W + o.q) * pixel_bytes), s2::axis_mask(2 * o.p, H), s2::axis_mask(2 * o.q, W)};
 }
 
 // ---- the kernel ------------------------------------------------------------------------
@@ -203,9 +206,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     const int64_t x_first = int64_t(first_row) * W * C;  // element offset of staged row 0 (negative: above image 0)
     for (int idx = threadIdx.x; idx < pieces; idx += Cfg::kThreads) {
       const int pixel = idx / Cfg::kPixelChunks, piece = idx % Cfg::kPixelChunks;
-      const int row = first_row + pixel / W;
+      const int staged_row = pixel / W, w = pixel - staged_row * W;
+      const int row = first_row + staged_row;
       const bool in = row >= 0 && row < NH;
-      gpu::cp_async_16(x_base + pixel * kPixelBytes + piece * 16,
+      gpu::cp_async_16(x_base + (staged_row * W + s2::column_slot(w, W)) * kPixelBytes + piece * 16,
                        in ? X + (x_first + int64_t(pixel) * C + piece * kChunkElems) : X, in);
     }
     if constexpr (Cfg::kProjection) {
@@ -269,8 +273,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       for (int j = 0; j < s2::kComboSteps; ++j) {
         constexpr int kNone = s2::kCombos;  // the 82nd combo: zero
         const int c_lo = 2 * j, c_hi = 2 * j + 1;
-        const int off_lo = s2::combo_row_offset(c_lo) * row_bytes + s2::combo_col_offset(c_lo) * kPixelBytes;
-        const int off_hi = c_hi < kNone ? s2::combo_row_offset(c_hi) * row_bytes + s2::combo_col_offset(c_hi) * kPixelBytes : 0;
+        const int off_lo = s2::combo_row_offset(c_lo) * row_bytes +
+                           s2::column_slot_offset(s2::combo_col_offset(c_lo), W) * kPixelBytes;
+        const int off_hi = c_hi < kNone ? s2::combo_row_offset(c_hi) * row_bytes +
+                                              s2::column_slot_offset(s2::combo_col_offset(c_hi), W) * kPixelBytes
+                                        : 0;
         uint32_t a_addr[Cfg::kMTiles];
 #pragma unroll
         for (int mi = 0; mi < Cfg::kMTiles; ++mi) {
@@ -322,7 +329,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       for (int j = 0; j < 3; ++j) {
         if (!s2::blur_tap_valid(i, j, st.row_mask, st.col_mask)) continue;
         const float beta = float(s2::binomial(i) * s2::binomial(j));
-        const uint32_t address = st.centre + uint32_t((i - 1) * row_bytes + (j - 1) * kPixelBytes) + piece * 16;
+        const uint32_t address =
+            st.centre + uint32_t((i - 1) * row_bytes + s2::column_slot_offset(j - 1, W) * kPixelBytes) + piece * 16;
         uint32_t words[4];
         asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
                      : "=r"(words[0]), "=r"(words[1]), "=r"(words[2]), "=r"(words[3])

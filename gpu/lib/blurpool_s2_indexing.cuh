@@ -15,7 +15,7 @@
 // Vocabulary:
 //   output pixel m of the flattened [N, P, Q] index; (n, p, q) = decode(m)
 //   staged x rows: the flattened x rows n·H + h from first_staged_row(m0) on, whole rows of W
-//     pixels, for the tile of output pixels m0 .. m0 + block_rows − 1
+//     pixels (columns in column_slot order), for the tile of output pixels m0 .. m0 + block_rows − 1
 //   axis mask of a centre 2p (or 2q): bit k (0..4) says "2p + k − 2 is inside [0, extent)";
 //     blur tap i reads position 2p + i − 1, i.e. bit i + 1; combo (i, r) reads x row
 //     2p + i + r − 2, i.e. bit i + r.
@@ -82,6 +82,16 @@ CONVLAB_HOST_DEVICE constexpr int bias_weight(unsigned row_mask, unsigned col_ma
 // Shortcut blur: is blur tap (i, j) inside the image?
 CONVLAB_HOST_DEVICE constexpr bool blur_tap_valid(int i, int j, unsigned row_mask, unsigned col_mask) {
   return ((row_mask >> (i + 1)) & (col_mask >> (j + 1)) & 1u) != 0;
+}
+
+// ---- staged columns: even columns first, then odd -----------------------------------------
+// Consecutive output pixels q, q+1 read x columns two apart; staged in that order, the 8 rows
+// of one ldmatrix phase would fall in 4 bank groups (2-way conflicts). A staged row holds x
+// column w at slot column_slot(w): the (W+1)/2 even columns, then the odd ones, so those
+// reads are one slot apart. The slot of column 2q + dc is column_slot(2q) + column_slot_offset(dc).
+CONVLAB_HOST_DEVICE constexpr int column_slot(int w, int W) { return (w & 1) ? (W + 1) / 2 + w / 2 : w / 2; }
+CONVLAB_HOST_DEVICE constexpr int column_slot_offset(int dc, int W) {  // dc in −2 .. 2
+  return (dc & 1) ? (W + 1) / 2 + (dc - 1) / 2 : dc / 2;
 }
 
 // ---- staged rows ----------------------------------------------------------------------
