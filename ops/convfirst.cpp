@@ -255,10 +255,23 @@ std::vector<ConvFirstProblem> test_shapes() {
       block(6, 56, 56, 64, 256, 64, 1, relu, f16),
       block(2, 8, 8, 64, 192, 64, 1, silu, bf16),
       block(1, 29, 31, 128, 512, 128, 1, silu, bf16),
+      // stride 2 at the fused stride-2 rung's edges (128-pixel output tiles, C_out = C or 2·C)
+      block(5, 1, 1, 16, 40, 32, 2, relu, f16),      // one-pixel images, five in one tile; hidden 40
+      block(1, 5, 85, 16, 48, 32, 2, silu, f16),     // 3 × 43 = 129 output pixels: a tile + 1
+      block(1, 2, 253, 16, 48, 16, 2, relu, f16),    // 1 × 127 output pixels: a tile − 1
+      block(1, 57, 57, 16, 64, 16, 2, relu, f16),    // 29 × 29, tiles starting mid-row
+      block(2, 3, 57, 32, 72, 64, 2, silu, f16),     // hidden 72: not a multiple of the chunk
+      block(3, 13, 13, 64, 200, 128, 2, silu, f16),  // odd batch, hidden 200, tiles across images
+      block(1, 7, 9, 128, 256, 128, 2, relu, f16),
+      block(1, 3, 5, 128, 128, 256, 2, silu, f16),
       // bf16: the fused rung
       block(1, 13, 7, 64, 256, 64, 1, relu, bf16),
       block(3, 3, 13, 16, 40, 16, 1, silu, bf16),
       block(1, 13, 13, 64, 256, 128, 2, relu, bf16),
+      block(1, 57, 3, 64, 200, 64, 2, relu, bf16),   // stride 2, identity, W = 3
+      block(1, 5, 85, 16, 48, 32, 2, silu, bf16),
+      block(3, 1, 57, 32, 40, 32, 2, relu, bf16),    // H = 1
+      block(1, 3, 5, 128, 128, 256, 2, relu, bf16),
   };
   return t;
 }

@@ -11,6 +11,10 @@
 //   3. `convlab run convfirst --in` takes 7 files, or 9 for a projecting
 //      stride-2 block, and refuses other counts and mismatches with one line.
 //   4. `convlab plans convfirst` prints the three plans; --json parses.
+//   5. 10d_fused_blurpool's index arithmetic (gpu/lib/blurpool_s2_indexing.cuh),
+//      run on the host over staged rows built as the kernel builds them,
+//      reproduces blurpool(gconv3x3(x) + b) and blurpool(x), and reads only
+//      staged rows and columns inside the image.
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +26,7 @@
 
 #include "core/json.hpp"
 #include "core/npy.hpp"
+#include "gpu/lib/blurpool_s2_indexing.cuh"
 #include "ops/convfirst.hpp"
 #include "tests/catch_compat.hpp"
 #include "tests/support.hpp"
@@ -165,4 +170,123 @@ TEST_CASE("convfirst: convlab plans prints the three tensor machines", "[convfir
   CHECK(contains(grid.out, "grid: 13 CTAs (128-pixel tiles) on 26 SMs = 0.50 CTAs per SM"));
   CHECK(contains(grid.out, "grid: 52 CTAs (128-pixel tiles × 4 CTAs each) on 26 SMs = 2.00 CTAs per SM"));
   CHECK(testing::run_convlab("plans convfirst --sms 0").status == 2);
+}
+
+TEST_CASE("convfirst: 10d_fused_blurpool's combos and staged rows reproduce blurpool(gconv3x3) and blurpool(x)",
+          "[convfirst][lesson10][cpu]") {
+  namespace s2 = convlab::gpu::blurpool_s2;
+  constexpr int C = 16, G = 8;  // two groups: the group offset is exercised
+  std::mt19937 rng(1234);
+  std::uniform_real_distribution<double> uni(-1.0, 1.0);
+  // N, H, W: one pixel, single-pixel images across a tile, odd and even sizes, tiles ± 1 output pixel.
+  const int sizes[][3] = {{1, 1, 1}, {5, 1, 1}, {3, 7, 9}, {2, 3, 57}, {1, 13, 13}, {1, 5, 85},
+                          {1, 2, 253}, {2, 6, 6}, {3, 57, 3}, {2, 4, 2}, {1, 3, 1}};
+  for (const auto& sz : sizes) {
+    const int N = sz[0], H = sz[1], W = sz[2], P = (H - 1) / 2 + 1, Q = (W - 1) / 2 + 1, M = N * P * Q;
+    INFO("N=" << N << " H=" << H << " W=" << W);
+    std::vector<double> x(std::size_t(N) * H * W * C), w(C * 9 * G), b(C);
+    for (double& v : x) v = uni(rng);
+    for (double& v : w) v = uni(rng);
+    for (double& v : b) v = uni(rng);
+    const auto X = [&](int n, int h, int ww, int c) { return x[((std::size_t(n) * H + h) * W + ww) * C + c]; };
+    // Plain loops: t = gconv3x3(x) + b at full resolution, then the zero-padded binomial blur at stride 2.
+    std::vector<double> t(x.size()), tp(std::size_t(M) * C), sp(std::size_t(M) * C);
+    for (int n = 0; n < N; ++n)
+      for (int h = 0; h < H; ++h)
+        for (int ww = 0; ww < W; ++ww)
+          for (int k = 0; k < C; ++k) {
+            double acc = b[k];
+            for (int r = 0; r < 3; ++r)
+              for (int s = 0; s < 3; ++s)
+                for (int c = 0; c < G; ++c) {
+                  const int ih = h + r - 1, iw = ww + s - 1;
+                  if (ih >= 0 && ih < H && iw >= 0 && iw < W) acc += w[(k * 9 + r * 3 + s) * G + c] * X(n, ih, iw, (k / G) * G + c);
+                }
+            t[((std::size_t(n) * H + h) * W + ww) * C + k] = acc;
+          }
+    const double beta[3] = {1, 2, 1};
+    for (int n = 0; n < N; ++n)
+      for (int p = 0; p < P; ++p)
+        for (int q = 0; q < Q; ++q)
+          for (int k = 0; k < C; ++k) {
+            double at = 0, as = 0;
+            for (int i = 0; i < 3; ++i)
+              for (int j = 0; j < 3; ++j) {
+                const int h = 2 * p + i - 1, ww = 2 * q + j - 1;
+                if (h < 0 || h >= H || ww < 0 || ww >= W) continue;
+                at += beta[i] * beta[j] / 16 * t[((std::size_t(n) * H + h) * W + ww) * C + k];
+                as += beta[i] * beta[j] / 16 * X(n, h, ww, k);
+              }
+            tp[((std::size_t(n) * P + p) * Q + q) * C + k] = at;
+            sp[((std::size_t(n) * P + p) * Q + q) * C + k] = as;
+          }
+    // column_slot is a permutation of 0 .. W−1, and column 2q sits at slot q.
+    std::vector<int> seen(W, 0);
+    for (int col = 0; col < W; ++col) {
+      const int slot = s2::column_slot(col, W);
+      REQUIRE(slot >= 0);
+      REQUIRE(slot < W);
+      ++seen[slot];
+    }
+    CHECK(std::count(seen.begin(), seen.end(), 1) == W);
+    for (int q = 0; q < Q; ++q) CHECK(s2::column_slot(2 * q, W) == q);
+    for (const int block_rows : {128, 16}) {
+      INFO("block_rows=" << block_rows);
+      for (int m0 = 0; m0 < M; m0 += block_rows) {
+        const int last = std::min(m0 + block_rows, M) - 1;
+        const int first = s2::first_staged_row(m0, P, Q, H);
+        const int rows = s2::staged_rows(m0, last, P, Q, H);
+        REQUIRE(rows >= 1);
+        REQUIRE(rows <= s2::staged_rows_bound(block_rows, N, P, Q));
+        // The staged rows as the kernel stages them: flattened x rows first .. first + rows − 1, zero outside
+        // [0, N·H); a read names the slot column the kernel computes (column_slot(2q) + column_slot_offset(dc))
+        // and the x column it means to read.
+        const auto staged = [&](int slot, int slot_col, int col, int c) {
+          REQUIRE(slot >= 0);
+          REQUIRE(slot < rows);
+          REQUIRE(col >= 0);
+          REQUIRE(col < W);
+          REQUIRE(slot_col == s2::column_slot(col, W));
+          const int row = first + slot;
+          return row < 0 || row >= N * H ? 0.0 : x[(std::size_t(row) * W + col) * C + c];
+        };
+        for (int m = m0; m <= last; ++m) {
+          const s2::OutPixel o = s2::decode(m, P, Q);
+          REQUIRE(((o.n * P + o.p) * Q + o.q) == m);
+          const unsigned rm = s2::axis_mask(2 * o.p, H), cm = s2::axis_mask(2 * o.q, W);
+          const int centre = o.n * H + 2 * o.p - first;  // staged row of x row 2p
+          for (int k = 0; k < C; ++k) {
+            double acc = s2::bias_weight(rm, cm) * b[k];
+            for (int c = 0; c < s2::kCombos; ++c) {
+              if (!s2::combo_valid(c, rm, cm)) continue;
+              const int h = 2 * o.p + s2::combo_row_offset(c);
+              REQUIRE(h >= 0);  // a valid combo reads a pixel of its own image
+              REQUIRE(h < H);
+              for (int ci = 0; ci < G; ++ci)
+                acc += s2::combo_scale(c) * w[(k * 9 + s2::combo_tap(c)) * G + ci] *
+                       staged(centre + s2::combo_row_offset(c),
+                              s2::column_slot(2 * o.q, W) + s2::column_slot_offset(s2::combo_col_offset(c), W),
+                              2 * o.q + s2::combo_col_offset(c), (k / G) * G + ci);
+            }
+            CHECK(std::abs(acc / 16 - tp[std::size_t(m) * C + k]) < 1e-12);
+            double s = 0;
+            for (int i = 0; i < 3; ++i)
+              for (int j = 0; j < 3; ++j)
+                if (s2::blur_tap_valid(i, j, rm, cm))
+                  s += s2::binomial(i) * s2::binomial(j) *
+                       staged(centre + i - 1, s2::column_slot(2 * o.q, W) + s2::column_slot_offset(j - 1, W),
+                              2 * o.q + j - 1, k);
+            CHECK(std::abs(s / 16 - sp[std::size_t(m) * C + k]) < 1e-12);
+          }
+        }
+      }
+    }
+  }
+  // The combos: 81 distinct (blur tap, conv tap) pairs, scales 1, 2, 4 summing to 16 per conv tap.
+  for (int tap = 0; tap < 9; ++tap) {
+    int total = 0;
+    for (int c = tap; c < s2::kCombos; c += 9) total += s2::combo_scale(c);
+    CHECK(total == 16);
+  }
+  CHECK(s2::kComboSteps == 41);
 }

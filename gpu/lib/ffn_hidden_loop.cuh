@@ -20,22 +20,24 @@
 //   A reg 2 = pack(D[2kk+1][0], D[2kk+1][1])   row g,   k 8+2t, 9+2t
 //   A reg 3 = pack(D[2kk+1][2], D[2kk+1][3])   row g+8, k 8+2t, 9+2t
 //
-// Each warp owns whole rows (all TH hidden columns of them, all C output
+// Each warp owns whole rows (all TH hidden columns of them, all C_out output
 // columns), so the hand-over is warp-local.
 //
 // Contract.
-//   FfnLoopConfig<C, Warps, WarpRows, Chunk, MinBlocks>: the tile sizes (one per channel count;
-//     the callers pick them) and the shared-memory layout of a stage:
-//       stage s at stages_base + s·kStageBytes: [U^r: C rows × TH, swizzled][V_r: TH rows × kRowElems, swizzled]
+//   FfnLoopConfig<C, Warps, WarpRows, Chunk, MinBlocks, COut = C>: the tile sizes (one per channel
+//     count; the callers pick them) and the shared-memory layout of a stage:
+//       stage s at stages_base + s·kStageBytes: [U^r: C rows × TH, swizzled][V_r: TH rows × kVRowElems, swizzled]
+//     COut is the output width (V's columns, Z's columns); it equals C except in lesson 10's
+//     stride-2 block, whose shortcut projection widens the channels.
 //   The A tile: kBlockRows rows of kRowElems elements (C, padded to 32 so that a row is at least 64 bytes),
 //     16-byte chunks XOR-swizzled by ChunkSwizzle<kARowChunks>, at a_base; row w·kWarpRows + i belongs to warp w.
-//   U [C, hidden], V [hidden, C] row-major, a [hidden]; hidden % 8 == 0 (whole 16-byte pieces): columns
+//   U [C, hidden], V [hidden, COut] row-major, a [hidden]; hidden % 8 == 0 (whole 16-byte pieces): columns
 //     and rows ≥ hidden are zero-filled, and φ(0 + 0)·0 adds nothing, so a partial last chunk is exact
 //     for any φ with φ(0) finite (the bias of a missing column is read as 0).
 //   Commit groups on entry to ffn_hidden_loop: the caller has issued two, in this order:
 //       [its A-tile copies, if any, + load_ffn_chunk(stage 0, chunk 0)]  [load_ffn_chunk(stage 1, chunk 1) or nothing]
 //     and nothing after them. On return no copy is pending.
-//   z_acc: the warp's Z fragments (mma_c_coord), kMTiles × kZTiles × 4 fp32, starting wherever the caller
+//   z_acc: the warp's Z fragments (mma_c_coord), kMTiles × kZTiles × 4 fp32 (kZTiles = COut / 8), starting wherever the caller
 //     wants (zero, the bias, the residual); the loop adds H·V to them.
 //   phi(h): the caller's activation, applied to the warp's whole H_r accumulator array
 //     (float[kMTiles][kHTiles][4]) in place; a switch on a run-time activation belongs inside it
@@ -56,35 +58,39 @@ namespace convlab::gpu {
 //   WarpRows   rows per warp (whole m16 tiles): B fragments are reused WarpRows/16 times
 //   Chunk      TH, hidden channels per loop step
 //   MinBlocks  blocks per SM promised to ptxas (caps registers at 65536 / (32·Warps·MinBlocks))
+//   COut       output channels (Z's and V's columns); C unless the caller's block widens them
 // Registers per lane: Z kMTiles·kZTiles·4 and H_r kMTiles·kHTiles·4 fp32.
-template <int C, int Warps, int WarpRows, int Chunk, int MinBlocks> struct FfnLoopConfig {
+template <int C, int Warps, int WarpRows, int Chunk, int MinBlocks, int COut = C> struct FfnLoopConfig {
   static constexpr int kMmaM = 16, kMmaN = 8, kMmaK = 16;
   static constexpr int kChunkElems = 8;  // one 16-byte cp.async / ldmatrix row piece of f16/bf16
   static constexpr int kElemBytes = 2;
 
-  static constexpr int kC = C;
+  static constexpr int kC = C, kCOut = COut;
   static constexpr int kWarps = Warps, kWarpRows = WarpRows, kChunk = Chunk, kMinBlocks = MinBlocks;
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kBlockRows = kWarps * kWarpRows;
   static constexpr int kMTiles = WarpRows / kMmaM;  // m16 tiles per warp
   static constexpr int kHTiles = Chunk / kMmaN;     // n8 tiles of H_r per warp (all TH columns)
-  static constexpr int kZTiles = C / kMmaN;         // n8 tiles of Z per warp (all C columns)
+  static constexpr int kZTiles = COut / kMmaN;      // n8 tiles of Z per warp (all COut columns)
   static constexpr int kKSteps1 = C / kMmaK;        // k16 steps of the expand GEMM (over C)
   static constexpr int kKSteps2 = Chunk / kMmaK;    // k16 steps of the project GEMM (over the chunk)
-  static constexpr int kRowElems = C < 32 ? 32 : C;  // A-tile and V rows, padded to 64 bytes for ChunkSwizzle
+  static constexpr int kRowElems = C < 32 ? 32 : C;            // A-tile rows, padded to 64 bytes for ChunkSwizzle
+  static constexpr int kVRowElems = COut < 32 ? 32 : COut;     // V rows, likewise
   static constexpr int kARowChunks = kRowElems / kChunkElems;
   static constexpr int kURowChunks = Chunk / kChunkElems;
-  static constexpr int kVRowChunks = kRowElems / kChunkElems;
+  static constexpr int kVRowChunks = kVRowElems / kChunkElems;
   static constexpr int kATileBytes = kBlockRows * kRowElems * kElemBytes;
   static constexpr int kUTileBytes = C * Chunk * kElemBytes;
-  static constexpr int kVTileBytes = Chunk * kRowElems * kElemBytes;
+  static constexpr int kVTileBytes = Chunk * kVRowElems * kElemBytes;
   static constexpr int kStageBytes = kUTileBytes + kVTileBytes;
 
   static_assert(C % 16 == 0 && Chunk % 16 == 0, "whole k16 steps, and n16 pairs for ldmatrix.x4.trans");
+  static_assert(COut % 16 == 0, "n16 pairs of Z tiles for ldmatrix.x4.trans of V");
   static_assert(WarpRows % kMmaM == 0, "whole m16 tiles per warp");
   static_assert(kKSteps2 * 2 == kHTiles, "two n8 accumulator tiles make one k16 A fragment");
   static_assert(kARowChunks >= 4 && kURowChunks >= 4, "ChunkSwizzle needs rows of at least 64 bytes");
-  static_assert((kARowChunks & (kARowChunks - 1)) == 0 && (kURowChunks & (kURowChunks - 1)) == 0,
+  static_assert((kARowChunks & (kARowChunks - 1)) == 0 && (kURowChunks & (kURowChunks - 1)) == 0 &&
+                    (kVRowChunks & (kVRowChunks - 1)) == 0,
                 "ChunkSwizzle needs a power of two of chunks per row");
   static_assert(kATileBytes % 128 == 0 && kUTileBytes % 128 == 0 && kVTileBytes % 128 == 0,
                 "tiles start on 128-byte lines, so each tile's swizzle is its own");
@@ -93,7 +99,7 @@ template <int C, int Warps, int WarpRows, int Chunk, int MinBlocks> struct FfnLo
 
 #if defined(__CUDACC__)
 
-// U^r (rows c < C, hidden columns r·TH ..) and V_r (hidden rows r·TH .., columns < C) into stage
+// U^r (rows c < C, hidden columns r·TH ..) and V_r (hidden rows r·TH .., columns < COut) into stage
 // `stage`, by every thread of the block, coalesced (consecutive threads, consecutive 16-byte
 // pieces); pieces outside [0, hidden) are zero-filled. The caller commits.
 template <class Cfg, class Element>
@@ -112,13 +118,14 @@ __device__ __forceinline__ void load_ffn_chunk(uint32_t stages_base, int stage, 
     const bool in = col < hidden;  // hidden % 8 == 0: a piece is wholly in or out
     cp_async_16(u_base + SwizzleU::byte_offset(c, piece), in ? U + int64_t(c) * hidden + col : U, in);
   }
-  constexpr int kVPiecesPerRow = C / kChunkElems;
+  constexpr int COut = Cfg::kCOut;
+  constexpr int kVPiecesPerRow = COut / kChunkElems;
 #pragma unroll
   for (int idx = threadIdx.x; idx < TH * kVPiecesPerRow; idx += Cfg::kThreads) {
     const int k = idx / kVPiecesPerRow, piece = idx % kVPiecesPerRow;
     const int row = h0 + k;
     const bool in = row < hidden;
-    cp_async_16(v_base + SwizzleV::byte_offset(k, piece), in ? V + int64_t(row) * C + piece * kChunkElems : V, in);
+    cp_async_16(v_base + SwizzleV::byte_offset(k, piece), in ? V + int64_t(row) * COut + piece * kChunkElems : V, in);
   }
 }
 
