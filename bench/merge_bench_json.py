@@ -7,6 +7,10 @@ fault poisons the rest of its process). This script merges their outputs:
 
     merge_bench_json.py OUT.json PART.json [PART.json ...]   # later parts win on equal names
     merge_bench_json.py --faulted PART.json [...]            # print names to retry, one a line
+    merge_bench_json.py --into SNAPSHOT.json --source LABEL RUN.json
+        # file a later run's rows into the machine's snapshot: each row of RUN.json
+        # replaces the snapshot's row of the same name (or is appended) and carries
+        # "source_run": LABEL; the run's date and revision join context["source_runs"]
 
 The merged file keeps the first readable part's "context" and lists every
 benchmark once, in first-seen order. Unreadable parts (a process killed by a
@@ -64,7 +68,32 @@ def merge(parts):
     return merged
 
 
+def into_snapshot(snapshot_path, label, run_path):
+    snapshot, run = load(snapshot_path), load(run_path)
+    if snapshot is None or run is None:
+        print("merge_bench_json: --into needs a readable snapshot and run", file=sys.stderr)
+        return 2
+    rows = [dict(entry, source_run=label) for entry in run.get("benchmarks", []) if not failed(entry)]
+    position = {entry.get("name"): i for i, entry in enumerate(snapshot["benchmarks"])}
+    for entry in rows:
+        if entry["name"] in position:
+            snapshot["benchmarks"][position[entry["name"]]] = entry
+        else:
+            snapshot["benchmarks"].append(entry)
+    context = run.get("context", {})
+    runs = dict(snapshot["context"].get("source_runs", {}))
+    runs[label] = {"date": context.get("date", ""), "git_rev": context.get("git_rev", "")}
+    snapshot["context"]["source_runs"] = runs
+    with open(snapshot_path, "w") as f:
+        json.dump(snapshot, f, indent=2)
+        f.write("\n")
+    print(f"merge_bench_json: {len(rows)} rows of {run_path} filed into {snapshot_path} as '{label}'", file=sys.stderr)
+    return 0
+
+
 def main(argv):
+    if len(argv) == 5 and argv[0] == "--into" and argv[2] == "--source":
+        return into_snapshot(argv[1], argv[3], argv[4])
     if len(argv) >= 2 and argv[0] == "--faulted":
         parts = [d for d in map(load, argv[1:]) if d is not None]
         for name in faulted_names(parts):
