@@ -58,6 +58,7 @@ TEST_CASE("mbconv tile: the shared layout is aligned, disjoint and bank-friendly
           {t.we_off, 2 * t.we_bytes},
           {t.wp_off, 2 * t.wp_bytes},
           {t.dw_off, 2 * t.dw_bytes},
+          {t.dwf_off, make_d ? std::size_t(kChunk) * p.kernel * p.kernel * 4 : 0},
           {t.v_off, 2 * t.v_bytes},
           {t.red_off, s == Stage::sums || s == Stage::store ? std::size_t(kPixelGroups) * kChunk * 4 : 0}};
       for (std::size_t i = 0; i < regions.size(); ++i) {
@@ -135,6 +136,15 @@ TEST_CASE("mbconv tile: the depthwise runs cover every output pixel once per pai
               }
             }
           CHECK(int(seen.size()) == rows * Q);
+          // The two runs of a warp (runs 2k, 2k + 1): both edge runs or both interior when a row has an even count.
+          if (runs_per_row % 2 == 0)
+            for (int run = 0; run < rows * runs_per_row; run += 2) {
+              const auto edge = [&](int r) {
+                const int q0 = dw_run(r, runs_per_row).q0;
+                return q0 == 0 || q0 == (runs_per_row - 1) * kRun;
+              };
+              CHECK(edge(run) == edge(run + 1));
+            }
           for (int r = 0; r < rows; ++r)
             for (int q = 0; q < Q; ++q) CHECK(seen.count({r, q}) == 1);
         }

@@ -150,6 +150,7 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
   const auto wps = [&](int b) { return reinterpret_cast<Element*>(shared + t.wp_off + b * t.wp_bytes); };  // [32][ldwp]
   const auto dws = [&](int b) { return reinterpret_cast<Element*>(shared + t.dw_off + b * t.dw_bytes); };  // [32][K²]
   const auto vs = [&](int b) { return reinterpret_cast<float*>(shared + t.v_off + b * t.v_bytes); };       // be, bd, g: [3][32]
+  float* dwf = reinterpret_cast<float*>(shared + t.dwf_off);  // [K²][32]              depthwise weights, fp32
 
   const int tile = blockIdx.x, n = blockIdx.y;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
@@ -207,6 +208,14 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
 
     if constexpr (kMakeD) {
       Element* e_s = es(t.expand ? 0 : b);
+      {  // the chunk's depthwise weights [j][tap] -> fp32 [tap][j] (read after the next barrier)
+        const Element* raw = dws(b);
+        for (int i = tid; i < kChunk * kTaps; i += kThreads) {
+          const int j = i / kTaps, tap = i - j * kTaps;
+          dwf[tap * kChunk + j] = to_float(raw[i]);
+        }
+      }
+      if (!t.expand) __syncthreads();  // (with an expand layer, the barrier after it)
       if (t.expand) {
         // 2a. E = φ(X·We[:, c0:c0+32] + be): A from the x tile, B from the We chunk [c][j] (.trans).
         const Element* w_s = wes(b);
@@ -239,7 +248,6 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
       //     plain loop:  for q in run: for r, s: d[q] += w[r][s] · e[h(r)][q·stride + s − pad]
       //     here:        for r: win[u] = e[h(r)][q0·stride − pad + u], u < kWindow (0 outside the image);
       //                         for s: for i: d[i] += w[r][s] · win[i·stride + s]
-      const Element* w_dw = dws(b);
       const float b0 = v[kChunk + j0], b1 = v[kChunk + j0 + 1];
       const float g0 = kStage == Stage::project ? v[2 * kChunk + j0] : 1.0f;
       const float g1 = kStage == Stage::project ? v[2 * kChunk + j0 + 1] : 1.0f;
@@ -248,6 +256,8 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
       for (int item = tid; item < items; item += kThreads) {
         const DwRun run = dw_run(item / kPairs, runs_per_row);
         const int op = p0 + run.row;
+        const int w0 = run.q0 * kStride - t.pad;                  // the window's first input column
+        const bool interior = w0 >= 0 && w0 + kWindow <= t.W;     // no column of the window outside the image
         float d0[kRun], d1[kRun];
 #pragma unroll
         for (int i = 0; i < kRun; ++i) d0[i] = b0, d1[i] = b1;
@@ -256,21 +266,24 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
           const int h = op * kStride + r - t.pad;
           if (h < 0 || h >= t.H) continue;  // zero padding of e (h0 <= h < h1 for every h inside the image)
           const Element* e_row = e_s + (h - h0) * t.W * t.lde + j0;
-          const int w0 = run.q0 * kStride - t.pad;
           float2 win[kWindow];
+          if (interior) {  // most runs (dw_run pairs the two edge runs of a row in one warp)
 #pragma unroll
-          for (int u = 0; u < kWindow; ++u) {
-            const int w = w0 + u;
-            win[u] = (w >= 0 && w < t.W) ? load_pair(e_row + w * t.lde) : make_float2(0.0f, 0.0f);
+            for (int u = 0; u < kWindow; ++u) win[u] = load_pair(e_row + (w0 + u) * t.lde);
+          } else {
+#pragma unroll
+            for (int u = 0; u < kWindow; ++u) {
+              const int w = w0 + u;
+              win[u] = (w >= 0 && w < t.W) ? load_pair(e_row + w * t.lde) : make_float2(0.0f, 0.0f);
+            }
           }
 #pragma unroll
           for (int s = 0; s < K; ++s) {
-            const float wa = to_float(w_dw[j0 * kTaps + r * K + s]);
-            const float wb = to_float(w_dw[(j0 + 1) * kTaps + r * K + s]);
+            const float2 wt = *reinterpret_cast<const float2*>(&dwf[(r * K + s) * kChunk + j0]);  // channels j0, j0+1
 #pragma unroll
             for (int i = 0; i < kRun; ++i) {
-              d0[i] = fmaf(wa, win[i * kStride + s].x, d0[i]);
-              d1[i] = fmaf(wb, win[i * kStride + s].y, d1[i]);
+              d0[i] = fmaf(wt.x, win[i * kStride + s].x, d0[i]);
+              d1[i] = fmaf(wt.y, win[i * kStride + s].y, d1[i]);
             }
           }
         }

@@ -11,7 +11,8 @@
 //   ds   [m_out][ldd] ×1|2   D chunk (×2: project_stored, D read back, double-buffered; none: sums)
 //   wes  [c_pad][ldwe] ×2    We chunk, global layout [c][j]         (expand, stages that make D)
 //   wps  [32][ldwp]   ×2     Wp chunk, global layout [j][o]         (project stages)
-//   dws  [32·K²]      ×2     depthwise weights of the chunk         (stages that make D)
+//   dws  [32·K²]      ×2     depthwise weights of the chunk, as copied (stages that make D)
+//   dwf  [K²][32] fp32       the same, converted once per chunk for the depthwise's 8-byte pair loads
 //   vs   [3][32] fp32 ×2     be, bd, gate of the chunk
 //   red  [16][32] fp32       the channel sums' reduction            (sums, store)
 //
@@ -60,8 +61,8 @@ struct Tile {
   bool pairs;  // 32-bit y stores (launcher: C_out even, x and y 4-byte aligned)
   ref::Activation act;
   // Shared layout, bytes: each region's offset and (double-buffered ones) the size of one buffer.
-  std::size_t x_off, e_off, e_bytes, d_off, d_bytes, we_off, we_bytes, wp_off, wp_bytes, dw_off, dw_bytes, v_off,
-      v_bytes, red_off, bytes;
+  std::size_t x_off, e_off, e_bytes, d_off, d_bytes, we_off, we_bytes, wp_off, wp_bytes, dw_off, dw_bytes, dwf_off,
+      v_off, v_bytes, red_off, bytes;
   CONVLAB_HOST_DEVICE int acc_tiles() const { return (m_out / 16) * (cout_pad / 8); }
 };
 
@@ -101,6 +102,7 @@ inline Tile tile_for(const MBConvProblem& p, int rows, Stage stage) {
   t.we_off = region(make_d && t.expand ? std::size_t(t.c_pad) * t.ldwe * e : 0, 2, t.we_bytes);
   t.wp_off = region(project ? std::size_t(kChunk) * t.ldwp * e : 0, 2, t.wp_bytes);
   t.dw_off = region(make_d ? std::size_t(kChunk) * p.kernel * p.kernel * e : 0, 2, t.dw_bytes);
+  t.dwf_off = take(make_d ? std::size_t(kChunk) * p.kernel * p.kernel * sizeof(float) : 0);
   t.v_off = region(3 * kChunk * sizeof(float), 2, t.v_bytes);
   t.red_off = take(sums ? std::size_t(kPixelGroups) * kChunk * sizeof(float) : 0);
   t.bytes = off;
@@ -140,13 +142,17 @@ inline bool aligned_to(const void* q, std::size_t bytes) { return reinterpret_ca
 // ---- the depthwise's work items -----------------------------------------------------------
 // Item i of a chunk is (run i / kPairs, channel pair i % kPairs); run r is
 // output row r / runs_per_row of the tile, columns q0 .. q0 + kRun − 1
-// (q0 = kRun · (r % runs_per_row); columns ≥ Q are skipped).
+// (columns ≥ Q are skipped). Within a row, slot r % runs_per_row takes the
+// column run 0, last, 1, 2, ..., last − 1: a warp holds runs 2k and 2k + 1,
+// so the two edge runs of a row (whose windows need bound checks) share a
+// warp and the others run the unchecked path without divergence.
 struct DwRun {
   int row, q0;
 };
 CONVLAB_HOST_DEVICE constexpr DwRun dw_run(int run, int runs_per_row) {
-  const int row = run / runs_per_row;
-  return {row, (run - row * runs_per_row) * kRun};
+  const int row = run / runs_per_row, slot = run - row * runs_per_row;
+  const int column_run = slot == 0 ? 0 : slot == 1 ? runs_per_row - 1 : slot - 1;
+  return {row, column_run * kRun};
 }
 
 }  // namespace convlab::gpu::mbconv
