@@ -130,8 +130,13 @@ __device__ __forceinline__ void stage_tile(Element* dst, int ld_dst, const Eleme
 //   gate [N, hidden] fp32 (project stages; nullptr = no SE), wp [hidden, C_out], bp [C_out],
 //   y [N, P, Q, C_out], partial [N, tiles, hidden] fp32 (sums/store), dbuf [N, P, Q, hidden] (store/project_stored).
 // Grid (tiles, N), kThreads threads, t.bytes of dynamic shared memory (layout: tile_for).
+// CTAs per SM the register budget is cut for: 2 (16 warps) where the depthwise
+// run and the Y accumulators share the registers; 3 for project_stored, which
+// only waits on its copies and projects (more copies in flight per SM).
+template <Stage kStage> inline constexpr int kMinCtasPerSm = kStage == Stage::project_stored ? 3 : 2;
+
 template <class Element, Stage kStage, int K, int kStride>
-__global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
+__global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_kernel(
     Tile t, const Element* __restrict__ x, const Element* __restrict__ we, const Element* __restrict__ be,
     const Element* __restrict__ dw, const Element* __restrict__ bd, const float* __restrict__ gate,
     const Element* __restrict__ wp, const Element* __restrict__ bp, Element* __restrict__ y, float* __restrict__ partial,
