@@ -223,24 +223,26 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
       if (!t.expand) __syncthreads();  // (with an expand layer, the barrier after it)
       if (t.expand) {
         // 2a. E = φ(X·We[:, c0:c0+32] + be): A from the x tile, B from the We chunk [c][j] (.trans).
+        //     Work unit u = (m tile u / 2, channel half u % 2: 16 channels, two n8 tiles), spread over
+        //     the warps, so that a small tile (3 m tiles at 7 × 7) still keeps 6 warps busy.
         const Element* w_s = wes(b);
-        for (int mt = warp; mt < t.m_in / 16; mt += kWarps) {
-          float e_acc[4][4] = {};
+        for (int u = warp; u < (t.m_in / 16) * 2; u += kWarps) {
+          const int mt = u / 2, jh = 16 * (u % 2);
+          float e_acc[2][4] = {};
           for (int k0 = 0; k0 < t.c_pad; k0 += 16) {
-            uint32_t a[4], b01[4], b23[4];
+            uint32_t a[4], bq[4];
             ldmatrix_x4(a, shared_address(&xs[(mt * 16 + lane % 16) * t.ldx + k0 + 8 * (lane / 16)]));
-            ldmatrix_x4_trans(b01, shared_address(&w_s[(k0 + lane % 16) * t.ldwe + 8 * (lane / 16)]));
-            ldmatrix_x4_trans(b23, shared_address(&w_s[(k0 + lane % 16) * t.ldwe + 16 + 8 * (lane / 16)]));
-            const uint32_t bn[4][2] = {{b01[0], b01[1]}, {b01[2], b01[3]}, {b23[0], b23[1]}, {b23[2], b23[3]}};
-#pragma unroll
-            for (int nt = 0; nt < 4; ++nt) mma_m16n8k16<Element>(e_acc[nt], a, bn[nt]);
+            ldmatrix_x4_trans(bq, shared_address(&w_s[(k0 + lane % 16) * t.ldwe + jh + 8 * (lane / 16)]));
+            const uint32_t b_lo[2] = {bq[0], bq[1]}, b_hi[2] = {bq[2], bq[3]};  // channels jh..jh+7, jh+8..jh+15
+            mma_m16n8k16<Element>(e_acc[0], a, b_lo);
+            mma_m16n8k16<Element>(e_acc[1], a, b_hi);
           }
 #pragma unroll
-          for (int nt = 0; nt < 4; ++nt)
+          for (int nt = 0; nt < 2; ++nt)
 #pragma unroll
             for (int half = 0; half < 2; ++half) {  // c0, c1: row g; c2, c3: row g + 8; columns 2t, 2t+1
               const MatrixCoord m = mma_c_coord(lane, 2 * half);
-              const int j = nt * 8 + m.col;  // channels j, j+1 (zero weights and bias beyond cw: φ(0) = 0)
+              const int j = jh + nt * 8 + m.col;  // channels j, j+1 (zero weights and bias beyond cw: φ(0) = 0)
               const float lo = fast_activate(t.act, e_acc[nt][2 * half] + v[j]);
               const float hi = fast_activate(t.act, e_acc[nt][2 * half + 1] + v[j + 1]);
               *reinterpret_cast<uint32_t*>(&e_s[(mt * 16 + m.row) * t.lde + j]) = pack_pair<Element>(lo, hi);
