@@ -229,7 +229,8 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
         for (int u = warp; u < (t.m_in / 16) * 2; u += kWarps) {
           const int mt = u / 2, jh = 16 * (u % 2);
           float e_acc[2][4] = {};
-          for (int k0 = 0; k0 < t.c_pad; k0 += 16) {
+          const bool dead = jh >= cw;  // a last chunk of 16 channels: its upper half is zeros, no mma and no SFU
+          for (int k0 = 0; k0 < (dead ? 0 : t.c_pad); k0 += 16) {
             uint32_t a[4], bq[4];
             ldmatrix_x4(a, shared_address(&xs[(mt * 16 + lane % 16) * t.ldx + k0 + 8 * (lane / 16)]));
             ldmatrix_x4_trans(bq, shared_address(&w_s[(k0 + lane % 16) * t.ldwe + jh + 8 * (lane / 16)]));
@@ -243,8 +244,8 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
             for (int half = 0; half < 2; ++half) {  // c0, c1: row g; c2, c3: row g + 8; columns 2t, 2t+1
               const MatrixCoord m = mma_c_coord(lane, 2 * half);
               const int j = jh + nt * 8 + m.col;  // channels j, j+1 (zero weights and bias beyond cw: φ(0) = 0)
-              const float lo = fast_activate(t.act, e_acc[nt][2 * half] + v[j]);
-              const float hi = fast_activate(t.act, e_acc[nt][2 * half + 1] + v[j + 1]);
+              const float lo = dead ? 0.0f : fast_activate(t.act, e_acc[nt][2 * half] + v[j]);
+              const float hi = dead ? 0.0f : fast_activate(t.act, e_acc[nt][2 * half + 1] + v[j + 1]);
               *reinterpret_cast<uint32_t*>(&e_s[(mt * 16 + m.row) * t.lde + j]) = pack_pair<Element>(lo, hi);
             }
         }
