@@ -35,31 +35,48 @@ namespace convlab::gpu::mbconv {
 // [N, parts, hidden] fp32 (the fused rungs write one row per tile, the layer
 // rungs one per image); they are added in row order (deterministic), then
 //   m = sum / (P·Q),  z = ψ(m·W1 + b1) [Cr],  gate = sigmoid(z·W2 + b2) [hidden], fp32.
+// The first FC is a warp per output r (lanes split the hidden channels, then
+// a fixed shuffle tree): Cr·hidden MACs spread over every thread with 32
+// independent loads in flight per warp, not one thread per r walking all
+// hidden channels serially (at C = 192, Cr·hidden = 48·1152: 1152 dependent
+// steps). The second FC is a thread per hidden channel, its Cr weights read
+// coalesced across the block. Block: kGateThreads threads.
 // Dynamic shared memory: (hidden + Cr) floats.
+inline constexpr int kGateThreads = 256;
+
 template <class Element>
-__global__ void se_gate_kernel(int hidden, int cr, int parts, float inv_pixels, FfnActivation act,
-                               const float* __restrict__ partial, const Element* __restrict__ w1,
-                               const Element* __restrict__ b1, const Element* __restrict__ w2,
-                               const Element* __restrict__ b2, float* __restrict__ gate) {
+__global__ void __launch_bounds__(kGateThreads) se_gate_kernel(int hidden, int cr, int parts, float inv_pixels,
+                                                               FfnActivation act, const float* __restrict__ partial,
+                                                               const Element* __restrict__ w1,
+                                                               const Element* __restrict__ b1,
+                                                               const Element* __restrict__ w2,
+                                                               const Element* __restrict__ b2,
+                                                               float* __restrict__ gate) {
   extern __shared__ float se_shared[];
   float* mean = se_shared;       // [hidden]
   float* z = se_shared + hidden;  // [cr]
-  const int n = blockIdx.x;
+  const int n = blockIdx.x, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  constexpr int kGateWarps = kGateThreads / 32;
   const float* rows = partial + std::ptrdiff_t(n) * parts * hidden;
   for (int j = threadIdx.x; j < hidden; j += blockDim.x) {
     float s = 0.0f;
+#pragma unroll 4
     for (int t = 0; t < parts; ++t) s += rows[std::ptrdiff_t(t) * hidden + j];
     mean[j] = s * inv_pixels;
   }
   __syncthreads();
-  for (int r = threadIdx.x; r < cr; r += blockDim.x) {
-    float acc = to_float(b1[r]);
-    for (int j = 0; j < hidden; ++j) acc += mean[j] * to_float(w1[std::ptrdiff_t(j) * cr + r]);
-    z[r] = ffn::activate(act, acc);
+  for (int r = warp; r < cr; r += kGateWarps) {
+    float acc = 0.0f;
+#pragma unroll 4
+    for (int j = lane; j < hidden; j += 32) acc += mean[j] * to_float(w1[std::ptrdiff_t(j) * cr + r]);
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, offset);
+    if (lane == 0) z[r] = ffn::activate(act, acc + to_float(b1[r]));
   }
   __syncthreads();
   for (int j = threadIdx.x; j < hidden; j += blockDim.x) {
     float acc = to_float(b2[j]);
+#pragma unroll 4
     for (int r = 0; r < cr; ++r) acc += z[r] * to_float(w2[std::ptrdiff_t(r) * hidden + j]);
     gate[std::ptrdiff_t(n) * hidden + j] = 1.0f / (1.0f + __expf(-acc));
   }
@@ -71,7 +88,7 @@ template <class Element>
 void se_gate(const MBConvProblem& p, int parts, const float* partial, const void* w1, const void* b1, const void* w2,
              const void* b2, float* gate) {
   const std::size_t shared = std::size_t(p.hidden() + p.se_channels()) * sizeof(float);
-  se_gate_kernel<Element><<<unsigned(p.N), 256, shared>>>(
+  se_gate_kernel<Element><<<unsigned(p.N), kGateThreads, shared>>>(
       p.hidden(), p.se_channels(), parts, float(1.0 / (double(p.P()) * p.Q())), p.activation, partial,
       static_cast<const Element*>(w1), static_cast<const Element*>(b1), static_cast<const Element*>(w2),
       static_cast<const Element*>(b2), gate);

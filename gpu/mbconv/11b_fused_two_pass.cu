@@ -14,7 +14,7 @@
 // twice (plus each tile's halo rows: (rows − 1 + K)/rows of the work), the
 // project once; DRAM: x twice, y once, the sums and gates (KB):
 // MBConvProblem::two_pass_recompute_bytes().
-// Tunables: in gpu/lib/mbconv_fused.cuh (kChunk, kTargetPixels, kMaxAccTiles).
+// Tunables: in gpu/lib/mbconv_tile.hpp (kChunk, kRun, kTargetPixels, kMaxAccTiles).
 // Supported: f16, bf16, with SE; sizes where a tile of one output row fits (fused_support).
 // Workspace: the per-tile sums [N, tiles, hidden] and the gates [N, hidden], fp32.
 // Run just this: build/convlab run mbconv/gpu/11b_fused_two_pass --shape N=128,H=56,C=24,dtype=f16
@@ -30,19 +30,19 @@ using namespace gpu::mbconv;
 bool supports(const MBConvProblem& p) { return p.has_se() && fused_support(p); }
 
 std::size_t workspace_bytes(const MBConvProblem& p) {
-  const Tile t = choose_tile(p);
+  const Tile t = choose_tile(p, Stage::sums);
   return (std::size_t(p.N) * t.tiles * p.hidden() + std::size_t(p.N) * p.hidden()) * sizeof(float) + 256;
 }
 
 void run(const MBConvProblem& p, const Args<MBConvProblem>& a) {
-  const Tile t = choose_tile(p);
+  const Tile t = choose_tile(p, Stage::sums);  // pass 1's tiles: one row of sums each
   float* partial = static_cast<float*>(a.workspace);
   float* gate = partial + std::size_t(p.N) * t.tiles * p.hidden();
   gpu::visit_dtype<__half, __nv_bfloat16>(p.dtype, [&](auto tag) {
     using E = typename decltype(tag)::type;
-    launch_stage<E, Stage::sums>(p, t, a, nullptr, partial, nullptr);
+    launch_stage<E, Stage::sums>(p, a, nullptr, partial, nullptr);
     se_gate<E>(p, t.tiles, partial, a.se1_w, a.se1_b, a.se2_w, a.se2_b, gate);
-    launch_stage<E, Stage::project>(p, t, a, gate, nullptr, nullptr);
+    launch_stage<E, Stage::project>(p, a, gate, nullptr, nullptr);
   });
 }
 

@@ -30,7 +30,7 @@ bool supports(const MBConvProblem& p) { return p.has_se() && fused_support(p); }
 struct Layout {
   std::size_t partial, gate, dbuf;  // bytes
   explicit Layout(const MBConvProblem& p) {
-    const Tile t = choose_tile(p);
+    const Tile t = choose_tile(p, Stage::store);  // pass 1's tiles: one row of sums each
     const auto up = [](std::size_t b) { return (b + 255) / 256 * 256; };
     partial = up(std::size_t(p.N) * t.tiles * p.hidden() * sizeof(float));
     gate = up(std::size_t(p.N) * p.hidden() * sizeof(float));
@@ -42,7 +42,7 @@ struct Layout {
 std::size_t workspace_bytes(const MBConvProblem& p) { return Layout(p).bytes(); }
 
 void run(const MBConvProblem& p, const Args<MBConvProblem>& a) {
-  const Tile t = choose_tile(p);
+  const Tile t = choose_tile(p, Stage::store);
   const Layout l(p);
   unsigned char* base = static_cast<unsigned char*>(a.workspace);
   float* partial = reinterpret_cast<float*>(base);
@@ -50,9 +50,9 @@ void run(const MBConvProblem& p, const Args<MBConvProblem>& a) {
   void* dbuf = base + l.partial + l.gate;
   gpu::visit_dtype<__half, __nv_bfloat16>(p.dtype, [&](auto tag) {
     using E = typename decltype(tag)::type;
-    launch_stage<E, Stage::store>(p, t, a, nullptr, partial, dbuf);
+    launch_stage<E, Stage::store>(p, a, nullptr, partial, dbuf);
     se_gate<E>(p, t.tiles, partial, a.se1_w, a.se1_b, a.se2_w, a.se2_b, gate);
-    launch_stage<E, Stage::project_stored>(p, t, a, gate, nullptr, dbuf);
+    launch_stage<E, Stage::project_stored>(p, a, gate, nullptr, dbuf);
   });
 }
 

@@ -22,10 +22,9 @@ using namespace gpu::mbconv;
 bool supports(const MBConvProblem& p) { return !p.has_se() && fused_support(p); }
 
 void run(const MBConvProblem& p, const Args<MBConvProblem>& a) {
-  const Tile t = choose_tile(p);
   gpu::visit_dtype<__half, __nv_bfloat16>(p.dtype, [&](auto tag) {
     using E = typename decltype(tag)::type;
-    launch_stage<E, Stage::project>(p, t, a, nullptr, nullptr, nullptr);
+    launch_stage<E, Stage::project>(p, a, nullptr, nullptr, nullptr);
   });
 }
 

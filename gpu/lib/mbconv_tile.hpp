@@ -1,0 +1,158 @@
+// gpu/lib/mbconv_tile.hpp — the tile geometry of lesson 11's fused MBConv
+// kernel (gpu/lib/mbconv_fused.cuh): tunables, the shared-memory layout of a
+// CTA, the choice of tile height, and the depthwise's work-item map. Plain
+// C++ (host code, and two functions the kernel calls), so that
+// tests/lesson11_mbconv_tile_test.cpp checks every index on the host.
+//
+// A tile is `rows` whole output rows of one image; its CTA holds, per stage:
+//
+//   xs   [m_in][ldx]         the x tile with its halo rows          (expand, stages that make D)
+//   es   [m_in][lde]  ×1|2   E chunk (×2: no expand, E is a copy of x's channels, double-buffered)
+//   ds   [m_out][ldd] ×1|2   D chunk (×2: project_stored, D read back, double-buffered; none: sums)
+//   wes  [c_pad][ldwe] ×2    We chunk, global layout [c][j]         (expand, stages that make D)
+//   wps  [32][ldwp]   ×2     Wp chunk, global layout [j][o]         (project stages)
+//   dws  [32·K²]      ×2     depthwise weights of the chunk, as copied (stages that make D)
+//   dwf  [K²][32] fp32       the same, converted once per chunk for the depthwise's 8-byte pair loads
+//   vs   [3][32] fp32 ×2     be, bd, gate of the chunk
+//   red  [16][32] fp32       the channel sums' reduction            (sums, store)
+//
+// Row strides are 8 elements (16 bytes) more than a multiple of 16 elements
+// or equal to an odd multiple of 8: an odd number of 16-byte units, so the 8
+// rows an ldmatrix phase reads hit 8 different bank groups.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+
+#include "gpu/lib/mma.cuh"  // CONVLAB_HOST_DEVICE
+#include "ops/mbconv.hpp"
+
+namespace convlab::gpu::mbconv {
+
+// ---- tunables ------------------------------------------------------------------------
+inline constexpr int kThreads = 256;       // 8 warps
+inline constexpr int kWarps = kThreads / 32;
+inline constexpr int kChunk = 32;          // hidden channels per step: 2 k16 steps of the project, 4 n8 tiles of the expand
+inline constexpr int kMaxAccTiles = 8;     // m16n8 Y tiles per warp: 32 fp32 registers (with the depthwise run: ≤ 128 in all, 2 CTAs/SM)
+inline constexpr int kTargetPixels = 256;  // output pixels a tile aims at (halo recompute (rows−1+K)/rows falls as it grows)
+inline constexpr int kRun = 7;             // output pixels of one row a depthwise thread makes (EfficientNet's Q: 112, 56, 28, 14, 7)
+inline constexpr int kPairs = kChunk / 2;  // channel pairs of a chunk: the depthwise threads' inner index
+inline constexpr int kPixelGroups = kThreads / kPairs;  // partial-sum slots (thread / kPairs)
+static_assert(kChunk == 32, "the expand epilogue writes 4 n8 tiles and the project reads 2 k16 steps");
+static_assert(kThreads % kPairs == 0, "a thread's channel pair (tid % kPairs) stays fixed across its work items");
+static_assert(kRun >= 1 && kRun <= 8, "a run's window and accumulators live in registers");
+inline constexpr std::size_t kMaxShared = 227 * 1024;         // H200 opt-in shared memory per block
+inline constexpr std::size_t kSharedTwoCtas = 113 * 1024;     // two CTAs per SM (228 KB less 1 KB reserved per CTA)
+
+enum class Stage { sums, store, project, project_stored };
+
+// The tile geometry, computed on the host and passed by value.
+struct Tile {
+  int N, H, W, C, hidden, P, Q, C_out, stride, pad;
+  int rows, tiles;                // output rows per tile, tiles per image
+  int in_rows;                    // input rows a tile holds at most
+  int m_in, m_out;                // in_rows·W and rows·Q, rounded up to 16
+  int c_pad, cout_pad;            // C to 16, C_out to 8
+  int ldx, lde, ldd, ldwe, ldwp;  // shared row strides, elements
+  bool expand, residual;
+  bool vec;    // 16-byte copies (launcher: C, C_out, hidden multiples of 8, tensors 16-byte aligned)
+  bool pairs;  // 32-bit y stores (launcher: C_out even, x and y 4-byte aligned)
+  ref::Activation act;
+  // Shared layout, bytes: each region's offset and (double-buffered ones) the size of one buffer.
+  std::size_t x_off, e_off, e_bytes, d_off, d_bytes, we_off, we_bytes, wp_off, wp_bytes, dw_off, dw_bytes, dwf_off,
+      v_off, v_bytes, red_off, bytes;
+  CONVLAB_HOST_DEVICE int acc_tiles() const { return (m_out / 16) * (cout_pad / 8); }
+};
+
+// An odd number of 16-byte units at least `elems` 16-bit elements long.
+constexpr int odd_units_stride(int elems) {
+  const int units = (elems + 7) / 8;
+  return 8 * (units % 2 == 1 ? units : units + 1);
+}
+
+inline Tile tile_for(const MBConvProblem& p, int rows, Stage stage) {
+  const bool make_d = stage != Stage::project_stored;
+  const bool project = stage == Stage::project || stage == Stage::project_stored;
+  const bool sums = stage == Stage::sums || stage == Stage::store;
+  Tile t{};
+  t.N = p.N, t.H = p.H, t.W = p.W, t.C = p.C, t.hidden = p.hidden(), t.P = p.P(), t.Q = p.Q(), t.C_out = p.C_out;
+  t.stride = p.stride, t.pad = p.kernel / 2, t.expand = p.has_expand(), t.residual = p.has_residual(), t.act = p.activation;
+  t.rows = rows;
+  t.tiles = (t.P + rows - 1) / rows;
+  t.in_rows = std::min(p.H, (rows - 1) * p.stride + p.kernel);
+  const auto up = [](int v, int m) { return (v + m - 1) / m * m; };
+  t.m_in = up(t.in_rows * p.W, 16);
+  t.m_out = up(rows * t.Q, 16);
+  t.c_pad = up(p.C, 16);
+  t.cout_pad = up(p.C_out, 8);
+  t.ldx = odd_units_stride(t.c_pad), t.lde = odd_units_stride(kChunk), t.ldd = odd_units_stride(kChunk);
+  t.ldwe = odd_units_stride(kChunk), t.ldwp = odd_units_stride(t.cout_pad);
+  const std::size_t e = 2;  // 16-bit elements
+  std::size_t off = 0;
+  const auto take = [&](std::size_t bytes) { const std::size_t at = off; off = (off + bytes + 15) / 16 * 16; return at; };
+  const auto region = [&](std::size_t one, int copies, std::size_t& size) {
+    size = (one + 15) / 16 * 16;
+    return take(size * copies);
+  };
+  t.x_off = take(make_d && t.expand ? std::size_t(t.m_in) * t.ldx * e : 0);
+  t.e_off = region(make_d ? std::size_t(t.m_in) * t.lde * e : 0, t.expand ? 1 : 2, t.e_bytes);
+  t.d_off = region(stage == Stage::sums ? 0 : std::size_t(t.m_out) * t.ldd * e, make_d ? 1 : 2, t.d_bytes);
+  t.we_off = region(make_d && t.expand ? std::size_t(t.c_pad) * t.ldwe * e : 0, 2, t.we_bytes);
+  t.wp_off = region(project ? std::size_t(kChunk) * t.ldwp * e : 0, 2, t.wp_bytes);
+  t.dw_off = region(make_d ? std::size_t(kChunk) * p.kernel * p.kernel * e : 0, 2, t.dw_bytes);
+  t.dwf_off = take(make_d ? std::size_t(kChunk) * p.kernel * p.kernel * sizeof(float) : 0);
+  t.v_off = region(3 * kChunk * sizeof(float), 2, t.v_bytes);
+  t.red_off = take(sums ? std::size_t(kPixelGroups) * kChunk * sizeof(float) : 0);
+  t.bytes = off;
+  return t;
+}
+
+inline bool tile_fits(const Tile& t, std::size_t shared_limit = kMaxShared) {
+  return t.acc_tiles() <= kWarps * kMaxAccTiles && t.bytes <= shared_limit;
+}
+
+// The tallest tile (whole output rows, at most kTargetPixels pixels, at least
+// one row) that leaves room for two CTAs per SM; failing that, the tallest
+// that fits at all; rows == 0 when even one row does not.
+inline Tile choose_tile(const MBConvProblem& p, Stage stage) {
+  const int top = std::max(1, std::min(p.P(), kTargetPixels / std::max(1, p.Q())));
+  for (std::size_t limit : {kSharedTwoCtas, kMaxShared})
+    for (int rows = top; rows >= 1; --rows) {
+      const Tile t = tile_for(p, rows, stage);
+      if (tile_fits(t, limit)) return t;
+    }
+  Tile none{};
+  none.rows = 0;
+  return none;
+}
+
+// Whether the 16-byte copy path applies: every row the kernel copies starts on
+// 16 bytes (C, C_out, hidden multiples of 8, so a chunk's width is too) and
+// the tensors themselves are 16-byte aligned (null pointers: unused, fine).
+inline bool vector_copies_ok(const MBConvProblem& p, std::initializer_list<const void*> tensors) {
+  if (p.C % 8 != 0 || p.C_out % 8 != 0 || p.hidden() % 8 != 0) return false;
+  for (const void* q : tensors)
+    if (reinterpret_cast<std::uintptr_t>(q) % 16 != 0) return false;
+  return true;
+}
+inline bool aligned_to(const void* q, std::size_t bytes) { return reinterpret_cast<std::uintptr_t>(q) % bytes == 0; }
+
+// ---- the depthwise's work items -----------------------------------------------------------
+// Item i of a chunk is (run i / kPairs, channel pair i % kPairs); run r is
+// output row r / runs_per_row of the tile, columns q0 .. q0 + kRun − 1
+// (columns ≥ Q are skipped). Within a row, slot r % runs_per_row takes the
+// column run 0, last, 1, 2, ..., last − 1: a warp holds runs 2k and 2k + 1,
+// so the two edge runs of a row (whose windows need bound checks) share a
+// warp and the others run the unchecked path without divergence.
+struct DwRun {
+  int row, q0;
+};
+CONVLAB_HOST_DEVICE constexpr DwRun dw_run(int run, int runs_per_row) {
+  const int row = run / runs_per_row, slot = run - row * runs_per_row;
+  const int column_run = slot == 0 ? 0 : slot == 1 ? runs_per_row - 1 : slot - 1;
+  return {row, column_run * kRun};
+}
+
+}  // namespace convlab::gpu::mbconv

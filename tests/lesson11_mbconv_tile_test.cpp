@@ -1,0 +1,196 @@
+// tests/lesson11_mbconv_tile_test.cpp — the index arithmetic of lesson 11's fused GPU
+// kernel (gpu/lib/mbconv_tile.hpp), checked on the host.
+//
+// The fused rungs 11b, 11c and 11d run only on a GPU; what makes their tile
+// kernel right or wrong beside the arithmetic is integer bookkeeping:
+//
+//   1. The shared layout: regions 16-byte aligned, disjoint, inside t.bytes;
+//      every ldmatrix row stride an odd number of 16-byte units; the
+//      accumulators within kWarps·kMaxAccTiles; the halo rows a tile reads
+//      inside its E buffer; the goal shapes at two CTAs per SM.
+//   2. The depthwise's work items (dw_run): every output pixel of a tile made
+//      once per channel pair, and the sliding window reading exactly the
+//      plain loop's taps.
+//   3. ldmatrix .x2.trans on a [k][n] tile delivers the mma B fragment.
+//   4. The 16-byte copy path's preconditions: every chunk's rows and the
+//      depthwise slice start on 16 bytes and are whole vectors.
+#include <algorithm>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "gpu/lib/mbconv_tile.hpp"
+#include "ops/mbconv.hpp"
+#include "tests/catch_compat.hpp"
+
+namespace {
+
+using namespace convlab;
+using namespace convlab::gpu;
+using namespace convlab::gpu::mbconv;
+
+std::vector<MBConvProblem> fused_shapes() {
+  std::vector<MBConvProblem> out;
+  for (ShapeTable table : {ShapeTable::test, ShapeTable::bench})
+    for (const MBConvProblem& p : OpTraits<MBConvProblem>::shapes(table, Device::gpu))
+      if (p.dtype == DType::f16 || p.dtype == DType::bf16) out.push_back(p);
+  return out;
+}
+
+constexpr Stage kStages[] = {Stage::sums, Stage::store, Stage::project, Stage::project_stored};
+
+TEST_CASE("mbconv tile: the shared layout is aligned, disjoint and bank-friendly", "[mbconv][lesson11][cpu]") {
+  for (const MBConvProblem& p : fused_shapes())
+    for (Stage s : kStages) {
+      const Tile t = choose_tile(p, s);
+      INFO(OpTraits<MBConvProblem>::spec(p) << " stage " << int(s));
+      REQUIRE(t.rows > 0);
+      CHECK(t.bytes <= kMaxShared);
+      CHECK(t.acc_tiles() <= kWarps * kMaxAccTiles);
+      CHECK(t.tiles * t.rows >= t.P);
+      CHECK((t.tiles - 1) * t.rows < t.P);
+      // Regions: [offset, offset + size), sizes of the double buffers counted twice.
+      const bool make_d = s != Stage::project_stored;
+      const std::vector<std::pair<std::size_t, std::size_t>> regions = {
+          {t.x_off, make_d && t.expand ? std::size_t(t.m_in) * t.ldx * 2 : 0},
+          {t.e_off, t.e_bytes * (t.expand ? 1 : 2)},
+          {t.d_off, t.d_bytes * (make_d ? 1 : 2)},
+          {t.we_off, 2 * t.we_bytes},
+          {t.wp_off, 2 * t.wp_bytes},
+          {t.dw_off, 2 * t.dw_bytes},
+          {t.dwf_off, make_d ? std::size_t(kChunk) * p.kernel * p.kernel * 4 : 0},
+          {t.v_off, 2 * t.v_bytes},
+          {t.red_off, s == Stage::sums || s == Stage::store ? std::size_t(kPixelGroups) * kChunk * 4 : 0}};
+      for (std::size_t i = 0; i < regions.size(); ++i) {
+        CHECK(regions[i].first % 16 == 0);
+        CHECK(regions[i].first + regions[i].second <= t.bytes);
+        for (std::size_t j = i + 1; j < regions.size(); ++j)
+          if (regions[i].second && regions[j].second)
+            CHECK((regions[i].first + regions[i].second <= regions[j].first ||
+                   regions[j].first + regions[j].second <= regions[i].first));
+      }
+      for (std::size_t b : {t.e_bytes, t.d_bytes, t.we_bytes, t.wp_bytes, t.dw_bytes, t.v_bytes}) CHECK(b % 16 == 0);
+      for (int ld : {t.ldx, t.lde, t.ldd, t.ldwe, t.ldwp}) CHECK((ld % 8 == 0 && (ld / 8) % 2 == 1));
+      CHECK(t.ldx >= t.c_pad);
+      CHECK(t.ldwp >= t.cout_pad);
+      CHECK(t.lde >= kChunk);
+      // The halo: every input row a tile's depthwise reads is inside the E buffer.
+      for (int tile = 0; tile < t.tiles; ++tile) {
+        const int p0 = tile * t.rows, p1 = std::min(t.P, p0 + t.rows);
+        const int h0 = std::max(0, p0 * t.stride - t.pad), h1 = std::min(t.H, (p1 - 1) * t.stride - t.pad + p.kernel);
+        CHECK((h1 - h0) * t.W <= t.m_in);
+        CHECK(h1 - h0 <= t.in_rows);
+        CHECK((p1 - p0) * t.Q <= t.m_out);
+        for (int op = p0; op < p1; ++op)
+          for (int r = 0; r < p.kernel; ++r) {
+            const int h = op * t.stride + r - t.pad;
+            if (h >= 0 && h < t.H) CHECK((h >= h0 && h < h1));
+          }
+      }
+    }
+}
+
+TEST_CASE("mbconv tile: the goal shapes run two CTAs per SM", "[mbconv][lesson11][cpu]") {
+  for (const MBConvProblem& p : OpTraits<MBConvProblem>::shapes(ShapeTable::bench, Device::gpu))
+    for (Stage s : kStages) {
+      const Tile t = choose_tile(p, s);
+      INFO(OpTraits<MBConvProblem>::spec(p) << " stage " << int(s));
+      CHECK(t.bytes <= kSharedTwoCtas);
+    }
+  // C=24 @ 56²: four output rows (224 pixels) per tile, 14 tiles per image.
+  MBConvProblem p;
+  p.N = 128, p.H = 56, p.W = 56, p.C = 24, p.C_out = 24, p.dtype = DType::f16;
+  const Tile t = choose_tile(p, Stage::project);
+  CHECK(t.rows == 4);
+  CHECK(t.tiles == 14);
+  CHECK(t.m_in == 336);
+  CHECK(t.acc_tiles() == 42);
+}
+
+TEST_CASE("mbconv tile: the depthwise runs cover every output pixel once per pair, with the plain loop's taps",
+          "[mbconv][lesson11][cpu]") {
+  for (int stride : {1, 2})
+    for (int K : {3, 5})
+      for (int W : {1, 2, 3, 6, 7, 8, 13, 14, 28, 56, 57}) {
+        const int Q = (W - 1) / stride + 1, pad = K / 2;
+        const int runs_per_row = (Q + kRun - 1) / kRun;
+        for (int rows : {1, 2, 4, 5}) {
+          std::multiset<std::pair<int, int>> seen;  // (row, q), per pair
+          const int items = rows * runs_per_row * kPairs;
+          for (int tid = 0; tid < kThreads; ++tid)
+            for (int item = tid; item < items; item += kThreads) {
+              CHECK(item % kPairs == tid % kPairs);  // a thread's pair never changes
+              if (tid % kPairs != 0) continue;
+              const DwRun run = dw_run(item / kPairs, runs_per_row);
+              CHECK((run.row >= 0 && run.row < rows));
+              const int w0 = run.q0 * stride - pad;
+              for (int i = 0; i < kRun; ++i) {
+                const int q = run.q0 + i;
+                if (q >= Q) break;
+                seen.insert({run.row, q});
+                for (int s = 0; s < K; ++s) {  // window slot i·stride + s is input column q·stride + s − pad
+                  const int u = i * stride + s;
+                  CHECK(u < (kRun - 1) * stride + K);
+                  CHECK(w0 + u == q * stride + s - pad);
+                }
+              }
+            }
+          CHECK(int(seen.size()) == rows * Q);
+          // The two runs of a warp (runs 2k, 2k + 1): both edge runs or both interior when a row has an even count.
+          if (runs_per_row % 2 == 0)
+            for (int run = 0; run < rows * runs_per_row; run += 2) {
+              const auto edge = [&](int r) {
+                const int q0 = dw_run(r, runs_per_row).q0;
+                return q0 == 0 || q0 == (runs_per_row - 1) * kRun;
+              };
+              CHECK(edge(run) == edge(run + 1));
+            }
+          for (int r = 0; r < rows; ++r)
+            for (int q = 0; q < Q; ++q) CHECK(seen.count({r, q}) == 1);
+        }
+      }
+}
+
+TEST_CASE("mbconv tile: ldmatrix .x2.trans on a [k][n] tile gives the mma B fragment", "[mbconv][lesson11][cpu]") {
+  // .x2: lanes 0-15 address rows k = lane of the 16 x 8 tile (matrix m = k / 8, row k % 8).
+  // .trans: register m of lane 4·g + t holds elements (2t + h, g) of matrix m, i.e. k = 8m + 2t + h, n = g.
+  for (int lane = 0; lane < 32; ++lane)
+    for (int reg = 0; reg < 2; ++reg)
+      for (int half = 0; half < 2; ++half) {
+        const int g = lane / 4, t = lane % 4;
+        const int supplier = 8 * reg + 2 * t + half;  // the lane whose row address was used
+        const MatrixCoord got{supplier, g};           // {k, n}: row supplier of the tile, column g
+        CHECK(supplier < 16);
+        CHECK(got == mma_b_coord(lane, reg, half));
+      }
+}
+
+TEST_CASE("mbconv tile: the 16-byte copy path copies whole, aligned vectors", "[mbconv][lesson11][cpu]") {
+  for (const MBConvProblem& p : fused_shapes()) {
+    if (!vector_copies_ok(p, {})) continue;
+    const int taps = p.kernel * p.kernel;
+    for (int c0 = 0; c0 < p.hidden(); c0 += kChunk) {
+      const int cw = std::min(kChunk, p.hidden() - c0);
+      CHECK(cw % 8 == 0);                 // a chunk's columns: whole vectors
+      CHECK((c0 * taps * 2) % 16 == 0);   // the depthwise slice starts on 16 bytes
+      CHECK((cw * taps) % 8 == 0);        // and is whole vectors
+      CHECK((kChunk * taps) % 8 == 0);
+    }
+    for (Stage s : kStages) {
+      const Tile t = choose_tile(p, s);
+      CHECK(t.c_pad % 8 == 0);
+      CHECK(t.cout_pad == p.C_out);
+    }
+  }
+  MBConvProblem odd;
+  odd.C = 20, odd.expand = 4, odd.C_out = 12;
+  CHECK_FALSE(vector_copies_ok(odd, {}));
+  MBConvProblem even;
+  even.C = 24, even.C_out = 24;
+  CHECK(vector_copies_ok(even, {}));
+  alignas(16) static unsigned char buffer[32];
+  CHECK_FALSE(vector_copies_ok(even, {buffer + 2}));
+  CHECK(vector_copies_ok(even, {buffer, nullptr}));
+}
+
+}  // namespace
