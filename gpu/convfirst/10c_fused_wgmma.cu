@@ -37,18 +37,20 @@
 //
 // Cost and floor (N=128 56x56 C=64 α=4 f16): 15.0 GMAC = 30.0 GFLOP (conv
 // 12 %), 103 MB of compulsory DRAM traffic: compute-bound, 0.040 ms at the
-// probe's f16 rate. Per 128-pixel tile 8.4 MFLOP of wgmma and 1.2 MFLOP of
-// mma.sync; U and V (64 KB) come from L2 once per tile. The counting, the
+// probe's f16 rate. Per 128-pixel tile 8.4 MFLOP of wgmma and 1.3 MFLOP of
+// mma.sync (the conv with its zero tenth tap); U and V (64 KB) come from L2 once per tile. The counting, the
 // prediction and the measurements are in lessons/10-convfirst/NOTES.md.
 //
 // Tunables: Layout64 / Layout128 in gpu/lib/hopper/convfirst_wgmma_layout.hpp
-// (hidden chunk, U/V slots); the tile is 128 pixels (two consumer warpgroups).
+// (hidden chunk, U/V slots, whether chunk r's expand overlaps chunk r−1's
+// project: both chosen so that the loop fits 168 registers without spilling);
+// the tile is 128 pixels (two consumer warpgroups).
 // Supported: f16 and bf16; stride 1; group width 8; C = C_out ∈ {64, 128};
 // hidden a multiple of 8 (a partial last chunk is zero-filled by TMA, its
 // bias read as 0, φ(0) = 0 for ReLU and SiLU); ReLU and SiLU; any N, H, W
 // whose two halo buffers fit shared memory (every W ≤ 120 at C = 64, W ≤ 38
 // at C = 128); 16-byte aligned x, u, v, a, b, y and 4-byte aligned
-// conv_w. Needs compute capability 9.0 and 90 in CONVLAB_CUDA_ARCHS.
+// conv_w and conv_b. Needs compute capability 9.0 and 90 in CONVLAB_CUDA_ARCHS.
 // Run just this: build/convlab run convfirst/gpu/10c_fused_wgmma --shape N=128,H=56,C=64,dtype=f16
 #include <cuda.h>
 
