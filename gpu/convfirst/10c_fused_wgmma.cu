@@ -283,10 +283,11 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int k = 0; k < L::kCSteps; ++k) pack_t(tfrag[k], acc[2 * k], acc[2 * k + 1]);
     };
     // TUTORIAL: the two consumer warpgroups are set half a step apart. Warpgroup 1 starts
-    // its first tile's conv only once warpgroup 0 has finished its own, so from then on one
-    // warpgroup's conv (mma.sync, shared-memory bound) runs while the other's wgmma products
-    // keep the tensor cores busy. Nothing else ties them together closely: the x buffer is
-    // refilled once both have read it, a U/V slot once both have used it.
+    // its first tile's conv only once warpgroup 0 has finished its own, so that one
+    // warpgroup's conv (mma.sync, shared-memory bound) can run while the other's wgmma
+    // products are in flight. Nothing else ties them together closely: the x buffer is
+    // refilled once both have read it, a U/V slot once both have used it. (Whether it pays
+    // is a measurement: lessons/10-convfirst/NOTES.md.)
     bool first_tile = true;
     for (int t = tiles.first(blockIdx.x); tiles.valid(t); t = tiles.next(t, gridDim.x)) {
       const int pixel0 = t * kBlockRows + consumer * kWgmmaM + 16 * warp;  // this warp's 16 pixels
