@@ -19,7 +19,8 @@
 //   sums             pass 1 of 11b: D's channel sums for this tile -> partial[n, tile, :]; nothing else stored
 //   store            pass 1 of 11c: the sums and D itself -> dbuf (the problem's 16-bit type), 16-byte stores
 //   project          pass 2 of 11b, and 11d's single pass (gate == nullptr): D (⊙ g) -> Y; y = Y + bp (+ x)
-//   project_stored   pass 2 of 11c: D read back from dbuf (cp.async) instead of recomputed; ⊙ g in registers
+//   project_stored   pass 2 of 11c: D read back from dbuf (cp.async) instead of recomputed; the gate is
+//                    folded into per-image weights diag(g_n)·Wp (gated_weights), so pass 2 is a plain GEMM
 //
 // The pipeline of one chunk (every global read is a 16-byte cp.async issued
 // one chunk ahead, into the other half of a double buffer):
@@ -96,11 +97,18 @@ __device__ __forceinline__ void ldmatrix_x2_trans(uint32_t (&r)[2], uint32_t row
                : "memory");
 }
 
-// SiLU / ReLU with the SFU's exp2 and reciprocal (the plain loop's
-// x / (1 + exp(−x)) to ~1e−6 relative; for x → −∞ the quotient goes to −0).
+// SiLU / ReLU, branch-free: SiLU is v · 1/(1 + 2^(−v·log2 e)) on the SFU with
+// the flush-to-zero forms of ex2 and rcp (two MUFU ops and three FMA-pipe
+// ops; relative error ~1e−6 against the plain loop's v / (1 + exp(−v))).
+// The non-ftz __expf and __fdividef add a range test and two branches per
+// element (lessons/11-mbconv/NOTES.md, the SASS profile). For v → −∞,
+// 2^(+large) = +inf and rcp(inf) = 0: the result is −0, as the plain loop's.
+// Both activations are computed and one is selected: no branch on `act`.
 __device__ __forceinline__ float fast_activate(FfnActivation act, float v) {
-  if (act == FfnActivation::relu) return fmaxf(v, 0.0f);
-  return __fdividef(v, 1.0f + __expf(-v));
+  float p, r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(p) : "f"(v * -1.4426950408889634f));
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(1.0f + p));
+  return act == FfnActivation::relu ? fmaxf(v, 0.0f) : v * r;
 }
 
 // dst[r][c] = src[r·ld_src + c] for r < valid_rows, c < valid_cols, else 0,
@@ -127,7 +135,8 @@ __device__ __forceinline__ void stage_tile(Element* dst, int ld_dst, const Eleme
 
 // ---- the kernel ---------------------------------------------------------------------------
 //   x [N, H, W, C], we [C, hidden], be [hidden], dw [hidden, K, K], bd [hidden],
-//   gate [N, hidden] fp32 (project stages; nullptr = no SE), wp [hidden, C_out], bp [C_out],
+//   gate [N, hidden] fp32 (project; nullptr = no SE), wp [hidden, C_out] (project_stored: [N, hidden, C_out],
+//   image n's at n·t.wp_image_stride), bp [C_out],
 //   y [N, P, Q, C_out], partial [N, tiles, hidden] fp32 (sums/store), dbuf [N, P, Q, hidden] (store/project_stored).
 // Grid (tiles, N), kThreads threads, t.bytes of dynamic shared memory (layout: tile_for).
 // CTAs per SM the register budget is cut for: 2 (16 warps) where the depthwise
@@ -177,7 +186,8 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
       stage_tile(ds(b), t.ldd, dbuf + first_out * t.hidden + c0, t.hidden, t.m_out, kChunk, out_pixels, cw, t.vec);
     }
     if constexpr (kProject)
-      stage_tile(wps(b), t.ldwp, wp + std::ptrdiff_t(c0) * t.C_out, t.C_out, kChunk, t.cout_pad, cw, t.C_out, t.vec);
+      stage_tile(wps(b), t.ldwp, wp + n * t.wp_image_stride + std::ptrdiff_t(c0) * t.C_out, t.C_out, kChunk,
+                 t.cout_pad, cw, t.C_out, t.vec);
     cp_async_commit();
     if (tid < kChunk) {
       const bool live = tid < cw;
@@ -351,15 +361,6 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
           uint32_t a[4], bb[2];
           ldmatrix_x4(a, shared_address(&d_s[(mt * 16 + lane % 16) * t.ldd + k0 + 8 * (lane / 16)]));
           ldmatrix_x2_trans(bb, shared_address(&w_s[(k0 + lane % 16) * t.ldwp + nt * 8]));
-          if constexpr (kStage == Stage::project_stored) {
-            // ⊙ g on the fragment: register r holds channels k0 + 2t (+1) + 8·(r / 2), rounded once as before.
-#pragma unroll
-            for (int r = 0; r < 4; ++r) {
-              const int j = k0 + 2 * (lane % 4) + 8 * (r / 2);
-              const float2 dv = unpack_pair<Element>(a[r]);
-              a[r] = pack_pair<Element>(dv.x * v[2 * kChunk + j], dv.y * v[2 * kChunk + j + 1]);
-            }
-          }
           mma_m16n8k16<Element>(acc[i], a, bb);
         }
       }
@@ -404,17 +405,22 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
 
 // ---- launcher --------------------------------------------------------------------------------
 // One stage over the whole batch, on the stage's own tile (choose_tile(p, kStage)).
+// wp_images (project_stored): per-image projection weights [N, hidden, C_out]
+// from gated_weights, used instead of a.project_w.
 template <class Element, Stage kStage>
-void launch_stage(const MBConvProblem& p, const Args<MBConvProblem>& a, const float* gate, float* partial, void* dbuf) {
+void launch_stage(const MBConvProblem& p, const Args<MBConvProblem>& a, const float* gate, float* partial, void* dbuf,
+                  const void* wp_images = nullptr) {
   Tile t = choose_tile(p, kStage);
-  t.vec = vector_copies_ok(p, {a.x, a.expand_w, a.dw_w, a.project_w, dbuf});
+  const void* wp = wp_images ? wp_images : a.project_w;
+  t.wp_image_stride = wp_images ? std::ptrdiff_t(p.hidden()) * p.C_out : 0;
+  t.vec = vector_copies_ok(p, {a.x, a.expand_w, a.dw_w, wp, dbuf});
   t.pairs = p.C_out % 2 == 0 && aligned_to(a.y, 4) && aligned_to(a.x, 4);
   const auto go = [&](auto kernel, const char* name) {
     allow_dynamic_shared(kernel, t.bytes, name);
     kernel<<<dim3(unsigned(t.tiles), unsigned(p.N)), kThreads, t.bytes>>>(
         t, static_cast<const Element*>(a.x), static_cast<const Element*>(a.expand_w),
         static_cast<const Element*>(a.expand_b), static_cast<const Element*>(a.dw_w),
-        static_cast<const Element*>(a.dw_b), gate, static_cast<const Element*>(a.project_w),
+        static_cast<const Element*>(a.dw_b), gate, static_cast<const Element*>(wp),
         static_cast<const Element*>(a.project_b), static_cast<Element*>(a.y), partial, static_cast<Element*>(dbuf));
     check_launch(name);
   };

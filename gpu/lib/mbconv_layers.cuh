@@ -118,6 +118,27 @@ __global__ void scale_kernel(int64_t count, int64_t image_elems, int hidden, Ele
     d[i] = from_float<Element>(to_float(d[i]) * gate[(i / image_elems) * hidden + i % hidden]);
 }
 
+// wg[n, j, o] = gate[n, j] · wp[j, o], rounded once: the SE gate folded into the
+// projection, so that a pass over d that projects it needs no gate of its own
+// ((d ⊙ g)·Wp = d·(diag(g)·Wp); 11c's pass 2). N·hidden·C_out elements.
+template <class Element>
+__global__ void gated_weights_kernel(int64_t count, int64_t image_elems, int c_out, const Element* __restrict__ wp,
+                                     const float* __restrict__ gate, Element* __restrict__ wg) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t n = i / image_elems, jo = i - n * image_elems;
+    wg[i] = from_float<Element>(gate[n * (image_elems / c_out) + jo / c_out] * to_float(wp[jo]));
+  }
+}
+
+template <class Element>
+void gated_weights(const MBConvProblem& p, const void* wp, const float* gate, void* wg) {
+  const int64_t image_elems = int64_t(p.hidden()) * p.C_out, count = int64_t(p.N) * image_elems;
+  const unsigned blocks = unsigned(std::min<int64_t>((count + 255) / 256, 4096));
+  gated_weights_kernel<Element><<<blocks, 256>>>(count, image_elems, p.C_out, static_cast<const Element*>(wp), gate,
+                                                 static_cast<Element*>(wg));
+  check_launch("mbconv gated_weights_kernel");
+}
+
 // y[i, o] += bp[o] (+ x[i, o] when x is given: the residual, C_out == C).
 template <class Element>
 __global__ void bias_residual_kernel(int64_t rows, int cols, Element* __restrict__ y, const Element* __restrict__ bias,

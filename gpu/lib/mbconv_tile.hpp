@@ -36,7 +36,8 @@ inline constexpr int kThreads = 256;       // 8 warps
 inline constexpr int kWarps = kThreads / 32;
 inline constexpr int kChunk = 32;          // hidden channels per step: 2 k16 steps of the project, 4 n8 tiles of the expand
 inline constexpr int kMaxAccTiles = 8;     // m16n8 Y tiles per warp: 32 fp32 registers (with the depthwise run: ≤ 128 in all, 2 CTAs/SM)
-inline constexpr int kTargetPixels = 256;  // output pixels a tile aims at (halo recompute (rows−1+K)/rows falls as it grows)
+inline constexpr int kTargetPixels = 512;  // output pixels a tile may reach (halo recompute (rows−1+K)/rows falls as it grows;
+                                           // shared memory and the Y accumulators bound it first)
 inline constexpr int kRun = 7;             // output pixels of one row a depthwise thread makes (EfficientNet's Q: 112, 56, 28, 14, 7)
 inline constexpr int kPairs = kChunk / 2;  // channel pairs of a chunk: the depthwise threads' inner index
 inline constexpr int kPixelGroups = kThreads / kPairs;  // partial-sum slots (thread / kPairs)
@@ -60,6 +61,7 @@ struct Tile {
   bool vec;    // 16-byte copies (launcher: C, C_out, hidden multiples of 8, tensors 16-byte aligned)
   bool pairs;  // 32-bit y stores (launcher: C_out even, x and y 4-byte aligned)
   ref::Activation act;
+  std::ptrdiff_t wp_image_stride;  // elements from image n's projection weights to n+1's (0: one Wp for all)
   // Shared layout, bytes: each region's offset and (double-buffered ones) the size of one buffer.
   std::size_t x_off, e_off, e_bytes, d_off, d_bytes, we_off, we_bytes, wp_off, wp_bytes, dw_off, dw_bytes, dwf_off,
       v_off, v_bytes, red_off, bytes;

@@ -6,15 +6,15 @@
 // (Stage::project_stored) reads D back, gates it and projects:
 //
 //   pass 1  per tile: E, D on chip; sums -> partial; D -> dbuf [N, P, Q, hidden]   (2 bytes per element)
-//   gate    se_gate_kernel
-//   pass 2  per tile: D from dbuf, ⊙ g, Y = D·Wp (mma), y = Y + bp + x
+//   gate    se_gate_kernel, then gated_weights_kernel: Wg[n] = diag(g_n)·Wp   [N, hidden, C_out]
+//   pass 2  per tile: D from dbuf, Y = D·Wg[n] (mma), y = Y + bp + x          (the gate rides on the weights)
 //
 // Plain loop it replaces: ref::mbconv_block. Cost: expand and depthwise once,
 // DRAM + 2·|D|·2 bytes (MBConvProblem::two_pass_store_bytes()). Which of 11b
 // and 11c wins depends on whether the recompute's MACs or the stored D's bytes
 // are dearer at the shape: lesson 11's NOTES.md measures it.
 // Supported: f16, bf16, with SE; the sizes of fused_support.
-// Workspace: dbuf, the per-tile sums and the gates.
+// Workspace: dbuf, the per-tile sums, the gates and the gated weights.
 // Run just this: build/convlab run mbconv/gpu/11c_fused_store --shape N=128,H=56,C=24,dtype=f16
 #include "gpu/lib/mbconv_fused.cuh"
 #include "gpu/lib/mbconv_layers.cuh"
@@ -28,15 +28,16 @@ using namespace gpu::mbconv;
 bool supports(const MBConvProblem& p) { return p.has_se() && fused_support(p); }
 
 struct Layout {
-  std::size_t partial, gate, dbuf;  // bytes
+  std::size_t partial, gate, dbuf, wg;  // bytes
   explicit Layout(const MBConvProblem& p) {
     const Tile t = choose_tile(p, Stage::store);  // pass 1's tiles: one row of sums each
     const auto up = [](std::size_t b) { return (b + 255) / 256 * 256; };
     partial = up(std::size_t(p.N) * t.tiles * p.hidden() * sizeof(float));
     gate = up(std::size_t(p.N) * p.hidden() * sizeof(float));
     dbuf = up(std::size_t(p.d_elems()) * 2);
+    wg = up(std::size_t(p.N) * p.hidden() * p.C_out * 2);
   }
-  std::size_t bytes() const { return partial + gate + dbuf; }
+  std::size_t bytes() const { return partial + gate + dbuf + wg; }
 };
 
 std::size_t workspace_bytes(const MBConvProblem& p) { return Layout(p).bytes(); }
@@ -48,11 +49,13 @@ void run(const MBConvProblem& p, const Args<MBConvProblem>& a) {
   float* partial = reinterpret_cast<float*>(base);
   float* gate = reinterpret_cast<float*>(base + l.partial);
   void* dbuf = base + l.partial + l.gate;
+  void* wg = base + l.partial + l.gate + l.dbuf;
   gpu::visit_dtype<__half, __nv_bfloat16>(p.dtype, [&](auto tag) {
     using E = typename decltype(tag)::type;
     launch_stage<E, Stage::store>(p, a, nullptr, partial, dbuf);
     se_gate<E>(p, t.tiles, partial, a.se1_w, a.se1_b, a.se2_w, a.se2_b, gate);
-    launch_stage<E, Stage::project_stored>(p, a, gate, nullptr, dbuf);
+    gated_weights<E>(p, a.project_w, gate, wg);
+    launch_stage<E, Stage::project_stored>(p, a, nullptr, nullptr, dbuf, wg);
   });
 }
 

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# bench/profile_source.sh — where one kernel's instructions and stalls go, SASS line by SASS line.
+#
+# From the repository root, after a build of build-gpu/ (bench/run_gpu.sh --no-tests --no-bench):
+#   bench/profile_source.sh TARGET SHAPE KERNEL-REGEX [LAUNCH]
+#
+# Profiles the LAUNCH-th (default 1st) launch matching KERNEL-REGEX of
+#   build-gpu/convlab run TARGET --shape SHAPE --reps 0
+# with Nsight Compute (source counters and warp-state sampling, clocks left alone) and writes to
+# $OUT/source-NAME.tar.gz:
+#   sass.csv      every SASS instruction: address, text, executed count, stall samples by reason
+#   stalls.txt    the kernel's average stall reasons per issued instruction (largest first)
+#   hot.txt       the 60 instructions with the most stall samples, and the 60 executed most often
+#   kernel.sass   the kernel's SASS (cuobjdump), to read the loops around the hot lines
+set -euo pipefail
+[[ $# -ge 3 ]] || { echo "usage: bench/profile_source.sh TARGET SHAPE KERNEL-REGEX [LAUNCH]" >&2; exit 2; }
+target=$1 shape=$2 kernel=$3 launch=${4:-1}
+build=${CONVLAB_BUILD:-build-gpu}
+[[ -x $build/convlab ]] || { echo "profile_source.sh: $build/convlab not built" >&2; exit 2; }
+ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1 || true)
+[[ -n $ncu ]] || { echo "profile_source.sh: ncu (Nsight Compute) not found" >&2; exit 2; }
+OUT=${OUT:-/tmp/convlab-profile-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$OUT"
+name=$(echo "$target-$shape" | tr -c 'A-Za-z0-9_.-' '_' | cut -c1-100)
+work=$(mktemp -d /tmp/convlab-source.XXXXXX)
+
+timeout 300 "$ncu" --set full --section SourceCounters --section WarpStateStats --clock-control none \
+  --import-source no -k "regex:$kernel" --launch-skip $((launch - 1)) -c 1 -o "$work/report" \
+  "$build/convlab" run "$target" --shape "$shape" --reps 0 > "$work/ncu.log" 2>&1
+"$ncu" -i "$work/report.ncu-rep" --page source --print-source sass --csv > "$work/sass.csv" 2>> "$work/ncu.log" || true
+"$ncu" -i "$work/report.ncu-rep" --page raw --csv \
+  --metrics regex:smsp__average_warps_issue_stalled_.*_per_issue_active.ratio > "$work/stall-raw.csv" 2>> "$work/ncu.log" || true
+python3 - "$work" <<'PY' || true
+import csv, sys, pathlib
+work = pathlib.Path(sys.argv[1])
+# stall reasons, largest first
+rows = list(csv.reader(open(work / "stall-raw.csv")))
+out = []
+if len(rows) >= 3:
+    head, vals = rows[0], rows[-1]
+    for h, v in zip(head, vals):
+        if "issue_stalled" in h:
+            try: out.append((float(v.replace(",", "")), h))
+            except ValueError: pass
+out.sort(reverse=True)
+(work / "stalls.txt").write_text("".join(f"{v:8.3f}  {h}\n" for v, h in out))
+# hot instructions
+lines = open(work / "sass.csv").read().splitlines()
+if lines and lines[0].startswith('"Kernel Name"'): lines = lines[1:]
+rows = list(csv.DictReader(lines))
+def num(r, key):
+    try: return float(str(r.get(key, "0")).replace(",", "") or 0)
+    except ValueError: return 0.0
+if rows:
+    keys = [k for k in rows[0].keys() if k]
+    stall_key = next((k for k in keys if k.startswith("Warp Stall Sampling (All")), None)
+    exec_key = next((k for k in keys if k.startswith("Instructions Executed")), None)
+    text = []
+    for key in (stall_key, exec_key):
+        if not key: continue
+        text.append(f"==== top 60 by {key}\n")
+        for r in sorted(rows, key=lambda r: -num(r, key))[:60]:
+            text.append(f"{r.get('Address','')}  {num(r, key):12.0f}  {r.get('Source','')}\n")
+    total = sum(num(r, exec_key) for r in rows) if exec_key else 0
+    text.insert(0, f"instructions executed (warp level): {total:.0f} over {len(rows)} SASS lines\n")
+    (work / "hot.txt").write_text("".join(text))
+PY
+[[ -s $work/hot.txt ]] || echo "profile_source.sh: could not summarise $work/sass.csv (kept in the archive)" >&2
+cuobjdump -sass "$build/convlab" 2>/dev/null | awk -v k="$kernel" '/Function :/{p = ($0 ~ k)} p' > "$work/kernel.sass" || true
+rm -f "$work/report.ncu-rep"
+tar -czf "$OUT/source-$name.tar.gz" -C "$work" .
+echo "profile_source.sh: $OUT/source-$name.tar.gz ($(wc -l < "$work/sass.csv") SASS lines)"
