@@ -19,8 +19,9 @@
 //   sums             pass 1 of 11b: D's channel sums for this tile -> partial[n, tile, :]; nothing else stored
 //   store            pass 1 of 11c: the sums and D itself -> dbuf (the problem's 16-bit type), 16-byte stores
 //   project          pass 2 of 11b, and 11d's single pass (gate == nullptr): D (⊙ g) -> Y; y = Y + bp (+ x)
-//   project_stored   pass 2 of 11c: D read back from dbuf (cp.async) instead of recomputed; the gate is
-//                    folded into per-image weights diag(g_n)·Wp (gated_weights), so pass 2 is a plain GEMM
+//   project_stored   pass 2 of 11c: D read back from dbuf (cp.async) instead of recomputed; the gate
+//                    folded into per-image weights diag(g_n)·Wp (gated_weights: a plain GEMM over D),
+//                    or, where those weights outweigh the image's D, applied to D's fragments
 //
 // The pipeline of one chunk (every global read is a 16-byte cp.async issued
 // one chunk ahead, into the other half of a double buffer):
@@ -361,6 +362,16 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
           uint32_t a[4], bb[2];
           ldmatrix_x4(a, shared_address(&d_s[(mt * 16 + lane % 16) * t.ldd + k0 + 8 * (lane / 16)]));
           ldmatrix_x2_trans(bb, shared_address(&w_s[(k0 + lane % 16) * t.ldwp + nt * 8]));
+          if (kStage == Stage::project_stored && gate) {
+            // ⊙ g on the fragment (when the gate is not folded into the weights): register r holds
+            // channels k0 + 2t (+1) + 8·(r / 2), rounded once.
+#pragma unroll
+            for (int r = 0; r < 4; ++r) {
+              const int j = k0 + 2 * (lane % 4) + 8 * (r / 2);
+              const float2 dv = unpack_pair<Element>(a[r]);
+              a[r] = pack_pair<Element>(dv.x * v[2 * kChunk + j], dv.y * v[2 * kChunk + j + 1]);
+            }
+          }
           mma_m16n8k16<Element>(acc[i], a, bb);
         }
       }

@@ -6,8 +6,10 @@
 // (Stage::project_stored) reads D back, gates it and projects:
 //
 //   pass 1  per tile: E, D on chip; sums -> partial; D -> dbuf [N, P, Q, hidden]   (2 bytes per element)
-//   gate    se_gate_kernel, then gated_weights_kernel: Wg[n] = diag(g_n)·Wp   [N, hidden, C_out]
-//   pass 2  per tile: D from dbuf, Y = D·Wg[n] (mma), y = Y + bp + x          (the gate rides on the weights)
+//   gate    se_gate_kernel, then (C_out ≤ P·Q) gated_weights_kernel: Wg[n] = diag(g_n)·Wp  [N, hidden, C_out]
+//   pass 2  per tile: D from dbuf, Y = D·Wg[n] (mma), y = Y + bp + x   (the gate rides on the weights)
+//           or, where Wg[n] would outweigh image n's D (C_out > P·Q: small images), Y = (D ⊙ g)·Wp
+//           with ⊙ g applied to D's fragments (lessons/11-mbconv/NOTES.md measures both)
 //
 // Plain loop it replaces: ref::mbconv_block. Cost: expand and depthwise once,
 // DRAM + 2·|D|·2 bytes (MBConvProblem::two_pass_store_bytes()). Which of 11b
@@ -27,6 +29,9 @@ using namespace gpu::mbconv;
 
 bool supports(const MBConvProblem& p) { return p.has_se() && fused_support(p); }
 
+// The gate rides on per-image weights when they are no larger than the image's D.
+bool fold_gate(const MBConvProblem& p) { return std::int64_t(p.C_out) <= std::int64_t(p.P()) * p.Q(); }
+
 struct Layout {
   std::size_t partial, gate, dbuf, wg;  // bytes
   explicit Layout(const MBConvProblem& p) {
@@ -35,7 +40,7 @@ struct Layout {
     partial = up(std::size_t(p.N) * t.tiles * p.hidden() * sizeof(float));
     gate = up(std::size_t(p.N) * p.hidden() * sizeof(float));
     dbuf = up(std::size_t(p.d_elems()) * 2);
-    wg = up(std::size_t(p.N) * p.hidden() * p.C_out * 2);
+    wg = fold_gate(p) ? up(std::size_t(p.N) * p.hidden() * p.C_out * 2) : 0;
   }
   std::size_t bytes() const { return partial + gate + dbuf + wg; }
 };
@@ -54,8 +59,12 @@ void run(const MBConvProblem& p, const Args<MBConvProblem>& a) {
     using E = typename decltype(tag)::type;
     launch_stage<E, Stage::store>(p, a, nullptr, partial, dbuf);
     se_gate<E>(p, t.tiles, partial, a.se1_w, a.se1_b, a.se2_w, a.se2_b, gate);
-    gated_weights<E>(p, a.project_w, gate, wg);
-    launch_stage<E, Stage::project_stored>(p, a, nullptr, nullptr, dbuf, wg);
+    if (fold_gate(p)) {
+      gated_weights<E>(p, a.project_w, gate, wg);
+      launch_stage<E, Stage::project_stored>(p, a, nullptr, nullptr, dbuf, wg);
+    } else {
+      launch_stage<E, Stage::project_stored>(p, a, gate, nullptr, dbuf);
+    }
   });
 }
 
