@@ -22,10 +22,10 @@ using convlab::testing::throws;
 
 double relative_error(double value, double published) { return std::abs(value - published) / published; }
 
-const an::Layer& find_layer(const an::Network& net, const std::string& name) {
+const an::Layer& find_layer(const an::Network& net, const char* name) {  // not std::string: GCC 13 takes the temporary for a dangling reference
   for (const an::Layer& l : net.layers)
     if (l.name == name) return l;
-  throw std::runtime_error("no layer " + name + " in " + net.name);
+  throw std::runtime_error(std::string("no layer ") + name + " in " + net.name);
 }
 
 struct Published {
