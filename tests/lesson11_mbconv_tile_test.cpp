@@ -14,6 +14,8 @@
 //   3. ldmatrix .x2.trans on a [k][n] tile delivers the mma B fragment.
 //   4. The 16-byte copy path's preconditions: every chunk's rows and the
 //      depthwise slice start on 16 bytes and are whole vectors.
+//   5. split_tile: the CTAs that share a tile make every hidden chunk (sums,
+//      store) or every output column (project_stored) exactly once.
 #include <algorithm>
 #include <set>
 #include <utility>
@@ -107,6 +109,39 @@ TEST_CASE("mbconv tile: the goal shapes run two CTAs per SM", "[mbconv][lesson11
   CHECK(t.m_in == 448);
   CHECK(t.acc_tiles() == 63);
   CHECK(choose_tile(p, Stage::store).rows == 6);
+}
+
+TEST_CASE("mbconv tile: the CTAs of a split tile make every chunk or output column once", "[mbconv][lesson11][cpu]") {
+  std::vector<MBConvProblem> shapes = fused_shapes();
+  MBConvProblem odd;  // 150 one-pixel images, hidden 192 (6 chunks), C_out 32: uneven splits
+  odd.N = 150, odd.H = odd.W = 1, odd.C = 32, odd.C_out = 32, odd.dtype = DType::f16;
+  shapes.push_back(odd);
+  for (const MBConvProblem& p : shapes)
+    for (Stage s : kStages)
+      for (int resident : {1, 132, 264, 396, 5000}) {
+        Tile t = choose_tile(p, s);
+        split_tile(t, s, resident);
+        INFO(OpTraits<MBConvProblem>::spec(p) << " stage " << int(s) << " resident " << resident);
+        REQUIRE(t.splits >= 1);
+        CHECK(t.cout_split % 8 == 0);
+        if (1LL * t.tiles * p.N >= 2LL * resident) CHECK(t.splits == 1);  // split only a grid short of two waves
+        if (s == Stage::project || (s == Stage::project_stored && t.splits == 1)) CHECK(t.cout_split == t.cout_pad);
+        if (s == Stage::project) CHECK(t.splits == 1);
+        // the kernel's walk: part z makes chunks z, z + splits, ... and columns [z·cout_split, +cout_split)
+        std::vector<int> chunk_seen((p.hidden() + kChunk - 1) / kChunk, 0), col_seen(p.C_out, 0);
+        const bool sums = s == Stage::sums || s == Stage::store;
+        for (int part = 0; part < t.splits; ++part) {
+          const int c_first = sums ? part * kChunk : 0, c_step = sums ? t.splits * kChunk : kChunk;
+          CHECK(c_first < p.hidden());  // no CTA without work
+          for (int c0 = c_first; c0 < p.hidden(); c0 += c_step) ++chunk_seen[c0 / kChunk];
+          const int o0 = s == Stage::project_stored ? part * t.cout_split : 0;
+          CHECK(o0 < p.C_out);
+          for (int o = o0; o < std::min(p.C_out, o0 + t.cout_split); ++o) ++col_seen[o];
+        }
+        const int chunk_times = sums ? 1 : t.splits, col_times = s == Stage::project_stored ? 1 : t.splits;
+        for (int c : chunk_seen) CHECK(c == chunk_times);
+        for (int c : col_seen) CHECK(c == col_times);
+      }
 }
 
 TEST_CASE("mbconv tile: the depthwise runs cover every output pixel once per pair, with the plain loop's taps",

@@ -167,7 +167,12 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
   const auto vs = [&](int b) { return reinterpret_cast<float*>(shared + t.v_off + b * t.v_bytes); };       // be, bd, g: [3][32]
   float* dwf = reinterpret_cast<float*>(shared + t.dwf_off);  // [K²][32]              depthwise weights, fp32
 
-  const int tile = blockIdx.x, n = blockIdx.y;
+  const int tile = blockIdx.x / t.splits, part = blockIdx.x % t.splits, n = blockIdx.y;
+  // A CTA's share of its tile (t.splits CTAs per tile, neighbours in blockIdx.x so they meet in L2):
+  // sums/store make hidden chunks part, part + splits, ...; project_stored makes output
+  // columns [o0, o0 + t.cout_split) over every chunk; the other stages: everything.
+  const int c_first = kSums ? part * kChunk : 0, c_step = kSums ? t.splits * kChunk : kChunk;
+  const int o0 = kStage == Stage::project_stored ? part * t.cout_split : 0;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int p0 = tile * t.rows, p1 = min(t.P, p0 + t.rows), out_pixels = (p1 - p0) * t.Q;
   const int h0 = max(0, p0 * kStride - t.pad), h1 = min(t.H, (p1 - 1) * kStride - t.pad + K);
@@ -187,8 +192,8 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
       stage_tile(ds(b), t.ldd, dbuf + first_out * t.hidden + c0, t.hidden, t.m_out, kChunk, out_pixels, cw, t.vec);
     }
     if constexpr (kProject)
-      stage_tile(wps(b), t.ldwp, wp + n * t.wp_image_stride + std::ptrdiff_t(c0) * t.C_out, t.C_out, kChunk,
-                 t.cout_pad, cw, t.C_out, t.vec);
+      stage_tile(wps(b), t.ldwp, wp + n * t.wp_image_stride + std::ptrdiff_t(c0) * t.C_out + o0, t.C_out, kChunk,
+                 t.cout_split, cw, min(t.cout_split, t.C_out - o0), t.vec);
     cp_async_commit();
     if (tid < kChunk) {
       const bool live = tid < cw;
@@ -201,10 +206,10 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
 
   // Prologue: the x tile (once; zero beyond the tile's pixels and beyond C) and chunk 0.
   if (kMakeD && t.expand) stage_tile(xs, t.ldx, x_tile, t.C, t.m_in, t.c_pad, in_pixels, t.C, t.vec);
-  issue_chunk(0, 0);
+  issue_chunk(c_first, 0);
 
   // Y accumulators: warp w owns m16n8 tiles w, w + 8, ... of the [m_out, cout_pad] output.
-  const int n_tiles = t.cout_pad / 8, acc_count = t.acc_tiles();
+  const int n_tiles = t.cout_split / 8, acc_count = (t.m_out / 16) * n_tiles;
   float acc[kMaxAccTiles][4];
 #pragma unroll
   for (int i = 0; i < kMaxAccTiles; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
@@ -215,11 +220,11 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
   if constexpr (kStage == Stage::project)  // D's rows past the tile's pixels: never written below, read by the mma
     for (int i = out_pixels * t.ldd + tid; i < t.m_out * t.ldd; i += kThreads) ds(0)[i] = from_float<Element>(0.0f);
 
-  for (int c0 = 0, b = 0; c0 < t.hidden; c0 += kChunk, b ^= 1) {
+  for (int c0 = c_first, b = 0; c0 < t.hidden; c0 += c_step, b ^= 1) {
     const int cw = min(kChunk, t.hidden - c0);
     cp_async_wait<0>();
     __syncthreads();  // chunk c0's operands are in buffer b; every thread is done with buffer b ^ 1
-    if (c0 + kChunk < t.hidden) issue_chunk(c0 + kChunk, b ^ 1);
+    if (c0 + c_step < t.hidden) issue_chunk(c0 + c_step, b ^ 1);
     const float* v = vs(b);
 
     if constexpr (kMakeD) {
@@ -388,7 +393,7 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const MatrixCoord m = mma_c_coord(lane, 2 * half);
-        const int pix = mt * 16 + m.row, o = nt * 8 + m.col;
+        const int pix = mt * 16 + m.row, o = o0 + nt * 8 + m.col;
         if (pix >= out_pixels || o >= t.C_out) continue;
         const std::ptrdiff_t at_y = (first_out + pix) * t.C_out + o;
         const std::ptrdiff_t at_x = (first_out + pix) * t.C + o;  // residual: stride 1, C_out == C, same pixel
@@ -428,7 +433,8 @@ void launch_stage(const MBConvProblem& p, const Args<MBConvProblem>& a, const fl
   t.pairs = p.C_out % 2 == 0 && aligned_to(a.y, 4) && aligned_to(a.x, 4);
   const auto go = [&](auto kernel, const char* name) {
     allow_dynamic_shared(kernel, t.bytes, name);
-    kernel<<<dim3(unsigned(t.tiles), unsigned(p.N)), kThreads, t.bytes>>>(
+    split_tile(t, kStage, resident_blocks(kernel, kThreads, t.bytes));
+    kernel<<<dim3(unsigned(t.tiles * t.splits), unsigned(p.N)), kThreads, t.bytes>>>(
         t, static_cast<const Element*>(a.x), static_cast<const Element*>(a.expand_w),
         static_cast<const Element*>(a.expand_b), static_cast<const Element*>(a.dw_w),
         static_cast<const Element*>(a.dw_b), gate, static_cast<const Element*>(wp),

@@ -62,6 +62,8 @@ struct Tile {
   bool pairs;  // 32-bit y stores (launcher: C_out even, x and y 4-byte aligned)
   ref::Activation act;
   std::ptrdiff_t wp_image_stride;  // elements from image n's projection weights to n+1's (0: one Wp for all)
+  int splits;                      // CTAs per tile (split_tile): hidden chunks (sums, store) or output columns
+  int cout_split;                  // output columns per CTA (project_stored), a multiple of 8; else cout_pad
   // Shared layout, bytes: each region's offset and (double-buffered ones) the size of one buffer.
   std::size_t x_off, e_off, e_bytes, d_off, d_bytes, we_off, we_bytes, wp_off, wp_bytes, dw_off, dw_bytes, dwf_off,
       v_off, v_bytes, red_off, bytes;
@@ -89,6 +91,7 @@ inline Tile tile_for(const MBConvProblem& p, int rows, Stage stage) {
   t.m_out = up(rows * t.Q, 16);
   t.c_pad = up(p.C, 16);
   t.cout_pad = up(p.C_out, 8);
+  t.splits = 1, t.cout_split = t.cout_pad;
   t.ldx = odd_units_stride(t.c_pad), t.lde = odd_units_stride(kChunk), t.ldd = odd_units_stride(kChunk);
   t.ldwe = odd_units_stride(kChunk), t.ldwp = odd_units_stride(t.cout_pad);
   const std::size_t e = 2;  // 16-bit elements
@@ -128,6 +131,29 @@ inline Tile choose_tile(const MBConvProblem& p, Stage stage) {
   Tile none{};
   none.rows = 0;
   return none;
+}
+
+// Split a tile over several CTAs when the grid (tiles · N) would not fill the
+// GPU twice over (small images: one tile per image and a long serial hidden
+// loop). The stages that make D split the hidden chunks (each chunk's D and
+// sums are independent of the others); project_stored splits the output
+// columns (each CTA reads the whole D tile, from L2 after the first); the
+// stages that project a D they make themselves do not split (that would
+// recompute the expand and depthwise per split).
+// `resident`: the CTAs of this stage the device runs at once (one wave).
+inline void split_tile(Tile& t, Stage stage, int resident) {
+  t.splits = 1, t.cout_split = t.cout_pad;
+  const long long ctas = 1LL * t.tiles * t.N;
+  const long long want = 2LL * std::max(1, resident);  // two waves
+  if (ctas >= want) return;
+  const int need = int(std::min<long long>((want + ctas - 1) / ctas, 1 << 20));
+  if (stage == Stage::sums || stage == Stage::store) {
+    t.splits = std::min(need, (t.hidden + kChunk - 1) / kChunk);
+  } else if (stage == Stage::project_stored) {
+    const int groups = t.cout_pad / 8, per = (groups + std::min(need, groups) - 1) / std::min(need, groups);
+    t.cout_split = 8 * per;
+    t.splits = (groups + per - 1) / per;
+  }
 }
 
 // Whether the 16-byte copy path applies: every row the kernel copies starts on
