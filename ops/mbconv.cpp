@@ -272,6 +272,7 @@ std::vector<MBConvProblem> test_shapes() {
       block(2, 14, 14, 24, 6, 3, 1, 0.0, 24, silu, f16),   // no SE: the single pass
       block(1, 9, 7, 16, 6, 5, 2, 0.0, 24, relu, f16),     // no SE, k = 5, stride 2
       block(2, 13, 11, 24, 6, 3, 1, 0.25, 24, silu, bf16),
+      block(150, 1, 1, 32, 6, 3, 1, 0.25, 32, silu, f16),  // 150 one-pixel tiles: uneven splits of 6 chunks, 4 column groups
   };
 }
 
