@@ -21,7 +21,10 @@
 //     input pixel the conv's own decode of every GEMM row names, for every row
 //     of every box and every tap, at strides 1-3, odd sizes, R != S, pads 0-2,
 //     across image boundaries; the conv slot's descriptors read where the boxes land;
-//     and the encoder's rules as the rung's supported set states them.
+//     and the encoder's rules as the rung's supported set states them;
+//   - lesson 10's cluster rung (10e): T written by both CTAs' conv fragments exactly
+//     once and read by the expand's descriptors where it lies, the U/V slots, the H
+//     exchange buffer's places, and the widths its header states.
 // What only the GPU can confirm (that this reading of the PTX ISA and the
 // driver API is right) the registry tests of gemm/gpu/03p..03r check there.
 #include <array>
@@ -31,7 +34,9 @@
 #include <string>
 #include <vector>
 
+#include "gpu/lib/hopper/cluster.cuh"
 #include "gpu/lib/hopper/conv_wgmma_layout.hpp"
+#include "gpu/lib/hopper/convfirst_cluster_layout.hpp"
 #include "gpu/lib/hopper/convfirst_wgmma_layout.hpp"
 #include "gpu/lib/hopper/ffn_wgmma_layout.hpp"
 #include "gpu/lib/hopper/wgmma_gemm_layout.hpp"
@@ -285,6 +290,142 @@ TEST_CASE("hopper: the ConvFirst block's staged halo rows hold every tap, where 
   CHECK(cw::shared_bytes<cw::Layout128>(cw::x_staging(128, 38, 128 * 38)) <= std::size_t(cw::kMaxShared));
   CHECK(cw::shared_bytes<cw::Layout128>(cw::x_staging(128, 28, 128 * 28)) <= std::size_t(cw::kMaxShared));
   CHECK(cw::shared_bytes<cw::Layout64>(cw::x_staging(64, 121, 128 * 121)) > std::size_t(cw::kMaxShared));
+}
+
+// ---- lesson 10's large-C block over a 2-CTA cluster (gpu/convfirst/10e_fused_cluster.cu) -------
+
+// The cluster rung's slots and T: wgmma's descriptors read U, V and T where TMA
+// (U, V) and the conv's stores (T) put each element; the conv fragments of the
+// two CTAs together write every element of T exactly once, each 32-bit word two
+// neighbouring channels of one pixel, and every fragment is mma.sync's C
+// fragment of its group; the regions are 1024-aligned and do not overlap.
+template <class L> int convfirst_cluster_mismatches() {
+  namespace cc = convfirst_cluster;
+  int wrong = 0;
+  const uint32_t base = 0;
+  for (int st = 0; st < L::kUStages; ++st) {
+    const uint32_t u = L::u_slot(base, st);
+    for (int ks = 0; ks < L::kCSteps; ++ks)
+      for (int k = 0; k < 16; ++k)
+        for (int n = 0; n < cc::kHalfChunk; ++n)
+          wrong += gpu::wgmma_mn_major_sw128_address(L::u_descriptor(u, ks), k, n) !=
+                   u + tma_sw128_box_offset(16 * ks + k, n, 2);
+    // the kernel's form: the step-0 descriptor advanced by a constant per step
+    for (int ks = 0; ks < L::kCSteps; ++ks)
+      wrong += gpu::wgmma_advance(L::u_descriptor(u, 0), gpu::mn_major_step_bytes<typename L::UTile>(16 * ks)) !=
+               L::u_descriptor(u, ks);
+  }
+  for (int st = 0; st < L::kVStages; ++st) {
+    const uint32_t v = L::v_slot(base, st);
+    for (int kk = 0; kk < cc::kChunk / 16; ++kk) {
+      for (int k = 0; k < 16; ++k)
+        for (int n = 0; n < L::kHalf; ++n)
+          wrong += gpu::wgmma_mn_major_sw128_address(L::v_descriptor(v, kk), k, n) !=
+                   L::v_box(v, n / 64) + tma_sw128_box_offset(16 * kk + k, n % 64, 2);
+      wrong += gpu::wgmma_advance(L::v_descriptor(v, 0), gpu::mn_major_step_bytes<typename L::VTile>(16 * kk)) !=
+               L::v_descriptor(v, kk);
+    }
+  }
+  const uint32_t t = base + L::kTBase;
+  for (int w = 0; w < cc::kConsumers; ++w)
+    for (int ks = 0; ks < L::kCSteps; ++ks) {
+      for (int mn = 0; mn < 64; ++mn)
+        for (int k = 0; k < 16; ++k)
+          wrong += gpu::wgmma_k_major_sw128_address(L::t_descriptor(t, w, ks), mn, k) !=
+                   t + uint32_t(L::TTile::byte_offset(64 * w + mn, 16 * ks + k));
+      wrong += gpu::wgmma_advance(L::t_descriptor(t, w, 0), gpu::k_major_step_bytes<typename L::TTile>(16 * ks)) !=
+               L::t_descriptor(t, w, ks);
+    }
+  std::vector<int> written(std::size_t(cc::kBlockRows) * L::kC, 0);
+  for (int rank = 0; rank < cc::kClusterSize; ++rank)
+    for (int w = 0; w < cc::kConsumers; ++w)
+      for (int thread = 0; thread < kWarpgroupThreads; ++thread)
+        for (int pair = 0; pair < L::kPairs; ++pair)
+          for (int reg = 0; reg < 4; ++reg) {
+            const gpu::MatrixCoord at = L::t_fragment_coord(w, thread, rank, pair, reg);
+            // word reg holds accumulators 2(reg & 1), 2(reg & 1) + 1 of group 2·pair + (reg >> 1)
+            const gpu::MatrixCoord c = gpu::mma_c_coord(thread % 32, 2 * (reg & 1));
+            wrong += at.row != 64 * w + 16 * (thread / 32) + c.row;
+            wrong += at.col != rank * L::kHalf + 8 * (2 * pair + (reg >> 1)) + c.col;
+            const int off = L::TTile::byte_offset(at.row, at.col);
+            wrong += off % 4 != 0 || L::TTile::byte_offset(at.row, at.col + 1) != off + 2;
+            for (int e = 0; e < 2; ++e) ++written[std::size_t(at.row) * L::kC + std::size_t(at.col + e)];
+          }
+  for (int v : written) wrong += v != 1;
+  // regions: barriers, T, U slots, V slots, H in, weights, x buffers
+  wrong += L::kBarrierBytes > L::kTBase;
+  wrong += L::kUBase < L::kTBase + uint32_t(L::TTile::kBytes);
+  wrong += L::kVBase < L::kUBase + uint32_t(L::kUStages * L::UTile::kBytes);
+  wrong += L::kHBase < L::kVBase + uint32_t(L::kVStages * L::VTile::kBytes);
+  wrong += L::kWeightsBase < L::kHBase + uint32_t(cc::kHBufferBytes);
+  wrong += L::kXBase < L::kWeightsBase + uint32_t(L::kWeightWords) * 4;
+  for (uint32_t r : {L::kTBase, L::kUBase, L::kVBase, L::kHBase, L::kWeightsBase, L::kXBase}) wrong += r % 1024 != 0;
+  return wrong;
+}
+
+// The H exchange: every (warpgroup, thread, 16-byte quad) has its own aligned place
+// inside the buffer, a quarter-warp's eight threads fill one 128-byte line (no bank
+// conflict), and the word a sender packs from its S accumulators is, for the receiving
+// thread of the same index, the A fragment element of the same pixel and column.
+int h_exchange_mismatches() {
+  namespace cc = convfirst_cluster;
+  int wrong = 0;
+  std::set<uint32_t> places;
+  for (int w = 0; w < cc::kConsumers; ++w)
+    for (int q = 0; q < cc::kHQuads; ++q)
+      for (int thread = 0; thread < kWarpgroupThreads; ++thread) {
+        const uint32_t off = cc::h_exchange_offset(w, thread, q);
+        wrong += off % 16 != 0 || off + 16 > uint32_t(cc::kHBufferBytes);
+        places.insert(off);
+        if (thread % 8 == 0)
+          for (int i = 1; i < 8; ++i) wrong += cc::h_exchange_offset(w, thread + i, q) != off + 16u * uint32_t(i);
+        wrong += (thread % 8 == 0) && off % 128 != 0;
+      }
+  wrong += places.size() != std::size_t(cc::kConsumers * cc::kHQuads * kWarpgroupThreads);
+  for (int thread = 0; thread < kWarpgroupThreads; ++thread)
+    for (int kk = 0; kk < cc::kHSteps; ++kk)
+      for (int reg = 0; reg < 4; ++reg)
+        for (int half = 0; half < 2; ++half) {
+          const gpu::MatrixCoord sent = gpu::wgmma_d_coord(thread, gpu::wgmma_d_index_for_a(kk, reg, half));
+          const gpu::MatrixCoord used = gpu::wgmma_a_coord(thread, reg, half);
+          wrong += sent.row != used.row || sent.col != 16 * kk + used.col;
+        }
+  return wrong;
+}
+
+TEST_CASE("hopper: the cluster ConvFirst block's T, U and V are read by wgmma where they were written",
+          "[hopper][cpu]") {
+  CHECK(convfirst_cluster_mismatches<convfirst_cluster::ClusterLayout128>() == 0);
+  CHECK(convfirst_cluster_mismatches<convfirst_cluster::ClusterLayout256>() == 0);
+  CHECK(h_exchange_mismatches() == 0);
+  CHECK(gpu::hopper::pair_peer(0) == 1);
+  CHECK(gpu::hopper::pair_peer(1) == 0);
+  for (int block = 0; block < 16; ++block) {
+    CHECK(gpu::hopper::cluster_of_block(block, 2) == block / 2);
+    CHECK(gpu::hopper::rank_of_block(block, 2) == block % 2);
+  }
+}
+
+TEST_CASE("hopper: the cluster ConvFirst block's halo rows (a channel half) and its supported widths",
+          "[hopper][cpu]") {
+  // The staging of a CTA's channel half is the 10c staging of C/2 channels: every tap where the conv reads it.
+  for (const auto& [C, N, H, W] : std::vector<std::array<int, 4>>{{128, 2, 14, 14}, {128, 1, 1, 1},  {64, 3, 13, 11},
+                                                                   {128, 1, 3, 43},  {128, 90, 14, 14}, {64, 1, 7, 80}})
+    CHECK(convfirst_staging_mismatches(C, N, H, W) == 0);
+  namespace cc = convfirst_cluster;
+  namespace cw = convfirst_wgmma;
+  const auto fits256 = [](int W, int64_t rows) {
+    return cc::cluster_shared_bytes<cc::ClusterLayout256>(cw::x_staging(128, W, rows)) <= std::size_t(cc::kMaxShared);
+  };
+  const auto fits128 = [](int W, int64_t rows) {
+    return cc::cluster_shared_bytes<cc::ClusterLayout128>(cw::x_staging(64, W, rows)) <= std::size_t(cc::kMaxShared);
+  };
+  // What the rung's header states: C = 256 takes every W <= 30, C = 128 every W <= 80 (tall batches).
+  for (int W = 1; W <= 30; ++W) CHECK(fits256(W, 128 * 64));
+  CHECK(!fits256(31, 128 * 64));
+  for (int W = 1; W <= 80; ++W) CHECK(fits128(W, 128 * 64));
+  CHECK(!fits128(81, 128 * 64));
+  CHECK(fits256(43, 3));  // a short batch stages fewer rows (the test table's 3 x 43)
 }
 
 // ---- the mbarrier ring, against a host model of the barrier -----------------------------
