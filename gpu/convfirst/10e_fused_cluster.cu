@@ -75,10 +75,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
-#include <map>
-#include <mutex>
 #include <string>
-#include <utility>
 
 #include "ops/convfirst.hpp"
 #include "gpu/lib/check.cuh"
@@ -352,8 +349,10 @@ __global__ void __launch_bounds__(kThreads, 1)
       //      these 128 threads) and the peer's (written by its warpgroup `consumer`).
       //      FENCE: T was written by the generic proxy (st.shared, st.shared::cluster) and is
       //      read by wgmma through the async proxy, so every writer fences before the arrival
-      //      that publishes its stores (.shared::cluster covers the remote ones too); the
-      //      remote arrival releases at cluster scope, the wait acquires at cluster scope. ----
+      //      that publishes its stores (.shared::cta for ours here, .shared::cluster for the
+      //      remote ones); the remote arrival releases at cluster scope, the wait acquires at
+      //      cluster scope. ----
+      gpu::fence_proxy_async_shared();
       gpu::hopper::fence_proxy_async_shared_cluster();
       gpu::hopper::mbarrier_arrive(t_full(consumer));
       gpu::hopper::mbarrier_arrive_cluster(in_peer(t_full(consumer)));
@@ -480,25 +479,6 @@ bool supports(const ConvFirstProblem& p) {
   return p.C == 128 ? fits<ClusterLayout128>(p) : fits<ClusterLayout256>(p);
 }
 
-// How many pairs the device runs at once with this kernel and shared memory
-// (cudaOccupancyMaxActiveClusters), asked once per (kernel, bytes): 0 means the
-// cluster cannot be scheduled at all, which is refused with a clear error.
-int active_pairs(const void* kernel, const cudaLaunchConfig_t& config) {
-  static std::mutex mutex;
-  static std::map<std::pair<const void*, std::size_t>, int> known;
-  const std::lock_guard<std::mutex> lock(mutex);
-  const auto key = std::make_pair(kernel, config.dynamicSmemBytes);
-  if (const auto it = known.find(key); it != known.end()) return it->second;
-  int clusters = 0;
-  gpu::check_cuda(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config),
-                  "cudaOccupancyMaxActiveClusters(convfirst_fused_cluster_kernel)");
-  if (clusters <= 0)
-    throw DeviceError("convfirst/gpu/10e_fused_cluster: this device cannot co-schedule a cluster of " +
-                      std::to_string(kClusterSize) + " CTAs of " + std::to_string(kThreads) + " threads and " +
-                      std::to_string(config.dynamicSmemBytes) + " bytes of shared memory");
-  return known.emplace(key, clusters).first->second;
-}
-
 template <class Element, class L> void launch(const ConvFirstProblem& p, const Args<ConvFirstProblem>& args) {
   constexpr int kE = 2;
   const int M = int(p.input_pixels());
@@ -530,7 +510,9 @@ template <class Element, class L> void launch(const ConvFirstProblem& p, const A
   config.numAttrs = 1;
   const int tiles = gpu::ceil_div(M, kBlockRows);
   config.gridDim = dim3(kClusterSize);  // what the occupancy query needs: one cluster's shape
-  const int pairs = std::min(tiles, active_pairs(reinterpret_cast<const void*>(kernel), config));
+  const int pairs = std::min(
+      tiles, gpu::hopper::max_active_clusters(reinterpret_cast<const void*>(kernel), config,
+                                              "convfirst/gpu/10e_fused_cluster"));
   config.gridDim = dim3(kClusterSize * pairs);
   gpu::check_cuda(cudaLaunchKernelEx(&config, kernel, x_map, u_map, v_map, sg, M, p.H, p.W, p.hidden,
                                      static_cast<const Element*>(args.conv_w), static_cast<const Element*>(args.conv_b),

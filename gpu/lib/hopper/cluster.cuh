@@ -26,6 +26,9 @@
 // cluster_sync() by every thread of the cluster before exiting (and once after
 // the barriers are initialised, before the first remote arrival).
 //
+// On the host, max_active_clusters sizes a persistent grid of clusters and
+// refuses a cluster the device cannot co-schedule.
+//
 // Two halves, as the other files here: (1) plain C++ (which CTA of a cluster,
 // the peer of a pair), host-tested; (2) CUDA: the instructions (PTX ISA 9.x
 // §9.7.9.x "mapa", "st", "mbarrier" with .cluster scope, "barrier.cluster").
@@ -55,6 +58,17 @@ CONVLAB_HOST_DEVICE constexpr int pair_peer(int rank) { return rank ^ 1; }
 // 2. CUDA: the instructions
 // ============================================================================
 #if defined(__CUDACC__)
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+
+#include "core/device.hpp"
+#include "gpu/lib/check.cuh"
+
 namespace convlab::gpu::hopper {
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -181,6 +195,34 @@ __device__ __forceinline__ void cluster_sync() {
 }
 
 #undef CONVLAB_CLUSTER_ASM
+
+// ---- host: how many clusters fit at once ------------------------------------------------
+
+// How many clusters of `config` (its cluster-dimension attribute, block size and
+// dynamic shared memory) the current device runs at once: the size of a
+// persistent grid, in clusters. Asked once per (kernel, shared bytes, cluster
+// size) and remembered. 0 means the cluster cannot be co-scheduled at all (too
+// much shared memory or too many threads for the SMs of one GPC): refused with
+// a DeviceError naming `what`, rather than launched to fail.
+inline int max_active_clusters(const void* kernel, const cudaLaunchConfig_t& config, const char* what) {
+  static std::mutex mutex;
+  static std::map<std::tuple<const void*, std::size_t, unsigned>, int> known;
+  unsigned cluster = 1;
+  for (unsigned i = 0; i < config.numAttrs; ++i)
+    if (config.attrs[i].id == cudaLaunchAttributeClusterDimension)
+      cluster = config.attrs[i].val.clusterDim.x * config.attrs[i].val.clusterDim.y * config.attrs[i].val.clusterDim.z;
+  const std::lock_guard<std::mutex> lock(mutex);
+  const auto key = std::make_tuple(kernel, config.dynamicSmemBytes, cluster);
+  if (const auto it = known.find(key); it != known.end()) return it->second;
+  int clusters = 0;
+  check_cuda(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config),
+             (std::string("cudaOccupancyMaxActiveClusters(") + what + ")").c_str());
+  if (clusters <= 0)
+    throw DeviceError(std::string(what) + ": this device cannot co-schedule a cluster of " + std::to_string(cluster) +
+                      " CTAs of " + std::to_string(config.blockDim.x * config.blockDim.y * config.blockDim.z) +
+                      " threads and " + std::to_string(config.dynamicSmemBytes) + " bytes of shared memory each");
+  return known.emplace(key, clusters).first->second;
+}
 
 }  // namespace convlab::gpu::hopper
 #endif  // __CUDACC__
