@@ -230,7 +230,7 @@ CONVLAB_HOST_DEVICE constexpr uint32_t wgmma_mn_major_sw128_address(uint64_t des
 // kernel that reports kWgmmaCompiled (only gpu/lib/wgmma_probe.cu reads
 // that constant), and callers ask it before launching: rung 09d's run() throws
 // Unsupported when the reason is not empty. CMakeLists.txt compiles files
-// whose name contains "wgmma" for 90a when CONVLAB_CUDA_ARCHS lists 90
+// whose name contains "wgmma" (or "cluster") for 90a when CONVLAB_CUDA_ARCHS lists 90
 // explicitly.
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define CONVLAB_WGMMA_ASM 1
