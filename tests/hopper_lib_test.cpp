@@ -24,7 +24,8 @@
 //     and the encoder's rules as the rung's supported set states them;
 //   - lesson 10's cluster rung (10e): T written by both CTAs' conv fragments exactly
 //     once and read by the expand's descriptors where it lies, the U/V slots, the H
-//     exchange buffer's places, and the widths its header states.
+//     exchange buffer's places, and the widths its header states; its T/H exchange
+//     protocol (cluster-scope barriers, parities) against the barrier model.
 // What only the GPU can confirm (that this reading of the PTX ISA and the
 // driver API is right) the registry tests of gemm/gpu/03p..03r check there.
 #include <array>
@@ -550,6 +551,156 @@ TEST_CASE("hopper: the ring model catches a consumer waiting with the wrong pari
     caught += !r.finished || r.misreads > 0 || r.overwrites > 0;
   }
   CHECK(caught == 50);
+}
+
+// ---- the cluster rung's exchange protocol (10e), against the same barrier model ------------
+//
+// Two CTAs, one consumer warpgroup each (the warpgroups of a CTA do not meet in this
+// protocol), `threads` threads per warpgroup (the kernel has 128; the counts scale), each
+// thread running the kernel's order per tile: store its T words into both CTAs' T
+// buffers, arrive on T full here and in the peer, wait T full here (tile parity); per
+// chunk: the expand (reads T; the last chunk's expand ends the tile's use of T), wait
+// H free here (parity of the previous chunk), store its H words into the peer's buffer,
+// arrive on the peer's H full, wait H full here (chunk parity), read the peer's words,
+// arrive on the peer's H free. Random interleavings must finish, every thread must read
+// the words of the peer's same thread for the same chunk, no H word may be overwritten
+// before it was read, no T word of a tile may be written while any thread of that CTA
+// still reads the previous tile's T, and T full must mean both halves of the tile are in.
+struct ExchangeOutcome {
+  bool finished = false;
+  int misreads = 0;          // H words of another chunk (or none) found
+  int h_overwrites = 0;      // H words rewritten before the peer's thread read them
+  int t_overwrites = 0;      // T written for tile t+1 while T of tile t was still being read
+  int t_incomplete = 0;      // T full passed before both halves of the tile were stored
+};
+
+ExchangeOutcome run_cluster_exchange(int threads, int tiles, int chunks, uint64_t seed, int bug = 0) {
+  std::mt19937_64 rng(seed);
+  enum Step { kStoreT, kWaitT, kExpand, kWaitFree, kSend, kWaitFull, kReceive, kDone };
+  struct Thread { Step step = kStoreT; int tile = 0, chunk = 0, count = 0; bool reading_t = false; };
+  ModelBarrier t_full[2], h_full[2], h_free[2];
+  std::vector<Thread> th[2] = {std::vector<Thread>(std::size_t(threads)), std::vector<Thread>(std::size_t(threads))};
+  std::vector<int> h_word[2], h_read[2], t_stores[2];  // per CTA: H words by thread, read flags; T stores per tile
+  for (int k = 0; k < 2; ++k) {
+    t_full[k].init(2 * threads);
+    h_full[k].init(threads);
+    h_free[k].init(threads);
+    h_word[k].assign(std::size_t(threads), -1);
+    h_read[k].assign(std::size_t(threads), 1);
+    t_stores[k].assign(std::size_t(tiles), 0);
+  }
+  ExchangeOutcome out;
+  const auto reads_t = [&](int k) {
+    for (const Thread& x : th[k]) if (x.reading_t) return true;
+    return false;
+  };
+  // wgmma is collective: the warpgroup's expand of (tile, chunk) runs, and so completes for
+  // any thread, only once every thread of the warpgroup has issued it.
+  const auto expand_issued = [&](int k, const Thread& x) {
+    for (const Thread& y : th[k]) {
+      const bool past = y.tile > x.tile || y.step == kDone ||
+                        (y.tile == x.tile && y.step != kStoreT && y.step != kWaitT &&
+                         (y.chunk > x.chunk || (y.chunk == x.chunk && y.step >= kExpand)));
+      if (!past) return false;
+    }
+    return true;
+  };
+  for (int step = 0; step < 1000000; ++step) {
+    std::vector<std::pair<int, int>> ready;
+    for (int k = 0; k < 2; ++k)
+      for (int i = 0; i < threads; ++i) {
+        const Thread& x = th[k][std::size_t(i)];
+        const uint32_t tile_parity = uint32_t(x.tile & 1), chunk_parity = uint32_t(x.count & 1);
+        const uint32_t free_parity = bug == 1 ? chunk_parity : chunk_parity ^ 1u;
+        bool can = false;
+        switch (x.step) {
+          case kStoreT: case kSend: case kReceive: can = true; break;
+          case kExpand: can = expand_issued(k, x); break;
+          case kWaitT: can = t_full[k].try_wait(tile_parity); break;
+          case kWaitFree: can = h_free[k].try_wait(free_parity); break;
+          case kWaitFull: can = h_full[k].try_wait(bug == 2 ? chunk_parity ^ 1u : chunk_parity); break;
+          case kDone: break;
+        }
+        if (can) ready.push_back({k, i});
+      }
+    if (ready.empty()) break;
+    const auto [k, i] = ready[rng() % ready.size()];
+    const int peer = k ^ 1;
+    Thread& x = th[k][std::size_t(i)];
+    switch (x.step) {
+      case kStoreT:  // into both buffers, then arrive here and in the peer
+        out.t_overwrites += reads_t(k) || reads_t(peer);
+        ++t_stores[k][std::size_t(x.tile)], ++t_stores[peer][std::size_t(x.tile)];
+        t_full[k].arrive(), t_full[peer].arrive();
+        x.step = kWaitT;
+        break;
+      case kWaitT:
+        out.t_incomplete += t_stores[k][std::size_t(x.tile)] != 2 * threads;
+        x.reading_t = true, x.chunk = 0, x.step = kExpand;
+        break;
+      case kExpand:  // the expand completes (wait_group): after the last chunk's, no thread reads T
+        if (x.chunk == chunks - 1)
+          for (Thread& y : th[k]) y.reading_t = false;
+        x.step = kWaitFree;
+        break;
+      case kWaitFree:
+        x.step = kSend;
+        break;
+      case kSend:  // our words into the peer's buffer, arrive on its H full
+        out.h_overwrites += h_read[peer][std::size_t(i)] == 0;
+        h_word[peer][std::size_t(i)] = x.tile * 1000 + x.chunk, h_read[peer][std::size_t(i)] = 0;
+        h_full[peer].arrive();
+        x.step = kWaitFull;
+        break;
+      case kWaitFull:
+        x.step = kReceive;
+        break;
+      case kReceive:  // read the peer's same thread's words, arrive on the peer's H free
+        out.misreads += h_word[k][std::size_t(i)] != x.tile * 1000 + x.chunk;
+        h_read[k][std::size_t(i)] = 1;
+        h_free[peer].arrive();
+        ++x.count;
+        if (++x.chunk < chunks) {
+          x.step = kExpand;
+        } else {
+          x.step = ++x.tile < tiles ? kStoreT : kDone;
+        }
+        break;
+      case kDone: break;
+    }
+  }
+  out.finished = true;
+  for (int k = 0; k < 2; ++k)
+    for (const Thread& x : th[k]) out.finished = out.finished && x.step == kDone;
+  return out;
+}
+
+TEST_CASE("hopper: the cluster rung's T and H exchange finishes, in order, under any interleaving",
+          "[hopper][cpu]") {
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    const int threads = 1 + int(seed % 4), tiles = 1 + int(seed % 5), chunks = 1 + int(seed / 5 % 4);
+    const ExchangeOutcome r = run_cluster_exchange(threads, tiles, chunks, seed);
+    INFO("seed " << seed << ", " << threads << " threads, " << tiles << " tiles, " << chunks << " chunks");
+    CHECK(r.finished);
+    CHECK(r.misreads == 0);
+    CHECK(r.h_overwrites == 0);
+    CHECK(r.t_overwrites == 0);
+    CHECK(r.t_incomplete == 0);
+  }
+}
+
+TEST_CASE("hopper: the exchange model catches wrong parities", "[hopper][cpu]") {
+  // bug 1: H free waited with the chunk's own parity (deadlock at the first send);
+  // bug 2: H full waited with the wrong parity (reads before the words are there).
+  for (int bug = 1; bug <= 2; ++bug) {
+    int caught = 0;
+    for (uint64_t seed = 1; seed <= 40; ++seed) {
+      const ExchangeOutcome r = run_cluster_exchange(3, 3, 3, seed, bug);
+      caught += !r.finished || r.misreads > 0 || r.h_overwrites > 0 || r.t_overwrites > 0 || r.t_incomplete > 0;
+    }
+    INFO("bug " << bug);
+    CHECK(caught == 40);
+  }
 }
 
 // ---- tile scheduler, register budget ------------------------------------------------------
