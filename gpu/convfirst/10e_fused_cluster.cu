@@ -411,7 +411,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int kk = 0; kk < kHSteps; ++kk)
           gpu::hopper::st_shared_cluster_v4(in_peer(h_in + h_exchange_offset(consumer, thread, kk)), h_own[kk][0],
                                             h_own[kk][1], h_own[kk][2], h_own[kk][3]);
-        gpu::hopper::mbarrier_arrive_cluster(in_peer(h_full(consumer)));  // release.cluster: our words before the arrival
+        // release.cluster: our words are visible to the peer before its phase completes
+        gpu::hopper::mbarrier_arrive_cluster(in_peer(h_full(consumer)));
 
         // 5d. Z += H_k · V_r[rows of our columns]; in flight while the peer's words arrive
         v_pipe.consumer_wait(vs);
@@ -430,7 +431,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         gpu::hopper::mbarrier_wait_cluster(h_full(consumer), chunk_parity);
 #pragma unroll
         for (int kk = 0; kk < kHSteps; ++kk) ld_shared_v4(h_peer[kk], h_in + h_exchange_offset(consumer, thread, kk));
-        gpu::hopper::mbarrier_arrive_cluster(in_peer(h_free(consumer)));  // release.cluster: our reads before the peer's rewrite
+        // release.cluster: our reads happen before the peer's next stores into this buffer
+        gpu::hopper::mbarrier_arrive_cluster(in_peer(h_free(consumer)));
         chunk_parity ^= 1u;
 
         // 5f. Z += H_peer · V_r[rows of the peer's columns]
