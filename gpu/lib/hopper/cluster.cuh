@@ -20,7 +20,8 @@
 // completed. When the data is read by the ASYNC proxy (wgmma from shared
 // memory, TMA store) a proxy fence is needed as well: fence.proxy.async after
 // the generic stores, before the arrival that publishes them
-// (fence_proxy_async_shared_cluster covers stores into any CTA of the cluster).
+// (fence_proxy_async_shared_cluster for stores into another CTA; the rung
+// that uses it fences on the reader's side too, after its acquire).
 //
 // A CTA must not exit while a peer may still touch its shared memory:
 // cluster_sync() by every thread of the cluster before exiting (and once after
@@ -30,8 +31,9 @@
 // refuses a cluster the device cannot co-schedule.
 //
 // Two halves, as the other files here: (1) plain C++ (which CTA of a cluster,
-// the peer of a pair), host-tested; (2) CUDA: the instructions (PTX ISA 9.x
-// §9.7.9.x "mapa", "st", "mbarrier" with .cluster scope, "barrier.cluster").
+// the peer of a pair), host-tested; (2) CUDA: the instructions (PTX ISA 9.x:
+// "mapa", "st" with .shared::cluster, "mbarrier" with .cluster scope,
+// "fence.proxy.async", "barrier.cluster") and the host's occupancy query.
 #pragma once
 
 #include <cstdint>
