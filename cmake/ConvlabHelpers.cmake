@@ -67,10 +67,10 @@ function(convlab_sm90a_archs out_var)
       string(REGEX REPLACE "^90a?" "90a" arch "${arch}")
     elseif(arch MATCHES "^(native|all|all-major)$")
       message(WARNING
-        "convlab: CONVLAB_CUDA_ARCHS=${arch} never selects sm_90a, so the files named *wgmma*.cu "
-        "(attention rung 09d_flash_wgmma and the wgmma probe) get no sm_90a code and will not run, even on "
+        "convlab: CONVLAB_CUDA_ARCHS=${arch} never selects sm_90a, so the files named *wgmma*.cu and "
+        "*cluster*.cu (the Hopper rungs and the wgmma probe) get no sm_90a code and will not run, even on "
         "an H100/H200. To build them, configure with an explicit 90 in CONVLAB_CUDA_ARCHS "
-        "(-DCONVLAB_CUDA_ARCHS=90); files named *wgmma*.cu are then built for sm_90a.")
+        "(-DCONVLAB_CUDA_ARCHS=90); those files are then built for sm_90a.")
     endif()
     list(APPEND archs "${arch}")
   endforeach()

@@ -216,7 +216,7 @@ ConvFirstProblem block(int N, int H, int W, int C, int hidden, int C_out, int st
 
 // Correctness table, small enough for seconds on 2 cores. Spatial sizes 1, 3,
 // 7, 13, 57 (odd, prime, a 128-pixel tile ± a row); C from one group (8) to
-// 136 (17 groups), including widths that are multiples of 8 but not of 16
+// 256, including widths that are multiples of 8 but not of 16
 // (24, 40, 72, 136: only the general variants take them); hidden not a
 // multiple of the fused kernels' chunks (40, 100, 200, 72); batch 1 and odd
 // batches; stride 2 at odd sizes, with and without a projection.
@@ -255,6 +255,17 @@ std::vector<ConvFirstProblem> test_shapes() {
       block(6, 56, 56, 64, 256, 64, 1, relu, f16),
       block(2, 8, 8, 64, 192, 64, 1, silu, bf16),
       block(1, 29, 31, 128, 512, 128, 1, silu, bf16),
+      // the cluster rung's boundaries (C = 256 split over two CTAs, each hidden chunk of 128
+      // split 64 | 64): one pixel, a 128-pixel tile − 1, exactly 1, + 1; hidden whose last
+      // chunk leaves the second CTA 8 columns (200, 72) or none (136, 64: it skips its expand);
+      // odd batches and sizes; 138 tiles, more than two per pair on a 132-SM GPU; bf16, SiLU
+      block(1, 1, 1, 256, 256, 256, 1, relu, f16),
+      block(1, 127, 1, 256, 136, 256, 1, relu, f16),
+      block(2, 8, 8, 256, 200, 256, 1, silu, f16),
+      block(1, 3, 43, 256, 256, 256, 1, relu, f16),
+      block(3, 13, 11, 256, 72, 256, 1, silu, bf16),
+      block(1, 14, 14, 256, 384, 256, 1, relu, bf16),
+      block(90, 14, 14, 256, 64, 256, 1, relu, f16),
       // stride 2 at the fused stride-2 rung's edges (128-pixel output tiles, C_out = C or 2·C)
       block(5, 1, 1, 16, 40, 32, 2, relu, f16),      // one-pixel images, five in one tile; hidden 40
       block(1, 5, 85, 16, 48, 32, 2, silu, f16),     // 3 × 43 = 129 output pixels: a tile + 1

@@ -21,7 +21,11 @@
 //     input pixel the conv's own decode of every GEMM row names, for every row
 //     of every box and every tap, at strides 1-3, odd sizes, R != S, pads 0-2,
 //     across image boundaries; the conv slot's descriptors read where the boxes land;
-//     and the encoder's rules as the rung's supported set states them.
+//     and the encoder's rules as the rung's supported set states them;
+//   - lesson 10's cluster rung (10e): T written by both CTAs' conv fragments exactly
+//     once and read by the expand's descriptors where it lies, the U/V slots, the H
+//     exchange buffer's places, and the widths its header states; its T/H exchange
+//     protocol (cluster-scope barriers, parities) against the barrier model.
 // What only the GPU can confirm (that this reading of the PTX ISA and the
 // driver API is right) the registry tests of gemm/gpu/03p..03r check there.
 #include <array>
@@ -31,7 +35,9 @@
 #include <string>
 #include <vector>
 
+#include "gpu/lib/hopper/cluster.cuh"
 #include "gpu/lib/hopper/conv_wgmma_layout.hpp"
+#include "gpu/lib/hopper/convfirst_cluster_layout.hpp"
 #include "gpu/lib/hopper/convfirst_wgmma_layout.hpp"
 #include "gpu/lib/hopper/ffn_wgmma_layout.hpp"
 #include "gpu/lib/hopper/wgmma_gemm_layout.hpp"
@@ -287,6 +293,142 @@ TEST_CASE("hopper: the ConvFirst block's staged halo rows hold every tap, where 
   CHECK(cw::shared_bytes<cw::Layout64>(cw::x_staging(64, 121, 128 * 121)) > std::size_t(cw::kMaxShared));
 }
 
+// ---- lesson 10's large-C block over a 2-CTA cluster (gpu/convfirst/10e_fused_cluster.cu) -------
+
+// The cluster rung's slots and T: wgmma's descriptors read U, V and T where TMA
+// (U, V) and the conv's stores (T) put each element; the conv fragments of the
+// two CTAs together write every element of T exactly once, each 32-bit word two
+// neighbouring channels of one pixel, and every fragment is mma.sync's C
+// fragment of its group; the regions are 1024-aligned and do not overlap.
+template <class L> int convfirst_cluster_mismatches() {
+  namespace cc = convfirst_cluster;
+  int wrong = 0;
+  const uint32_t base = 0;
+  for (int st = 0; st < L::kUStages; ++st) {
+    const uint32_t u = L::u_slot(base, st);
+    for (int ks = 0; ks < L::kCSteps; ++ks)
+      for (int k = 0; k < 16; ++k)
+        for (int n = 0; n < cc::kHalfChunk; ++n)
+          wrong += gpu::wgmma_mn_major_sw128_address(L::u_descriptor(u, ks), k, n) !=
+                   u + tma_sw128_box_offset(16 * ks + k, n, 2);
+    // the kernel's form: the step-0 descriptor advanced by a constant per step
+    for (int ks = 0; ks < L::kCSteps; ++ks)
+      wrong += gpu::wgmma_advance(L::u_descriptor(u, 0), gpu::mn_major_step_bytes<typename L::UTile>(16 * ks)) !=
+               L::u_descriptor(u, ks);
+  }
+  for (int st = 0; st < L::kVStages; ++st) {
+    const uint32_t v = L::v_slot(base, st);
+    for (int kk = 0; kk < cc::kChunk / 16; ++kk) {
+      for (int k = 0; k < 16; ++k)
+        for (int n = 0; n < L::kHalf; ++n)
+          wrong += gpu::wgmma_mn_major_sw128_address(L::v_descriptor(v, kk), k, n) !=
+                   L::v_box(v, n / 64) + tma_sw128_box_offset(16 * kk + k, n % 64, 2);
+      wrong += gpu::wgmma_advance(L::v_descriptor(v, 0), gpu::mn_major_step_bytes<typename L::VTile>(16 * kk)) !=
+               L::v_descriptor(v, kk);
+    }
+  }
+  const uint32_t t = base + L::kTBase;
+  for (int w = 0; w < cc::kConsumers; ++w)
+    for (int ks = 0; ks < L::kCSteps; ++ks) {
+      for (int mn = 0; mn < 64; ++mn)
+        for (int k = 0; k < 16; ++k)
+          wrong += gpu::wgmma_k_major_sw128_address(L::t_descriptor(t, w, ks), mn, k) !=
+                   t + uint32_t(L::TTile::byte_offset(64 * w + mn, 16 * ks + k));
+      wrong += gpu::wgmma_advance(L::t_descriptor(t, w, 0), gpu::k_major_step_bytes<typename L::TTile>(16 * ks)) !=
+               L::t_descriptor(t, w, ks);
+    }
+  std::vector<int> written(std::size_t(cc::kBlockRows) * L::kC, 0);
+  for (int rank = 0; rank < cc::kClusterSize; ++rank)
+    for (int w = 0; w < cc::kConsumers; ++w)
+      for (int thread = 0; thread < kWarpgroupThreads; ++thread)
+        for (int pair = 0; pair < L::kPairs; ++pair)
+          for (int reg = 0; reg < 4; ++reg) {
+            const gpu::MatrixCoord at = L::t_fragment_coord(w, thread, rank, pair, reg);
+            // word reg holds accumulators 2(reg & 1), 2(reg & 1) + 1 of group 2·pair + (reg >> 1)
+            const gpu::MatrixCoord c = gpu::mma_c_coord(thread % 32, 2 * (reg & 1));
+            wrong += at.row != 64 * w + 16 * (thread / 32) + c.row;
+            wrong += at.col != rank * L::kHalf + 8 * (2 * pair + (reg >> 1)) + c.col;
+            const int off = L::TTile::byte_offset(at.row, at.col);
+            wrong += off % 4 != 0 || L::TTile::byte_offset(at.row, at.col + 1) != off + 2;
+            for (int e = 0; e < 2; ++e) ++written[std::size_t(at.row) * L::kC + std::size_t(at.col + e)];
+          }
+  for (int v : written) wrong += v != 1;
+  // regions: barriers, T, U slots, V slots, H in, weights, x buffers
+  wrong += L::kBarrierBytes > L::kTBase;
+  wrong += L::kUBase < L::kTBase + uint32_t(L::TTile::kBytes);
+  wrong += L::kVBase < L::kUBase + uint32_t(L::kUStages * L::UTile::kBytes);
+  wrong += L::kHBase < L::kVBase + uint32_t(L::kVStages * L::VTile::kBytes);
+  wrong += L::kWeightsBase < L::kHBase + uint32_t(cc::kHBufferBytes);
+  wrong += L::kXBase < L::kWeightsBase + uint32_t(L::kWeightWords) * 4;
+  for (uint32_t r : {L::kTBase, L::kUBase, L::kVBase, L::kHBase, L::kWeightsBase, L::kXBase}) wrong += r % 1024 != 0;
+  return wrong;
+}
+
+// The H exchange: every (warpgroup, thread, 16-byte quad) has its own aligned place
+// inside the buffer, a quarter-warp's eight threads fill one 128-byte line (no bank
+// conflict), and the word a sender packs from its S accumulators is, for the receiving
+// thread of the same index, the A fragment element of the same pixel and column.
+int h_exchange_mismatches() {
+  namespace cc = convfirst_cluster;
+  int wrong = 0;
+  std::set<uint32_t> places;
+  for (int w = 0; w < cc::kConsumers; ++w)
+    for (int q = 0; q < cc::kHQuads; ++q)
+      for (int thread = 0; thread < kWarpgroupThreads; ++thread) {
+        const uint32_t off = cc::h_exchange_offset(w, thread, q);
+        wrong += off % 16 != 0 || off + 16 > uint32_t(cc::kHBufferBytes);
+        places.insert(off);
+        if (thread % 8 == 0)
+          for (int i = 1; i < 8; ++i) wrong += cc::h_exchange_offset(w, thread + i, q) != off + 16u * uint32_t(i);
+        wrong += (thread % 8 == 0) && off % 128 != 0;
+      }
+  wrong += places.size() != std::size_t(cc::kConsumers * cc::kHQuads * kWarpgroupThreads);
+  for (int thread = 0; thread < kWarpgroupThreads; ++thread)
+    for (int kk = 0; kk < cc::kHSteps; ++kk)
+      for (int reg = 0; reg < 4; ++reg)
+        for (int half = 0; half < 2; ++half) {
+          const gpu::MatrixCoord sent = gpu::wgmma_d_coord(thread, gpu::wgmma_d_index_for_a(kk, reg, half));
+          const gpu::MatrixCoord used = gpu::wgmma_a_coord(thread, reg, half);
+          wrong += sent.row != used.row || sent.col != 16 * kk + used.col;
+        }
+  return wrong;
+}
+
+TEST_CASE("hopper: the cluster ConvFirst block's T, U and V are read by wgmma where they were written",
+          "[hopper][cpu]") {
+  CHECK(convfirst_cluster_mismatches<convfirst_cluster::ClusterLayout128>() == 0);
+  CHECK(convfirst_cluster_mismatches<convfirst_cluster::ClusterLayout256>() == 0);
+  CHECK(h_exchange_mismatches() == 0);
+  CHECK(gpu::hopper::pair_peer(0) == 1);
+  CHECK(gpu::hopper::pair_peer(1) == 0);
+  for (int block = 0; block < 16; ++block) {
+    CHECK(gpu::hopper::cluster_of_block(block, 2) == block / 2);
+    CHECK(gpu::hopper::rank_of_block(block, 2) == block % 2);
+  }
+}
+
+TEST_CASE("hopper: the cluster ConvFirst block's halo rows (a channel half) and its supported widths",
+          "[hopper][cpu]") {
+  // The staging of a CTA's channel half is the 10c staging of C/2 channels: every tap where the conv reads it.
+  for (const auto& [C, N, H, W] : std::vector<std::array<int, 4>>{{128, 2, 14, 14}, {128, 1, 1, 1},  {64, 3, 13, 11},
+                                                                   {128, 1, 3, 43},  {128, 90, 14, 14}, {64, 1, 7, 80}})
+    CHECK(convfirst_staging_mismatches(C, N, H, W) == 0);
+  namespace cc = convfirst_cluster;
+  namespace cw = convfirst_wgmma;
+  const auto fits256 = [](int W, int64_t rows) {
+    return cc::cluster_shared_bytes<cc::ClusterLayout256>(cw::x_staging(128, W, rows)) <= std::size_t(cc::kMaxShared);
+  };
+  const auto fits128 = [](int W, int64_t rows) {
+    return cc::cluster_shared_bytes<cc::ClusterLayout128>(cw::x_staging(64, W, rows)) <= std::size_t(cc::kMaxShared);
+  };
+  // What the rung's header states: C = 256 takes every W <= 30, C = 128 every W <= 80 (tall batches).
+  for (int W = 1; W <= 30; ++W) CHECK(fits256(W, 128 * 64));
+  CHECK(!fits256(31, 128 * 64));
+  for (int W = 1; W <= 80; ++W) CHECK(fits128(W, 128 * 64));
+  CHECK(!fits128(81, 128 * 64));
+  CHECK(fits256(43, 3));  // a short batch stages fewer rows (the test table's 3 x 43)
+}
+
 // ---- the mbarrier ring, against a host model of the barrier -----------------------------
 
 // One mbarrier: the phase completes when all expected arrivals came and no
@@ -409,6 +551,156 @@ TEST_CASE("hopper: the ring model catches a consumer waiting with the wrong pari
     caught += !r.finished || r.misreads > 0 || r.overwrites > 0;
   }
   CHECK(caught == 50);
+}
+
+// ---- the cluster rung's exchange protocol (10e), against the same barrier model ------------
+//
+// Two CTAs, one consumer warpgroup each (the warpgroups of a CTA do not meet in this
+// protocol), `threads` threads per warpgroup (the kernel has 128; the counts scale), each
+// thread running the kernel's order per tile: store its T words into both CTAs' T
+// buffers, arrive on T full here and in the peer, wait T full here (tile parity); per
+// chunk: the expand (reads T; the last chunk's expand ends the tile's use of T), wait
+// H free here (parity of the previous chunk), store its H words into the peer's buffer,
+// arrive on the peer's H full, wait H full here (chunk parity), read the peer's words,
+// arrive on the peer's H free. Random interleavings must finish, every thread must read
+// the words of the peer's same thread for the same chunk, no H word may be overwritten
+// before it was read, no T word of a tile may be written while any thread of that CTA
+// still reads the previous tile's T, and T full must mean both halves of the tile are in.
+struct ExchangeOutcome {
+  bool finished = false;
+  int misreads = 0;          // H words of another chunk (or none) found
+  int h_overwrites = 0;      // H words rewritten before the peer's thread read them
+  int t_overwrites = 0;      // T written for tile t+1 while T of tile t was still being read
+  int t_incomplete = 0;      // T full passed before both halves of the tile were stored
+};
+
+ExchangeOutcome run_cluster_exchange(int threads, int tiles, int chunks, uint64_t seed, int bug = 0) {
+  std::mt19937_64 rng(seed);
+  enum Step { kStoreT, kWaitT, kExpand, kWaitFree, kSend, kWaitFull, kReceive, kDone };
+  struct Thread { Step step = kStoreT; int tile = 0, chunk = 0, count = 0; bool reading_t = false; };
+  ModelBarrier t_full[2], h_full[2], h_free[2];
+  std::vector<Thread> th[2] = {std::vector<Thread>(std::size_t(threads)), std::vector<Thread>(std::size_t(threads))};
+  std::vector<int> h_word[2], h_read[2], t_stores[2];  // per CTA: H words by thread, read flags; T stores per tile
+  for (int k = 0; k < 2; ++k) {
+    t_full[k].init(2 * threads);
+    h_full[k].init(threads);
+    h_free[k].init(threads);
+    h_word[k].assign(std::size_t(threads), -1);
+    h_read[k].assign(std::size_t(threads), 1);
+    t_stores[k].assign(std::size_t(tiles), 0);
+  }
+  ExchangeOutcome out;
+  const auto reads_t = [&](int k) {
+    for (const Thread& x : th[k]) if (x.reading_t) return true;
+    return false;
+  };
+  // wgmma is collective: the warpgroup's expand of (tile, chunk) runs, and so completes for
+  // any thread, only once every thread of the warpgroup has issued it.
+  const auto expand_issued = [&](int k, const Thread& x) {
+    for (const Thread& y : th[k]) {
+      const bool past = y.tile > x.tile || y.step == kDone ||
+                        (y.tile == x.tile && y.step != kStoreT && y.step != kWaitT &&
+                         (y.chunk > x.chunk || (y.chunk == x.chunk && y.step >= kExpand)));
+      if (!past) return false;
+    }
+    return true;
+  };
+  for (int step = 0; step < 1000000; ++step) {
+    std::vector<std::pair<int, int>> ready;
+    for (int k = 0; k < 2; ++k)
+      for (int i = 0; i < threads; ++i) {
+        const Thread& x = th[k][std::size_t(i)];
+        const uint32_t tile_parity = uint32_t(x.tile & 1), chunk_parity = uint32_t(x.count & 1);
+        const uint32_t free_parity = bug == 1 ? chunk_parity : chunk_parity ^ 1u;
+        bool can = false;
+        switch (x.step) {
+          case kStoreT: case kSend: case kReceive: can = true; break;
+          case kExpand: can = expand_issued(k, x); break;
+          case kWaitT: can = t_full[k].try_wait(tile_parity); break;
+          case kWaitFree: can = h_free[k].try_wait(free_parity); break;
+          case kWaitFull: can = h_full[k].try_wait(bug == 2 ? chunk_parity ^ 1u : chunk_parity); break;
+          case kDone: break;
+        }
+        if (can) ready.push_back({k, i});
+      }
+    if (ready.empty()) break;
+    const auto [k, i] = ready[rng() % ready.size()];
+    const int peer = k ^ 1;
+    Thread& x = th[k][std::size_t(i)];
+    switch (x.step) {
+      case kStoreT:  // into both buffers, then arrive here and in the peer
+        out.t_overwrites += reads_t(k) || reads_t(peer);
+        ++t_stores[k][std::size_t(x.tile)], ++t_stores[peer][std::size_t(x.tile)];
+        t_full[k].arrive(), t_full[peer].arrive();
+        x.step = kWaitT;
+        break;
+      case kWaitT:
+        out.t_incomplete += t_stores[k][std::size_t(x.tile)] != 2 * threads;
+        x.reading_t = true, x.chunk = 0, x.step = kExpand;
+        break;
+      case kExpand:  // the expand completes (wait_group): after the last chunk's, no thread reads T
+        if (x.chunk == chunks - 1)
+          for (Thread& y : th[k]) y.reading_t = false;
+        x.step = kWaitFree;
+        break;
+      case kWaitFree:
+        x.step = kSend;
+        break;
+      case kSend:  // our words into the peer's buffer, arrive on its H full
+        out.h_overwrites += h_read[peer][std::size_t(i)] == 0;
+        h_word[peer][std::size_t(i)] = x.tile * 1000 + x.chunk, h_read[peer][std::size_t(i)] = 0;
+        h_full[peer].arrive();
+        x.step = kWaitFull;
+        break;
+      case kWaitFull:
+        x.step = kReceive;
+        break;
+      case kReceive:  // read the peer's same thread's words, arrive on the peer's H free
+        out.misreads += h_word[k][std::size_t(i)] != x.tile * 1000 + x.chunk;
+        h_read[k][std::size_t(i)] = 1;
+        h_free[peer].arrive();
+        ++x.count;
+        if (++x.chunk < chunks) {
+          x.step = kExpand;
+        } else {
+          x.step = ++x.tile < tiles ? kStoreT : kDone;
+        }
+        break;
+      case kDone: break;
+    }
+  }
+  out.finished = true;
+  for (int k = 0; k < 2; ++k)
+    for (const Thread& x : th[k]) out.finished = out.finished && x.step == kDone;
+  return out;
+}
+
+TEST_CASE("hopper: the cluster rung's T and H exchange finishes, in order, under any interleaving",
+          "[hopper][cpu]") {
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    const int threads = 1 + int(seed % 4), tiles = 1 + int(seed % 5), chunks = 1 + int(seed / 5 % 4);
+    const ExchangeOutcome r = run_cluster_exchange(threads, tiles, chunks, seed);
+    INFO("seed " << seed << ", " << threads << " threads, " << tiles << " tiles, " << chunks << " chunks");
+    CHECK(r.finished);
+    CHECK(r.misreads == 0);
+    CHECK(r.h_overwrites == 0);
+    CHECK(r.t_overwrites == 0);
+    CHECK(r.t_incomplete == 0);
+  }
+}
+
+TEST_CASE("hopper: the exchange model catches wrong parities", "[hopper][cpu]") {
+  // bug 1: H free waited with the chunk's own parity (deadlock at the first send);
+  // bug 2: H full waited with the wrong parity (reads before the words are there).
+  for (int bug = 1; bug <= 2; ++bug) {
+    int caught = 0;
+    for (uint64_t seed = 1; seed <= 40; ++seed) {
+      const ExchangeOutcome r = run_cluster_exchange(3, 3, 3, seed, bug);
+      caught += !r.finished || r.misreads > 0 || r.h_overwrites > 0 || r.t_overwrites > 0 || r.t_incomplete > 0;
+    }
+    INFO("bug " << bug);
+    CHECK(caught == 40);
+  }
 }
 
 // ---- tile scheduler, register budget ------------------------------------------------------

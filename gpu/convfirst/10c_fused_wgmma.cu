@@ -71,55 +71,18 @@
 #include "gpu/lib/hopper/tile_scheduler.cuh"
 #include "gpu/lib/hopper/tma.cuh"
 #include "gpu/lib/hopper/warp_specialization.cuh"
+#include "gpu/lib/hopper/wgmma_epilogue.cuh"
 
 namespace convlab {
 namespace {
 
 using namespace convfirst_wgmma;
 
-// Two 16-bit elements of a 4-byte word (the lower address in the low half) as fp32.
-template <class Element> __device__ __forceinline__ float2 unpack_pair(uint32_t bits) {
-  Element e[2];
-  static_assert(sizeof(e) == sizeof(bits), "two 16-bit elements");
-  memcpy(e, &bits, sizeof(bits));
-  return float2{gpu::to_float(e[0]), gpu::to_float(e[1])};
-}
-
-// S[i] = φ(S[i] + bias); S[4j + c] is column 8j + 2t + (c & 1) of the chunk
-// (gpu::wgmma_d_coord), so bias pair j (two packed 16-bit values, kept packed
-// to save registers) serves S[4j .. 4j+3].
-template <class Element, bool kRelu, int kRegs>
-__device__ __forceinline__ void bias_activate(float (&s)[kRegs], const uint32_t (&bias)[kRegs / 4]) {
-#pragma unroll
-  for (int j = 0; j < kRegs / 4; ++j) {
-    const float2 bj = unpack_pair<Element>(bias[j]);
-#pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      const float v = s[4 * j + c] + ((c & 1) ? bj.y : bj.x);
-      s[4 * j + c] = kRelu ? fmaxf(v, 0.f) : v / (1.0f + expf(-v));
-    }
-  }
-}
-
-// This thread's bias pairs of the chunk starting at hidden column col0 + 2t
-// (0 past `hidden`; hidden is a multiple of 8, so a pair is inside or outside).
-template <int kPairs>
-__device__ __forceinline__ void load_bias(uint32_t (&bias)[kPairs], const void* __restrict__ a, int hidden, int col0) {
-#pragma unroll
-  for (int j = 0; j < kPairs; ++j) {
-    const int col = col0 + 8 * j;
-    bias[j] = col < hidden ? __ldg(static_cast<const unsigned*>(a) + col / 2) : 0u;
-  }
-}
-
-__device__ __forceinline__ uint32_t ld_shared_u32(uint32_t address) {
-  uint32_t v;
-  asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(address) : "memory");
-  return v;
-}
-__device__ __forceinline__ void st_shared_u32(uint32_t address, uint32_t v) {
-  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(address), "r"(v) : "memory");
-}
+using gpu::bias_activate;
+using gpu::ld_shared_u32;
+using gpu::load_bias;
+using gpu::st_shared_u32;
+using gpu::unpack_pair;
 
 // ---- the kernel ------------------------------------------------------------------------
 //

@@ -230,7 +230,7 @@ CONVLAB_HOST_DEVICE constexpr uint32_t wgmma_mn_major_sw128_address(uint64_t des
 // kernel that reports kWgmmaCompiled (only gpu/lib/wgmma_probe.cu reads
 // that constant), and callers ask it before launching: rung 09d's run() throws
 // Unsupported when the reason is not empty. CMakeLists.txt compiles files
-// whose name contains "wgmma" for 90a when CONVLAB_CUDA_ARCHS lists 90
+// whose name contains "wgmma" (or "cluster") for 90a when CONVLAB_CUDA_ARCHS lists 90
 // explicitly.
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define CONVLAB_WGMMA_ASM 1
@@ -317,6 +317,12 @@ template <class T, int M, int N> __device__ __forceinline__ void fence_operands(
   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+// The same 32 accumulators as outputs only ("=&f", early clobber: no input shares them).
+#define CONVLAB_WGMMA_D32_OUTPUTS(d) \
+  "=&f"(d[0]), "=&f"(d[1]), "=&f"(d[2]), "=&f"(d[3]), "=&f"(d[4]), "=&f"(d[5]), "=&f"(d[6]), "=&f"(d[7]), \
+  "=&f"(d[8]), "=&f"(d[9]), "=&f"(d[10]), "=&f"(d[11]), "=&f"(d[12]), "=&f"(d[13]), "=&f"(d[14]), "=&f"(d[15]), \
+  "=&f"(d[16]), "=&f"(d[17]), "=&f"(d[18]), "=&f"(d[19]), "=&f"(d[20]), "=&f"(d[21]), "=&f"(d[22]), "=&f"(d[23]), \
+  "=&f"(d[24]), "=&f"(d[25]), "=&f"(d[26]), "=&f"(d[27]), "=&f"(d[28]), "=&f"(d[29]), "=&f"(d[30]), "=&f"(d[31])
 #define CONVLAB_WGMMA_D64_OPERANDS(d) \
   CONVLAB_WGMMA_D32_OPERANDS(d), \
   "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
@@ -363,6 +369,15 @@ template <class T, int M, int N> __device__ __forceinline__ void fence_operands(
                ", %64, %65, accumulate, 1, 1, 0, 1;\n}\n"                                            \
                : CONVLAB_WGMMA_D64_OPERANDS(d)                                                          \
                : "l"(a_desc), "l"(b_desc), "r"(int(accumulate)))
+// D[64 x 64] = A · B (scale-d false: D's old values are not read), A K-major and B
+// MN-major from shared memory; D listed as outputs only.
+#define CONVLAB_WGMMA_SS_N64_MN_B_OVERWRITE(TYPE)                                                      \
+  asm volatile("{\n.reg .pred accumulate;\n"                                                           \
+               "setp.ne.b32 accumulate, 0, 0;\n"                                                       \
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE " " CONVLAB_WGMMA_D32_TEXT  \
+               ", %32, %33, accumulate, 1, 1, 0, 1;\n}\n"                                            \
+               : CONVLAB_WGMMA_D32_OUTPUTS(d)                                                           \
+               : "l"(a_desc), "l"(b_desc))
 #define CONVLAB_WGMMA_SS_N64_MN_B(TYPE)                                                                \
   asm volatile("{\n.reg .pred accumulate;\n"                                                           \
                "setp.ne.b32 accumulate, %34, 0;\n"                                                     \
@@ -490,7 +505,28 @@ __device__ __forceinline__ void wgmma_m64nNk16_ss_mn_major_b(float (&d)[N / 2], 
 #endif
 }
 
+// D[64 x 64] = A[64 x 16] · B[16 x 64], A K-major and B MN-major from shared memory,
+// the first k-step of a product whose accumulators held something else before: the
+// compiler sees d written, not read, so the old values die at their last use instead
+// of staying allocated across a loop (with "+f" and accumulate = false they would).
+template <class Element>
+__device__ __forceinline__ void wgmma_m64n64k16_ss_mn_major_b_overwrite(float (&d)[32], uint64_t a_desc,
+                                                                        uint64_t b_desc) {
+  static_assert(std::is_same_v<Element, __half> || std::is_same_v<Element, __nv_bfloat16>,
+                "wgmma: f16 or bf16 inputs");
+#if CONVLAB_WGMMA_ASM
+  if constexpr (std::is_same_v<Element, __half>)
+    CONVLAB_WGMMA_SS_N64_MN_B_OVERWRITE("f16");
+  else
+    CONVLAB_WGMMA_SS_N64_MN_B_OVERWRITE("bf16");
+#else
+  __trap();
+#endif
+}
+
 #undef CONVLAB_WGMMA_RS_N64
+#undef CONVLAB_WGMMA_SS_N64_MN_B_OVERWRITE
+#undef CONVLAB_WGMMA_D32_OUTPUTS
 #undef CONVLAB_WGMMA_RS_N128
 #undef CONVLAB_WGMMA_SS_N128
 #undef CONVLAB_WGMMA_SS_N256_MN_B

@@ -1,0 +1,558 @@
+// gpu/convfirst/10e_fused_cluster.cu — lesson 10, GPU rung e: the ConvFirst
+// block for large C in one kernel, its channels split over the two CTAs of a
+// thread-block cluster that talk through distributed shared memory (Fig. 7c).
+//
+// Idea over 10c_fused_wgmma: 10c keeps a 64-pixel slice of Z (C/2 registers
+// per thread) and of T (C/4 more) in every consumer thread; at C = 256 that is
+// already past the 168 registers of a 384-thread CTA. Here a PAIR of CTAs
+// shares one 128-pixel tile and CTA k (its rank in the cluster) owns half of
+// everything that is per channel:
+//
+//   x halo rows, channels of k    TMA, this CTA's 64·C/128 channels only
+//   T[:, channels of k]           gconv3x3 on mma.sync (group width 8: a channel half of T needs
+//                                 only the same channel half of x), rounded, stored into BOTH
+//                                 CTAs' T buffers (st.shared + st.shared::cluster): each CTA ends
+//                                 up with the whole T [128 px][C] in shared memory
+//   Z   = x[tile, channels of k] + b          wgmma accumulators, C/4 registers per thread
+//   for r in chunks of 128 hidden channels:    U^r, V_r slices: TMA into two rings of slots
+//     S_k = T · U^r[:, 64k .. 64k+63]  wgmma m64n64k16, A = T from shared memory (descriptor), full K = C:
+//                                      no partial sums cross the pair
+//     H_k = φ(S_k + a)                 registers, rounded, packed as wgmma A fragments
+//     H_k -> the peer                  16 words per thread, st.shared::cluster + a remote mbarrier arrive
+//     Z  += H_k · V_r[64k.., channels of k]         wgmma m64n{C/2}k16, A = H_k from registers
+//     Z  += H_peer · V_r[64(1−k).., channels of k]  A = the peer's words, loaded into registers
+//   y[tile, channels of k] = Z         one rounding, one store
+//
+// Why the H exchange is one vector store per 16 bytes with no shuffle: both
+// CTAs' consumer warpgroup w cover the same 64 pixels, and thread i holds the
+// same rows of S in both (wgmma_d_coord), so thread i's packed H_k words are
+// exactly the A fragments thread i of the peer needs for the other half of the
+// chunk's k16 steps. The exchange buffer is [warpgroup][16-byte quad][thread]
+// (convfirst_cluster_layout.hpp), one 128-byte line per quarter-warp.
+//
+// The plain loops (ref::convfirst_block): t = gconv(x) + conv_b; for each
+// pixel: z = x + b; for each hidden chunk: h = φ(t·U^r + a_r); z += h·V_r.
+// The split: for k in {0, 1} (the two CTAs, concurrently): z[:, half k] =
+// x[:, half k] + b[half k] + Σ_r φ(t·U^r + a_r) · V_r[:, half k], where t
+// is made of both CTAs' halves and each h chunk of both CTAs' column halves.
+//
+// Synchronisation (every phase in the kernel's comments):
+//   T full[w]   256 arrivals per tile: warpgroup w's 128 threads here, and the peer's
+//               (release.cluster after their remote stores); waited with acquire.cluster
+//   H full[w]   128 arrivals per chunk: the peer's threads after writing their H words here
+//   H free[w]   128 arrivals per chunk: the peer's threads after reading the words we wrote
+//   T needs no "free" barrier: a CTA overwrites T rows (its own and the peer's) for the
+//   next tile only after it received the peer's last H of this tile, which the peer sent
+//   after its last expand, the last reader of those rows, had completed.
+//
+// Cost and floor (N=128 14x14 C=256 α=4 f16): 13.62 GMAC = 27.2 GFLOP (conv
+// 3.4 %), 26.8 MB of compulsory DRAM traffic (x, y, 1.1 MB of weights):
+// compute-bound, 0.041 ms at the probe's 660 TFLOP/s. 196 tiles on 66 pairs
+// (three rounds, the last 97 % full). Per tile and CTA: 67 MFLOP of wgmma,
+// 512 KB of U and V slices from L2, 32 KB of T and 128 KB of H sent to the
+// peer. The counting, the prediction and the measurements are in
+// lessons/10-convfirst/NOTES.md.
+//
+// Tunables: ClusterLayout128 / ClusterLayout256 in
+// gpu/lib/hopper/convfirst_cluster_layout.hpp (U, V and halo slots, chosen so
+// that shared memory holds T, both rings and the halo; the hidden chunk of 128
+// so that each CTA's expand is m64n64, the narrowest form whose shared-memory
+// reads of A keep up with the tensor cores); the tile is 128 pixels (two
+// consumer warpgroups), the cluster two CTAs.
+// Supported: f16 and bf16; stride 1; group width 8; C = C_out ∈ {128, 256};
+// hidden a multiple of 8 (a partial last chunk is zero-filled by TMA, its
+// bias read as 0, φ(0) = 0; a CTA whose column half of the last chunk is
+// wholly past `hidden` skips its expand); ReLU and SiLU; any N, H, W whose
+// halo rows fit shared memory (every W ≤ 30 at C = 256, W ≤ 80 at C = 128;
+// wider W when N·H is small) and N·H·W < 2^31 − 128; 16-byte aligned x, u,
+// v, a, b, y and 4-byte aligned conv_w and conv_b. Needs compute capability
+// 9.0, 90 in CONVLAB_CUDA_ARCHS, and a device that can co-schedule a cluster
+// of two such CTAs. C = 512 (the 7² benchmark shape) is outside: Z alone
+// would be C/4 = 128 registers per thread; it needs a cluster of four.
+// Run just this: build/convlab run convfirst/gpu/10e_fused_cluster --shape N=128,H=14,C=256,dtype=f16
+#include <cuda.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <string>
+
+#include "ops/convfirst.hpp"
+#include "gpu/lib/check.cuh"
+#include "gpu/lib/element.cuh"
+#include "gpu/lib/mma.cuh"
+#include "gpu/lib/wgmma.cuh"
+#include "gpu/lib/wgmma_probe.hpp"
+#include "gpu/lib/hopper/cluster.cuh"
+#include "gpu/lib/hopper/convfirst_cluster_layout.hpp"
+#include "gpu/lib/hopper/convfirst_wgmma_layout.hpp"
+#include "gpu/lib/hopper/mbarrier.cuh"
+#include "gpu/lib/hopper/tile_scheduler.cuh"
+#include "gpu/lib/hopper/tma.cuh"
+#include "gpu/lib/hopper/warp_specialization.cuh"
+#include "gpu/lib/hopper/wgmma_epilogue.cuh"
+
+namespace convlab {
+namespace {
+
+using namespace convfirst_cluster;
+using convfirst_wgmma::tap_index;
+using convfirst_wgmma::x_offset;
+using convfirst_wgmma::x_staging;
+using convfirst_wgmma::XStaging;
+using gpu::bias_activate;
+using gpu::ld_shared_u32;
+using gpu::ld_shared_v4;
+using gpu::load_bias;
+using gpu::st_shared_u32;
+using gpu::unpack_pair;
+
+constexpr int kGroupsPerPanel = kPanelCols / kGroupWidth;  // 8: one 16-byte chunk of a staged line each
+// Conv groups per pass: eight independent mma chains per warp, one 64-channel panel of x.
+// All sixteen of C = 256 at once (64 accumulators) would not fit the registers.
+constexpr int kPassGroups = 8;
+static_assert(kGroupsPerPanel % kPassGroups == 0, "a pass stays inside one 64-channel panel of x");
+
+// ---- the kernel ------------------------------------------------------------------------
+//
+// Contract. x [N·H·W, C] (NHWC), conv_w [C][3][3][8], conv_b [C], u [C, hidden],
+// a [hidden], v [hidden, C], b [C], y [N·H·W, C]; Element = __half or
+// __nv_bfloat16; fp32 accumulation; T rounded to Element once (stored as the
+// expand's A operand), H once, y once. Grid: 2·G CTAs in clusters of 2 along
+// x (G pairs, at most the number of tiles), 384 threads, cluster_shared_bytes<L>(s) of
+// dynamic shared memory (layout in convfirst_cluster_layout.hpp); pair c takes
+// tiles c, c + G, ... and both its CTAs walk that same sequence. Edge duties:
+// pixels ≥ M read the zero pixel and are never stored; staged rows outside
+// [0, N·H) arrive as zeros (TMA); taps outside the image read the zero pixel;
+// hidden columns ≥ hidden are zero.
+template <class Element, class L, bool kRelu>
+__global__ void __launch_bounds__(kThreads, 1)
+    convfirst_fused_cluster_kernel(const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap u_map,
+                                   const __grid_constant__ CUtensorMap v_map, const XStaging stage_geometry, int M,
+                                   int H, int W, int hidden, const Element* __restrict__ conv_w,
+                                   const Element* __restrict__ conv_b, const Element* __restrict__ a,
+                                   const Element* __restrict__ b, Element* __restrict__ y) {
+  constexpr int kHalf = L::kHalf;
+  extern __shared__ unsigned char shared[];
+  // Both CTAs run this code on identical layouts, so every region sits at the same offset in
+  // each: the peer's copy of a region is map_shared_to_rank(local address, peer).
+  const uint32_t base = (gpu::shared_address(shared) + 1023u) & ~1023u;
+  const gpu::hopper::Pipeline<L::kXBuffers> x_pipe{base + L::kXPipeBase};
+  const gpu::hopper::Pipeline<L::kUStages> u_pipe{base + L::kUPipeBase};
+  const gpu::hopper::Pipeline<L::kVStages> v_pipe{base + L::kVPipeBase};
+  const auto t_full = [&](int w) { return base + L::kTFullBase + uint32_t(w) * gpu::hopper::kMbarrierBytes; };
+  const auto h_full = [&](int w) { return base + L::kHFullBase + uint32_t(w) * gpu::hopper::kMbarrierBytes; };
+  const auto h_free = [&](int w) { return base + L::kHFreeBase + uint32_t(w) * gpu::hopper::kMbarrierBytes; };
+  const XStaging& sg = stage_geometry;  // of this CTA's channel half
+  const uint32_t weights = base + L::kWeightsBase;
+  const auto x_slot = [&](int buffer) { return base + L::kXBase + uint32_t(buffer) * sg.buffer_bytes; };
+  const gpu::hopper::TileScheduler tiles{gpu::ceil_div(M, kBlockRows), 1, 1};
+  const int chunks = gpu::ceil_div(hidden, kChunk);
+  const int warpgroup = gpu::hopper::warpgroup_of(threadIdx.x);
+
+  // ---- once per CTA: barriers, this CTA's half of the conv weights, the zero lines ----
+  if (threadIdx.x == 0) {
+    x_pipe.init(kConsumerWarps);
+    u_pipe.init(kConsumerWarps);
+    v_pipe.init(kConsumerWarps);
+    for (int w = 0; w < kConsumers; ++w) {
+      gpu::hopper::mbarrier_init(t_full(w), 2 * gpu::hopper::kWarpgroupThreads);  // 128 here + 128 of the peer
+      gpu::hopper::mbarrier_init(h_full(w), gpu::hopper::kWarpgroupThreads);      // the peer's 128 threads
+      gpu::hopper::mbarrier_init(h_free(w), gpu::hopper::kWarpgroupThreads);      // the peer's 128 threads
+    }
+    gpu::hopper::fence_mbarrier_init();  // release.cluster: the peer may arrive on these after the cluster barrier
+    gpu::hopper::tma_prefetch_descriptor(&x_map);
+    gpu::hopper::tma_prefetch_descriptor(&u_map);
+    gpu::hopper::tma_prefetch_descriptor(&v_map);
+  }
+  {
+    const int rank = gpu::hopper::cluster_cta_rank();
+    const unsigned* w_words = reinterpret_cast<const unsigned*>(conv_w) + rank * L::kWeightWords;
+    for (int i = threadIdx.x; i < L::kWeightWords; i += kThreads) st_shared_u32(weights + 4 * i, __ldg(w_words + i));
+    constexpr int kZeroWords = convfirst_wgmma::kZeroLines * 128 / 4;
+    for (int i = threadIdx.x; i < L::kXBuffers * sg.panels * kZeroWords; i += kThreads) {
+      const int panel = i / kZeroWords % sg.panels, buffer = i / kZeroWords / sg.panels;
+      st_shared_u32(x_slot(buffer) + panel * sg.panel_bytes + sg.zero_index * 128 + 4 * (i % kZeroWords), 0u);
+    }
+  }
+  // Both CTAs' barriers are initialised (and the CTA's own stores done) before anyone
+  // arrives on a peer's barrier or stores into its shared memory.
+  gpu::hopper::cluster_sync();
+
+  if (warpgroup == 0) {
+    // ---- producer: one thread issues every copy, into this CTA's shared memory only ----
+    gpu::hopper::warpgroup_registers_decrease<kProducerRegs>();
+    // (rank and pair are read after setmaxnreg, in each role: a value live across it must fit
+    // the producer's 40 registers, and ptxas spills one that does not.)
+    const int rank = gpu::hopper::cluster_cta_rank();
+    const int pair = gpu::hopper::cluster_index_x(), pairs = gpu::hopper::cluster_count_x();
+    if (threadIdx.x == 0) {
+      gpu::hopper::PipelineState<L::kXBuffers> xs;
+      gpu::hopper::PipelineState<L::kUStages> us;
+      gpu::hopper::PipelineState<L::kVStages> vs;
+      const auto load_x = [&](int t) {  // the halo rows of tile t, this CTA's channels
+        x_pipe.producer_acquire(xs, sg.tx_bytes);
+        const int first_pixel = (t * kBlockRows / W - 1) * W;  // staged row 0 (−W for the batch's first row)
+        for (int p = 0; p < sg.panels; ++p)
+          for (int k = 0; k < sg.boxes; ++k)
+            gpu::hopper::tma_load_2d(x_slot(xs.stage) + p * sg.panel_bytes + k * sg.box_rows * 128, &x_map,
+                                     x_pipe.full(xs.stage), rank * kHalf + p * kPanelCols,
+                                     first_pixel + k * sg.box_rows);
+        xs.advance();
+      };
+      int t = tiles.first(pair);
+      if (tiles.valid(t)) load_x(t);
+      for (; tiles.valid(t); t = tiles.next(t, pairs)) {
+        for (int r = 0; r < chunks; ++r) {
+          // U^r[:, this CTA's 64 columns]; a half wholly past `hidden` is not loaded (the
+          // consumers skip its expand), its barrier phase completed by the bare arrival.
+          const int u_col = r * kChunk + rank * kHalfChunk;
+          const bool u_live = u_col < hidden;
+          u_pipe.producer_acquire(us, u_live ? uint32_t(L::UTile::kBytes) : 0u);
+          if (u_live) gpu::hopper::tma_load_2d(L::u_slot(base, us.stage), &u_map, u_pipe.full(us.stage), u_col, 0);
+          us.advance();
+          // V_r[all 128 rows of the chunk, this CTA's output channels] (rows past `hidden`: zeros).
+          v_pipe.producer_acquire(vs, L::VTile::kBytes);
+#pragma unroll
+          for (int p = 0; p < L::VTile::kPanels; ++p)
+            gpu::hopper::tma_load_2d(L::v_box(L::v_slot(base, vs.stage), p), &v_map, v_pipe.full(vs.stage),
+                                     rank * kHalf + p * kPanelCols, r * kChunk);
+          vs.advance();
+          // The next tile's halo once this tile's chunk 0 is on its way (the consumers free the
+          // halo buffer before they wait for chunk 0's U).
+          if (r == 0 && tiles.valid(tiles.next(t, pairs))) load_x(tiles.next(t, pairs));
+        }
+      }
+    }
+  } else {
+    // ---- consumers: warpgroup 1 owns pixels 0-63 of a tile, warpgroup 2 pixels 64-127,
+    //      in both CTAs of the pair ----
+    gpu::hopper::warpgroup_registers_increase<kConsumerRegs>();
+    const int rank = gpu::hopper::cluster_cta_rank(), peer = gpu::hopper::pair_peer(rank);
+    const int pair = gpu::hopper::cluster_index_x(), pairs = gpu::hopper::cluster_count_x();
+    const int consumer = warpgroup - 1;
+    const int thread = gpu::hopper::thread_in_warpgroup(threadIdx.x);
+    const int warp = thread / 32, lane = thread % 32, g = lane / 4, tq = lane % 4;
+    const gpu::MatrixCoord first = gpu::wgmma_d_coord(thread, 0);  // row 16·warp + g, column 2·tq
+    const gpu::MatrixCoord a_row = gpu::ldmatrix_x4_row_address(lane);  // pixel lane % 16, k-half lane / 16
+    const uint32_t t_base = base + L::kTBase;
+    const uint32_t h_in = base + L::kHBase;  // the peer's H words arrive here; ours go to its copy
+    // The peer's copy of a local address (mapa: one instruction, issued where used rather
+    // than kept in a register across the whole kernel).
+    const auto in_peer = [&](uint32_t local) { return gpu::hopper::map_shared_to_rank(local, peer); };
+    gpu::hopper::PipelineState<L::kXBuffers> xs;
+    gpu::hopper::PipelineState<L::kUStages> us;
+    gpu::hopper::PipelineState<L::kVStages> vs;
+    uint32_t tile_parity = 0;   // phase of T full[consumer]: one per tile
+    uint32_t chunk_parity = 0;  // phase of H full / H free[consumer]: one per chunk, across tiles
+    float s[L::kSRegs];           // S_k, then φ(S_k + a) in fp32
+    float zacc[L::kZRegs];        // Z, this CTA's channels
+    uint32_t h_own[kHSteps][4];   // H_k packed: A fragments of the project's steps 4k .. 4k+3
+    uint32_t h_peer[kHSteps][4];  // the peer's H packed: steps 4(1−k) ..
+    uint32_t bias[L::kSRegs / 4];  // a_r of this CTA's columns, packed pairs
+
+    // Staged index of the pixel this lane hands ldmatrix at k-step j of tile t's conv:
+    // pixel lane % 16 of the warp, tap 2j + lane / 16 (tap 9 does not exist: the zero pixel).
+    const auto conv_taps = [&](int t, int (&tap)[kConvSteps]) {
+      const int first_row = t * kBlockRows / W - 1;
+      const int pixel = t * kBlockRows + consumer * kWgmmaM + 16 * warp + a_row.row;
+#pragma unroll
+      for (int j = 0; j < kConvSteps; ++j) {
+        const int k = 2 * j + a_row.col / 8;
+        tap[j] = k < 9 ? tap_index(pixel, k / 3 - 1, k % 3 - 1, M, H, W, first_row, sg.zero_index) : sg.zero_index;
+      }
+    };
+    // One mma of (this CTA's) group grp at k-step j, as 10c: B from the staged weights, A
+    // straight from the staged pixels by ldmatrix. `line` is the address of the tap's
+    // staged pixel in the group's panel with the swizzle's row term already in: line =
+    // panel + 128·tap + 16·(tap % 8); chunk grp % 8 of the pixel sits at line ^ 16·(grp % 8)
+    // (the line is 128-aligned, so the XOR is 16·((grp % 8) ^ (tap % 8)) added to its start).
+    const auto conv_mma = [&](float (&acc)[4], uint32_t line, int j, int grp) {
+      const int word = ((grp * kGroupWidth + g) * 72 + 2 * j * 8 + 2 * tq) / 2;
+      const uint32_t bfrag[2] = {ld_shared_u32(weights + 4 * word), j < 4 ? ld_shared_u32(weights + 4 * (word + 4)) : 0u};
+      uint32_t afrag[4];
+      gpu::ldmatrix_x4(afrag, line ^ uint32_t((grp % kGroupsPerPanel) << 4));
+      gpu::mma_m16n8k16<Element>(acc, afrag, bfrag);
+    };
+
+    for (int t = tiles.first(pair); tiles.valid(t); t = tiles.next(t, pairs)) {
+      const int pixel0 = t * kBlockRows + consumer * kWgmmaM + 16 * warp;  // this warp's 16 pixels
+      const uint32_t t_remote = in_peer(t_base);  // the peer's T buffer
+      // ---- 1. the grouped conv of this warp's 16 pixels x this CTA's channels ----
+      // In passes of kPassGroups groups: the pass's accumulators are live at once and the
+      // five k-steps run outermost, so kPassGroups independent mma chains are in flight
+      // (10b's order). Z is not live yet. After each pass its 64 channels of T go to both
+      // CTAs' T buffers — step 2.
+      {
+        int tap[kConvSteps];
+        conv_taps(t, tap);
+        x_pipe.consumer_wait(xs);
+        const uint32_t xb = x_slot(xs.stage);
+#pragma unroll 1
+        for (int pass = 0; pass < L::kGroups / kPassGroups; ++pass) {
+          float acc[kPassGroups][4];
+#pragma unroll
+          for (int i = 0; i < kPassGroups; ++i) {  // the conv bias starts the sums
+            const int grp = pass * kPassGroups + i;
+            const float2 cb = unpack_pair<Element>(
+                __ldg(reinterpret_cast<const unsigned*>(conv_b + rank * kHalf + grp * kGroupWidth + 2 * tq)));
+            acc[i][0] = cb.x, acc[i][1] = cb.y, acc[i][2] = cb.x, acc[i][3] = cb.y;
+          }
+#pragma unroll
+          for (int j = 0; j < kConvSteps; ++j) {
+            const uint32_t line = xb + (pass * kPassGroups / kGroupsPerPanel) * sg.panel_bytes +
+                                  uint32_t(tap[j]) * 128u + uint32_t((tap[j] & 7) << 4);
+#pragma unroll
+            for (int i = 0; i < kPassGroups; ++i) conv_mma(acc[i], line, j, pass * kPassGroups + i);
+          }
+
+          // ---- 2. T[this warp's pixels, the pass's channels] into both CTAs' T buffers.
+          //      No wait: this warpgroup's last expand of the previous tile has completed
+          //      (its wait_group), and so has the peer's (we received its last H, sent after). ----
+#pragma unroll
+          for (int i = 0; i < kPassGroups / 2; ++i) {
+            const float(&lo)[4] = acc[2 * i];
+            const float(&hi)[4] = acc[2 * i + 1];
+            const uint32_t words[4] = {gpu::pack_pair<Element>(lo[0], lo[1]), gpu::pack_pair<Element>(lo[2], lo[3]),
+                                       gpu::pack_pair<Element>(hi[0], hi[1]), gpu::pack_pair<Element>(hi[2], hi[3])};
+#pragma unroll
+            for (int reg = 0; reg < 4; ++reg) {
+              const gpu::MatrixCoord at =
+                  L::t_fragment_coord(consumer, thread, rank, pass * kPassGroups / 2 + i, reg);
+              const uint32_t offset = uint32_t(L::TTile::byte_offset(at.row, at.col));
+              st_shared_u32(t_base + offset, words[reg]);
+              gpu::hopper::st_shared_cluster_u32(t_remote + offset, words[reg]);
+            }
+          }
+        }
+
+        // ---- 3. Z starts as the residual plus b (this CTA's channels): zacc[4j + c] is row
+        //      16·warp + g + 8(c >> 1), column 8j + 2tq + (c & 1) of the half ----
+        const int first_row = t * kBlockRows / W - 1;
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+          const int centre = tap_index(pixel0 + g + 8 * hh, 0, 0, M, H, W, first_row, sg.zero_index);
+#pragma unroll
+          for (int j = 0; j < kHalf / 8; ++j) {
+            const int col = 8 * j + 2 * tq;
+            const float2 xv = unpack_pair<Element>(ld_shared_u32(xb + x_offset(sg, centre, col)));
+            const float2 bv = unpack_pair<Element>(__ldg(reinterpret_cast<const unsigned*>(b + rank * kHalf + col)));
+            zacc[4 * j + 2 * hh] = xv.x + bv.x;
+            zacc[4 * j + 2 * hh + 1] = xv.y + bv.y;
+          }
+        }
+      }
+      x_pipe.consumer_release(xs);  // the halo rows are read: the producer may refill the buffer
+      xs.advance();
+
+      // ---- 4. T complete in this CTA for this warpgroup's 64 pixels: our half (written by
+      //      these 128 threads) and the peer's (written by its warpgroup `consumer`).
+      //      FENCE: T was written by the generic proxy (st.shared, st.shared::cluster) and is
+      //      read by wgmma through the async proxy, so every writer fences before the arrival
+      //      that publishes its stores (.shared::cta for ours here, .shared::cluster for the
+      //      remote ones); the remote arrival releases at cluster scope, the wait acquires at
+      //      cluster scope. ----
+      gpu::fence_proxy_async_shared();
+      gpu::hopper::fence_proxy_async_shared_cluster();
+      gpu::hopper::mbarrier_arrive(t_full(consumer));
+      gpu::hopper::mbarrier_arrive_cluster(in_peer(t_full(consumer)));
+      gpu::hopper::mbarrier_wait_cluster(t_full(consumer), tile_parity);
+      gpu::fence_proxy_async_shared();  // the reader's side of the same cross-proxy ordering (cheap, once per tile)
+      tile_parity ^= 1u;
+
+      // ---- 5. Eq. 32 over hidden chunks of 128, this CTA's 64 columns of each ----
+      for (int r = 0; r < chunks; ++r) {
+        const int col0 = r * kChunk + rank * kHalfChunk;  // this CTA's first hidden column
+        const bool live = col0 < hidden;                  // else S_k = 0, and so H_k = φ(0) = 0
+        // 5a. S_k = T · U^r[:, this CTA's columns]: 16 (C = 256) k-steps, both operands in shared memory
+        u_pipe.consumer_wait(us);
+        if (live) {
+          const uint64_t t_desc = L::t_descriptor(t_base, consumer, 0);
+          const uint64_t u_desc = L::u_descriptor(L::u_slot(base, us.stage), 0);
+          gpu::wgmma_fence();
+          // The first k-step overwrites S (its old values, last chunk's, are dead: only outputs),
+          // the other fifteen accumulate.
+          gpu::wgmma_m64n64k16_ss_mn_major_b_overwrite<Element>(s, t_desc, u_desc);
+#pragma unroll
+          for (int ks = 1; ks < L::kCSteps; ++ks)
+            gpu::wgmma_m64nNk16_ss_mn_major_b<Element, kHalfChunk>(
+                s, gpu::wgmma_advance(t_desc, gpu::k_major_step_bytes<typename L::TTile>(ks * kWgmmaK)),
+                gpu::wgmma_advance(u_desc, gpu::mn_major_step_bytes<typename L::UTile>(ks * kWgmmaK)), true);
+          gpu::wgmma_commit_group();
+          load_bias(bias, a, hidden, col0 + first.col);
+          gpu::wgmma_wait_group<0>();
+          gpu::fence_operands(s);
+        }
+        u_pipe.consumer_release(us);  // the expand has read the U slot
+        us.advance();
+
+        // 5b. H_k = φ(S_k + a), rounded, packed as A fragments (k16 step kk = columns 16kk ..);
+        //     a dead half is H_k = φ(0 + 0) = 0, written straight into h_own
+        if (live) {
+          bias_activate<Element, kRelu>(s, bias);
+#pragma unroll
+          for (int kk = 0; kk < kHSteps; ++kk)
+#pragma unroll
+            for (int q = 0; q < 4; ++q)
+              h_own[kk][q] = gpu::pack_pair<Element>(s[gpu::wgmma_d_index_for_a(kk, q, 0)],
+                                                     s[gpu::wgmma_d_index_for_a(kk, q, 1)]);
+        } else {
+#pragma unroll
+          for (int kk = 0; kk < kHSteps; ++kk)
+#pragma unroll
+            for (int q = 0; q < 4; ++q) h_own[kk][q] = 0u;
+        }
+
+        // 5c. Send H_k to thread `thread` of the peer's warpgroup `consumer`. H free[consumer]
+        //     here completes when the peer's 128 threads have read what we sent for the
+        //     previous chunk (parity of the previous chunk; passes at once for the first).
+        gpu::hopper::mbarrier_wait_cluster(h_free(consumer), chunk_parity ^ 1u);
+#pragma unroll
+        for (int kk = 0; kk < kHSteps; ++kk)
+          gpu::hopper::st_shared_cluster_v4(in_peer(h_in + h_exchange_offset(consumer, thread, kk)), h_own[kk][0],
+                                            h_own[kk][1], h_own[kk][2], h_own[kk][3]);
+        // release.cluster: our words are visible to the peer before its phase completes
+        gpu::hopper::mbarrier_arrive_cluster(in_peer(h_full(consumer)));
+
+        // 5d. Z += H_k · V_r[rows of our columns]; in flight while the peer's words arrive
+        v_pipe.consumer_wait(vs);
+        const uint64_t v_desc = L::v_descriptor(L::v_slot(base, vs.stage), 0);
+        const auto v_step = [&](int kk) {  // project step kk of the chunk's 8
+          return gpu::wgmma_advance(v_desc, gpu::mn_major_step_bytes<typename L::VTile>(kk * kWgmmaK));
+        };
+        gpu::wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < kHSteps; ++kk)
+          gpu::wgmma_m64nNk16_rs_mn_major_b<Element, kHalf>(zacc, h_own[kk], v_step(rank * kHSteps + kk), true);
+        gpu::wgmma_commit_group();
+
+        // 5e. Receive the peer's H: wait for its 128 arrivals of this chunk (acquire.cluster),
+        //     read our thread's 64 bytes, and tell the peer its buffer here may be reused.
+        gpu::hopper::mbarrier_wait_cluster(h_full(consumer), chunk_parity);
+#pragma unroll
+        for (int kk = 0; kk < kHSteps; ++kk) ld_shared_v4(h_peer[kk], h_in + h_exchange_offset(consumer, thread, kk));
+        // release.cluster: our reads happen before the peer's next stores into this buffer
+        gpu::hopper::mbarrier_arrive_cluster(in_peer(h_free(consumer)));
+        chunk_parity ^= 1u;
+
+        // 5f. Z += H_peer · V_r[rows of the peer's columns]
+        gpu::wgmma_fence();  // h_peer was written by ordinary loads
+#pragma unroll
+        for (int kk = 0; kk < kHSteps; ++kk)
+          gpu::wgmma_m64nNk16_rs_mn_major_b<Element, kHalf>(zacc, h_peer[kk], v_step(peer * kHSteps + kk), true);
+        gpu::wgmma_commit_group();
+        gpu::wgmma_wait_group<0>();
+        gpu::fence_operands(zacc);
+        gpu::fence_operands(h_own);  // read by the first project until the wait: keep their registers
+        gpu::fence_operands(h_peer);
+        v_pipe.consumer_release(vs);
+        vs.advance();
+      }
+
+      // ---- 6. one store of y's channel half (b and the residual are already in Z) ----
+      const int row0 = t * kBlockRows + consumer * kWgmmaM + first.row;
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        const int row = row0 + 8 * hh;
+        if (row >= M) continue;
+        Element* out = y + int64_t(row) * L::kC + rank * kHalf + first.col;
+#pragma unroll
+        for (int j = 0; j < kHalf / 8; ++j)
+          *reinterpret_cast<uint32_t*>(out + 8 * j) = gpu::pack_pair<Element>(zacc[4 * j + 2 * hh], zacc[4 * j + 2 * hh + 1]);
+      }
+    }
+  }
+  // No CTA leaves while its peer may still store into its shared memory or arrive on its
+  // barriers: every thread of both CTAs meets here (the producer's idle threads at once).
+  gpu::hopper::cluster_sync();
+}
+
+// ---- launcher ------------------------------------------------------------------------
+
+template <class L> bool fits(const ConvFirstProblem& p) {
+  return cluster_shared_bytes<L>(x_staging(L::kHalf, p.W, int64_t(p.N) * p.H)) <= std::size_t(kMaxShared);
+}
+
+bool supports(const ConvFirstProblem& p) {
+  if (!((p.dtype == DType::f16 || p.dtype == DType::bf16) && p.stride == 1 && p.group_width == kGroupWidth &&
+        p.C_out == p.C && (p.C == 128 || p.C == 256) && p.hidden % 8 == 0 && p.valid() &&
+        p.input_pixels() + kBlockRows < double(INT_MAX) && double(p.hidden) + kChunk < double(INT_MAX)))
+    return false;
+  return p.C == 128 ? fits<ClusterLayout128>(p) : fits<ClusterLayout256>(p);
+}
+
+template <class Element, class L> void launch(const ConvFirstProblem& p, const Args<ConvFirstProblem>& args) {
+  constexpr int kE = 2;
+  const int M = int(p.input_pixels());
+  const XStaging sg = x_staging(L::kHalf, p.W, int64_t(p.N) * p.H);
+  const CUtensorMap x_map = gpu::hopper::cached_tma_tile_2d(
+      {.base = reinterpret_cast<uint64_t>(args.x), .rows = uint64_t(M), .cols = uint64_t(p.C),
+       .row_stride_bytes = uint64_t(p.C) * kE, .elem_bytes = kE, .box_rows = sg.box_rows, .box_cols = kPanelCols});
+  const CUtensorMap u_map = gpu::hopper::cached_tma_tile_2d(
+      {.base = reinterpret_cast<uint64_t>(args.u), .rows = uint64_t(p.C), .cols = uint64_t(p.hidden),
+       .row_stride_bytes = uint64_t(p.hidden) * kE, .elem_bytes = kE, .box_rows = L::kC, .box_cols = kPanelCols});
+  const CUtensorMap v_map = gpu::hopper::cached_tma_tile_2d(
+      {.base = reinterpret_cast<uint64_t>(args.v), .rows = uint64_t(p.hidden), .cols = uint64_t(p.C_out),
+       .row_stride_bytes = uint64_t(p.C_out) * kE, .elem_bytes = kE, .box_rows = kChunk, .box_cols = kPanelCols});
+  const auto kernel = p.activation == ConvFirstActivation::relu ? convfirst_fused_cluster_kernel<Element, L, true>
+                                                                : convfirst_fused_cluster_kernel<Element, L, false>;
+  const std::size_t shared = cluster_shared_bytes<L>(sg);
+  gpu::allow_dynamic_shared(kernel, shared, "convfirst_fused_cluster_kernel");
+
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeClusterDimension;
+  attribute.val.clusterDim.x = kClusterSize;
+  attribute.val.clusterDim.y = 1;
+  attribute.val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = shared;
+  config.stream = nullptr;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  const int tiles = gpu::ceil_div(M, kBlockRows);
+  config.gridDim = dim3(kClusterSize);  // what the occupancy query needs: one cluster's shape
+  const int pairs = std::min(
+      tiles, gpu::hopper::max_active_clusters(reinterpret_cast<const void*>(kernel), config,
+                                              "convfirst/gpu/10e_fused_cluster"));
+  config.gridDim = dim3(kClusterSize * pairs);
+  gpu::check_cuda(cudaLaunchKernelEx(&config, kernel, x_map, u_map, v_map, sg, M, p.H, p.W, p.hidden,
+                                     static_cast<const Element*>(args.conv_w), static_cast<const Element*>(args.conv_b),
+                                     static_cast<const Element*>(args.a), static_cast<const Element*>(args.b),
+                                     static_cast<Element*>(args.y)),
+                  "launching convfirst_fused_cluster_kernel");
+}
+
+void run(const ConvFirstProblem& p, const Args<ConvFirstProblem>& args) {
+  if (const std::string why = gpu::wgmma_unavailable_reason(); !why.empty())
+    throw Unsupported("convfirst/gpu/10e_fused_cluster cannot run here: " + why);
+  if (!supports(p))
+    throw Unsupported("convfirst/gpu/10e_fused_cluster: f16/bf16, stride 1, C = C_out in {128, 256}, hidden % 8 == 0, "
+                      "halo rows that fit shared memory");
+  if (!gpu::aligned_16(args.x) || !gpu::aligned_16(args.u) || !gpu::aligned_16(args.v) || !gpu::aligned_16(args.y) ||
+      !gpu::aligned_16(args.a) || !gpu::aligned_16(args.b) || reinterpret_cast<uintptr_t>(args.conv_w) % 4 != 0 ||
+      reinterpret_cast<uintptr_t>(args.conv_b) % 4 != 0)
+    throw Unsupported(
+        "convfirst/gpu/10e_fused_cluster: x, u, v, a, b and y must be 16-byte aligned, conv_w and conv_b 4-byte");
+  gpu::visit_dtype<__half, __nv_bfloat16>(p.dtype, [&](auto tag) {
+    using Element = typename decltype(tag)::type;
+    if (p.C == 128)
+      launch<Element, ClusterLayout128>(p, args);
+    else
+      launch<Element, ClusterLayout256>(p, args);
+  });
+}
+
+const Register<ConvFirstProblem> reg{{
+    .name = "10e_fused_cluster",
+    .device = Device::gpu,
+    .lesson = 10,
+    .supports = supports,
+    .run = run,
+    .idea = "Fig. 7c on Hopper: a 2-CTA cluster shares a 128-pixel tile, each CTA owning half the channels of T and y "
+            "and half the columns of each hidden chunk; T halves and H halves cross through distributed shared memory "
+            "with cluster-scope mbarriers; wgmma with T from shared memory, H from registers",
+}};
+
+}  // namespace
+}  // namespace convlab
