@@ -36,6 +36,8 @@
 #     reported "not run")  CONVLAB_SANITIZE_TEST_TIMEOUT (300: one test under one tool)
 #   CONVLAB_SANITIZE_JOBS (8 processes at a time)  CONVLAB_SANITIZE_TOOLS ("memcheck racecheck
 #     synccheck initcheck")  CONVLAB_SANITIZE_TESTS ("[gpu]", a Catch test spec)
+#   CONVLAB_SANITIZE_FLOP_LIMIT (1e9: under the sanitizer a test's table leaves out shapes above
+#     this many FLOPs, keeping its smallest; the tools slow kernels 10-1000x. 0: whole tables)
 #
 # $OUT (default /tmp/convlab-gpu-<time>) receives at most eight files, because
 # the lent machine's tool brings back no more than that:
@@ -85,6 +87,7 @@ sanitize_test_timeout=${CONVLAB_SANITIZE_TEST_TIMEOUT:-300}
 sanitize_jobs=${CONVLAB_SANITIZE_JOBS:-8}
 sanitize_tools=${CONVLAB_SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}
 sanitize_tests=${CONVLAB_SANITIZE_TESTS:-[gpu]}
+sanitize_flop_limit=${CONVLAB_SANITIZE_FLOP_LIMIT:-1e9}
 
 if [[ ! -f CMakeLists.txt || ! -d bench ]]; then
   echo "run_gpu.sh: run me from the convlab repository root" >&2
@@ -376,13 +379,14 @@ EOF
       mapfile -t sanitize_names < <(sed -e 's/^ *//' -e '/^$/d' <<<"$listing" |
                                     grep -v -E '^(All available test cases:|Matching test cases:|[0-9]+ (test cases|matching test cases))' || true)
       echo "compute-sanitizer: ${#sanitize_names[@]} tests ('$sanitize_tests') x tools: $sanitize_tools," \
-           "$sanitize_jobs at a time, ${sanitize_test_timeout}s per test, ${sanitize_timeout}s in all" | tee -a "$OUT/sanitize.log"
+           "$sanitize_jobs at a time, ${sanitize_test_timeout}s per test, ${sanitize_timeout}s in all," \
+           "test shapes above $sanitize_flop_limit FLOPs left out (0: none)" | tee -a "$OUT/sanitize.log"
       if ((${#sanitize_names[@]} == 0)); then
         record sanitize FAILED "no test matches '$sanitize_tests'"
       else
         stage_start=$SECONDS
         deadline=$((SECONDS + sanitize_timeout))
-        export build sanitizer work sanitize_test_timeout
+        export build sanitizer work sanitize_test_timeout sanitize_flop_limit
         # sanitize_one TOOL INDEX DEADLINE_EPOCH: one test under one tool; one result line.
         sanitize_one() {
           local tool=$1 index=$2 deadline_epoch=$3 name log status start left
@@ -399,7 +403,8 @@ EOF
           spec=$(printf '%s' "$name" | sed -e 's/[][\\,*"~]/\\&/g')
           start=$(date +%s)
           status=0
-          timeout --kill-after=15 "$left" "$sanitizer" --tool "$tool" --error-exitcode 99 \
+          CONVLAB_TEST_FLOP_LIMIT=$([[ $sanitize_flop_limit == 0 ]] || echo "$sanitize_flop_limit") \
+            timeout --kill-after=15 "$left" "$sanitizer" --tool "$tool" --error-exitcode 99 \
             "$build/convlab_tests" "$spec" > "$log" 2>&1 || status=$?
           local verdict
           if ((status == 0)); then
@@ -443,7 +448,13 @@ EOF
             tail -n 80 "$work/sanitize/$tool-$index.log"
           done < "$work/sanitize/results.txt"
         } >> "$OUT/sanitize.log"
-        echo "sanitize stage: $((SECONDS - stage_start))s" >> "$OUT/sanitize.log"
+        {
+          echo
+          echo "---- test shapes left out under CONVLAB_SANITIZE_FLOP_LIMIT (from the first tool's logs)"
+          first_tool=${sanitize_tools%% *}
+          cat "$work"/sanitize/"$first_tool"-*.log 2>/dev/null | grep -h 'above CONVLAB_TEST_FLOP_LIMIT left out' | sort -u || true
+          echo "sanitize stage: $((SECONDS - stage_start))s"
+        } >> "$OUT/sanitize.log"
       fi
     fi
   fi

@@ -14,6 +14,7 @@
 // ladder test (tests/gemm_cpu_test.cpp) is not the only guard.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <string>
@@ -238,6 +239,51 @@ TEST_CASE("checker: one broken variant's failures are capped, the rest named on 
   for (const std::string& s : f.shown) {
     INFO(s);
     CHECK(s.find("(NHWC)") != std::string::npos);  // coordinates, in the output's layout
+  }
+}
+
+
+TEST_CASE("checker: CONVLAB_TEST_FLOP_LIMIT leaves out the large cases, never the smallest", "[checker][cpu]") {
+  const Variant<ConvProblem> v = conv_variant<ConvDefect::skip_last_output>("skipped_tail");  // fails everywhere
+  const VariantInfo info{"conv2d", v.name, v.device, 0, v.threads, "", false};
+  std::vector<std::string> specs;
+  std::vector<double> flops;
+  for (const ConvProblem& p : OpTraits<ConvProblem>::shapes(ShapeTable::test, Device::cpu))
+    if (p.dtype == DType::f32) specs.push_back(OpTraits<ConvProblem>::spec(p)), flops.push_back(p.flops());
+  REQUIRE(specs.size() > 3);
+  const auto make = [&](const std::string& spec) -> std::unique_ptr<ICase> {
+    const ConvProblem p = OpTraits<ConvProblem>::parse(spec);
+    return std::make_unique<Case<ConvProblem>>(v, info, p, random_inputs(p, 3), "");
+  };
+  std::vector<double> sorted = flops;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = sorted[sorted.size() / 2];
+  const auto at_most = [&](double limit) { return int(std::count_if(flops.begin(), flops.end(), [&](double x) { return x <= limit; })); };
+  struct Env {
+    explicit Env(const char* v) { setenv("CONVLAB_TEST_FLOP_LIMIT", v, 1); }
+    ~Env() { unsetenv("CONVLAB_TEST_FLOP_LIMIT"); }
+  };
+  {
+    const Env e(std::to_string(median).c_str());
+    const testing::TableFailures f = testing::run_table(specs, make);
+    CHECK(f.tested == at_most(median));
+    CHECK(f.left_out == int(specs.size()) - at_most(median));
+    CHECK(f.failed == f.tested);  // the cases that ran still fail: nothing is hidden but the large ones
+  }
+  {
+    const Env e("1");  // below every case: the smallest still runs
+    const testing::TableFailures f = testing::run_table(specs, make);
+    CHECK(f.tested == 1);
+    CHECK(f.left_out == int(specs.size()) - 1);
+    REQUIRE(f.shown.size() == 1);
+    const std::size_t smallest = std::min_element(flops.begin(), flops.end()) - flops.begin();
+    CHECK(f.shown[0].rfind(specs[smallest] + ",", 0) == 0);
+  }
+  {
+    const Env e("lots");  // not a number: the whole table
+    const testing::TableFailures f = testing::run_table(specs, make);
+    CHECK(f.tested == int(specs.size()));
+    CHECK(f.left_out == 0);
   }
 }
 
