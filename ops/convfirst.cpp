@@ -128,25 +128,28 @@ std::vector<ConvFirstPlan> convfirst_plans(const ConvFirstProblem& p, int tile_p
     plans.push_back(b);
   }
 
-  // (c) large-C: each tile's channels split over `split` CTAs of a cluster;
-  // every CTA loads C/split input channels (its groups: the grouped conv needs
-  // no exchange) and makes C_out/split outputs; the expand's partial sums over
-  // channel slices are added in global memory (DSMEM): per hidden value, each
-  // CTA writes its fp32 partial and reads back the sum.
+  // (c) large-C (10e_fused_cluster): each tile shared by the `split` CTAs of a
+  // cluster. CTA k convolves its C/split channel groups (the grouped conv needs
+  // no other channels) and writes that slice of t into every CTA's shared
+  // memory; each CTA then makes 1/split of every hidden chunk's columns over all
+  // C channels (no partial sums) and writes its slice of h to every
+  // other CTA; each makes C_out/split output channels. What crosses between
+  // CTAs (distributed shared memory) is t and h, each (split − 1) times.
   {
     ConvFirstPlan c{"large_c", "Fig. 7c",
-                    "fused, channels split over " + std::to_string(split) +
-                        " CTAs of a cluster; expand partial sums added through DSMEM",
+                    "fused, a tile shared by " + std::to_string(split) +
+                        " CTAs of a cluster; t and h slices exchanged through DSMEM",
                     {}, {}, 0};
-    c.tensors = {{"x", Place::dram, x, "each CTA its channel slice of the tile"},
-                 {"weights", Place::global, weights, "each CTA its slices of U (rows) and V (columns)"},
-                 {"t", Place::local, t, "split by channel groups"},
-                 {"h partial sums", Place::global, h * split * 4.0 / e, "fp32, one per CTA per hidden value"},
-                 {"h", Place::local, h, "summed chunk, in each CTA"},
+    c.tensors = {{"x", Place::dram, x, "each CTA the halo rows of its channel groups"},
+                 {"weights", Place::global, weights, "each CTA U's columns of its hidden slices, V's of its outputs"},
+                 {"t", Place::local, t, "each CTA convolves its channel groups, writes them to every CTA"},
+                 {"t exchange", Place::global, t * (split - 1), "t slices to the other CTAs (DSMEM)"},
+                 {"h", Place::local, h, "each CTA its slice of a chunk's columns, over all channels"},
+                 {"h exchange", Place::global, h * (split - 1), "h slices to the other CTAs (DSMEM), in the block's type"},
                  {"y", Place::dram, y, "each CTA its output channels"}};
     c.kernels.push_back({"convfirst block (cluster)", p.macs(), p.min_bytes()});
     c.global_bytes = e * (tiles * weights + tiles * std::min(halo_pixels, p.input_pixels()) * p.C + y) +
-                     4.0 * 2.0 * split * h;
+                     e * (split - 1) * (t + h);
     c.ctas = tiles * split;
     plans.push_back(c);
   }
