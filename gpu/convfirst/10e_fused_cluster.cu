@@ -47,7 +47,7 @@
 //
 // Cost and floor (N=128 14x14 C=256 α=4 f16): 13.62 GMAC = 27.2 GFLOP (conv
 // 3.4 %), 26.8 MB of compulsory DRAM traffic (x, y, 1.1 MB of weights):
-// compute-bound, 0.041 ms at the probe's 660 TFLOP/s. 196 tiles on 66 pairs
+// compute-bound, 0.036 ms at the snapshot probe's 756 TFLOP/s. 196 tiles on 66 pairs
 // (three rounds, the last 97 % full). Per tile and CTA: 67 MFLOP of wgmma,
 // 512 KB of U and V slices from L2, 32 KB of T and 128 KB of H sent to the
 // peer. The counting, the prediction and the measurements are in
