@@ -162,16 +162,11 @@ void gates_from_partials(const MBConvProblem& p, const Args<MBConvProblem>& a, i
 
 // φ on N vectors of 8 lanes, in place: exp_fast (cpu/lib/mbconv_cpu.hpp)
 // step for step — range reduction, the same degree-7 polynomial, the clamp on
-// n — then v / (1 + e^−v) with the division as a reciprocal estimate and one
-// Newton step (vdivps would be the slowest instruction of the loop). The
-// exponent is clamped at 88 so that 1 + e^−v stays finite: the estimate of
-// 1/∞ would turn the Newton step into 0·∞; below v = −88 SiLU is v·(≈ 0) = −0
-// either way.
-// TUTORIAL: one SiLU is a chain of ~20 dependent instructions (~70 cycles of
-// latency). Written as a function of one vector and called once per
-// accumulator, the out-of-order window holds only two or three such chains
-// and the FP pipes wait; so every step below is done for all N vectors before
-// the next step, and N independent chains are in flight by construction.
+// n — then v / (1 + e^−v) (1/∞ = 0 gives SiLU's −0 tail). Relative error
+// against double below 2e-7 for |v| < 80.
+// Every step is done for all N vectors before the next one, so the N
+// independent chains of ~20 instructions sit side by side in the code (longer
+// batches run faster per element: lessons/11-mbconv/NOTES.md).
 //   plain loop: for i < N: v[i] = v[i] / (1 + exp_fast(−v[i]))     (per lane)
 template <MBConvActivation kAct, int N> __attribute__((target("avx2,fma"))) inline void activate_n(__m256 (&v)[N]) {
   if constexpr (kAct == MBConvActivation::relu) {
@@ -181,7 +176,7 @@ template <MBConvActivation kAct, int N> __attribute__((target("avx2,fma"))) inli
     __m256 n[N], r[N], q[N];
 #pragma GCC unroll 16
     for (int i = 0; i < N; ++i) {
-      r[i] = _mm256_min_ps(_mm256_sub_ps(_mm256_setzero_ps(), v[i]), _mm256_set1_ps(88.0f));  // x = −v
+      r[i] = _mm256_sub_ps(_mm256_setzero_ps(), v[i]);  // x = −v
       n[i] = _mm256_round_ps(_mm256_mul_ps(r[i], _mm256_set1_ps(1.44269504088896341f)),
                              _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     }
@@ -212,11 +207,7 @@ template <MBConvActivation kAct, int N> __attribute__((target("avx2,fma"))) inli
       q[i] = _mm256_add_ps(_mm256_set1_ps(1.0f), _mm256_fmadd_ps(q[i], two_n, two_n));
     }
 #pragma GCC unroll 16
-    for (int i = 0; i < N; ++i) {
-      __m256 inv = _mm256_rcp_ps(q[i]);                                                // 12 bits
-      inv = _mm256_mul_ps(inv, _mm256_fnmadd_ps(q[i], inv, _mm256_set1_ps(2.0f)));  // 1/den to ~23 bits
-      v[i] = _mm256_mul_ps(v[i], inv);
-    }
+    for (int i = 0; i < N; ++i) v[i] = _mm256_div_ps(v[i], q[i]);
   }
 }
 
