@@ -220,43 +220,75 @@ struct Fused {
   float* y;                                  // [N, P, Q, C_out]
 };
 
-// E of M consecutive pixels of one input row, every channel: for each panel
-// of 16 columns of We, one M × 16 register tile, then + be and φ on the
-// registers, then one store per vector.
-//   plain loop: for i < M, col < hidden8: e[i·hidden8 + col] = φ(be[col] + Σ_k a[i·C + k] · We[k][col])
-// (We packed: panel col/16 holds We[k][col .. col + 16) at wep[k·16], zero past hidden.)
-template <MBConvActivation kAct, int M>
-__attribute__((target("avx2,fma"))) void expand_pixels(const Fused& f, const float* a, float* e) {
+// E of M consecutive pixels of one input row, channels [col, col + 16·G):
+// G panels of 16 columns of We at once in an M × 16·G register tile, then
+// + be and φ on the registers, then one store per vector.
+//   plain loop: for i < M, c in the panels: e[i·hidden8 + c] = φ(be[c] + Σ_k a[i·C + k] · We[k][c])
+// (We packed: panel c/16 holds We[k][c .. c + 16) at wep[k·16], zero past hidden.)
+// `two` = false: a single panel of which only the first 8 columns exist (hidden8 = 16·j + 8).
+template <MBConvActivation kAct, int M, int G>
+__attribute__((target("avx2,fma"))) inline void expand_block(const Fused& f, const float* a, float* e, int col,
+                                                             bool two) {
+  constexpr int V = 2 * G;  // vectors per pixel in the tile
   const int C = f.p->C;
-  for (int col = 0; col < f.Hd8; col += kPanel) {
-    const float* wep = f.we + std::ptrdiff_t(col) * C;
-    __m256 acc[M][2];
+  const float* wep = f.we + std::ptrdiff_t(col) * C;
+  __m256 acc[M][V];
 #pragma GCC unroll 8
-    for (int i = 0; i < M; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-    for (int k = 0; k < C; ++k, wep += kPanel) {
-      const __m256 b0 = _mm256_load_ps(wep), b1 = _mm256_load_ps(wep + kVec);
+  for (int i = 0; i < M; ++i)
+#pragma GCC unroll 8
+    for (int v = 0; v < V; ++v) acc[i][v] = _mm256_setzero_ps();
+  // Vector v of the tile is panel v/2, half v%2. Per k, whichever operand has
+  // fewer vectors is held in registers (M·V accumulators + min(M, V) + 1 ≤ 16).
+  const auto weight = [&](int v, int k) {
+    return _mm256_load_ps(wep + (std::ptrdiff_t(v / 2) * C + k) * kPanel + (v % 2) * kVec);
+  };
+  for (int k = 0; k < C; ++k) {
+    if constexpr (V <= M) {
+      __m256 b[V];
+#pragma GCC unroll 8
+      for (int v = 0; v < V; ++v) b[v] = weight(v, k);
 #pragma GCC unroll 8
       for (int i = 0; i < M; ++i) {
         const __m256 ai = _mm256_broadcast_ss(a + i * C + k);
-        acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
-        acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
+#pragma GCC unroll 8
+        for (int v = 0; v < V; ++v) acc[i][v] = _mm256_fmadd_ps(ai, b[v], acc[i][v]);
+      }
+    } else {
+      __m256 ai[M];
+#pragma GCC unroll 8
+      for (int i = 0; i < M; ++i) ai[i] = _mm256_broadcast_ss(a + i * C + k);
+#pragma GCC unroll 8
+      for (int v = 0; v < V; ++v) {
+        const __m256 b = weight(v, k);
+#pragma GCC unroll 8
+        for (int i = 0; i < M; ++i) acc[i][v] = _mm256_fmadd_ps(ai[i], b, acc[i][v]);
       }
     }
-    const __m256 c0 = _mm256_load_ps(f.be + col), c1 = _mm256_load_ps(f.be + col + kVec);
-    __m256 v[2 * M];  // the whole tile in one call: 2·M independent chains
-#pragma GCC unroll 8
-    for (int i = 0; i < M; ++i) {
-      v[2 * i] = _mm256_add_ps(acc[i][0], c0);
-      v[2 * i + 1] = _mm256_add_ps(acc[i][1], c1);
-    }
-    activate_n<kAct>(v);
-    const bool two = col + kPanel <= f.Hd8;  // the last panel of a hidden8 = 16·j + 8 has one vector
-#pragma GCC unroll 8
-    for (int i = 0; i < M; ++i) {
-      _mm256_store_ps(e + std::ptrdiff_t(i) * f.Hd8 + col, v[2 * i]);
-      if (two) _mm256_store_ps(e + std::ptrdiff_t(i) * f.Hd8 + col + kVec, v[2 * i + 1]);
-    }
   }
+  __m256 out[M * V];  // the whole tile in one call: M·V independent chains
+#pragma GCC unroll 8
+  for (int v = 0; v < V; ++v) {
+    const __m256 bias = _mm256_load_ps(f.be + col + v * kVec);
+#pragma GCC unroll 8
+    for (int i = 0; i < M; ++i) out[i * V + v] = _mm256_add_ps(acc[i][v], bias);
+  }
+  activate_n<kAct>(out);
+#pragma GCC unroll 8
+  for (int i = 0; i < M; ++i)
+#pragma GCC unroll 8
+    for (int v = 0; v < V; ++v)
+      if (v == 0 || two) _mm256_store_ps(e + std::ptrdiff_t(i) * f.Hd8 + col + v * kVec, out[i * V + v]);
+}
+// All channels of M pixels. A tile keeps ~12 accumulators whatever M is: the
+// M < kTileRows pixels at the end of a row take G = kTileRows / M panels at a
+// time (2 pixels × 48 channels), so the FMAs of the short tile still overlap.
+template <MBConvActivation kAct, int M>
+__attribute__((target("avx2,fma"))) void expand_pixels(const Fused& f, const float* a, float* e) {
+  constexpr int G = kTileRows / M > 1 ? kTileRows / M : 1;
+  int col = 0;
+  if constexpr (G > 1)
+    for (; col + G * kPanel <= f.Hd8; col += G * kPanel) expand_block<kAct, M, G>(f, a, e, col, true);
+  for (; col < f.Hd8; col += kPanel) expand_block<kAct, M, 1>(f, a, e, col, col + kPanel <= f.Hd8);
 }
 
 // E of input row h of image n into its ring slot (interior columns; the pad
