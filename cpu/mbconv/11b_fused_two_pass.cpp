@@ -7,7 +7,7 @@
 //
 //   for each band of kBandRows output rows (OpenMP), for each output row op:
 //     E = φ(x[input rows of op not yet made]·We + be)  → ring of K rows [K, W + 2·pad, hidden8]  per thread, L2
-//     for each run of kRun output pixels, for each 8 channels (registers):
+//     for each run of kRun output pixels, for each 16 channels (registers):
 //       D = φ(dwconv(E) + bd)
 //       pass 1: partial[band] += Σ_run D                                      one row per band: no races
 //       pass 2: Dt = D ⊙ g  → [kRun, hidden8] per thread, L1;  y[run] = Dt·Wp + bp (+ x), written once
@@ -20,8 +20,8 @@
 //
 // - Every activation is applied in the epilogue of the loop that makes the
 //   value, on registers (φ of a whole tile at once: see activate_n):
-//     expand, M pixels × 16 channels:              depthwise, kRun pixels × 8 channels:
-//       acc[M][2] = Σ_k x[px][k] · We[k][16 ch]      acc[j] = bd + Σ_{r,t} E[row r][q_j·s + t] · wt[r,t]
+//     expand, M pixels × 16 channels:              depthwise, kRun pixels × 16 channels:
+//       acc[M][2] = Σ_k x[px][k] · We[k][16 ch]      acc[j][2] = bd + Σ_{r,t} E[row r][q_j·s + t] · wt[r,t]
 //       E[px][16 ch] = φ(acc + be)   (one store)     D = φ(acc);  pass 1: Σ_j D → partial;  pass 2: D·g → Dt
 // - E is a ring of the K input rows the current output row reads (a line
 //   buffer: 100 KB at hidden 144, W = 56, in L2); moving down one output row
@@ -77,7 +77,7 @@ static_assert(kTileRows * (kPanel / kVec) + kPanel / kVec + 1 <= 16,
               "expand tile: accumulators + one weight row + one broadcast of x within the 16 ymm registers");
 static_assert(kRun * (kPanel / kVec) + kPanel / kVec + 1 <= 16,
               "project tile (kRun pixels × one panel): accumulators + a weight row + a broadcast in 16 ymm registers");
-static_assert(kRun + 2 <= 16, "depthwise run: kRun accumulators, a weight and an input vector");
+static_assert(2 * kRun + 3 <= 16, "depthwise run: 2·kRun accumulators, two weights and an input vector");
 static_assert(kPanel % kVec == 0, "a panel is whole vectors");
 
 int round8(int n) { return (n + kVec - 1) / kVec * kVec; }
@@ -160,10 +160,13 @@ void gates_from_partials(const MBConvProblem& p, const Args<MBConvProblem>& a, i
 // Every function below is compiled for AVX2/FMA whatever the build flags say (target
 // attribute) and is only called after the run-time check in run().
 
-// φ on N vectors of 8 lanes, in place: exp_fast (cpu/lib/mbconv_cpu.hpp)
-// step for step — range reduction, the same degree-7 polynomial, the clamp on
-// n — then v / (1 + e^−v) (1/∞ = 0 gives SiLU's −0 tail). Relative error
-// against double below 2e-7 for |v| < 80.
+// φ on N vectors of 8 lanes, in place: v / (1 + e^−v) (1/∞ = 0 gives SiLU's
+// −0 tail), e^x as exp_fast (cpu/lib/mbconv_cpu.hpp) computes it — x = n·ln2
+// + r with ln2 in two parts, the clamp on n, 2^n put into the exponent bits —
+// but e^r = 1 + r + r²·P4(r) with P4 minimax for relative error on |r| ≤ ln2/2
+// (3e-9, far below fp32's rounding) where exp_fast has a degree-5 P: one FMA
+// less per vector, the same accuracy. Relative error of the SiLU against
+// double below 2e-7 for |v| < 80.
 // Every step is done for all N vectors before the next one, so the N
 // independent chains of ~20 instructions sit side by side in the code (longer
 // batches run faster per element: lessons/11-mbconv/NOTES.md).
@@ -188,16 +191,14 @@ template <MBConvActivation kAct, int N> __attribute__((target("avx2,fma"))) inli
 #pragma GCC unroll 16
     for (int i = 0; i < N; ++i) {
       r[i] = _mm256_fmadd_ps(n[i], _mm256_set1_ps(2.12194440e-4f), r[i]);
-      q[i] = _mm256_fmadd_ps(_mm256_set1_ps(1.9875691500e-4f), r[i], _mm256_set1_ps(1.3981999507e-3f));
+      q[i] = _mm256_fmadd_ps(_mm256_set1_ps(1.3814612757e-3f), r[i], _mm256_set1_ps(8.3687100559e-3f));
     }
 #pragma GCC unroll 16
-    for (int i = 0; i < N; ++i) q[i] = _mm256_fmadd_ps(q[i], r[i], _mm256_set1_ps(8.3334519073e-3f));
+    for (int i = 0; i < N; ++i) q[i] = _mm256_fmadd_ps(q[i], r[i], _mm256_set1_ps(4.1668388993e-2f));
 #pragma GCC unroll 16
-    for (int i = 0; i < N; ++i) q[i] = _mm256_fmadd_ps(q[i], r[i], _mm256_set1_ps(4.1665795894e-2f));
+    for (int i = 0; i < N; ++i) q[i] = _mm256_fmadd_ps(q[i], r[i], _mm256_set1_ps(1.6666521132e-1f));
 #pragma GCC unroll 16
-    for (int i = 0; i < N; ++i) q[i] = _mm256_fmadd_ps(q[i], r[i], _mm256_set1_ps(1.6666665459e-1f));
-#pragma GCC unroll 16
-    for (int i = 0; i < N; ++i) q[i] = _mm256_fmadd_ps(q[i], r[i], _mm256_set1_ps(5.0000001201e-1f));
+    for (int i = 0; i < N; ++i) q[i] = _mm256_fmadd_ps(q[i], r[i], _mm256_set1_ps(4.9999994040e-1f));
 #pragma GCC unroll 16
     for (int i = 0; i < N; ++i) q[i] = _mm256_fmadd_ps(_mm256_mul_ps(q[i], r[i]), r[i], r[i]);
 #pragma GCC unroll 16
@@ -391,44 +392,63 @@ __attribute__((target("avx2,fma"))) void project_run(const Fused& f, const float
 // rows[r] is E's input row op·s + r − pad (padded: column 0 is the first pad column), for r in [r_lo, r_hi).
 //   plain loop: for c8 step 8: acc[j] = bd + Σ_{r,t} rows[r][(q0 + j)·s + t][c8..] · wt[r·K + t][c8..]
 //               D = φ(acc);  pass 1: sums[c8..] += Σ_j D[j];  pass 2: Dt[j][c8..] = D[j] · g[c8..]
-// then (pass 2) the run's y from Dt while Dt is in L1.
+// then (pass 2) the run's y from Dt while Dt is in L1. The channels go NV = 2
+// vectors at a time (2·L chains of φ side by side), the last 8 of a
+// hidden8 = 16·i + 8 alone (NV = 1).
+template <int L, int K, MBConvActivation kAct, bool kProject, int NV>
+__attribute__((target("avx2,fma"))) inline void depthwise_channels(const Fused& f, const float* const (&rows)[K],
+                                                                   int r_lo, int r_hi, std::ptrdiff_t first,
+                                                                   int c, double* sums, const float* gate,
+                                                                   float* dt) {
+  const std::ptrdiff_t step = std::ptrdiff_t(f.p->stride) * f.Hd8;  // one output pixel to the next, in E
+  __m256 acc[L * NV];                                               // acc[j·NV + v]: pixel j, channels c + 8v
+#pragma GCC unroll 2
+  for (int v = 0; v < NV; ++v) {
+    const __m256 bias = _mm256_load_ps(f.bd + c + v * kVec);
+#pragma GCC unroll 8
+    for (int j = 0; j < L; ++j) acc[j * NV + v] = bias;
+  }
+  for (int r = r_lo; r < r_hi; ++r) {
+    const float* row = rows[r] + first + c;
+    const float* w = f.wt + std::ptrdiff_t(r) * K * f.Hd8 + c;
+#pragma GCC unroll 5
+    for (int t = 0; t < K; ++t, row += f.Hd8, w += f.Hd8)
+#pragma GCC unroll 2
+      for (int v = 0; v < NV; ++v) {
+        const __m256 wv = _mm256_load_ps(w + v * kVec);
+#pragma GCC unroll 8
+        for (int j = 0; j < L; ++j)
+          acc[j * NV + v] = _mm256_fmadd_ps(_mm256_load_ps(row + j * step + v * kVec), wv, acc[j * NV + v]);
+      }
+  }
+  activate_n<kAct>(acc);
+#pragma GCC unroll 2
+  for (int v = 0; v < NV; ++v) {
+    const int cv = c + v * kVec;
+    if constexpr (!kProject) {
+      __m256 sum = acc[v];
+#pragma GCC unroll 8
+      for (int j = 1; j < L; ++j) sum = _mm256_add_ps(sum, acc[j * NV + v]);
+      _mm256_storeu_pd(sums + cv, _mm256_add_pd(_mm256_loadu_pd(sums + cv), _mm256_cvtps_pd(_mm256_castps256_ps128(sum))));
+      _mm256_storeu_pd(sums + cv + 4,
+                       _mm256_add_pd(_mm256_loadu_pd(sums + cv + 4), _mm256_cvtps_pd(_mm256_extractf128_ps(sum, 1))));
+    } else {
+      const __m256 g = gate ? _mm256_load_ps(gate + cv) : _mm256_set1_ps(1.0f);
+#pragma GCC unroll 8
+      for (int j = 0; j < L; ++j) _mm256_store_ps(dt + j * f.Hd8 + cv, _mm256_mul_ps(acc[j * NV + v], g));
+    }
+  }
+}
 template <int L, int K, MBConvActivation kAct, bool kProject>
 __attribute__((target("avx2,fma"))) void depthwise_run(const Fused& f, const float* const (&rows)[K], int r_lo,
                                                        int r_hi, int n, int op, int q0, double* sums,
                                                        const float* gate, float* dt) {
   const MBConvProblem& p = *f.p;
-  const int s = p.stride;
-  const std::ptrdiff_t step = std::ptrdiff_t(s) * f.Hd8;  // one output pixel to the next, in E
-  const std::ptrdiff_t first = std::ptrdiff_t(q0) * step;
-  for (int c = 0; c < f.Hd8; c += kVec) {
-    __m256 acc[L];
-    const __m256 bias = _mm256_load_ps(f.bd + c);
-#pragma GCC unroll 8
-    for (int j = 0; j < L; ++j) acc[j] = bias;
-    for (int r = r_lo; r < r_hi; ++r) {
-      const float* row = rows[r] + first + c;
-      const float* w = f.wt + std::ptrdiff_t(r) * K * f.Hd8 + c;
-#pragma GCC unroll 5
-      for (int t = 0; t < K; ++t, row += f.Hd8, w += f.Hd8) {
-        const __m256 wv = _mm256_load_ps(w);
-#pragma GCC unroll 8
-        for (int j = 0; j < L; ++j) acc[j] = _mm256_fmadd_ps(_mm256_load_ps(row + j * step), wv, acc[j]);
-      }
-    }
-    activate_n<kAct>(acc);
-    if constexpr (!kProject) {
-      __m256 sum = acc[0];
-#pragma GCC unroll 8
-      for (int j = 1; j < L; ++j) sum = _mm256_add_ps(sum, acc[j]);
-      _mm256_storeu_pd(sums + c, _mm256_add_pd(_mm256_loadu_pd(sums + c), _mm256_cvtps_pd(_mm256_castps256_ps128(sum))));
-      _mm256_storeu_pd(sums + c + 4,
-                       _mm256_add_pd(_mm256_loadu_pd(sums + c + 4), _mm256_cvtps_pd(_mm256_extractf128_ps(sum, 1))));
-    } else {
-      const __m256 g = gate ? _mm256_load_ps(gate + c) : _mm256_set1_ps(1.0f);
-#pragma GCC unroll 8
-      for (int j = 0; j < L; ++j) _mm256_store_ps(dt + j * f.Hd8 + c, _mm256_mul_ps(acc[j], g));
-    }
-  }
+  const std::ptrdiff_t first = std::ptrdiff_t(q0) * p.stride * f.Hd8;
+  int c = 0;
+  for (; c + 2 * kVec <= f.Hd8; c += 2 * kVec)
+    depthwise_channels<L, K, kAct, kProject, 2>(f, rows, r_lo, r_hi, first, c, sums, gate, dt);
+  if (c < f.Hd8) depthwise_channels<L, K, kAct, kProject, 1>(f, rows, r_lo, r_hi, first, c, sums, gate, dt);
   if constexpr (kProject) {
     const std::ptrdiff_t px = (std::ptrdiff_t(n) * p.P() + op) * f.Q + q0;
     const float* xres = f.x + ((std::ptrdiff_t(n) * p.H + op) * p.W + q0) * p.C;  // used only with the residual
