@@ -15,8 +15,8 @@
 //
 // Plain loop it replaces: ref::mbconv_block, which keeps a whole image's e and d.
 //
-// Where the time goes is the expand (a GEMM of depth C only) and SiLU over E
-// and D, so nothing may add a pass over them or make them twice in a pass:
+// The arithmetic is mostly the expand (a GEMM of depth C only) and SiLU over
+// E and D, so nothing may add a pass over them or make them twice in a pass:
 //
 // - Every activation is applied in the epilogue of the loop that makes the
 //   value, on registers (φ of a whole tile at once: see activate_n):
@@ -39,15 +39,17 @@
 //
 // Cost: the expand and depthwise MACs twice, the project once; memory
 // traffic x twice, y once, the weights once: MBConvProblem::two_pass_recompute_bytes().
+// Floor: the FMA pipes, not DRAM — each SiLU of 8 lanes is ~10 FMA-pipe
+// instructions, as many as 80 of the block's MACs (the count: NOTES.md).
 // Tunables: kBandRows (rows per task), kRun (pixels per depthwise run = rows of
 // the project's tile), kTileRows (pixels of the expand's tile).
 // Supported: f32, any sizes. The kernels are AVX2/FMA (chosen at run time, as
 // the GEMM ladder's micro-kernel is: selected_micro_kernel()); without them
 // (or with CONVLAB_NO_AVX2=1) the same two passes run per band on the portable
 // GEMM and depthwise loops, with E, D and the biases in passes of their own.
-// Workspace: per-band partial sums, gates, the packed weights, and per thread
-// the ring, Dt (portable: a band's E and D, the GEMM's packing) — it does not
-// grow with N, only with W.
+// Workspace: per-band partial sums and gates (with SE), the packed weights, and
+// per thread the ring and Dt (portable: a band's E and D, the GEMM's packing);
+// the per-thread part does not grow with N, only with W.
 // Run just this: build/convlab run mbconv/cpu/11b_fused_two_pass --shape N=32,H=56,C=24
 #include <immintrin.h>
 #include <omp.h>
