@@ -255,8 +255,10 @@ std::string build_script(const Submission& s, const Toolchain& t) {
     if (src.extension() == ".cu") {
       cmd = (t.one("launcher").empty() ? "" : shell_quote(t.one("launcher")) + " ") + shell_quote(t.one("cuda"));
       for (const std::string& f : t.all("cuda_flag")) cmd += " " + shell_quote(f);
-      const bool wgmma = src.filename().string().find("wgmma") != std::string::npos;
-      for (const std::string& f : t.all(wgmma ? "cuda_arch_wgmma" : "cuda_arch")) cmd += " " + shell_quote(f);
+      // As the suite's CMake: files named *wgmma* or *cluster* (Hopper's arch-specific instructions) get sm_90a.
+      const std::string file = src.filename().string();
+      const bool hopper = file.find("wgmma") != std::string::npos || file.find("cluster") != std::string::npos;
+      for (const std::string& f : t.all(hopper ? "cuda_arch_wgmma" : "cuda_arch")) cmd += " " + shell_quote(f);
     } else {
       cmd = (t.one("launcher").empty() ? "" : shell_quote(t.one("launcher")) + " ") + shell_quote(t.one("cxx"));
       for (const std::string& f : t.all("cxx_flag")) cmd += " " + shell_quote(f);
