@@ -276,6 +276,11 @@ std::vector<MBConvProblem> test_shapes() {
       block(1, 9, 7, 16, 6, 5, 2, 0.0, 24, relu, f16),     // no SE, k = 5, stride 2
       block(2, 13, 11, 24, 6, 3, 1, 0.25, 24, silu, bf16),
       block(150, 1, 1, 32, 6, 3, 1, 0.25, 32, silu, f16),  // 150 one-pixel tiles: uneven splits of 6 chunks, 4 column groups
+      // the fused kernel's pipeline: 2 chunks (hidden 48); e = 1 with 3 and 5 chunks (E copied three
+      // buffers deep, the last chunk 8 wide), with and without SE
+      block(2, 5, 6, 8, 6, 3, 1, 0.25, 8, silu, f16),
+      block(1, 9, 10, 72, 1, 3, 1, 0.25, 72, silu, f16),
+      block(1, 9, 10, 136, 1, 5, 2, 0.0, 24, relu, bf16),
   };
 }
 

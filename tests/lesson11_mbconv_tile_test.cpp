@@ -51,18 +51,22 @@ TEST_CASE("mbconv tile: the shared layout is aligned, disjoint and bank-friendly
       CHECK(t.acc_tiles() <= kWarps * kMaxAccTiles);
       CHECK(t.tiles * t.rows >= t.P);
       CHECK((t.tiles - 1) * t.rows < t.P);
-      // Regions: [offset, offset + size), sizes of the double buffers counted twice.
+      // Regions: [offset, offset + size), each buffered region counted as often as it is buffered.
       const bool make_d = s != Stage::project_stored;
+      const bool sums = s == Stage::sums || s == Stage::store;
+      const std::size_t taps = std::size_t(p.kernel) * p.kernel;
+      CHECK(t.e_buffers == (t.expand ? 2 : 3));  // the pipeline: E of chunks k and k+1 (and k+2, copied, without expand)
+      CHECK(t.d_buffers == (s == Stage::project ? 1 : s == Stage::project_stored ? 2 : 0));
       const std::vector<std::pair<std::size_t, std::size_t>> regions = {
           {t.x_off, make_d && t.expand ? std::size_t(t.m_in) * t.ldx * 2 : 0},
-          {t.e_off, t.e_bytes * (t.expand ? 1 : 2)},
-          {t.d_off, t.d_bytes * (make_d ? 1 : 2)},
+          {t.e_off, make_d ? t.e_buffers * std::size_t(t.m_in) * t.lde * 2 : 0},
+          {t.d_off, t.d_buffers * std::size_t(t.m_out) * t.ldd * 2},
           {t.we_off, 2 * t.we_bytes},
           {t.wp_off, 2 * t.wp_bytes},
           {t.dw_off, 2 * t.dw_bytes},
-          {t.dwf_off, make_d ? std::size_t(kChunk) * p.kernel * p.kernel * 4 : 0},
-          {t.v_off, 2 * t.v_bytes},
-          {t.red_off, s == Stage::sums || s == Stage::store ? std::size_t(kPixelGroups) * kChunk * 4 : 0}};
+          {t.dwf_off, make_d ? 2 * kChunk * taps * 4 : 0},
+          {t.v_off, 3 * std::size_t(3) * kChunk * 4},
+          {t.red_off, sums ? 2 * std::size_t(kPixelGroups) * kChunk * 4 : 0}};
       for (std::size_t i = 0; i < regions.size(); ++i) {
         CHECK(regions[i].first % 16 == 0);
         CHECK(regions[i].first + regions[i].second <= t.bytes);
@@ -71,7 +75,8 @@ TEST_CASE("mbconv tile: the shared layout is aligned, disjoint and bank-friendly
             CHECK((regions[i].first + regions[i].second <= regions[j].first ||
                    regions[j].first + regions[j].second <= regions[i].first));
       }
-      for (std::size_t b : {t.e_bytes, t.d_bytes, t.we_bytes, t.wp_bytes, t.dw_bytes, t.v_bytes}) CHECK(b % 16 == 0);
+      for (std::size_t b : {t.e_bytes, t.d_bytes, t.we_bytes, t.wp_bytes, t.dw_bytes, t.dwf_bytes, t.v_bytes, t.red_bytes})
+        CHECK(b % 16 == 0);
       for (int ld : {t.ldx, t.lde, t.ldd, t.ldwe, t.ldwp}) CHECK((ld % 8 == 0 && (ld / 8) % 2 == 1));
       CHECK(t.ldx >= t.c_pad);
       CHECK(t.ldwp >= t.cout_pad);
@@ -99,16 +104,19 @@ TEST_CASE("mbconv tile: the goal shapes run two CTAs per SM", "[mbconv][lesson11
       INFO(OpTraits<MBConvProblem>::spec(p) << " stage " << int(s));
       CHECK(t.bytes <= kSharedTwoCtas);
     }
-  // C=24 @ 56²: six output rows (336 pixels) per tile, 10 tiles per image (the last of two rows):
-  // the Y accumulators (21 m16 tiles x 3 n8 tiles = 63 of 64) and two CTAs' shared memory bound it.
+  // C=24 @ 56²: two CTAs' shared memory bounds the tile. The project stage holds the x tile,
+  // two E buffers and D: four output rows (224 pixels), 14 tiles per image, 6 input rows;
+  // the store stage keeps D in registers: five rows.
   MBConvProblem p;
   p.N = 128, p.H = 56, p.W = 56, p.C = 24, p.C_out = 24, p.dtype = DType::f16;
   const Tile t = choose_tile(p, Stage::project);
-  CHECK(t.rows == 6);
-  CHECK(t.tiles == 10);
-  CHECK(t.m_in == 448);
-  CHECK(t.acc_tiles() == 63);
-  CHECK(choose_tile(p, Stage::store).rows == 6);
+  CHECK(t.rows == 4);
+  CHECK(t.tiles == 14);
+  CHECK(t.m_in == 336);
+  CHECK(t.acc_tiles() == 42);
+  CHECK(tile_for(p, 5, Stage::project).bytes > kSharedTwoCtas);
+  CHECK(choose_tile(p, Stage::store).rows == 5);
+  CHECK(tile_for(p, 6, Stage::store).bytes > kSharedTwoCtas);
 }
 
 TEST_CASE("mbconv tile: the CTAs of a split tile make every chunk or output column once", "[mbconv][lesson11][cpu]") {

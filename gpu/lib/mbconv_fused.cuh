@@ -11,26 +11,37 @@
 //
 //   plain loops (ref::mbconv_block)             one chunk c0..c0+31 here
 //     e = φ(x·We + be)   whole image             E[in_pixels, 32] = φ(X_tile·We[:, c0:] + be)   mma.sync, smem
-//     d = φ(dw(e) + bd)  whole image             D[pixels, 32]    = φ(dw(E) + bd)               FMA, smem
+//     d = φ(dw(e) + bd)  whole image             D[pixels, 32]    = φ(dw(E) + bd)               FMA, registers
 //     sums, gate                                  (stage sums/store: per-tile channel sums of D)
 //     y = (d ⊙ g)·Wp + bp + x                     Y[pixels, C_out] += (D ⊙ g)·Wp[c0:, :]         mma.sync, registers
 //
 // Stages (what the kernel does with D):
 //   sums             pass 1 of 11b: D's channel sums for this tile -> partial[n, tile, :]; nothing else stored
-//   store            pass 1 of 11c: the sums and D itself -> dbuf (the problem's 16-bit type), 16-byte stores
-//   project          pass 2 of 11b, and 11d's single pass (gate == nullptr): D (⊙ g) -> Y; y = Y + bp (+ x)
+//   store            pass 1 of 11c: the sums and D itself -> dbuf (the problem's 16-bit type), from the
+//                    registers: a half-warp stores one pixel's 32 channels, 64 contiguous bytes
+//   project          pass 2 of 11b, and 11d's single pass (gate == nullptr): D (⊙ g) -> smem -> Y;
+//                    y = Y + bp (+ x)
 //   project_stored   pass 2 of 11c: D read back from dbuf (cp.async) instead of recomputed; the gate
 //                    folded into per-image weights diag(g_n)·Wp (gated_weights: a plain GEMM over D),
 //                    or, where those weights outweigh the image's D, applied to D's fragments
 //
-// The pipeline of one chunk (every global read is a 16-byte cp.async issued
-// one chunk ahead, into the other half of a double buffer):
+// The pipeline (stages that make D). Iteration k expands chunk k+1 and runs
+// the depthwise of chunk k, with no barrier between the two: a warp done with
+// its share of the expand (mma, then SFU-heavy SiLUs) goes on to the
+// depthwise (FMA-heavy), so the SM mixes both kinds of work instead of
+// running them one after the other. E and the weight slices are therefore
+// double-buffered (chunk k in buffer k mod 2; be, bd and g triple), and every
+// global read is a 16-byte cp.async issued two chunks ahead:
 //
-//   wait for chunk c's copies; barrier ─┬─ issue chunk c+1's copies (We, Wp, dw slice, biases, gate, D or E)
-//                                      ├─ expand (mma) -> E                       barrier
-//                                      ├─ depthwise (FMA) -> D, sums              barrier
-//                                      └─ project (mma) -> Y; or sums/D out
-//   (project_stored: wait; barrier; issue c+1; project. One barrier a chunk.)
+//   iteration k:  wait for my copies; barrier  (E[k], dwf[k], chunk k+1's slices, red[k−1] ready)
+//                 issue chunk k+2's slices (and Wp of chunk k+1)
+//                 sums: reduce red[k−1] -> partial
+//                 expand chunk k+1 -> E[k+1];  dwf[k+1] from its raw slice
+//                 depthwise chunk k from E[k] -> D (registers) -> store: dbuf; sums: red[k]; project: ds
+//                 project only: barrier; Y += D·Wp[k]
+//
+// One barrier a chunk, two with the project (D must be whole before the mma
+// reads it). project_stored: wait; barrier; issue chunk k+1; project.
 //
 // The 1x1 layers are warp mma.sync m16n8k16 (f16/bf16 in, fp32 accumulate)
 // with ldmatrix fragments: A (x tile, D) row-major [pixel][k], B (We, Wp
@@ -41,9 +52,11 @@
 // loads each E pair of the run's input window once per kernel row into
 // registers and reuses it for every tap that needs it (a sliding window), so
 // a pixel costs K²·2 FMAs and about K·stride/kRun·K shared loads, with no
-// integer division in the pixel loop. SiLU is x / (1 + 2^(−x·log2 e)) on the
-// SFU (two MUFU ops), relative error ~1e−6. The per-tile sums are reduced in
-// a fixed order (no atomics): the result is deterministic.
+// integer division in the pixel loop. SiLU is computed on a pair of 16-bit
+// values at once, v/2·(1 + tanh(v/2)) with the SFU's tanh.approx.f16x2 (one
+// MUFU op for two SiLUs, 16-bit precision: the result is stored in 16 bits
+// anyway). The per-tile sums are reduced in a fixed order (no atomics): the
+// result is deterministic.
 //
 // Limits (tile_fits()): the Y accumulators, ceil(rows·Q/16)·ceil(C_out/8)
 // m16n8 tiles, are at most kWarps·kMaxAccTiles; the shared tiles fit the
@@ -98,18 +111,29 @@ __device__ __forceinline__ void ldmatrix_x2_trans(uint32_t (&r)[2], uint32_t row
                : "memory");
 }
 
-// SiLU / ReLU, branch-free: SiLU is v · 1/(1 + 2^(−v·log2 e)) on the SFU with
-// the flush-to-zero forms of ex2 and rcp (two MUFU ops and three FMA-pipe
-// ops; relative error ~1e−6 against the plain loop's v / (1 + exp(−v))).
-// The non-ftz __expf and __fdividef add a range test and two branches per
-// element (lessons/11-mbconv/NOTES.md, the SASS profile). For v → −∞,
-// 2^(+large) = +inf and rcp(inf) = 0: the result is −0, as the plain loop's.
-// Both activations are computed and one is selected: no branch on `act`.
-__device__ __forceinline__ float fast_activate(FfnActivation act, float v) {
-  float p, r;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(p) : "f"(v * -1.4426950408889634f));
-  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(1.0f + p));
-  return act == FfnActivation::relu ? fmaxf(v, 0.0f) : v * r;
+// φ on a pair, packed: the two fp32 values rounded to the 16-bit type, then
+// SiLU as h + h·tanh(h), h = v/2, in packed 16-bit arithmetic: four
+// instructions and one MUFU op for the pair (the fp32 form v / (1 + 2^(−v·log2 e))
+// costs two MUFU ops and about seven instructions per value; lessons/11-mbconv/
+// NOTES.md has the count). tanh.approx's relative error is about 2^−11, the
+// 16-bit type's own rounding; in the far negative tail (v < −8) the result is
+// a small number near 0 with an absolute error below 2^−10·|v|. ReLU is max(v, 0)
+// on the pair, exact. Both are computed and one selected: no branch on `act`.
+template <class Element> __device__ __forceinline__ uint32_t activate_pair(FfnActivation act, float lo, float hi) {
+  const uint32_t v = pack_pair<Element>(lo, hi);
+  uint32_t h, t, silu, relu;
+  if constexpr (std::is_same_v<Element, __half>) {
+    asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(h) : "r"(v), "r"(0x38003800u));  // × 0.5 (exact)
+    asm("tanh.approx.f16x2 %0, %1;" : "=r"(t) : "r"(h));
+    asm("fma.rn.f16x2 %0, %1, %2, %1;" : "=r"(silu) : "r"(h), "r"(t));
+    asm("max.f16x2 %0, %1, %2;" : "=r"(relu) : "r"(v), "r"(0u));
+  } else {
+    asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(h) : "r"(v), "r"(0x3f003f00u));
+    asm("tanh.approx.bf16x2 %0, %1;" : "=r"(t) : "r"(h));
+    asm("fma.rn.bf16x2 %0, %1, %2, %1;" : "=r"(silu) : "r"(h), "r"(t));
+    asm("max.bf16x2 %0, %1, %2;" : "=r"(relu) : "r"(v), "r"(0u));
+  }
+  return act == FfnActivation::relu ? relu : silu;
 }
 
 // dst[r][c] = src[r·ld_src + c] for r < valid_rows, c < valid_cols, else 0,
@@ -157,21 +181,23 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
   constexpr int kTaps = K * K;
   constexpr int kWindow = (kRun - 1) * kStride + K;  // input columns a run of kRun outputs reads per kernel row
   extern __shared__ __align__(16) unsigned char shared[];
-  Element* xs = reinterpret_cast<Element*>(shared + t.x_off);  // [m_in][ldx]           x tile (expand)
-  float* red = reinterpret_cast<float*>(shared + t.red_off);   // [kPixelGroups][32]    sums reduction
-  const auto es = [&](int b) { return reinterpret_cast<Element*>(shared + t.e_off + b * t.e_bytes); };     // [m_in][lde]
-  const auto ds = [&](int b) { return reinterpret_cast<Element*>(shared + t.d_off + b * t.d_bytes); };     // [m_out][ldd]
-  const auto wes = [&](int b) { return reinterpret_cast<Element*>(shared + t.we_off + b * t.we_bytes); };  // [c_pad][ldwe]
-  const auto wps = [&](int b) { return reinterpret_cast<Element*>(shared + t.wp_off + b * t.wp_bytes); };  // [32][ldwp]
-  const auto dws = [&](int b) { return reinterpret_cast<Element*>(shared + t.dw_off + b * t.dw_bytes); };  // [32][K²]
-  const auto vs = [&](int b) { return reinterpret_cast<float*>(shared + t.v_off + b * t.v_bytes); };       // be, bd, g: [3][32]
-  float* dwf = reinterpret_cast<float*>(shared + t.dwf_off);  // [K²][32]              depthwise weights, fp32
+  // Buffer b of each region (the layout: tile_for).
+  Element* xs = reinterpret_cast<Element*>(shared + t.x_off);                                             // [m_in][ldx]
+  const auto es = [&](int b) { return reinterpret_cast<Element*>(shared + t.e_off + b * t.e_bytes); };      // [m_in][lde]
+  const auto ds = [&](int b) { return reinterpret_cast<Element*>(shared + t.d_off + b * t.d_bytes); };      // [m_out][ldd]
+  const auto wes = [&](int b) { return reinterpret_cast<Element*>(shared + t.we_off + b * t.we_bytes); };   // [c_pad][ldwe]
+  const auto wps = [&](int b) { return reinterpret_cast<Element*>(shared + t.wp_off + b * t.wp_bytes); };   // [32][ldwp]
+  const auto dws = [&](int b) { return reinterpret_cast<Element*>(shared + t.dw_off + b * t.dw_bytes); };   // [32][K²]
+  const auto dwfs = [&](int b) { return reinterpret_cast<float*>(shared + t.dwf_off + b * t.dwf_bytes); };  // [K²][32]
+  const auto vs = [&](int b) { return reinterpret_cast<float*>(shared + t.v_off + b * t.v_bytes); };        // be, bd, g
+  const auto reds = [&](int b) { return reinterpret_cast<float*>(shared + t.red_off + b * t.red_bytes); };  // [16][32]
 
   const int tile = blockIdx.x / t.splits, part = blockIdx.x % t.splits, n = blockIdx.y;
   // A CTA's share of its tile (t.splits CTAs per tile, neighbours in blockIdx.x so they meet in L2):
   // sums/store make hidden chunks part, part + splits, ...; project_stored makes output
   // columns [o0, o0 + t.cout_split) over every chunk; the other stages: everything.
   const int c_first = kSums ? part * kChunk : 0, c_step = kSums ? t.splits * kChunk : kChunk;
+  const int chunks = c_first < t.hidden ? (t.hidden - c_first + c_step - 1) / c_step : 0;  // chunk k: c_first + k·c_step
   const int o0 = kStage == Stage::project_stored ? part * t.cout_split : 0;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int p0 = tile * t.rows, p1 = min(t.P, p0 + t.rows), out_pixels = (p1 - p0) * t.Q;
@@ -179,212 +205,257 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
   const int in_pixels = (h1 - h0) * t.W;
   const Element* x_tile = x + (std::ptrdiff_t(n) * t.H + h0) * t.W * t.C;  // in_pixels consecutive pixels
   const std::ptrdiff_t first_out = (std::ptrdiff_t(n) * t.P + p0) * t.Q;     // this tile's first output pixel
+  const auto chunk_start = [&](int k) { return c_first + k * c_step; };
+  const auto chunk_width = [&](int k) { return min(kChunk, t.hidden - chunk_start(k)); };
 
-  // Chunk c0's operands into buffer b: the weight slices, the biases and the
-  // gate (fp32, through registers), and D (project_stored) or E (no expand).
-  const auto issue_chunk = [&](int c0, int b) {
-    const int cw = min(kChunk, t.hidden - c0);
-    if constexpr (kMakeD) {
-      if (t.expand) stage_tile(wes(b), t.ldwe, we + c0, t.hidden, t.c_pad, kChunk, t.C, cw, t.vec);
-      else stage_tile(es(b), t.lde, x_tile + c0, t.C, t.m_in, kChunk, in_pixels, cw, t.vec);
-      stage_tile(dws(b), 0, dw + std::ptrdiff_t(c0) * kTaps, 0, 1, kChunk * kTaps, 1, cw * kTaps, t.vec);
-    } else {
-      stage_tile(ds(b), t.ldd, dbuf + first_out * t.hidden + c0, t.hidden, t.m_out, kChunk, out_pixels, cw, t.vec);
-    }
-    if constexpr (kProject)
-      stage_tile(wps(b), t.ldwp, wp + n * t.wp_image_stride + std::ptrdiff_t(c0) * t.C_out + o0, t.C_out, kChunk,
-                 t.cout_split, cw, min(t.cout_split, t.C_out - o0), t.vec);
-    cp_async_commit();
+  // be, bd and the gate of the chunk at c0 into v (fp32, plain loads: visible after the next barrier).
+  const auto load_vectors = [&](float* v, int c0, int cw) {
     if (tid < kChunk) {
       const bool live = tid < cw;
-      float* v = vs(b);
       v[tid] = live && t.expand ? to_float(be[c0 + tid]) : 0.0f;
       v[kChunk + tid] = live ? to_float(bd[c0 + tid]) : 0.0f;
       v[2 * kChunk + tid] = live && gate ? gate[std::ptrdiff_t(n) * t.hidden + c0 + tid] : 1.0f;
     }
   };
+  // Chunk k's Wp rows (this CTA's output columns) into wps(b).
+  const auto issue_wp = [&](int k, int b) {
+    const int c0 = chunk_start(k), cw = chunk_width(k);
+    stage_tile(wps(b), t.ldwp, wp + n * t.wp_image_stride + std::ptrdiff_t(c0) * t.C_out + o0, t.C_out, kChunk,
+               t.cout_split, cw, min(t.cout_split, t.C_out - o0), t.vec);
+  };
 
-  // Prologue: the x tile (once; zero beyond the tile's pixels and beyond C) and chunk 0.
-  if (kMakeD && t.expand) stage_tile(xs, t.ldx, x_tile, t.C, t.m_in, t.c_pad, in_pixels, t.C, t.vec);
-  issue_chunk(c_first, 0);
-
-  // Y accumulators: warp w owns m16n8 tiles w, w + 8, ... of the [m_out, cout_pad] output.
+  // Y accumulators: warp w owns m16n8 tiles w, w + 8, ... of the [m_out, cout_split] output.
   const int n_tiles = t.cout_split / 8, acc_count = (t.m_out / 16) * n_tiles;
   float acc[kMaxAccTiles][4];
 #pragma unroll
   for (int i = 0; i < kMaxAccTiles; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
 
-  // Depthwise work items: (run, pair), pair = tid % 16 fixed (kThreads is a multiple of 16).
-  const int pair = tid % kPairs, j0 = 2 * pair;
-  const int runs_per_row = (t.Q + kRun - 1) / kRun, items = (p1 - p0) * runs_per_row * kPairs;
-  if constexpr (kStage == Stage::project)  // D's rows past the tile's pixels: never written below, read by the mma
-    for (int i = out_pixels * t.ldd + tid; i < t.m_out * t.ldd; i += kThreads) ds(0)[i] = from_float<Element>(0.0f);
+  // Y += (D ⊙ g)·Wp chunk: A from D [pixel][j], B from the Wp chunk [j][o] (.trans).
+  const auto project_chunk = [&](const Element* d_s, const Element* w_s, const float* v) {
+#pragma unroll
+    for (int i = 0; i < kMaxAccTiles; ++i) {
+      const int at = warp + kWarps * i;
+      if (at >= acc_count) break;
+      const int mt = at / n_tiles, nt = at - mt * n_tiles;
+#pragma unroll
+      for (int k0 = 0; k0 < kChunk; k0 += 16) {
+        uint32_t a[4], bb[2];
+        ldmatrix_x4(a, shared_address(&d_s[(mt * 16 + lane % 16) * t.ldd + k0 + 8 * (lane / 16)]));
+        ldmatrix_x2_trans(bb, shared_address(&w_s[(k0 + lane % 16) * t.ldwp + nt * 8]));
+        if (kStage == Stage::project_stored && gate) {
+          // ⊙ g on the fragment (when the gate is not folded into the weights): register r holds
+          // channels k0 + 2t (+1) + 8·(r / 2), rounded once.
+#pragma unroll
+          for (int r = 0; r < 4; ++r) {
+            const int j = k0 + 2 * (lane % 4) + 8 * (r / 2);
+            const float2 dv = unpack_pair<Element>(a[r]);
+            a[r] = pack_pair<Element>(dv.x * v[2 * kChunk + j], dv.y * v[2 * kChunk + j + 1]);
+          }
+        }
+        mma_m16n8k16<Element>(acc[i], a, bb);
+      }
+    }
+  };
 
-  for (int c0 = c_first, b = 0; c0 < t.hidden; c0 += c_step, b ^= 1) {
-    const int cw = min(kChunk, t.hidden - c0);
-    cp_async_wait<0>();
-    __syncthreads();  // chunk c0's operands are in buffer b; every thread is done with buffer b ^ 1
-    if (c0 + c_step < t.hidden) issue_chunk(c0 + c_step, b ^ 1);
-    const float* v = vs(b);
+  if constexpr (!kMakeD) {
+    // project_stored: D comes back from dbuf, double-buffered with its Wp rows, one chunk ahead.
+    const auto issue_stored = [&](int k, int b) {
+      stage_tile(ds(b), t.ldd, dbuf + first_out * t.hidden + chunk_start(k), t.hidden, t.m_out, kChunk, out_pixels,
+                 chunk_width(k), t.vec);
+      issue_wp(k, b);
+      cp_async_commit();
+      load_vectors(vs(b), chunk_start(k), chunk_width(k));
+    };
+    if (chunks > 0) issue_stored(0, 0);
+    for (int k = 0; k < chunks; ++k) {
+      cp_async_wait<0>();
+      __syncthreads();  // chunk k's D and Wp are in buffer k % 2; every thread is done with the other
+      if (k + 1 < chunks) issue_stored(k + 1, (k + 1) % 2);
+      project_chunk(ds(k % 2), wps(k % 2), vs(k % 2));
+    }
+  } else {
+    // Chunk k's slices for making D: We (or E itself, with no expand layer) and the raw depthwise
+    // weights into buffer k % 2 (E without expand: k % 3), be, bd, g into vs(k % 3).
+    const auto issue_slices = [&](int k) {
+      const int c0 = chunk_start(k), cw = chunk_width(k);
+      if (t.expand) stage_tile(wes(k % 2), t.ldwe, we + c0, t.hidden, t.c_pad, kChunk, t.C, cw, t.vec);
+      else stage_tile(es(k % 3), t.lde, x_tile + c0, t.C, t.m_in, kChunk, in_pixels, cw, t.vec);
+      stage_tile(dws(k % 2), 0, dw + std::ptrdiff_t(c0) * kTaps, 0, 1, kChunk * kTaps, 1, cw * kTaps, t.vec);
+      load_vectors(vs(k % 3), c0, cw);
+    };
+    // The tile's channel sums of chunk k: the 16 pixel groups' partials added in group order.
+    const auto reduce_sums = [&](int k) {
+      const float* r = reds(k % 2);
+      if (tid < chunk_width(k)) {
+        float s = 0.0f;
+        for (int g = 0; g < kPixelGroups; ++g) s += r[g * kChunk + tid];
+        partial[(std::ptrdiff_t(n) * t.tiles + tile) * t.hidden + chunk_start(k) + tid] = s;
+      }
+    };
 
-    if constexpr (kMakeD) {
-      Element* e_s = es(t.expand ? 0 : b);
-      {  // the chunk's depthwise weights [j][tap] -> fp32 [tap][j] (read after the next barrier)
-        const Element* raw = dws(b);
-        for (int i = tid; i < kChunk * kTaps; i += kThreads) {
-          const int j = i / kTaps, tap = i - j * kTaps;
-          dwf[tap * kChunk + j] = to_float(raw[i]);
-        }
-      }
-      if (!t.expand) __syncthreads();  // (with an expand layer, the barrier after it)
-      if (t.expand) {
-        // 2a. E = φ(X·We[:, c0:c0+32] + be): A from the x tile, B from the We chunk [c][j] (.trans).
-        //     Work unit u = (m tile u / 2, channel half u % 2: 16 channels, two n8 tiles), spread over
-        //     the warps, so that a small tile (3 m tiles at 7 × 7) still keeps 6 warps busy.
-        const Element* w_s = wes(b);
-        for (int u = warp; u < (t.m_in / 16) * 2; u += kWarps) {
-          const int mt = u / 2, jh = 16 * (u % 2);
-          float e_acc[2][4] = {};
-          const bool dead = jh >= cw;  // a last chunk of 16 channels: its upper half is zeros, no mma and no SFU
-          for (int k0 = 0; k0 < (dead ? 0 : t.c_pad); k0 += 16) {
-            uint32_t a[4], bq[4];
-            ldmatrix_x4(a, shared_address(&xs[(mt * 16 + lane % 16) * t.ldx + k0 + 8 * (lane / 16)]));
-            ldmatrix_x4_trans(bq, shared_address(&w_s[(k0 + lane % 16) * t.ldwe + jh + 8 * (lane / 16)]));
-            const uint32_t b_lo[2] = {bq[0], bq[1]}, b_hi[2] = {bq[2], bq[3]};  // channels jh..jh+7, jh+8..jh+15
-            mma_m16n8k16<Element>(e_acc[0], a, b_lo);
-            mma_m16n8k16<Element>(e_acc[1], a, b_hi);
+    // Prologue: the x tile (once; zero beyond the tile's pixels and beyond C) and chunk 0's slices.
+    if (t.expand) stage_tile(xs, t.ldx, x_tile, t.C, t.m_in, t.c_pad, in_pixels, t.C, t.vec);
+    if (chunks > 0) issue_slices(0);
+    cp_async_commit();
+    if constexpr (kStage == Stage::project)  // D's rows past the tile's pixels: never written below, read by the mma
+      for (int i = out_pixels * t.ldd + tid; i < t.m_out * t.ldd; i += kThreads) ds(0)[i] = from_float<Element>(0.0f);
+
+    // Depthwise work items: (run, pair), pair = tid % 16 fixed (kThreads is a multiple of 16).
+    const int pair = tid % kPairs, j0 = 2 * pair;
+    const int runs_per_row = (t.Q + kRun - 1) / kRun, items = (p1 - p0) * runs_per_row * kPairs;
+    const bool gated = kStage == Stage::project && gate != nullptr;
+
+    for (int k = -1; k < chunks; ++k) {
+      cp_async_wait<0>();
+      __syncthreads();  // my copies of chunk k+1 landed and everyone's are visible; iteration k−1 is done everywhere
+      if (k + 2 < chunks) issue_slices(k + 2);
+      if constexpr (kProject)
+        if (k + 1 < chunks) issue_wp(k + 1, (k + 1) % 2);
+      cp_async_commit();
+      if constexpr (kSums)
+        if (k >= 1) reduce_sums(k - 1);
+
+      if (k + 1 < chunks) {
+        const int kn = k + 1, cw = chunk_width(kn);
+        {  // chunk k+1's depthwise weights [j][tap] -> fp32 [tap][j]
+          const Element* raw = dws(kn % 2);
+          float* f = dwfs(kn % 2);
+          for (int i = tid; i < kChunk * kTaps; i += kThreads) {
+            const int j = i / kTaps, tap = i - j * kTaps;
+            f[tap * kChunk + j] = to_float(raw[i]);
           }
-#pragma unroll
-          for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-            for (int half = 0; half < 2; ++half) {  // c0, c1: row g; c2, c3: row g + 8; columns 2t, 2t+1
-              const MatrixCoord m = mma_c_coord(lane, 2 * half);
-              const int j = jh + nt * 8 + m.col;  // channels j, j+1 (zero weights and bias beyond cw: φ(0) = 0)
-              const float lo = dead ? 0.0f : fast_activate(t.act, e_acc[nt][2 * half] + v[j]);
-              const float hi = dead ? 0.0f : fast_activate(t.act, e_acc[nt][2 * half + 1] + v[j + 1]);
-              *reinterpret_cast<uint32_t*>(&e_s[(mt * 16 + m.row) * t.lde + j]) = pack_pair<Element>(lo, hi);
-            }
         }
-        __syncthreads();  // E complete
+        if (t.expand) {
+          // E[k+1] = φ(X·We[:, chunk] + be): A from the x tile, B from the We chunk [c][j] (.trans).
+          // Work unit u = (m tile u / 2, channel half u % 2: 16 channels, two n8 tiles), spread over
+          // the warps, so that a small tile (3 m tiles at 7 × 7) still keeps 6 warps busy.
+          const Element* w_s = wes(kn % 2);
+          const float* v = vs(kn % 3);
+          Element* e_s = es(kn % 2);
+          for (int u = warp; u < (t.m_in / 16) * 2; u += kWarps) {
+            const int mt = u / 2, jh = 16 * (u % 2);
+            float e_acc[2][4] = {};
+            const bool dead = jh >= cw;  // a last chunk of 16 channels: its upper half is zeros, no mma and no SFU
+            for (int k0 = 0; k0 < (dead ? 0 : t.c_pad); k0 += 16) {
+              uint32_t a[4], bq[4];
+              ldmatrix_x4(a, shared_address(&xs[(mt * 16 + lane % 16) * t.ldx + k0 + 8 * (lane / 16)]));
+              ldmatrix_x4_trans(bq, shared_address(&w_s[(k0 + lane % 16) * t.ldwe + jh + 8 * (lane / 16)]));
+              const uint32_t b_lo[2] = {bq[0], bq[1]}, b_hi[2] = {bq[2], bq[3]};  // channels jh..jh+7, jh+8..jh+15
+              mma_m16n8k16<Element>(e_acc[0], a, b_lo);
+              mma_m16n8k16<Element>(e_acc[1], a, b_hi);
+            }
+#pragma unroll
+            for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+              for (int half = 0; half < 2; ++half) {  // c0, c1: row g; c2, c3: row g + 8; columns 2t, 2t+1
+                const MatrixCoord m = mma_c_coord(lane, 2 * half);
+                const int j = jh + nt * 8 + m.col;  // channels j, j+1 (zero weights and bias beyond cw: φ(0) = 0)
+                const uint32_t e2 =
+                    dead ? 0u : activate_pair<Element>(t.act, e_acc[nt][2 * half] + v[j], e_acc[nt][2 * half + 1] + v[j + 1]);
+                *reinterpret_cast<uint32_t*>(&e_s[(mt * 16 + m.row) * t.lde + j]) = e2;
+              }
+          }
+        }
       }
 
-      // 2b. D = φ(dw(E) + bd) (⊙ g). Item (run, pair): output row orow, columns q0..q0+kRun−1, channels j0, j0+1.
-      //     plain loop:  for q in run: for r, s: d[q] += w[r][s] · e[h(r)][q·stride + s − pad]
-      //     here:        for r: win[u] = e[h(r)][q0·stride − pad + u], u < kWindow (0 outside the image);
-      //                         for s: for i: d[i] += w[r][s] · win[i·stride + s]
-      const float b0 = v[kChunk + j0], b1 = v[kChunk + j0 + 1];
-      const float g0 = kStage == Stage::project ? v[2 * kChunk + j0] : 1.0f;
-      const float g1 = kStage == Stage::project ? v[2 * kChunk + j0 + 1] : 1.0f;
-      float s0 = 0.0f, s1 = 0.0f;
-      Element* d_s = ds(0);
-      for (int item = tid; item < items; item += kThreads) {
-        const DwRun run = dw_run(item / kPairs, runs_per_row);
-        const int op = p0 + run.row;
-        const int w0 = run.q0 * kStride - t.pad;                  // the window's first input column
-        const bool interior = w0 >= 0 && w0 + kWindow <= t.W;     // no column of the window outside the image
-        float d0[kRun], d1[kRun];
+      if (k >= 0) {
+        // D = φ(dw(E) + bd) (⊙ g) of chunk k. Item (run, pair): output row orow, columns q0..q0+kRun−1,
+        // channels j0, j0+1.
+        //   plain loop:  for q in run: for r, s: d[q] += w[r][s] · e[h(r)][q·stride + s − pad]
+        //   here:        for r: win[u] = e[h(r)][q0·stride − pad + u], u < kWindow (0 outside the image);
+        //                       for s: for i: d[i] += w[r][s] · win[i·stride + s]
+        const int c0 = chunk_start(k), cw = chunk_width(k);
+        const float* v = vs(k % 3);
+        const float* wf = dwfs(k % 2);
+        const Element* e_s = es(k % t.e_buffers);
+        const float b0 = v[kChunk + j0], b1 = v[kChunk + j0 + 1];
+        const float g0 = v[2 * kChunk + j0], g1 = v[2 * kChunk + j0 + 1];
+        float s0 = 0.0f, s1 = 0.0f;
+        for (int item = tid; item < items; item += kThreads) {
+          const DwRun run = dw_run(item / kPairs, runs_per_row);
+          const int op = p0 + run.row;
+          const int w0 = run.q0 * kStride - t.pad;               // the window's first input column
+          const bool interior = w0 >= 0 && w0 + kWindow <= t.W;  // no column of the window outside the image
+          float d0[kRun], d1[kRun];
 #pragma unroll
-        for (int i = 0; i < kRun; ++i) d0[i] = b0, d1[i] = b1;
+          for (int i = 0; i < kRun; ++i) d0[i] = b0, d1[i] = b1;
 #pragma unroll
-        for (int r = 0; r < K; ++r) {
-          const int h = op * kStride + r - t.pad;
-          if (h < 0 || h >= t.H) continue;  // zero padding of e (h0 <= h < h1 for every h inside the image)
-          const Element* e_row = e_s + (h - h0) * t.W * t.lde + j0;
-          float2 win[kWindow];
-          if (interior) {  // most runs (dw_run pairs the two edge runs of a row in one warp)
+          for (int r = 0; r < K; ++r) {
+            const int h = op * kStride + r - t.pad;
+            if (h < 0 || h >= t.H) continue;  // zero padding of e (h0 <= h < h1 for every h inside the image)
+            const Element* e_row = e_s + (h - h0) * t.W * t.lde + j0;
+            float2 win[kWindow];
+            if (interior) {  // most runs (dw_run pairs the two edge runs of a row in one warp)
 #pragma unroll
-            for (int u = 0; u < kWindow; ++u) win[u] = load_pair(e_row + (w0 + u) * t.lde);
-          } else {
+              for (int u = 0; u < kWindow; ++u) win[u] = load_pair(e_row + (w0 + u) * t.lde);
+            } else {
 #pragma unroll
-            for (int u = 0; u < kWindow; ++u) {
-              const int w = w0 + u;
-              win[u] = (w >= 0 && w < t.W) ? load_pair(e_row + w * t.lde) : make_float2(0.0f, 0.0f);
+              for (int u = 0; u < kWindow; ++u) {
+                const int w = w0 + u;
+                win[u] = (w >= 0 && w < t.W) ? load_pair(e_row + w * t.lde) : make_float2(0.0f, 0.0f);
+              }
+            }
+#pragma unroll
+            for (int s = 0; s < K; ++s) {
+              const float2 wt = *reinterpret_cast<const float2*>(&wf[(r * K + s) * kChunk + j0]);  // channels j0, j0+1
+#pragma unroll
+              for (int i = 0; i < kRun; ++i) {
+                d0[i] = fmaf(wt.x, win[i * kStride + s].x, d0[i]);
+                d1[i] = fmaf(wt.y, win[i * kStride + s].y, d1[i]);
+              }
             }
           }
 #pragma unroll
-          for (int s = 0; s < K; ++s) {
-            const float2 wt = *reinterpret_cast<const float2*>(&dwf[(r * K + s) * kChunk + j0]);  // channels j0, j0+1
-#pragma unroll
-            for (int i = 0; i < kRun; ++i) {
-              d0[i] = fmaf(wt.x, win[i * kStride + s].x, d0[i]);
-              d1[i] = fmaf(wt.y, win[i * kStride + s].y, d1[i]);
+          for (int i = 0; i < kRun; ++i) {
+            const int q = run.q0 + i;
+            if (q >= t.Q) break;
+            const int pix = run.row * t.Q + q;
+            const uint32_t a = activate_pair<Element>(t.act, d0[i], d1[i]);  // channels j0, j0+1, 16-bit
+            if constexpr (kSums) {
+              const float2 f = unpack_pair<Element>(a);
+              s0 += f.x, s1 += f.y;
+            }
+            if constexpr (kStage == Stage::store) {  // straight to dbuf: the half-warp writes one pixel's 64 bytes
+              Element* out = dbuf + (first_out + pix) * std::ptrdiff_t(t.hidden) + c0 + j0;
+              if (t.vec) {
+                if (j0 < cw) *reinterpret_cast<uint32_t*>(out) = a;  // cw is a multiple of 8 here
+              } else {
+                const Element* two = reinterpret_cast<const Element*>(&a);
+                if (j0 < cw) out[0] = two[0];
+                if (j0 + 1 < cw) out[1] = two[1];
+              }
+            }
+            if constexpr (kStage == Stage::project) {
+              uint32_t d = a;
+              if (gated) {
+                const float2 f = unpack_pair<Element>(a);
+                d = pack_pair<Element>(f.x * g0, f.y * g1);
+              }
+              *reinterpret_cast<uint32_t*>(&ds(0)[pix * t.ldd + j0]) = d;
             }
           }
         }
-#pragma unroll
-        for (int i = 0; i < kRun; ++i) {
-          const int q = run.q0 + i;
-          if (q >= t.Q) break;
-          const float a0 = fast_activate(t.act, d0[i]), a1 = fast_activate(t.act, d1[i]);
-          if constexpr (kSums) s0 += a0, s1 += a1;
-          if constexpr (kStage != Stage::sums)
-            *reinterpret_cast<uint32_t*>(&d_s[(run.row * t.Q + q) * t.ldd + j0]) = pack_pair<Element>(a0 * g0, a1 * g1);
+        if constexpr (kSums) {
+          float* r = reds(k % 2);
+          r[(tid / kPairs) * kChunk + j0] = s0;
+          r[(tid / kPairs) * kChunk + j0 + 1] = s1;
         }
-      }
-      if constexpr (kSums) {
-        red[(tid / kPairs) * kChunk + j0] = s0;
-        red[(tid / kPairs) * kChunk + j0 + 1] = s1;
-      }
-      __syncthreads();  // D (and the partial sums) complete
-      if constexpr (kSums) {
-        // The tile's channel sums: the 16 pixel groups' partials added in group order.
-        if (tid < cw) {
-          float s = 0.0f;
-          for (int g = 0; g < kPixelGroups; ++g) s += red[g * kChunk + tid];
-          partial[(std::ptrdiff_t(n) * t.tiles + tile) * t.hidden + c0 + tid] = s;
-        }
-      }
-      if constexpr (kStage == Stage::store) {
-        // D -> dbuf: 16 bytes (8 channels of one pixel) per store when aligned.
-        Element* out = dbuf + first_out * t.hidden + c0;
-        if (t.vec) {
-          const int per_pixel = cw / 8;
-          for (int i = tid; i < out_pixels * per_pixel; i += kThreads) {
-            const int pix = i / per_pixel, c = (i - pix * per_pixel) * 8;
-            *reinterpret_cast<uint4*>(out + pix * std::ptrdiff_t(t.hidden) + c) =
-                *reinterpret_cast<const uint4*>(&d_s[pix * t.ldd + c]);
-          }
-        } else {
-          for (int i = tid; i < out_pixels * cw; i += kThreads) {
-            const int pix = i / cw, c = i - pix * cw;
-            out[pix * std::ptrdiff_t(t.hidden) + c] = d_s[pix * t.ldd + c];
-          }
+        if constexpr (kStage == Stage::project) {
+          __syncthreads();  // D of chunk k complete
+          project_chunk(ds(0), wps(k % 2), v);
         }
       }
     }
-
-    if constexpr (kProject) {
-      // 3. Y += (D ⊙ g)·Wp[c0:c0+32, :]: A from D [pixel][j], B from the Wp chunk [j][o] (.trans).
-      const Element* d_s = ds(kMakeD ? 0 : b);
-      const Element* w_s = wps(b);
-#pragma unroll
-      for (int i = 0; i < kMaxAccTiles; ++i) {
-        const int at = warp + kWarps * i;
-        if (at >= acc_count) break;
-        const int mt = at / n_tiles, nt = at - mt * n_tiles;
-#pragma unroll
-        for (int k0 = 0; k0 < kChunk; k0 += 16) {
-          uint32_t a[4], bb[2];
-          ldmatrix_x4(a, shared_address(&d_s[(mt * 16 + lane % 16) * t.ldd + k0 + 8 * (lane / 16)]));
-          ldmatrix_x2_trans(bb, shared_address(&w_s[(k0 + lane % 16) * t.ldwp + nt * 8]));
-          if (kStage == Stage::project_stored && gate) {
-            // ⊙ g on the fragment (when the gate is not folded into the weights): register r holds
-            // channels k0 + 2t (+1) + 8·(r / 2), rounded once.
-#pragma unroll
-            for (int r = 0; r < 4; ++r) {
-              const int j = k0 + 2 * (lane % 4) + 8 * (r / 2);
-              const float2 dv = unpack_pair<Element>(a[r]);
-              a[r] = pack_pair<Element>(dv.x * v[2 * kChunk + j], dv.y * v[2 * kChunk + j + 1]);
-            }
-          }
-          mma_m16n8k16<Element>(acc[i], a, bb);
-        }
+    if constexpr (kSums) {
+      if (chunks > 0) {
+        __syncthreads();  // the last chunk's partial sums
+        reduce_sums(chunks - 1);
       }
     }
   }
 
   if constexpr (kProject) {
-    // 4. y = Y + bp (+ x), stored once: a lane's two adjacent columns as one 32-bit store when C_out is even.
+    // y = Y + bp (+ x), stored once: a lane's two adjacent columns as one 32-bit store when C_out is even.
 #pragma unroll
     for (int i = 0; i < kMaxAccTiles; ++i) {
       const int at = warp + kWarps * i;

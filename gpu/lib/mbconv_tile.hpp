@@ -4,17 +4,19 @@
 // C++ (host code, and two functions the kernel calls), so that
 // tests/lesson11_mbconv_tile_test.cpp checks every index on the host.
 //
-// A tile is `rows` whole output rows of one image; its CTA holds, per stage:
+// A tile is `rows` whole output rows of one image; its CTA holds, per stage
+// (×n: n buffers, chunk k in buffer k mod n; the kernel's pipeline says why):
 //
-//   xs   [m_in][ldx]         the x tile with its halo rows          (expand, stages that make D)
-//   es   [m_in][lde]  ×1|2   E chunk (×2: no expand, E is a copy of x's channels, double-buffered)
-//   ds   [m_out][ldd] ×1|2   D chunk (×2: project_stored, D read back, double-buffered; none: sums)
-//   wes  [c_pad][ldwe] ×2    We chunk, global layout [c][j]         (expand, stages that make D)
-//   wps  [32][ldwp]   ×2     Wp chunk, global layout [j][o]         (project stages)
-//   dws  [32·K²]      ×2     depthwise weights of the chunk, as copied (stages that make D)
-//   dwf  [K²][32] fp32       the same, converted once per chunk for the depthwise's 8-byte pair loads
-//   vs   [3][32] fp32 ×2     be, bd, gate of the chunk
-//   red  [16][32] fp32       the channel sums' reduction            (sums, store)
+//   xs   [m_in][ldx]           the x tile with its halo rows          (expand, stages that make D)
+//   es   [m_in][lde]  ×2|3     E chunks (×3: no expand, E is a copy of x's channels)
+//   ds   [m_out][ldd] ×1|2     D chunk: project ×1, project_stored ×2 (read back); sums and store
+//                              keep D in registers (store writes it to global memory from there)
+//   wes  [c_pad][ldwe] ×2      We chunk, global layout [c][j]         (expand, stages that make D)
+//   wps  [32][ldwp]   ×2       Wp chunk, global layout [j][o]         (project stages)
+//   dws  [32·K²]      ×2       depthwise weights of the chunk, as copied (stages that make D)
+//   dwf  [K²][32] fp32 ×2      the same, converted for the depthwise's 8-byte pair loads
+//   vs   [3][32] fp32 ×3       be, bd, gate of the chunk
+//   red  [16][32] fp32 ×2      the channel sums' reduction            (sums, store)
 //
 // Row strides are 8 elements (16 bytes) more than a multiple of 16 elements
 // or equal to an odd multiple of 8: an odd number of 16-byte units, so the 8
@@ -64,9 +66,10 @@ struct Tile {
   std::ptrdiff_t wp_image_stride;  // elements from image n's projection weights to n+1's (0: one Wp for all)
   int splits;                      // CTAs per tile (split_tile): hidden chunks (sums, store) or output columns
   int cout_split;                  // output columns per CTA (project_stored), a multiple of 8; else cout_pad
-  // Shared layout, bytes: each region's offset and (double-buffered ones) the size of one buffer.
+  // Shared layout, bytes: each region's offset, the size of one buffer and (e, d) how many buffers.
   std::size_t x_off, e_off, e_bytes, d_off, d_bytes, we_off, we_bytes, wp_off, wp_bytes, dw_off, dw_bytes, dwf_off,
-      v_off, v_bytes, red_off, bytes;
+      dwf_bytes, v_off, v_bytes, red_off, red_bytes, bytes;
+  int e_buffers, d_buffers;
   CONVLAB_HOST_DEVICE int acc_tiles() const { return (m_out / 16) * (cout_pad / 8); }
 };
 
@@ -101,15 +104,18 @@ inline Tile tile_for(const MBConvProblem& p, int rows, Stage stage) {
     size = (one + 15) / 16 * 16;
     return take(size * copies);
   };
+  t.e_buffers = t.expand ? 2 : 3;
+  t.d_buffers = stage == Stage::project ? 1 : stage == Stage::project_stored ? 2 : 0;
+  const std::size_t taps = std::size_t(p.kernel) * p.kernel;
   t.x_off = take(make_d && t.expand ? std::size_t(t.m_in) * t.ldx * e : 0);
-  t.e_off = region(make_d ? std::size_t(t.m_in) * t.lde * e : 0, t.expand ? 1 : 2, t.e_bytes);
-  t.d_off = region(stage == Stage::sums ? 0 : std::size_t(t.m_out) * t.ldd * e, make_d ? 1 : 2, t.d_bytes);
+  t.e_off = region(make_d ? std::size_t(t.m_in) * t.lde * e : 0, t.e_buffers, t.e_bytes);
+  t.d_off = region(std::size_t(t.m_out) * t.ldd * e, t.d_buffers, t.d_bytes);
   t.we_off = region(make_d && t.expand ? std::size_t(t.c_pad) * t.ldwe * e : 0, 2, t.we_bytes);
   t.wp_off = region(project ? std::size_t(kChunk) * t.ldwp * e : 0, 2, t.wp_bytes);
-  t.dw_off = region(make_d ? std::size_t(kChunk) * p.kernel * p.kernel * e : 0, 2, t.dw_bytes);
-  t.dwf_off = take(make_d ? std::size_t(kChunk) * p.kernel * p.kernel * sizeof(float) : 0);
-  t.v_off = region(3 * kChunk * sizeof(float), 2, t.v_bytes);
-  t.red_off = take(sums ? std::size_t(kPixelGroups) * kChunk * sizeof(float) : 0);
+  t.dw_off = region(make_d ? kChunk * taps * e : 0, 2, t.dw_bytes);
+  t.dwf_off = region(make_d ? kChunk * taps * sizeof(float) : 0, 2, t.dwf_bytes);
+  t.v_off = region(3 * kChunk * sizeof(float), 3, t.v_bytes);
+  t.red_off = region(sums ? std::size_t(kPixelGroups) * kChunk * sizeof(float) : 0, 2, t.red_bytes);
   t.bytes = off;
   return t;
 }
