@@ -162,11 +162,14 @@ TEST_CASE("mbconv tile: the depthwise runs cover every output pixel once per pai
         for (int rows : {1, 2, 4, 5, 6, 9}) {
           std::multiset<std::pair<int, int>> seen;  // (row, q), per pair
           const int items = rows * runs_per_row * kPairs;
-          for (int tid = 0; tid < kThreads; ++tid)
-            for (int item = tid; item < items; item += kThreads) {
+          for (int tid = 0; tid < kThreads; ++tid) {
+            DwRunWalk walk(tid / kPairs, runs_per_row);  // the kernel's walk: no division per item
+            for (int item = tid; item < items; item += kThreads, walk.next()) {
               CHECK(item % kPairs == tid % kPairs);  // a thread's pair never changes
-              if (tid % kPairs != 0) continue;
               const DwRun run = dw_run(item / kPairs, runs_per_row);
+              CHECK(walk.run().row == run.row);
+              CHECK(walk.run().q0 == run.q0);
+              if (tid % kPairs != 0) continue;
               CHECK((run.row >= 0 && run.row < rows));
               const int w0 = run.q0 * stride - pad;
               for (int i = 0; i < kRun; ++i) {
@@ -180,6 +183,7 @@ TEST_CASE("mbconv tile: the depthwise runs cover every output pixel once per pai
                 }
               }
             }
+          }
           CHECK(int(seen.size()) == rows * Q);
           // The two runs of a warp (runs 2k, 2k + 1): both edge runs or both interior when a row has an even count.
           if (runs_per_row % 2 == 0)

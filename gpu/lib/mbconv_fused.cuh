@@ -118,8 +118,9 @@ __device__ __forceinline__ void ldmatrix_x2_trans(uint32_t (&r)[2], uint32_t row
 // NOTES.md has the count). tanh.approx's relative error is about 2^−11, the
 // 16-bit type's own rounding; in the far negative tail (v < −8) the result is
 // a small number near 0 with an absolute error below 2^−10·|v|. ReLU is max(v, 0)
-// on the pair, exact. Both are computed and one selected: no branch on `act`.
-template <class Element> __device__ __forceinline__ uint32_t activate_pair(FfnActivation act, float lo, float hi) {
+// on the pair, exact. Both are computed and one selected: no branch. (On sm_90
+// tanh.approx.f16x2 issues as two MUFU.TANH.F16, one per half.)
+template <class Element> __device__ __forceinline__ uint32_t activate_pair(bool relu_act, float lo, float hi) {
   const uint32_t v = pack_pair<Element>(lo, hi);
   uint32_t h, t, silu, relu;
   if constexpr (std::is_same_v<Element, __half>) {
@@ -133,7 +134,7 @@ template <class Element> __device__ __forceinline__ uint32_t activate_pair(FfnAc
     asm("fma.rn.bf16x2 %0, %1, %2, %1;" : "=r"(silu) : "r"(h), "r"(t));
     asm("max.bf16x2 %0, %1, %2;" : "=r"(relu) : "r"(v), "r"(0u));
   }
-  return act == FfnActivation::relu ? relu : silu;
+  return relu_act ? relu : silu;
 }
 
 // dst[r][c] = src[r·ld_src + c] for r < valid_rows, c < valid_cols, else 0,
@@ -300,8 +301,12 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
     if constexpr (kStage == Stage::project)  // D's rows past the tile's pixels: never written below, read by the mma
       for (int i = out_pixels * t.ldd + tid; i < t.m_out * t.ldd; i += kThreads) ds(0)[i] = from_float<Element>(0.0f);
 
-    // Depthwise work items: (run, pair), pair = tid % 16 fixed (kThreads is a multiple of 16).
-    const int pair = tid % kPairs, j0 = 2 * pair;
+    // Depthwise work items: (run, pair), pair = rtid % 16 fixed (kThreads is a multiple of 16). The
+    // items go in reverse thread order (rtid), so the warps with one expand unit more (the first,
+    // u = warp, warp + 8, ...) are the ones with one depthwise item fewer.
+    const int rtid = kThreads - 1 - tid;
+    const int pair = rtid % kPairs, j0 = 2 * pair;
+    const bool relu = t.act == FfnActivation::relu;
     const int runs_per_row = (t.Q + kRun - 1) / kRun, items = (p1 - p0) * runs_per_row * kPairs;
     const bool gated = kStage == Stage::project && gate != nullptr;
 
@@ -328,15 +333,27 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
         if (t.expand) {
           // E[k+1] = φ(X·We[:, chunk] + be): A from the x tile, B from the We chunk [c][j] (.trans).
           // Work unit u = (m tile u / 2, channel half u % 2: 16 channels, two n8 tiles), spread over
-          // the warps, so that a small tile (3 m tiles at 7 × 7) still keeps 6 warps busy.
+          // the warps, so that a small tile (3 m tiles at 7 × 7) still keeps 6 warps busy. Only the m
+          // tiles that hold this tile's input pixels (a clipped halo or a short last tile has fewer).
           const Element* w_s = wes(kn % 2);
           const float* v = vs(kn % 3);
           Element* e_s = es(kn % 2);
-          for (int u = warp; u < (t.m_in / 16) * 2; u += kWarps) {
+          const int units = ((in_pixels + 15) / 16) * 2;
+          for (int u = warp; u < units; u += kWarps) {
             const int mt = u / 2, jh = 16 * (u % 2);
+            Element* e_unit = e_s + (mt * 16) * t.lde + jh;
+            if (jh >= cw) {  // a last chunk of 16 channels: its upper half is zeros (warp-uniform: no mma, no SFU)
+#pragma unroll
+              for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+                for (int half = 0; half < 2; ++half) {
+                  const MatrixCoord m = mma_c_coord(lane, 2 * half);
+                  *reinterpret_cast<uint32_t*>(&e_unit[m.row * t.lde + nt * 8 + m.col]) = 0u;
+                }
+              continue;
+            }
             float e_acc[2][4] = {};
-            const bool dead = jh >= cw;  // a last chunk of 16 channels: its upper half is zeros, no mma and no SFU
-            for (int k0 = 0; k0 < (dead ? 0 : t.c_pad); k0 += 16) {
+            for (int k0 = 0; k0 < t.c_pad; k0 += 16) {
               uint32_t a[4], bq[4];
               ldmatrix_x4(a, shared_address(&xs[(mt * 16 + lane % 16) * t.ldx + k0 + 8 * (lane / 16)]));
               ldmatrix_x4_trans(bq, shared_address(&w_s[(k0 + lane % 16) * t.ldwe + jh + 8 * (lane / 16)]));
@@ -349,10 +366,10 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
 #pragma unroll
               for (int half = 0; half < 2; ++half) {  // c0, c1: row g; c2, c3: row g + 8; columns 2t, 2t+1
                 const MatrixCoord m = mma_c_coord(lane, 2 * half);
-                const int j = jh + nt * 8 + m.col;  // channels j, j+1 (zero weights and bias beyond cw: φ(0) = 0)
-                const uint32_t e2 =
-                    dead ? 0u : activate_pair<Element>(t.act, e_acc[nt][2 * half] + v[j], e_acc[nt][2 * half + 1] + v[j + 1]);
-                *reinterpret_cast<uint32_t*>(&e_s[(mt * 16 + m.row) * t.lde + j]) = e2;
+                const int j = nt * 8 + m.col;  // channels jh + j, +1 (zero weights and bias beyond cw: φ(0) = 0)
+                const float2 bias = *reinterpret_cast<const float2*>(&v[jh + j]);
+                *reinterpret_cast<uint32_t*>(&e_unit[m.row * t.lde + j]) =
+                    activate_pair<Element>(relu, e_acc[nt][2 * half] + bias.x, e_acc[nt][2 * half + 1] + bias.y);
               }
           }
         }
@@ -370,9 +387,11 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
         const Element* e_s = es(k % t.e_buffers);
         const float b0 = v[kChunk + j0], b1 = v[kChunk + j0 + 1];
         const float g0 = v[2 * kChunk + j0], g1 = v[2 * kChunk + j0 + 1];
+        const bool live_pair = j0 < cw;  // store: pairs past the chunk's width are not written
         float s0 = 0.0f, s1 = 0.0f;
-        for (int item = tid; item < items; item += kThreads) {
-          const DwRun run = dw_run(item / kPairs, runs_per_row);
+        DwRunWalk walk(rtid / kPairs, runs_per_row);
+        for (int item = rtid; item < items; item += kThreads, walk.next()) {
+          const DwRun run = walk.run();
           const int op = p0 + run.row;
           const int w0 = run.q0 * kStride - t.pad;               // the window's first input column
           const bool interior = w0 >= 0 && w0 + kWindow <= t.W;  // no column of the window outside the image
@@ -405,24 +424,25 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
               }
             }
           }
-#pragma unroll
-          for (int i = 0; i < kRun; ++i) {
-            const int q = run.q0 + i;
-            if (q >= t.Q) break;
-            const int pix = run.row * t.Q + q;
-            const uint32_t a = activate_pair<Element>(t.act, d0[i], d1[i]);  // channels j0, j0+1, 16-bit
+          // φ, the sums and D's destination for the run's pixels i < valid (one address per run,
+          // then a constant step per pixel; a full run takes the path without per-pixel tests).
+          const int pix0 = run.row * t.Q + run.q0, valid = min(kRun, t.Q - run.q0);
+          Element* out = kStage == Stage::store ? dbuf + (first_out + pix0) * std::ptrdiff_t(t.hidden) + c0 + j0
+                                                : ds(0) + pix0 * t.ldd + j0;
+          const std::ptrdiff_t step = kStage == Stage::store ? std::ptrdiff_t(t.hidden) : t.ldd;
+          const auto finish = [&](int i) {
+            const uint32_t a = activate_pair<Element>(relu, d0[i], d1[i]);  // channels j0, j0+1, 16-bit
             if constexpr (kSums) {
               const float2 f = unpack_pair<Element>(a);
               s0 += f.x, s1 += f.y;
             }
-            if constexpr (kStage == Stage::store) {  // straight to dbuf: the half-warp writes one pixel's 64 bytes
-              Element* out = dbuf + (first_out + pix) * std::ptrdiff_t(t.hidden) + c0 + j0;
+            if constexpr (kStage == Stage::store) {  // straight to dbuf: a half-warp writes one pixel's 64 bytes
               if (t.vec) {
-                if (j0 < cw) *reinterpret_cast<uint32_t*>(out) = a;  // cw is a multiple of 8 here
+                if (live_pair) *reinterpret_cast<uint32_t*>(out + i * step) = a;  // cw is a multiple of 8 here
               } else {
                 const Element* two = reinterpret_cast<const Element*>(&a);
-                if (j0 < cw) out[0] = two[0];
-                if (j0 + 1 < cw) out[1] = two[1];
+                if (live_pair) out[i * step] = two[0];
+                if (j0 + 1 < cw) out[i * step + 1] = two[1];
               }
             }
             if constexpr (kStage == Stage::project) {
@@ -431,14 +451,22 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
                 const float2 f = unpack_pair<Element>(a);
                 d = pack_pair<Element>(f.x * g0, f.y * g1);
               }
-              *reinterpret_cast<uint32_t*>(&ds(0)[pix * t.ldd + j0]) = d;
+              *reinterpret_cast<uint32_t*>(out + i * step) = d;
             }
+          };
+          if (valid == kRun) {
+#pragma unroll
+            for (int i = 0; i < kRun; ++i) finish(i);
+          } else {
+#pragma unroll
+            for (int i = 0; i < kRun; ++i)
+              if (i < valid) finish(i);
           }
         }
         if constexpr (kSums) {
           float* r = reds(k % 2);
-          r[(tid / kPairs) * kChunk + j0] = s0;
-          r[(tid / kPairs) * kChunk + j0 + 1] = s1;
+          r[(rtid / kPairs) * kChunk + j0] = s0;
+          r[(rtid / kPairs) * kChunk + j0 + 1] = s1;
         }
         if constexpr (kStage == Stage::project) {
           __syncthreads();  // D of chunk k complete

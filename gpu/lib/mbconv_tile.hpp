@@ -183,10 +183,22 @@ inline bool aligned_to(const void* q, std::size_t bytes) { return reinterpret_ca
 struct DwRun {
   int row, q0;
 };
-CONVLAB_HOST_DEVICE constexpr DwRun dw_run(int run, int runs_per_row) {
-  const int row = run / runs_per_row, slot = run - row * runs_per_row;
-  const int column_run = slot == 0 ? 0 : slot == 1 ? runs_per_row - 1 : slot - 1;
-  return {row, column_run * kRun};
-}
-
+// The runs one thread visits: its items first, first + kThreads, ... are runs
+// r, r + kThreads / kPairs, ...; the walk keeps (row, slot) and steps them
+// with an add and one compare instead of a division by runs_per_row per item.
+struct DwRunWalk {
+  int row, slot, runs_per_row, step_rows, step_slots;
+  CONVLAB_HOST_DEVICE DwRunWalk(int first_run, int runs)
+      : row(first_run / runs), slot(first_run % runs), runs_per_row(runs),
+        step_rows((kThreads / kPairs) / runs), step_slots((kThreads / kPairs) % runs) {}
+  CONVLAB_HOST_DEVICE DwRun run() const {
+    const int column_run = slot == 0 ? 0 : slot == 1 ? runs_per_row - 1 : slot - 1;
+    return {row, column_run * kRun};
+  }
+  CONVLAB_HOST_DEVICE void next() {
+    row += step_rows, slot += step_slots;
+    if (slot >= runs_per_row) slot -= runs_per_row, ++row;
+  }
+};
+CONVLAB_HOST_DEVICE inline DwRun dw_run(int run, int runs_per_row) { return DwRunWalk(run, runs_per_row).run(); }
 }  // namespace convlab::gpu::mbconv
