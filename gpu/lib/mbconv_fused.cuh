@@ -112,14 +112,14 @@ __device__ __forceinline__ void ldmatrix_x2_trans(uint32_t (&r)[2], uint32_t row
 }
 
 // φ on a pair, packed: the two fp32 values rounded to the 16-bit type, then
-// SiLU as h + h·tanh(h), h = v/2, in packed 16-bit arithmetic: four
-// instructions and one MUFU op for the pair (the fp32 form v / (1 + 2^(−v·log2 e))
-// costs two MUFU ops and about seven instructions per value; lessons/11-mbconv/
-// NOTES.md has the count). tanh.approx's relative error is about 2^−11, the
-// 16-bit type's own rounding; in the far negative tail (v < −8) the result is
-// a small number near 0 with an absolute error below 2^−10·|v|. ReLU is max(v, 0)
-// on the pair, exact. Both are computed and one selected: no branch. (On sm_90
-// tanh.approx.f16x2 issues as two MUFU.TANH.F16, one per half.)
+// SiLU as h + h·tanh(h), h = v/2, in packed 16-bit arithmetic: about eight
+// instructions and two MUFU ops for the pair (sm_90 issues tanh.approx.f16x2
+// as one MUFU.TANH.F16 per half); the fp32 form v / (1 + 2^(−v·log2 e)) costs
+// two MUFU ops and about seven instructions per value (lessons/11-mbconv/
+// NOTES.md has the SASS counts). tanh.approx's relative error is about 2^−11,
+// the 16-bit type's own rounding; in the far negative tail (v < −8) the result
+// is a small number near 0 with an absolute error below 2^−10·|v|. ReLU is
+// max(v, 0) on the pair, exact. Both are computed and one selected: no branch.
 template <class Element> __device__ __forceinline__ uint32_t activate_pair(bool relu_act, float lo, float hi) {
   const uint32_t v = pack_pair<Element>(lo, hi);
   uint32_t h, t, silu, relu;
