@@ -1,6 +1,7 @@
 // cpu/lib/convfirst_cpu.hpp — pieces both CPU ConvFirst rungs share:
 // the BlurPool stencil, the element-wise passes around the layers, and the
-// grouped 3x3 conv of one pixel and of a run of pixels. Header-only, registers nothing.
+// grouped 3x3 conv of one pixel, of a few consecutive pixels and of a run along a row.
+// Header-only, registers nothing.
 #pragma once
 
 #include <algorithm>
