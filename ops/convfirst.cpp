@@ -231,6 +231,8 @@ std::vector<ConvFirstProblem> test_shapes() {
       block(1, 13, 7, 24, 72, 24, 1, relu, f32),
       block(2, 3, 57, 40, 100, 40, 1, relu, f32),
       block(1, 57, 3, 64, 256, 64, 1, silu, f32),
+      block(2, 5, 40, 16, 40, 16, 1, silu, f32),   // W a multiple of 8: row runs at both row ends, tiles that
+                                                    // split rows, a tile across two images
       block(1, 7, 7, 72, 200, 72, 1, relu, f32),
       block(1, 3, 3, 136, 544, 136, 1, relu, f32),
       block(1, 13, 7, 16, 64, 24, 2, relu, f32),   // stride 2, projection

@@ -244,7 +244,7 @@ void run(const ConvFirstProblem& p, const Args<ConvFirstProblem>& args) {
         const int64_t m0 = int64_t(tile) * kTileRows;
         tq = int(std::min<int64_t>(kTileRows, pixels - m0));
         y_rows = y + m0 * Co;
-        conv_run(p, x, wt, conv_b, m0, tq, t_tile);  // eight pixels per weight load
+        conv_run(p, x, wt, conv_b, m0, tq, t_tile);  // runs of eight pixels of a row: one x broadcast, three taps
         // Z = x + b: the residual starts the accumulators (Fig. 7b).
         for (int i = 0; i < tq; ++i) {
           const float* xr = x + (m0 + i) * C;

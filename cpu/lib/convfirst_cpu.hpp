@@ -1,6 +1,7 @@
 // cpu/lib/convfirst_cpu.hpp — pieces both CPU ConvFirst rungs share:
 // the BlurPool stencil, the element-wise passes around the layers, and the
-// grouped 3x3 conv of one pixel and of a run of pixels. Header-only, registers nothing.
+// grouped 3x3 conv of one pixel, of a few consecutive pixels and of a run along a row.
+// Header-only, registers nothing.
 #pragma once
 
 #include <algorithm>
@@ -96,58 +97,124 @@ inline void conv_pixel(const ConvFirstProblem& p, const float* image, const floa
   }
 }
 
-// The same conv for a run of `count` consecutive pixels m0 .. m0+count of the flattened
-// N·H·W index (stride 1), t row i for pixel m0 + i, ld = C. conv_pixel keeps one group's
-// 8 outputs in flight: one chain of 72 dependent FMAs per group, each with its own weight
-// load. Here kRunPixels pixels share every weight vector, so a group is kRunPixels
-// independent chains and one weight load per kRunPixels FMAs (lesson 06's 06b scheme):
+// The same conv for up to kRunPixels consecutive pixels m0 .. m0+count of the flattened
+// N·H·W index (stride 1; they may cross rows and images), t row i for pixel m0 + i, ld = C.
+// conv_pixel keeps one group's 8 outputs in flight: one chain of 72 dependent FMAs per
+// group, each with its own weight load. Here the pixels share every weight vector, so a
+// group is kRunPixels independent chains and one weight load per kRunPixels FMAs (lesson
+// 06's 06b scheme):
 //   for g:  acc[i][:] = b[g·8 ..];  for tap, ci:  w8 = wt[g][tap][ci][:];  for i: acc[i] += x_i[ci]·w8
 // A tap outside the image reads a row of zeros instead of x: no branch in the ci loop.
 inline constexpr int kRunPixels = 8;
 typedef float Vec8 __attribute__((vector_size(32)));  // one AVX register; kept in registers when unrolled
 static_assert(kGroupWidth == 8, "one group's outputs are one Vec8");
 
-inline void conv_run(const ConvFirstProblem& p, const float* x, const float* wt, const float* conv_b, int64_t m0,
-                     int count, float* t) {
+inline void conv_pixels(const ConvFirstProblem& p, const float* x, const float* wt, const float* conv_b, int64_t m0,
+                        int count, float* t) {
   static const float kZeroRow[kGroupWidth] = {};
   const int C = p.C, H = p.H, W = p.W;
   const int64_t plane = int64_t(H) * W;
-  for (int i0 = 0; i0 < count; i0 += kRunPixels) {
-    const int np = std::min(kRunPixels, count - i0);
-    const float* image[kRunPixels];
-    int hh[kRunPixels], ww[kRunPixels];
-    for (int i = 0; i < kRunPixels; ++i) {  // lanes past np repeat the last pixel and are not stored
-      const int64_t m = m0 + i0 + std::min(i, np - 1), n = m / plane;
-      const int rem = int(m - n * plane);
-      image[i] = x + n * plane * C;
-      hh[i] = rem / W;
-      ww[i] = rem % W;
-    }
-    for (int g = 0; g < p.groups(); ++g) {
-      Vec8 acc[kRunPixels];
-      Vec8 bias;
-      std::memcpy(&bias, conv_b + g * kGroupWidth, sizeof bias);
+  const float* image[kRunPixels];
+  int hh[kRunPixels], ww[kRunPixels];
+  for (int i = 0; i < kRunPixels; ++i) {  // lanes past count repeat the last pixel and are not stored
+    const int64_t m = m0 + std::min(i, count - 1), n = m / plane;
+    const int rem = int(m - n * plane);
+    image[i] = x + n * plane * C;
+    hh[i] = rem / W;
+    ww[i] = rem % W;
+  }
+  for (int g = 0; g < p.groups(); ++g) {
+    Vec8 acc[kRunPixels];
+    Vec8 bias;
+    std::memcpy(&bias, conv_b + g * kGroupWidth, sizeof bias);
 #pragma GCC unroll 8
-      for (int i = 0; i < kRunPixels; ++i) acc[i] = bias;
-      for (int tap = 0; tap < 9; ++tap) {
-        const int r = tap / 3, s = tap % 3;
-        const float* src[kRunPixels];
+    for (int i = 0; i < kRunPixels; ++i) acc[i] = bias;
+    for (int tap = 0; tap < 9; ++tap) {
+      const int r = tap / 3, s = tap % 3;
+      const float* src[kRunPixels];
 #pragma GCC unroll 8
-        for (int i = 0; i < kRunPixels; ++i) {
-          const int ih = hh[i] + r - 1, iw = ww[i] + s - 1;
-          src[i] = (ih >= 0 && ih < H && iw >= 0 && iw < W) ? image[i] + (std::ptrdiff_t(ih) * W + iw) * C + g * kGroupWidth
-                                                            : kZeroRow;
-        }
-        const float* wtap = wt + (std::size_t(g) * 9 + tap) * kGroupWidth * kGroupWidth;
-#pragma GCC unroll 8
-        for (int ci = 0; ci < kGroupWidth; ++ci) {
-          Vec8 w8;
-          std::memcpy(&w8, wtap + ci * kGroupWidth, sizeof w8);
-#pragma GCC unroll 8
-          for (int i = 0; i < kRunPixels; ++i) acc[i] += src[i][ci] * w8;
-        }
+      for (int i = 0; i < kRunPixels; ++i) {
+        const int ih = hh[i] + r - 1, iw = ww[i] + s - 1;
+        src[i] = (ih >= 0 && ih < H && iw >= 0 && iw < W) ? image[i] + (std::ptrdiff_t(ih) * W + iw) * C + g * kGroupWidth
+                                                          : kZeroRow;
       }
-      for (int i = 0; i < np; ++i) std::memcpy(t + std::ptrdiff_t(i0 + i) * C + g * kGroupWidth, &acc[i], sizeof(Vec8));
+      const float* wtap = wt + (std::size_t(g) * 9 + tap) * kGroupWidth * kGroupWidth;
+#pragma GCC unroll 8
+      for (int ci = 0; ci < kGroupWidth; ++ci) {
+        Vec8 w8;
+        std::memcpy(&w8, wtap + ci * kGroupWidth, sizeof w8);
+#pragma GCC unroll 8
+        for (int i = 0; i < kRunPixels; ++i) acc[i] += src[i][ci] * w8;
+      }
+    }
+    for (int i = 0; i < count; ++i) std::memcpy(t + std::ptrdiff_t(i) * C + g * kGroupWidth, &acc[i], sizeof(Vec8));
+  }
+}
+
+// kRunPixels pixels of one image row, columns w0 .. w0+8 of row h of `image` ([H, W, C]),
+// t row i for column w0 + i, ld = C. In conv_pixels every product has its own broadcast of
+// an x value. But along a row the three taps (r, 0..2) of neighbouring outputs read the
+// same x: x column w0 + j − 1 (j = 0 .. 9) is the input of output i = j − s through tap
+// (r, s). So one broadcast feeds up to three FMAs, with the three weight vectors of the
+// tap row (10 broadcasts per 24 FMAs instead of 24):
+//   for g:  acc[i][:] = b[g·8 ..]
+//     for r with row h+r−1 in the image, ci:  w_s = wt[g][r·3 + s][ci][:]  (s < 3)
+//       for j < 10 with column w0+j−1 in the image:  xv = x[h+r−1, w0+j−1, g·8 + ci]
+//         acc[j − s] += xv·w_s  for each s with 0 ≤ j − s < 8
+// No bounds test inside a row but its two end columns (j = 0, 9), tested once per row.
+inline void conv_row_run(const ConvFirstProblem& p, const float* image, const float* wt, const float* conv_b, int h,
+                         int w0, float* t) {
+  constexpr int R = kRunPixels;
+  const int C = p.C, W = p.W;
+  const bool left = w0 > 0, right = w0 + R < W;  // columns w0 − 1 and w0 + 8 inside the image
+  for (int g = 0; g < p.groups(); ++g) {
+    Vec8 acc[R];
+    Vec8 bias;
+    std::memcpy(&bias, conv_b + g * kGroupWidth, sizeof bias);
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) acc[i] = bias;
+    for (int r = 0; r < 3; ++r) {
+      const int ih = h + r - 1;
+      if (ih < 0 || ih >= p.H) continue;
+      const float* row = image + (std::ptrdiff_t(ih) * W + w0) * C + g * kGroupWidth;  // output i's centre column: row + i·C
+      const float* w_row = wt + (std::size_t(g) * 9 + r * 3) * kGroupWidth * kGroupWidth;  // taps (r, 0), (r, 1), (r, 2)
+#pragma GCC unroll 8
+      for (int ci = 0; ci < kGroupWidth; ++ci) {
+        Vec8 w_s[3];
+        for (int s = 0; s < 3; ++s) std::memcpy(&w_s[s], w_row + (s * kGroupWidth + ci) * kGroupWidth, sizeof(Vec8));
+        if (left) acc[0] += row[-C + ci] * w_s[0];
+#pragma GCC unroll 8
+        for (int i = 0; i < R; ++i) {  // x column w0 + i: output i + 1 through tap s = 0, i through 1, i − 1 through 2
+          const float xv = row[std::ptrdiff_t(i) * C + ci];
+          if (i + 1 < R) acc[i + 1] += xv * w_s[0];
+          acc[i] += xv * w_s[1];
+          if (i > 0) acc[i - 1] += xv * w_s[2];
+        }
+        if (right) acc[R - 1] += row[std::ptrdiff_t(R) * C + ci] * w_s[2];
+      }
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) std::memcpy(t + std::ptrdiff_t(i) * C + g * kGroupWidth, &acc[i], sizeof(Vec8));
+  }
+}
+
+// The conv for `count` consecutive pixels m0 .. m0+count of the flattened N·H·W index
+// (stride 1), t row i for pixel m0 + i, ld = C: cut at row ends, each row piece in runs of
+// kRunPixels by conv_row_run, its last few pixels (fewer than kRunPixels) by conv_pixels.
+inline void conv_run(const ConvFirstProblem& p, const float* x, const float* wt, const float* conv_b, int64_t m0,
+                     int count, float* t) {
+  const int C = p.C, W = p.W;
+  const int64_t plane = int64_t(p.H) * W;
+  for (int i = 0; i < count;) {
+    const int64_t m = m0 + i, n = m / plane;
+    const int rem = int(m - n * plane), h = rem / W, w = rem % W;
+    const int in_row = std::min(count - i, W - w);  // pixels left in this row of the tile
+    if (in_row >= kRunPixels) {
+      conv_row_run(p, x + n * plane * C, wt, conv_b, h, w, t + std::ptrdiff_t(i) * C);
+      i += kRunPixels;
+    } else {
+      conv_pixels(p, x, wt, conv_b, m, in_row, t + std::ptrdiff_t(i) * C);
+      i += in_row;
     }
   }
 }
