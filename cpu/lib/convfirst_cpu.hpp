@@ -109,6 +109,14 @@ inline constexpr int kRunPixels = 8;
 typedef float Vec8 __attribute__((vector_size(32)));  // one AVX register; kept in registers when unrolled
 static_assert(kGroupWidth == 8, "one group's outputs are one Vec8");
 
+// Every pixel's accumulators of group g start at the group's 8 biases.
+inline void start_from_bias(Vec8 (&acc)[kRunPixels], const float* conv_b, int g) {
+  Vec8 bias;
+  std::memcpy(&bias, conv_b + g * kGroupWidth, sizeof bias);
+#pragma GCC unroll 8
+  for (int i = 0; i < kRunPixels; ++i) acc[i] = bias;
+}
+
 inline void conv_pixels(const ConvFirstProblem& p, const float* x, const float* wt, const float* conv_b, int64_t m0,
                         int count, float* t) {
   static const float kZeroRow[kGroupWidth] = {};
@@ -125,10 +133,7 @@ inline void conv_pixels(const ConvFirstProblem& p, const float* x, const float* 
   }
   for (int g = 0; g < p.groups(); ++g) {
     Vec8 acc[kRunPixels];
-    Vec8 bias;
-    std::memcpy(&bias, conv_b + g * kGroupWidth, sizeof bias);
-#pragma GCC unroll 8
-    for (int i = 0; i < kRunPixels; ++i) acc[i] = bias;
+    start_from_bias(acc, conv_b, g);
     for (int tap = 0; tap < 9; ++tap) {
       const int r = tap / 3, s = tap % 3;
       const float* src[kRunPixels];
@@ -169,10 +174,7 @@ inline void conv_row_run(const ConvFirstProblem& p, const float* image, const fl
   const bool left = w0 > 0, right = w0 + R < W;  // columns w0 − 1 and w0 + 8 inside the image
   for (int g = 0; g < p.groups(); ++g) {
     Vec8 acc[R];
-    Vec8 bias;
-    std::memcpy(&bias, conv_b + g * kGroupWidth, sizeof bias);
-#pragma GCC unroll 8
-    for (int i = 0; i < R; ++i) acc[i] = bias;
+    start_from_bias(acc, conv_b, g);
     for (int r = 0; r < 3; ++r) {
       const int ih = h + r - 1;
       if (ih < 0 || ih >= p.H) continue;
