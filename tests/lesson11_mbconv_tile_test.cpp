@@ -81,6 +81,18 @@ TEST_CASE("mbconv tile: the shared layout is aligned, disjoint and bank-friendly
       CHECK(t.ldx >= t.c_pad);
       CHECK(t.ldwp >= t.cout_pad);
       CHECK(t.lde >= kChunk);
+      CHECK(t.lde == kLdChunk);  // the kernel addresses E and D with the constant
+      CHECK(t.ldd == kLdChunk);
+      // The depthwise's row groups: at most dw_group_max rows, none empty, covering the tile.
+      const int group_max = dw_group_max(p.kernel, p.stride, s == Stage::project || s == Stage::project_stored);
+      const int groups = (t.rows + t.dw_rows - 1) / t.dw_rows;
+      CHECK((t.dw_rows >= 1 && t.dw_rows <= group_max));
+      CHECK(groups == (t.rows + group_max - 1) / group_max);  // no more groups than the widest items need
+      CHECK((groups - 1) * t.dw_rows < t.rows);
+      // dbuf's rows: 16-byte multiples at least hidden long, so every pair store is aligned and
+      // every 16-byte copy of a chunk stays inside the row.
+      CHECK(t.ld_dbuf % 8 == 0);
+      CHECK((t.ld_dbuf >= t.hidden && t.ld_dbuf < t.hidden + 8));
       // The halo: every input row a tile's depthwise reads is inside the E buffer.
       for (int tile = 0; tile < t.tiles; ++tile) {
         const int p0 = tile * t.rows, p1 = std::min(t.P, p0 + t.rows);
@@ -159,9 +171,11 @@ TEST_CASE("mbconv tile: the depthwise runs cover every output pixel once per pai
       for (int W : {1, 2, 3, 6, 7, 8, 13, 14, 28, 56, 57}) {
         const int Q = (W - 1) / stride + 1, pad = K / 2;
         const int runs_per_row = (Q + kRun - 1) / kRun;
-        for (int rows : {1, 2, 4, 5, 6, 9}) {
+        for (int rows : {1, 2, 4, 5, 6, 9})
+        for (int dw_rows : {1, 2, 3}) {
           std::multiset<std::pair<int, int>> seen;  // (row, q), per pair
-          const int items = rows * runs_per_row * kPairs;
+          const int groups = (rows + dw_rows - 1) / dw_rows;
+          const int items = groups * runs_per_row * kPairs;
           for (int tid = 0; tid < kThreads; ++tid) {
             DwRunWalk walk(tid / kPairs, runs_per_row);  // the kernel's walk: no division per item
             for (int item = tid; item < items; item += kThreads, walk.next()) {
@@ -170,12 +184,14 @@ TEST_CASE("mbconv tile: the depthwise runs cover every output pixel once per pai
               CHECK(walk.run().row == run.row);
               CHECK(walk.run().q0 == run.q0);
               if (tid % kPairs != 0) continue;
-              CHECK((run.row >= 0 && run.row < rows));
+              CHECK((run.row >= 0 && run.row < groups));
               const int w0 = run.q0 * stride - pad;
               for (int i = 0; i < kRun; ++i) {
                 const int q = run.q0 + i;
                 if (q >= Q) break;
-                seen.insert({run.row, q});
+                // the kernel's rows of the group: og + g for g < min(dw_rows, rows − og)
+                const int og = run.row * dw_rows;
+                for (int g = 0; g < std::min(dw_rows, rows - og); ++g) seen.insert({og + g, q});
                 for (int s = 0; s < K; ++s) {  // window slot i·stride + s is input column q·stride + s − pad
                   const int u = i * stride + s;
                   CHECK(u < (kRun - 1) * stride + K);
@@ -187,7 +203,7 @@ TEST_CASE("mbconv tile: the depthwise runs cover every output pixel once per pai
           CHECK(int(seen.size()) == rows * Q);
           // The two runs of a warp (runs 2k, 2k + 1): both edge runs or both interior when a row has an even count.
           if (runs_per_row % 2 == 0)
-            for (int run = 0; run < rows * runs_per_row; run += 2) {
+            for (int run = 0; run < groups * runs_per_row; run += 2) {
               const auto edge = [&](int r) {
                 const int q0 = dw_run(r, runs_per_row).q0;
                 return q0 == 0 || q0 == (runs_per_row - 1) * kRun;

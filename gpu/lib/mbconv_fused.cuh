@@ -18,7 +18,8 @@
 // Stages (what the kernel does with D):
 //   sums             pass 1 of 11b: D's channel sums for this tile -> partial[n, tile, :]; nothing else stored
 //   store            pass 1 of 11c: the sums and D itself -> dbuf (the problem's 16-bit type), from the
-//                    registers: a half-warp stores one pixel's 32 channels, 64 contiguous bytes
+//                    registers: a half-warp stores one pixel's 32 channels, 64 contiguous bytes (dbuf rows
+//                    padded to 8 elements: dbuf_stride)
 //   project          pass 2 of 11b, and 11d's single pass (gate == nullptr): D (⊙ g) -> smem -> Y;
 //                    y = Y + bp (+ x)
 //   project_stored   pass 2 of 11c: D read back from dbuf (cp.async) instead of recomputed; the gate
@@ -48,11 +49,14 @@
 // chunks) in their global layout [k][n] through ldmatrix .trans. Every shared
 // row is an odd number of 16-byte units long, so the eight rows an ldmatrix
 // phase reads fall in eight different bank groups. The depthwise gives each
-// thread one channel pair and a run of kRun output pixels of one row: it
-// loads each E pair of the run's input window once per kernel row into
-// registers and reuses it for every tap that needs it (a sliding window), so
-// a pixel costs K²·2 FMAs and about K·stride/kRun·K shared loads, with no
-// integer division in the pixel loop. SiLU is computed on a pair of 16-bit
+// thread one channel pair and a block of up to dw_group_max rows × kRun
+// columns of output pixels: it loads each input row of the block's window
+// once (kWindow pairs, converted to fp32) and applies it to every output row
+// and tap that reads it, so a pixel costs K²·2 FMAs and about
+// ((rows − 1)·stride + K)·kWindow / (rows·kRun) shared loads (2.1 at K = 3,
+// stride 1, 3 rows, against 3.9 for one row), with immediate-offset
+// addresses (E's row stride is the constant kLdChunk) and no integer
+// division in the pixel loop. SiLU is computed on a pair of 16-bit
 // values at once, v/2·(1 + tanh(v/2)) with the SFU's tanh.approx.f16x2 (one
 // MUFU op for two SiLUs, 16-bit precision: the result is stored in 16 bits
 // anyway). The per-tile sums are reduced in a fixed order (no atomics): the
@@ -181,6 +185,8 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
   constexpr bool kMakeD = kStage != Stage::project_stored;
   constexpr int kTaps = K * K;
   constexpr int kWindow = (kRun - 1) * kStride + K;  // input columns a run of kRun outputs reads per kernel row
+  constexpr int kG = dw_group_max(K, kStride, kProject);  // output rows a depthwise item makes at most
+  constexpr int kInRows = (kG - 1) * kStride + K;         // input rows such an item reads
   extern __shared__ __align__(16) unsigned char shared[];
   // Buffer b of each region (the layout: tile_for).
   Element* xs = reinterpret_cast<Element*>(shared + t.x_off);                                             // [m_in][ldx]
@@ -241,7 +247,7 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
 #pragma unroll
       for (int k0 = 0; k0 < kChunk; k0 += 16) {
         uint32_t a[4], bb[2];
-        ldmatrix_x4(a, shared_address(&d_s[(mt * 16 + lane % 16) * t.ldd + k0 + 8 * (lane / 16)]));
+        ldmatrix_x4(a, shared_address(&d_s[(mt * 16 + lane % 16) * kLdChunk + k0 + 8 * (lane / 16)]));
         ldmatrix_x2_trans(bb, shared_address(&w_s[(k0 + lane % 16) * t.ldwp + nt * 8]));
         if (kStage == Stage::project_stored && gate) {
           // ⊙ g on the fragment (when the gate is not folded into the weights): register r holds
@@ -261,8 +267,8 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
   if constexpr (!kMakeD) {
     // project_stored: D comes back from dbuf, double-buffered with its Wp rows, one chunk ahead.
     const auto issue_stored = [&](int k, int b) {
-      stage_tile(ds(b), t.ldd, dbuf + first_out * t.hidden + chunk_start(k), t.hidden, t.m_out, kChunk, out_pixels,
-                 chunk_width(k), t.vec);
+      stage_tile(ds(b), t.ldd, dbuf + first_out * t.ld_dbuf + chunk_start(k), t.ld_dbuf, t.m_out, kChunk, out_pixels,
+                 min(kChunk, t.ld_dbuf - chunk_start(k)), true);  // whole vectors (dbuf_stride)
       issue_wp(k, b);
       cp_async_commit();
       load_vectors(vs(b), chunk_start(k), chunk_width(k));
@@ -307,7 +313,8 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
     const int rtid = kThreads - 1 - tid;
     const int pair = rtid % kPairs, j0 = 2 * pair;
     const bool relu = t.act == FfnActivation::relu;
-    const int runs_per_row = (t.Q + kRun - 1) / kRun, items = (p1 - p0) * runs_per_row * kPairs;
+    const int valid_rows = p1 - p0, groups = (valid_rows + t.dw_rows - 1) / t.dw_rows;
+    const int runs_per_row = (t.Q + kRun - 1) / kRun, items = groups * runs_per_row * kPairs;
     const bool gated = kStage == Stage::project && gate != nullptr;
 
     for (int k = -1; k < chunks; ++k) {
@@ -341,14 +348,14 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
           const int units = ((in_pixels + 15) / 16) * 2;
           for (int u = warp; u < units; u += kWarps) {
             const int mt = u / 2, jh = 16 * (u % 2);
-            Element* e_unit = e_s + (mt * 16) * t.lde + jh;
+            Element* e_unit = e_s + (mt * 16) * kLdChunk + jh;
             if (jh >= cw) {  // a last chunk of 16 channels: its upper half is zeros (warp-uniform: no mma, no SFU)
 #pragma unroll
               for (int nt = 0; nt < 2; ++nt)
 #pragma unroll
                 for (int half = 0; half < 2; ++half) {
                   const MatrixCoord m = mma_c_coord(lane, 2 * half);
-                  *reinterpret_cast<uint32_t*>(&e_unit[m.row * t.lde + nt * 8 + m.col]) = 0u;
+                  *reinterpret_cast<uint32_t*>(&e_unit[m.row * kLdChunk + nt * 8 + m.col]) = 0u;
                 }
               continue;
             }
@@ -356,7 +363,7 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
             for (int k0 = 0; k0 < t.c_pad; k0 += 16) {
               uint32_t a[4], bq[4];
               ldmatrix_x4(a, shared_address(&xs[(mt * 16 + lane % 16) * t.ldx + k0 + 8 * (lane / 16)]));
-              ldmatrix_x4_trans(bq, shared_address(&w_s[(k0 + lane % 16) * t.ldwe + jh + 8 * (lane / 16)]));
+              ldmatrix_x4_trans(bq, shared_address(&w_s[(k0 + lane % 16) * kLdChunk + jh + 8 * (lane / 16)]));
               const uint32_t b_lo[2] = {bq[0], bq[1]}, b_hi[2] = {bq[2], bq[3]};  // channels jh..jh+7, jh+8..jh+15
               mma_m16n8k16<Element>(e_acc[0], a, b_lo);
               mma_m16n8k16<Element>(e_acc[1], a, b_hi);
@@ -368,7 +375,7 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
                 const MatrixCoord m = mma_c_coord(lane, 2 * half);
                 const int j = nt * 8 + m.col;  // channels jh + j, +1 (zero weights and bias beyond cw: φ(0) = 0)
                 const float2 bias = *reinterpret_cast<const float2*>(&v[jh + j]);
-                *reinterpret_cast<uint32_t*>(&e_unit[m.row * t.lde + j]) =
+                *reinterpret_cast<uint32_t*>(&e_unit[m.row * kLdChunk + j]) =
                     activate_pair<Element>(relu, e_acc[nt][2 * half] + bias.x, e_acc[nt][2 * half + 1] + bias.y);
               }
           }
@@ -376,91 +383,111 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
       }
 
       if (k >= 0) {
-        // D = φ(dw(E) + bd) (⊙ g) of chunk k. Item (run, pair): output row orow, columns q0..q0+kRun−1,
-        // channels j0, j0+1.
-        //   plain loop:  for q in run: for r, s: d[q] += w[r][s] · e[h(r)][q·stride + s − pad]
-        //   here:        for r: win[u] = e[h(r)][q0·stride − pad + u], u < kWindow (0 outside the image);
-        //                       for s: for i: d[i] += w[r][s] · win[i·stride + s]
+        // D = φ(dw(E) + bd) (⊙ g) of chunk k. Item (group, run, pair): output rows og .. og + g_rows − 1,
+        // columns q0..q0+kRun−1, channels j0, j0+1.
+        //   plain loop:  for o in rows: for q in run: for r, s: d[o][q] += w[r][s] · e[o·stride + r − pad][q·stride + s − pad]
+        //   here:        for each input row i the group reads: win[u] = e[row i][q0·stride − pad + u], u < kWindow
+        //                (0 outside the image), loaded once; for each output row g that row i feeds
+        //                (r = i − g·stride in 0..K−1): for s: for q: d[g][q] += w[r][s] · win[q·stride + s]
         const int c0 = chunk_start(k), cw = chunk_width(k);
         const float* v = vs(k % 3);
         const float* wf = dwfs(k % 2);
         const Element* e_s = es(k % t.e_buffers);
         const float b0 = v[kChunk + j0], b1 = v[kChunk + j0 + 1];
         const float g0 = v[2 * kChunk + j0], g1 = v[2 * kChunk + j0 + 1];
-        const bool live_pair = j0 < cw;  // store: pairs past the chunk's width are not written
+        const bool live_pair = c0 + j0 < t.ld_dbuf;  // store: pairs past dbuf's padded row are not written
+        // The pair's taps: in registers for the chunk at K = 3 without Y accumulators, else read from
+        // shared memory per use.
+        constexpr bool kTapsInRegisters = K == 3 && !kProject;
+        float2 wk[kTapsInRegisters ? kTaps : 1];
+        if constexpr (kTapsInRegisters)
+#pragma unroll
+          for (int tap = 0; tap < kTaps; ++tap) wk[tap] = *reinterpret_cast<const float2*>(&wf[tap * kChunk + j0]);
+        const auto weight = [&](int r, int s) {
+          if constexpr (kTapsInRegisters) return wk[r * K + s];
+          else return *reinterpret_cast<const float2*>(&wf[(r * K + s) * kChunk + j0]);
+        };
         float s0 = 0.0f, s1 = 0.0f;
-        DwRunWalk walk(rtid / kPairs, runs_per_row);
-        for (int item = rtid; item < items; item += kThreads, walk.next()) {
-          const DwRun run = walk.run();
-          const int op = p0 + run.row;
-          const int w0 = run.q0 * kStride - t.pad;               // the window's first input column
-          const bool interior = w0 >= 0 && w0 + kWindow <= t.W;  // no column of the window outside the image
-          float d0[kRun], d1[kRun];
+        {
+          DwRunWalk walk(rtid / kPairs, runs_per_row);
+          for (int item = rtid; item < items; item += kThreads, walk.next()) {
+            const DwRun run = walk.run();
+            const int og = run.row * t.dw_rows, g_rows = min(t.dw_rows, valid_rows - og);
+            const int w0 = run.q0 * kStride - t.pad;               // the window's first input column
+            const bool interior = w0 >= 0 && w0 + kWindow <= t.W;  // no column of the window outside the image
+            const int h_first = (p0 + og) * kStride - t.pad, in_rows = (g_rows - 1) * kStride + K;
+            float d[kG][kRun][2];
 #pragma unroll
-          for (int i = 0; i < kRun; ++i) d0[i] = b0, d1[i] = b1;
+            for (int g = 0; g < kG; ++g)
 #pragma unroll
-          for (int r = 0; r < K; ++r) {
-            const int h = op * kStride + r - t.pad;
-            if (h < 0 || h >= t.H) continue;  // zero padding of e (h0 <= h < h1 for every h inside the image)
-            const Element* e_row = e_s + (h - h0) * t.W * t.lde + j0;
-            float2 win[kWindow];
-            if (interior) {  // most runs (dw_run pairs the two edge runs of a row in one warp)
+              for (int q = 0; q < kRun; ++q) d[g][q][0] = b0, d[g][q][1] = b1;
 #pragma unroll
-              for (int u = 0; u < kWindow; ++u) win[u] = load_pair(e_row + (w0 + u) * t.lde);
-            } else {
+            for (int i = 0; i < kInRows; ++i) {
+              const int h = h_first + i;
+              if (i >= in_rows || h < 0 || h >= t.H) continue;  // zero padding of e (h0 <= h < h1 inside the image)
+              const Element* e_row = e_s + (h - h0) * t.W * kLdChunk + j0;
+              float2 win[kWindow];
+              if (interior) {  // most runs (dw_run pairs the two edge runs of a row in one warp)
+                const Element* e_w = e_row + w0 * kLdChunk;
 #pragma unroll
-              for (int u = 0; u < kWindow; ++u) {
-                const int w = w0 + u;
-                win[u] = (w >= 0 && w < t.W) ? load_pair(e_row + w * t.lde) : make_float2(0.0f, 0.0f);
-              }
-            }
-#pragma unroll
-            for (int s = 0; s < K; ++s) {
-              const float2 wt = *reinterpret_cast<const float2*>(&wf[(r * K + s) * kChunk + j0]);  // channels j0, j0+1
-#pragma unroll
-              for (int i = 0; i < kRun; ++i) {
-                d0[i] = fmaf(wt.x, win[i * kStride + s].x, d0[i]);
-                d1[i] = fmaf(wt.y, win[i * kStride + s].y, d1[i]);
-              }
-            }
-          }
-          // φ, the sums and D's destination for the run's pixels i < valid (one address per run,
-          // then a constant step per pixel; a full run takes the path without per-pixel tests).
-          const int pix0 = run.row * t.Q + run.q0, valid = min(kRun, t.Q - run.q0);
-          Element* out = kStage == Stage::store ? dbuf + (first_out + pix0) * std::ptrdiff_t(t.hidden) + c0 + j0
-                                                : ds(0) + pix0 * t.ldd + j0;
-          const std::ptrdiff_t step = kStage == Stage::store ? std::ptrdiff_t(t.hidden) : t.ldd;
-          const auto finish = [&](int i) {
-            const uint32_t a = activate_pair<Element>(relu, d0[i], d1[i]);  // channels j0, j0+1, 16-bit
-            if constexpr (kSums) {
-              const float2 f = unpack_pair<Element>(a);
-              s0 += f.x, s1 += f.y;
-            }
-            if constexpr (kStage == Stage::store) {  // straight to dbuf: a half-warp writes one pixel's 64 bytes
-              if (t.vec) {
-                if (live_pair) *reinterpret_cast<uint32_t*>(out + i * step) = a;  // cw is a multiple of 8 here
+                for (int u = 0; u < kWindow; ++u) win[u] = load_pair(e_w + u * kLdChunk);
               } else {
-                const Element* two = reinterpret_cast<const Element*>(&a);
-                if (live_pair) out[i * step] = two[0];
-                if (j0 + 1 < cw) out[i * step + 1] = two[1];
+#pragma unroll
+                for (int u = 0; u < kWindow; ++u) {
+                  const int w = w0 + u;
+                  win[u] = (w >= 0 && w < t.W) ? load_pair(e_row + w * kLdChunk) : make_float2(0.0f, 0.0f);
+                }
+              }
+#pragma unroll
+              for (int g = 0; g < kG; ++g) {
+                const int r = i - g * kStride;  // known at compile time once unrolled
+                if (r < 0 || r >= K || g >= g_rows) continue;
+#pragma unroll
+                for (int s = 0; s < K; ++s) {
+                  const float2 wt = weight(r, s);
+#pragma unroll
+                  for (int q = 0; q < kRun; ++q) {
+                    d[g][q][0] = fmaf(wt.x, win[q * kStride + s].x, d[g][q][0]);
+                    d[g][q][1] = fmaf(wt.y, win[q * kStride + s].y, d[g][q][1]);
+                  }
+                }
               }
             }
-            if constexpr (kStage == Stage::project) {
-              uint32_t d = a;
-              if (gated) {
-                const float2 f = unpack_pair<Element>(a);
-                d = pack_pair<Element>(f.x * g0, f.y * g1);
+            // φ, the sums and D's destination, row by row for the run's pixels q < valid (one address
+            // per row, then a constant step per pixel; a full run takes the path without per-pixel tests).
+            const int valid = min(kRun, t.Q - run.q0);
+#pragma unroll
+            for (int g = 0; g < kG; ++g) {
+              if (g >= g_rows) break;
+              const int pix0 = (og + g) * t.Q + run.q0;
+              Element* out = kStage == Stage::store ? dbuf + (first_out + pix0) * std::ptrdiff_t(t.ld_dbuf) + c0 + j0
+                                                    : ds(0) + pix0 * kLdChunk + j0;
+              const auto finish = [&](int q) {
+                const uint32_t a = activate_pair<Element>(relu, d[g][q][0], d[g][q][1]);  // channels j0, j0+1
+                if constexpr (kSums) {
+                  const float2 f = unpack_pair<Element>(a);
+                  s0 += f.x, s1 += f.y;
+                }
+                if constexpr (kStage == Stage::store)  // straight to dbuf: a half-warp writes one pixel's 64 bytes
+                  if (live_pair) *reinterpret_cast<uint32_t*>(out + q * std::ptrdiff_t(t.ld_dbuf)) = a;
+                if constexpr (kStage == Stage::project) {
+                  uint32_t dd = a;
+                  if (gated) {
+                    const float2 f = unpack_pair<Element>(a);
+                    dd = pack_pair<Element>(f.x * g0, f.y * g1);
+                  }
+                  *reinterpret_cast<uint32_t*>(out + q * kLdChunk) = dd;
+                }
+              };
+              if (valid == kRun) {
+#pragma unroll
+                for (int q = 0; q < kRun; ++q) finish(q);
+              } else {
+#pragma unroll
+                for (int q = 0; q < kRun; ++q)
+                  if (q < valid) finish(q);
               }
-              *reinterpret_cast<uint32_t*>(out + i * step) = d;
             }
-          };
-          if (valid == kRun) {
-#pragma unroll
-            for (int i = 0; i < kRun; ++i) finish(i);
-          } else {
-#pragma unroll
-            for (int i = 0; i < kRun; ++i)
-              if (i < valid) finish(i);
           }
         }
         if constexpr (kSums) {

@@ -33,6 +33,17 @@
 
 namespace convlab::gpu::mbconv {
 
+// An odd number of 16-byte units at least `elems` 16-bit elements long.
+constexpr int odd_units_stride(int elems) {
+  const int units = (elems + 7) / 8;
+  return 8 * (units % 2 == 1 ? units : units + 1);
+}
+
+// The stored plan's D buffer [N, P, Q, dbuf_stride(hidden)]: rows padded to 16 bytes, so that
+// the store stage writes every channel pair with one 32-bit store and the project_stored
+// stage copies whole 16-byte vectors, whatever `hidden` is (the pad columns hold φ(0) = 0).
+constexpr int dbuf_stride(int hidden) { return (hidden + 7) / 8 * 8; }
+
 // ---- tunables ------------------------------------------------------------------------
 inline constexpr int kThreads = 256;       // 8 warps
 inline constexpr int kWarps = kThreads / 32;
@@ -41,11 +52,22 @@ inline constexpr int kMaxAccTiles = 8;     // m16n8 Y tiles per warp: 32 fp32 re
 inline constexpr int kTargetPixels = 512;  // output pixels a tile may reach (halo recompute (rows−1+K)/rows falls as it grows;
                                            // shared memory and the Y accumulators bound it first)
 inline constexpr int kRun = 7;             // output pixels of one row a depthwise thread makes (EfficientNet's Q: 112, 56, 28, 14, 7)
+// Output rows one depthwise item makes at most (a column run of kRun pixels on each): the
+// input rows it loads serve up to K of them, so a window row is loaded and converted
+// (rows − 1)·stride + K times per `rows` output rows instead of K times per row. The
+// accumulators (2·kRun per row) and the window stay in registers beside the Y accumulators
+// of the project stages (32 registers): 3 rows at K = 3, stride 1 and 2 at other sizes
+// without Y; with Y, 2 rows at stride 1 and 1 at stride 2 (whose window is twice as wide).
+CONVLAB_HOST_DEVICE constexpr int dw_group_max(int K, int stride, bool project) {
+  return project ? (stride == 1 ? 2 : 1) : (K == 3 && stride == 1 ? 3 : 2);
+}
 inline constexpr int kPairs = kChunk / 2;  // channel pairs of a chunk: the depthwise threads' inner index
 inline constexpr int kPixelGroups = kThreads / kPairs;  // partial-sum slots (thread / kPairs)
 static_assert(kChunk == 32, "the expand epilogue writes 4 n8 tiles and the project reads 2 k16 steps");
 static_assert(kThreads % kPairs == 0, "a thread's channel pair (tid % kPairs) stays fixed across its work items");
 static_assert(kRun >= 1 && kRun <= 8, "a run's window and accumulators live in registers");
+inline constexpr int kLdChunk = odd_units_stride(kChunk);  // row stride of E, D and We chunks: a constant, so the
+                                                           // depthwise's window loads take immediate offsets
 inline constexpr std::size_t kMaxShared = 227 * 1024;         // H200 opt-in shared memory per block
 inline constexpr std::size_t kSharedTwoCtas = 113 * 1024;     // two CTAs per SM (228 KB less 1 KB reserved per CTA)
 
@@ -55,6 +77,8 @@ enum class Stage { sums, store, project, project_stored };
 struct Tile {
   int N, H, W, C, hidden, P, Q, C_out, stride, pad;
   int rows, tiles;                // output rows per tile, tiles per image
+  int dw_rows;                    // output rows per depthwise item (≤ dw_group_max): rows split into equal groups
+  int ld_dbuf;                    // dbuf's row stride (store, project_stored): hidden rounded up to 8 (dbuf_stride)
   int in_rows;                    // input rows a tile holds at most
   int m_in, m_out;                // in_rows·W and rows·Q, rounded up to 16
   int c_pad, cout_pad;            // C to 16, C_out to 8
@@ -73,11 +97,6 @@ struct Tile {
   CONVLAB_HOST_DEVICE int acc_tiles() const { return (m_out / 16) * (cout_pad / 8); }
 };
 
-// An odd number of 16-byte units at least `elems` 16-bit elements long.
-constexpr int odd_units_stride(int elems) {
-  const int units = (elems + 7) / 8;
-  return 8 * (units % 2 == 1 ? units : units + 1);
-}
 
 inline Tile tile_for(const MBConvProblem& p, int rows, Stage stage) {
   const bool make_d = stage != Stage::project_stored;
@@ -95,8 +114,11 @@ inline Tile tile_for(const MBConvProblem& p, int rows, Stage stage) {
   t.c_pad = up(p.C, 16);
   t.cout_pad = up(p.C_out, 8);
   t.splits = 1, t.cout_split = t.cout_pad;
-  t.ldx = odd_units_stride(t.c_pad), t.lde = odd_units_stride(kChunk), t.ldd = odd_units_stride(kChunk);
-  t.ldwe = odd_units_stride(kChunk), t.ldwp = odd_units_stride(t.cout_pad);
+  t.ldx = odd_units_stride(t.c_pad), t.lde = kLdChunk, t.ldd = kLdChunk;
+  t.ldwe = kLdChunk, t.ldwp = odd_units_stride(t.cout_pad);
+  t.ld_dbuf = dbuf_stride(p.hidden());
+  const int group = dw_group_max(p.kernel, p.stride, project);
+  t.dw_rows = (rows + (rows + group - 1) / group - 1) / ((rows + group - 1) / group);  // rows / ⌈rows / group⌉, rounded up
   const std::size_t e = 2;  // 16-bit elements
   std::size_t off = 0;
   const auto take = [&](std::size_t bytes) { const std::size_t at = off; off = (off + bytes + 15) / 16 * 16; return at; };
@@ -175,13 +197,13 @@ inline bool aligned_to(const void* q, std::size_t bytes) { return reinterpret_ca
 
 // ---- the depthwise's work items -----------------------------------------------------------
 // Item i of a chunk is (run i / kPairs, channel pair i % kPairs); run r is
-// output row r / runs_per_row of the tile, columns q0 .. q0 + kRun − 1
-// (columns ≥ Q are skipped). Within a row, slot r % runs_per_row takes the
+// row group r / runs_per_row of the tile (output rows row·dw_rows .. +dw_rows − 1,
+// clipped to the tile), columns q0 .. q0 + kRun − 1 (columns ≥ Q are skipped). Within a row, slot r % runs_per_row takes the
 // column run 0, last, 1, 2, ..., last − 1: a warp holds runs 2k and 2k + 1,
 // so the two edge runs of a row (whose windows need bound checks) share a
 // warp and the others run the unchecked path without divergence.
 struct DwRun {
-  int row, q0;
+  int row, q0;  // row: the row group
 };
 // The runs one thread visits: its items first, first + kThreads, ... are runs
 // r, r + kThreads / kPairs, ...; the walk keeps (row, slot) and steps them
