@@ -124,6 +124,27 @@ __device__ __forceinline__ void ldmatrix_x2_trans(uint32_t (&r)[2], uint32_t row
 // the 16-bit type's own rounding; in the far negative tail (v < −8) the result
 // is a small number near 0 with an absolute error below 2^−10·|v|. ReLU is
 // max(v, 0) on the pair, exact. Both are computed and one selected: no branch.
+template <class Element, bool kRelu> __device__ __forceinline__ uint32_t activate_pair(float lo, float hi) {
+  const uint32_t v = pack_pair<Element>(lo, hi);
+  uint32_t out;
+  if constexpr (kRelu) {
+    if constexpr (std::is_same_v<Element, __half>) asm("max.f16x2 %0, %1, %2;" : "=r"(out) : "r"(v), "r"(0u));
+    else asm("max.bf16x2 %0, %1, %2;" : "=r"(out) : "r"(v), "r"(0u));
+  } else {
+    uint32_t h, t;
+    if constexpr (std::is_same_v<Element, __half>) {
+      asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(h) : "r"(v), "r"(0x38003800u));  // × 0.5 (exact)
+      asm("tanh.approx.f16x2 %0, %1;" : "=r"(t) : "r"(h));
+      asm("fma.rn.f16x2 %0, %1, %2, %1;" : "=r"(out) : "r"(h), "r"(t));
+    } else {
+      asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(h) : "r"(v), "r"(0x3f003f00u));
+      asm("tanh.approx.bf16x2 %0, %1;" : "=r"(t) : "r"(h));
+      asm("fma.rn.bf16x2 %0, %1, %2, %1;" : "=r"(out) : "r"(h), "r"(t));
+    }
+  }
+  return out;
+}
+// The same with φ chosen at run time: both computed, one selected (no branch).
 template <class Element> __device__ __forceinline__ uint32_t activate_pair(bool relu_act, float lo, float hi) {
   const uint32_t v = pack_pair<Element>(lo, hi);
   uint32_t h, t, silu, relu;
@@ -315,6 +336,7 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
     const bool relu = t.act == FfnActivation::relu;
     const int valid_rows = p1 - p0, groups = (valid_rows + t.dw_rows - 1) / t.dw_rows;
     const int runs_per_row = (t.Q + kRun - 1) / kRun, items = groups * runs_per_row * kPairs;
+    const DwRunWalk first_walk(rtid / kPairs, runs_per_row);  // every chunk walks the same items
     const bool gated = kStage == Stage::project && gate != nullptr;
 
     for (int k = -1; k < chunks; ++k) {
@@ -339,45 +361,53 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
         }
         if (t.expand) {
           // E[k+1] = φ(X·We[:, chunk] + be): A from the x tile, B from the We chunk [c][j] (.trans).
-          // Work unit u = (m tile u / 2, channel half u % 2: 16 channels, two n8 tiles), spread over
-          // the warps, so that a small tile (3 m tiles at 7 × 7) still keeps 6 warps busy. Only the m
-          // tiles that hold this tile's input pixels (a clipped halo or a short last tile has fewer).
-          const Element* w_s = wes(kn % 2);
-          const float* v = vs(kn % 3);
-          Element* e_s = es(kn % 2);
-          const int units = ((in_pixels + 15) / 16) * 2;
-          for (int u = warp; u < units; u += kWarps) {
-            const int mt = u / 2, jh = 16 * (u % 2);
-            Element* e_unit = e_s + (mt * 16) * kLdChunk + jh;
-            if (jh >= cw) {  // a last chunk of 16 channels: its upper half is zeros (warp-uniform: no mma, no SFU)
+          // Work unit (m tile, channel half of 16: two n8 tiles); warp w takes m tiles w/2, w/2 + 4, ...
+          // of channel half w % 2, so that a small tile (3 m tiles at 7 × 7) still keeps 6 warps busy.
+          // Only the m tiles that hold this tile's input pixels (a clipped halo or a short last tile
+          // has fewer). Per warp and chunk, uniform: the half, its liveness, its biases, φ.
+          const int jh = 16 * (warp % 2), m_tiles = (in_pixels + 15) / 16;
+          const MatrixCoord c = mma_c_coord(lane, 0);  // this lane's rows c.row, c.row + 8; columns c.col, c.col + 1
+          Element* e_lane = es(kn % 2) + c.row * kLdChunk + jh + c.col;
+          if (jh >= cw) {  // a last chunk of 16 channels: its upper half is zeros (no mma, no SFU)
+            for (int mt = warp / 2; mt < m_tiles; mt += kWarps / 2)
 #pragma unroll
               for (int nt = 0; nt < 2; ++nt)
 #pragma unroll
-                for (int half = 0; half < 2; ++half) {
-                  const MatrixCoord m = mma_c_coord(lane, 2 * half);
-                  *reinterpret_cast<uint32_t*>(&e_unit[m.row * kLdChunk + nt * 8 + m.col]) = 0u;
-                }
-              continue;
-            }
-            float e_acc[2][4] = {};
-            for (int k0 = 0; k0 < t.c_pad; k0 += 16) {
-              uint32_t a[4], bq[4];
-              ldmatrix_x4(a, shared_address(&xs[(mt * 16 + lane % 16) * t.ldx + k0 + 8 * (lane / 16)]));
-              ldmatrix_x4_trans(bq, shared_address(&w_s[(k0 + lane % 16) * kLdChunk + jh + 8 * (lane / 16)]));
-              const uint32_t b_lo[2] = {bq[0], bq[1]}, b_hi[2] = {bq[2], bq[3]};  // channels jh..jh+7, jh+8..jh+15
-              mma_m16n8k16<Element>(e_acc[0], a, b_lo);
-              mma_m16n8k16<Element>(e_acc[1], a, b_hi);
-            }
+                for (int half = 0; half < 2; ++half)
+                  *reinterpret_cast<uint32_t*>(e_lane + (mt * 16 + 8 * half) * kLdChunk + nt * 8) = 0u;
+          } else {
+            const float* v = vs(kn % 3);
+            const float2 bias[2] = {*reinterpret_cast<const float2*>(&v[jh + c.col]),
+                                    *reinterpret_cast<const float2*>(&v[jh + 8 + c.col])};
+            const uint32_t a_base = shared_address(&xs[(lane % 16) * t.ldx + 8 * (lane / 16)]);
+            const uint32_t b_base = shared_address(&wes(kn % 2)[(lane % 16) * kLdChunk + jh + 8 * (lane / 16)]);
+            const auto units = [&](auto relu_tag) {
+              for (int mt = warp / 2; mt < m_tiles; mt += kWarps / 2) {
+                const uint32_t a_tile = a_base + mt * 16 * t.ldx * 2;
+                float acc[2][4] = {};
+                const auto step = [&](int k0) {  // one k16 step: channels jh..jh+7 and jh+8..jh+15
+                  uint32_t a[4], bq[4];
+                  ldmatrix_x4(a, a_tile + k0 * 2);
+                  ldmatrix_x4_trans(bq, b_base + k0 * kLdChunk * 2);
+                  const uint32_t b_lo[2] = {bq[0], bq[1]}, b_hi[2] = {bq[2], bq[3]};
+                  mma_m16n8k16<Element>(acc[0], a, b_lo);
+                  mma_m16n8k16<Element>(acc[1], a, b_hi);
+                };
+                int k0 = 0;
+#pragma unroll 1
+                for (; k0 + 32 <= t.c_pad; k0 += 32) step(k0), step(k0 + 16);
+                if (k0 < t.c_pad) step(k0);
 #pragma unroll
-            for (int nt = 0; nt < 2; ++nt)
+                for (int nt = 0; nt < 2; ++nt)
 #pragma unroll
-              for (int half = 0; half < 2; ++half) {  // c0, c1: row g; c2, c3: row g + 8; columns 2t, 2t+1
-                const MatrixCoord m = mma_c_coord(lane, 2 * half);
-                const int j = nt * 8 + m.col;  // channels jh + j, +1 (zero weights and bias beyond cw: φ(0) = 0)
-                const float2 bias = *reinterpret_cast<const float2*>(&v[jh + j]);
-                *reinterpret_cast<uint32_t*>(&e_unit[m.row * kLdChunk + j]) =
-                    activate_pair<Element>(relu, e_acc[nt][2 * half] + bias.x, e_acc[nt][2 * half + 1] + bias.y);
+                  for (int half = 0; half < 2; ++half)  // c0, c1: row c.row; c2, c3: row c.row + 8
+                    *reinterpret_cast<uint32_t*>(e_lane + (mt * 16 + 8 * half) * kLdChunk + nt * 8) =
+                        activate_pair<Element, decltype(relu_tag)::value>(acc[nt][2 * half] + bias[nt].x,
+                                                                          acc[nt][2 * half + 1] + bias[nt].y);
               }
+            };
+            if (relu) units(std::true_type{});
+            else units(std::false_type{});
           }
         }
       }
@@ -409,7 +439,7 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
         };
         float s0 = 0.0f, s1 = 0.0f;
         {
-          DwRunWalk walk(rtid / kPairs, runs_per_row);
+          DwRunWalk walk = first_walk;
           for (int item = rtid; item < items; item += kThreads, walk.next()) {
             const DwRun run = walk.run();
             const int og = run.row * t.dw_rows, g_rows = min(t.dw_rows, valid_rows - og);
