@@ -53,23 +53,32 @@
 // peer. The counting, the prediction and the measurements are in
 // lessons/10-convfirst/NOTES.md.
 //
-// Tunables: ClusterLayout128 / ClusterLayout256 in
-// gpu/lib/hopper/convfirst_cluster_layout.hpp (U, V and halo slots, chosen so
-// that shared memory holds T, both rings and the halo; the hidden chunk of 128
-// so that each CTA's expand is m64n64, the narrowest form whose shared-memory
-// reads of A keep up with the tensor cores); the tile is 128 pixels (two
-// consumer warpgroups), the cluster two CTAs.
-// Supported: f16 and bf16; stride 1; group width 8; C = C_out ∈ {128, 256};
-// hidden a multiple of 8 (a partial last chunk is zero-filled by TMA, its
-// bias read as 0, φ(0) = 0; a CTA whose column half of the last chunk is
-// wholly past `hidden` skips its expand); ReLU and SiLU; any N, H, W whose
-// halo rows fit shared memory (every W ≤ 30 at C = 256, W ≤ 80 at C = 128;
-// wider W when N·H is small) and N·H·W < 2^31 − 128; 16-byte aligned x, u,
-// v, a, b, y and 4-byte aligned conv_w and conv_b. Needs compute capability
-// 9.0, 90 in CONVLAB_CUDA_ARCHS, and a device that can co-schedule a cluster
-// of two such CTAs. C = 512 (the 7² benchmark shape) is outside: Z alone
-// would be C/4 = 128 registers per thread; it needs a cluster of four.
+// C = 512 (ClusterLayout512): a cluster of FOUR CTAs, each owning C/4 = 128
+// channels of x, T and y and 64 columns of every hidden chunk of 256; the
+// tile is 64 pixels and one consumer warpgroup (256 threads, T [64 px][512] =
+// 64 KB per CTA: a 128-pixel T would be 128 KB and not fit beside the ring);
+// U arrives in four 128-row pieces and V in one piece per slice, 16 KB each,
+// through one ring of five slots; each CTA sends its H slice to the three
+// peers (slot (sender − receiver − 1) mod 4 of their H buffers) and projects
+// its own slice, then the peers' in rank order after it.
+// Tunables: ClusterLayout128 / 256 / 512 in
+// gpu/lib/hopper/convfirst_cluster_layout.hpp (cluster size, consumer
+// warpgroups = tile/64, ring slots, U/V pieces per chunk, halo buffers, chosen
+// so that shared memory holds T, the ring and the halo; each CTA's expand is
+// m64n64, the narrowest form whose shared-memory reads of A keep up with the
+// tensor cores).
+// Supported: f16 and bf16; stride 1; group width 8; C = C_out ∈ {128, 256,
+// 512}; hidden a multiple of 8 (a partial last chunk is zero-filled by TMA,
+// its bias read as 0, φ(0) = 0; a CTA whose slice of the last chunk is wholly
+// past `hidden` skips its expand, and at C = 512 the project steps of such a
+// slice); ReLU and SiLU; any N, H, W whose halo rows fit shared memory (every
+// W ≤ 30 at C = 256, W ≤ 80 at C = 128, W ≤ 24 at C = 512; wider W when N·H
+// is small) and N·H·W < 2^31 − 128; 16-byte aligned x, u, v, a, b, y and
+// 4-byte aligned conv_w and conv_b. Needs compute capability 9.0, 90 in
+// CONVLAB_CUDA_ARCHS, and a device that can co-schedule a cluster of 2 (4)
+// such CTAs (else launch() throws a DeviceError, never a wrong answer).
 // Run just this: build/convlab run convfirst/gpu/10e_fused_cluster --shape N=128,H=14,C=256,dtype=f16
+// (C = 512: --shape N=128,H=7,C=512,dtype=f16)
 #include <cuda.h>
 
 #include <algorithm>
@@ -260,7 +269,9 @@ __global__ void __launch_bounds__(L::kThreads, 1)
     const uint32_t h_in = base + L::kHBase;  // the peers' H words arrive here; ours go to their copies
     // The copy of a local address in the CTA i ranks after this one (mapa: one instruction,
     // issued where used rather than kept in a register across the whole kernel).
-    const auto in_peer = [&](uint32_t local, int i) { return gpu::hopper::map_shared_to_rank(local, (rank + i) % kS); };
+    const auto in_peer = [&](uint32_t local, int i) {
+      return gpu::hopper::map_shared_to_rank(local, (rank + i) & (kS - 1));  // kS is 2 or 4
+    };
     gpu::hopper::PipelineState<L::kXBuffers> xs;
     gpu::hopper::PipelineState<L::kStages> ws;
     // Hand back the slot of the ring item before `st` (its wgmma group has retired).
