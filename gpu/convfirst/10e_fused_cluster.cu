@@ -90,17 +90,6 @@
 #include "gpu/lib/check.cuh"
 #include "gpu/lib/element.cuh"
 #include "gpu/lib/mma.cuh"
-#include <cuda.h>
-
-#include <algorithm>
-#include <climits>
-#include <cstdint>
-#include <string>
-
-#include "ops/convfirst.hpp"
-#include "gpu/lib/check.cuh"
-#include "gpu/lib/element.cuh"
-#include "gpu/lib/mma.cuh"
 #include "gpu/lib/wgmma.cuh"
 #include "gpu/lib/wgmma_probe.hpp"
 #include "gpu/lib/hopper/cluster.cuh"
@@ -165,7 +154,6 @@ __global__ void __launch_bounds__(L::kThreads, 1)
   const uint32_t weights = base + L::kWeightsBase;
   const auto x_slot = [&](int buffer) { return base + L::kXBase + uint32_t(buffer) * sg.buffer_bytes; };
   const gpu::hopper::TileScheduler tiles{gpu::ceil_div(M, kTileRows), 1, 1};
-  const int chunks = gpu::ceil_div(hidden, L::kChunk);
   const int warpgroup = gpu::hopper::warpgroup_of(threadIdx.x);
 
   // ---- once per CTA: barriers, this CTA's share of the conv weights, the zero lines ----
@@ -199,10 +187,12 @@ __global__ void __launch_bounds__(L::kThreads, 1)
   if (warpgroup == 0) {
     // ---- producer: one thread issues every copy, into this CTA's shared memory only ----
     gpu::hopper::warpgroup_registers_decrease<kProducerRegs>();
-    // (rank and cluster are read after setmaxnreg, in each role: a value live across it must
-    // fit the producer's 40 registers, and ptxas spills one that does not.)
+    // (rank, cluster and chunks are computed after setmaxnreg, in each role: a value live
+    // across it must fit the producer's 40 registers, and ptxas spills one that does not —
+    // `chunks` computed once above the split was spilled to local memory, 4 bytes.)
     const int rank = gpu::hopper::cluster_cta_rank();
     const int cluster = gpu::hopper::cluster_index_x(), clusters = gpu::hopper::cluster_count_x();
+    const int chunks = gpu::ceil_div(hidden, L::kChunk);
     if (threadIdx.x == 0) {
       gpu::hopper::PipelineState<L::kXBuffers> xs;
       gpu::hopper::PipelineState<L::kStages> ws;
@@ -260,11 +250,23 @@ __global__ void __launch_bounds__(L::kThreads, 1)
     gpu::hopper::warpgroup_registers_increase<L::kConsumerRegs>();
     const int rank = gpu::hopper::cluster_cta_rank();
     const int cluster = gpu::hopper::cluster_index_x(), clusters = gpu::hopper::cluster_count_x();
+    const int chunks = gpu::ceil_div(hidden, L::kChunk);
     const int consumer = warpgroup - 1;
-    const int thread = gpu::hopper::thread_in_warpgroup(threadIdx.x);
-    const int warp = thread / 32, lane = thread % 32, g = lane / 4, tq = lane % 4;
-    const gpu::MatrixCoord first = gpu::wgmma_d_coord(thread, 0);  // row 16·warp + g, column 2·tq
-    const gpu::MatrixCoord a_row = gpu::ldmatrix_x4_row_address(lane);  // pixel lane % 16, k-half lane / 16
+    // This thread's place in its warpgroup, from threadIdx.x. At C = 512 it is derived again at
+    // the top of every tile from a volatile read of %tid.x, which the compiler cannot hoist:
+    // derived once here, the tile's invariants (tap offsets, conv weight and bias addresses,
+    // x offsets of the residual, fragment coordinates) were hoisted out of the tile loop and,
+    // live across the chunk loop beside its ~170 registers of accumulators and fragments,
+    // spilled (20 bytes). At C = 128/256 (168 registers, 0 spill) they stay hoisted.
+    int thread, warp, lane, g, tq;
+    gpu::MatrixCoord first, a_row;
+    const auto place = [&](int tid) {
+      thread = gpu::hopper::thread_in_warpgroup(tid);
+      warp = thread / 32, lane = thread % 32, g = lane / 4, tq = lane % 4;
+      first = gpu::wgmma_d_coord(thread, 0);         // row 16·warp + g, column 2·tq
+      a_row = gpu::ldmatrix_x4_row_address(lane);  // pixel lane % 16, k-half lane / 16
+    };
+    place(threadIdx.x);
     const uint32_t t_base = base + L::kTBase;
     const uint32_t h_in = base + L::kHBase;  // the peers' H words arrive here; ours go to their copies
     // The copy of a local address in the CTA i ranks after this one (mapa: one instruction,
@@ -311,6 +313,11 @@ __global__ void __launch_bounds__(L::kThreads, 1)
     };
 
     for (int t = tiles.first(cluster); tiles.valid(t); t = tiles.next(t, clusters)) {
+      if constexpr (kS == 4) {
+        uint32_t tid;
+        asm volatile("mov.u32 %0, %%tid.x;" : "=r"(tid));
+        place(int(tid));
+      }
       const int pixel0 = t * kTileRows + consumer * kWgmmaM + 16 * warp;  // this warp's 16 pixels
       uint32_t t_remote[kS - 1];  // the peers' T buffers, peer i + 1 ranks after us in slot i
 #pragma unroll
@@ -408,10 +415,14 @@ __global__ void __launch_bounds__(L::kThreads, 1)
         //     memory, U in UPieces pieces. A piece's slot is handed back once the wgmma
         //     group that reads it has retired: the next piece's group is issued first, so
         //     the tensor pipe has work during the wait.
+        //     The whole expand, from the first fence to the last wait, sits inside `if (live)`
+        //     (a dead slice only waits for its pieces' bare arrivals and hands the slots
+        //     back): a wgmma whose accumulators are still in flight where a branch on a
+        //     runtime value joins makes ptxas serialize every wgmma of the kernel (C7520).
+        if (live) {
 #pragma unroll
-        for (int q = 0; q < L::kUPieces; ++q) {
-          w_pipe.consumer_wait(ws);
-          if (live) {
+          for (int q = 0; q < L::kUPieces; ++q) {
+            w_pipe.consumer_wait(ws);
             const uint64_t t_desc = L::t_descriptor(t_base, consumer, q * L::kPieceSteps);
             const uint64_t u_desc = L::u_descriptor(L::slot(base, ws.stage), 0);
             gpu::wgmma_fence();
@@ -426,18 +437,25 @@ __global__ void __launch_bounds__(L::kThreads, 1)
               else
                 gpu::wgmma_m64nNk16_ss_mn_major_b<Element, kSliceCols>(s, td, ud, true);
             }
+            gpu::wgmma_commit_group();
+            if (q == L::kUPieces - 1) load_bias(bias, a, hidden, col0 + first.col);  // while the products run
+            if (q > 0) {
+              gpu::wgmma_wait_group<1>();
+              release_before(ws);  // piece q − 1 has been read
+            }
+            ws.advance();
           }
-          gpu::wgmma_commit_group();  // (empty for a dead slice: still one group per piece)
-          if (q == L::kUPieces - 1 && live) load_bias(bias, a, hidden, col0 + first.col);  // while the products run
-          if (q > 0) {
-            gpu::wgmma_wait_group<1>();
-            release_before(ws);  // piece q − 1 has been read
+          gpu::wgmma_wait_group<0>();
+          gpu::fence_operands(s);
+          release_before(ws);  // the last piece has been read
+        } else {
+#pragma unroll
+          for (int q = 0; q < L::kUPieces; ++q) {
+            w_pipe.consumer_wait(ws);  // (completed by the producer's bare arrival)
+            w_pipe.consumer_release(ws);
+            ws.advance();
           }
-          ws.advance();
         }
-        gpu::wgmma_wait_group<0>();
-        gpu::fence_operands(s);
-        release_before(ws);  // the last piece has been read
 
         // 5b. H_k = φ(S_k + a), rounded, packed as A fragments (k16 step kk = columns 16kk ..);
         //     a dead slice is H_k = φ(0 + 0) = 0, written straight into h_own
@@ -471,60 +489,84 @@ __global__ void __launch_bounds__(L::kThreads, 1)
           gpu::hopper::mbarrier_arrive_cluster(in_peer(h_full(consumer), peer));
         }
 
-        // 5d. Z += H_k · V_r[rows of our columns]; in flight while the peers' words arrive.
-        //     V piece q serves slices q·kSourcesPerVPiece .. (a dead slice adds zero: skipped).
-        w_pipe.consumer_wait(ws);
-        if (L::kVPieces == 1 || live) {  // (one V piece: loaded whole, zeros past `hidden`)
-          const uint64_t v_desc = L::v_descriptor(L::slot(base, ws.stage), L::v_first_step(rank, 0));
+        // 5d-5f. Z += H_k · V_r[rows of our columns], in flight while the peers' words arrive,
+        //     then Z += H_peer · V_r[rows of that peer's columns], the peers in rank order after
+        //     us (slot i − 1 holds the words of rank + i). V piece q serves slices
+        //     q·kSourcesPerVPiece ..; its slot goes back once the group reading it retired (the
+        //     next piece's group is issued first).
+        // project(h, i): the kHSteps project steps of source i (0: our own slice) from the
+        // current V piece; h was written by ordinary code, hence the fence.
+        const auto project = [&](const uint32_t(&h)[kHSteps][4], int i) {
+          const uint64_t v_desc = L::v_descriptor(L::slot(base, ws.stage), L::v_first_step(rank, i));
           gpu::wgmma_fence();
 #pragma unroll
           for (int kk = 0; kk < kHSteps; ++kk)
             gpu::wgmma_m64nNk16_rs_mn_major_b<Element, kOwn>(
-                zacc, h_own[kk], gpu::wgmma_advance(v_desc, gpu::mn_major_step_bytes<typename L::VTile>(kk * kWgmmaK)),
+                zacc, h[kk], gpu::wgmma_advance(v_desc, gpu::mn_major_step_bytes<typename L::VTile>(kk * kWgmmaK)),
                 true);
-        }
-        gpu::wgmma_commit_group();
-
+        };
         // 5e. Receive the peers' H: wait for their arrivals of this chunk (acquire.cluster),
         //     read our thread's 64 bytes of each, and tell each peer its slot here may be reused.
-        gpu::hopper::mbarrier_wait_cluster(h_full(consumer), chunk_parity);
+        const auto receive = [&] {
+          gpu::hopper::mbarrier_wait_cluster(h_full(consumer), chunk_parity);
 #pragma unroll
-        for (int i = 0; i < kS - 1; ++i)
-#pragma unroll
-          for (int kk = 0; kk < kHSteps; ++kk)
-            ld_shared_v4(h_peer[i][kk], h_in + L::h_exchange_offset(consumer, i, thread, kk));
-        // release.cluster: our reads happen before the peers' next stores into these slots
-#pragma unroll
-        for (int peer = 1; peer < kS; ++peer) gpu::hopper::mbarrier_arrive_cluster(in_peer(h_free(consumer), peer));
-        chunk_parity ^= 1u;
-
-        // 5f. Z += H_peer · V_r[rows of that peer's columns], the peers in rank order after us
-        //     (slot i − 1 holds the words of rank + i). A slice wholly past `hidden` is zero:
-        //     skipped (its V piece, when it has one of its own, was not loaded).
-#pragma unroll
-        for (int i = 1; i < kS; ++i) {
-          const bool piece_starts = i % L::kSourcesPerVPiece == 0;
-          if (piece_starts) {  // a new V piece: retire the previous one's group, hand its slot back
-            ws.advance();
-            w_pipe.consumer_wait(ws);
-          }
-          const bool slice_live = L::kVPieces == 1 || r * L::kChunk + L::source_of(rank, i) * kSliceCols < hidden;
-          if (slice_live) {
-            const uint64_t v_desc = L::v_descriptor(L::slot(base, ws.stage), L::v_first_step(rank, i));
-            gpu::wgmma_fence();  // h_peer was written by ordinary loads
+          for (int i = 0; i < kS - 1; ++i)
 #pragma unroll
             for (int kk = 0; kk < kHSteps; ++kk)
-              gpu::wgmma_m64nNk16_rs_mn_major_b<Element, kOwn>(
-                  zacc, h_peer[i - 1][kk],
-                  gpu::wgmma_advance(v_desc, gpu::mn_major_step_bytes<typename L::VTile>(kk * kWgmmaK)), true);
-          }
+              ld_shared_v4(h_peer[i][kk], h_in + L::h_exchange_offset(consumer, i, thread, kk));
+          // release.cluster: our reads happen before the peers' next stores into these slots
+#pragma unroll
+          for (int peer = 1; peer < kS; ++peer)
+            gpu::hopper::mbarrier_arrive_cluster(in_peer(h_free(consumer), peer));
+          chunk_parity ^= 1u;
+        };
+        w_pipe.consumer_wait(ws);
+        // The pipelined path when every slice of the chunk has a column below `hidden` (the
+        // last slice's first), and always with one V piece (loaded whole, zero rows past
+        // `hidden`). Otherwise (at most the last chunk, with several V pieces) the slices wholly
+        // past `hidden` are zero and skipped (their pieces were not loaded) and each live
+        // slice's group is waited for at once: no wgmma may be in flight across a branch on a
+        // runtime value (5a).
+        if (L::kVPieces == 1 || r * L::kChunk + (kS - 1) * kSliceCols < hidden) {
+          project(h_own, 0);
           gpu::wgmma_commit_group();
-          if (piece_starts) {
-            gpu::wgmma_wait_group<1>();
-            release_before(ws);
+          receive();
+#pragma unroll
+          for (int i = 1; i < kS; ++i) {
+            const bool piece_starts = i % L::kSourcesPerVPiece == 0;
+            if (piece_starts) {  // a new V piece
+              ws.advance();
+              w_pipe.consumer_wait(ws);
+            }
+            project(h_peer[i - 1], i);
+            gpu::wgmma_commit_group();
+            if (piece_starts) {  // retire the previous piece's group, hand its slot back
+              gpu::wgmma_wait_group<1>();
+              release_before(ws);
+            }
+          }
+          gpu::wgmma_wait_group<0>();
+        } else {
+          if (live) {
+            project(h_own, 0);
+            gpu::wgmma_commit_group();
+            gpu::wgmma_wait_group<0>();
+          }
+          receive();
+#pragma unroll
+          for (int i = 1; i < kS; ++i) {
+            if (i % L::kSourcesPerVPiece == 0) {  // a new V piece; the previous one is read
+              ws.advance();
+              w_pipe.consumer_wait(ws);
+              release_before(ws);
+            }
+            if (r * L::kChunk + L::source_of(rank, i) * kSliceCols < hidden) {
+              project(h_peer[i - 1], i);
+              gpu::wgmma_commit_group();
+              gpu::wgmma_wait_group<0>();
+            }
           }
         }
-        gpu::wgmma_wait_group<0>();
         gpu::fence_operands(zacc);
         gpu::fence_operands(h_own);  // read by the projects until the wait: keep their registers
         gpu::fence_operands(h_peer);
