@@ -236,14 +236,14 @@ template <class L> int convfirst_uv_mismatches() {
 // or the batch), inside what the tile's TMA boxes wrote; and the conv's and
 // the residual's shared-memory reads (x_offset) land where TMA put each
 // channel. Returns the number of mismatches.
-int convfirst_staging_mismatches(int C, int N, int H, int W) {
+int convfirst_staging_mismatches(int C, int N, int H, int W, int tile_rows = convfirst_wgmma::kBlockRows) {
   namespace cw = convfirst_wgmma;
-  const cw::XStaging sg = cw::x_staging(C, W, int64_t(N) * H);
+  const cw::XStaging sg = cw::x_staging(C, W, int64_t(N) * H, tile_rows);
   const int M = N * H * W;
   int wrong = 0;
-  for (int t = 0; t * cw::kBlockRows < M; ++t) {
-    const int first_row = t * cw::kBlockRows / W - 1;
-    for (int q = t * cw::kBlockRows; q < (t + 1) * cw::kBlockRows; ++q)
+  for (int t = 0; t * tile_rows < M; ++t) {
+    const int first_row = t * tile_rows / W - 1;
+    for (int q = t * tile_rows; q < (t + 1) * tile_rows; ++q)
       for (int dr = -1; dr <= 1; ++dr)
         for (int ds = -1; ds <= 1; ++ds) {
           const int i = cw::tap_index(q, dr, ds, M, H, W, first_row, sg.zero_index);
@@ -293,53 +293,76 @@ TEST_CASE("hopper: the ConvFirst block's staged halo rows hold every tap, where 
   CHECK(cw::shared_bytes<cw::Layout64>(cw::x_staging(64, 121, 128 * 121)) > std::size_t(cw::kMaxShared));
 }
 
-// ---- lesson 10's large-C block over a 2-CTA cluster (gpu/convfirst/10e_fused_cluster.cu) -------
+// ---- lesson 10's large-C block over a cluster (gpu/convfirst/10e_fused_cluster.cu) -------
 
-// The cluster rung's slots and T: wgmma's descriptors read U, V and T where TMA
-// (U, V) and the conv's stores (T) put each element; the conv fragments of the
-// two CTAs together write every element of T exactly once, each 32-bit word two
-// neighbouring channels of one pixel, and every fragment is mma.sync's C
-// fragment of its group; the regions are 1024-aligned and do not overlap.
+// The cluster rung's ring slots and T: wgmma's descriptors read U and V pieces
+// and T where TMA (U, V) and the conv's stores (T) put each element; the conv
+// fragments of the cluster's CTAs together write every element of T exactly
+// once, each 32-bit word two neighbouring channels of one pixel, and every
+// fragment is mma.sync's C fragment of its group; the project's slices map onto
+// V pieces and rows of the chunk once each; the regions are 1024-aligned and do
+// not overlap.
 template <class L> int convfirst_cluster_mismatches() {
   namespace cc = convfirst_cluster;
   int wrong = 0;
   const uint32_t base = 0;
-  for (int st = 0; st < L::kUStages; ++st) {
-    const uint32_t u = L::u_slot(base, st);
-    for (int ks = 0; ks < L::kCSteps; ++ks)
+  for (int st = 0; st < L::kStages; ++st) {
+    const uint32_t u = L::slot(base, st);
+    for (int ks = 0; ks < L::kPieceSteps; ++ks) {
       for (int k = 0; k < 16; ++k)
-        for (int n = 0; n < cc::kHalfChunk; ++n)
+        for (int n = 0; n < cc::kSliceCols; ++n)
           wrong += gpu::wgmma_mn_major_sw128_address(L::u_descriptor(u, ks), k, n) !=
                    u + tma_sw128_box_offset(16 * ks + k, n, 2);
-    // the kernel's form: the step-0 descriptor advanced by a constant per step
-    for (int ks = 0; ks < L::kCSteps; ++ks)
+      // the kernel's form: the step-0 descriptor advanced by a constant per step
       wrong += gpu::wgmma_advance(L::u_descriptor(u, 0), gpu::mn_major_step_bytes<typename L::UTile>(16 * ks)) !=
                L::u_descriptor(u, ks);
-  }
-  for (int st = 0; st < L::kVStages; ++st) {
-    const uint32_t v = L::v_slot(base, st);
-    for (int kk = 0; kk < cc::kChunk / 16; ++kk) {
+    }
+    const uint32_t v = L::slot(base, st);
+    for (int kk = 0; kk < L::kVRows / 16; ++kk) {
       for (int k = 0; k < 16; ++k)
-        for (int n = 0; n < L::kHalf; ++n)
+        for (int n = 0; n < L::kOwn; ++n)
           wrong += gpu::wgmma_mn_major_sw128_address(L::v_descriptor(v, kk), k, n) !=
                    L::v_box(v, n / 64) + tma_sw128_box_offset(16 * kk + k, n % 64, 2);
       wrong += gpu::wgmma_advance(L::v_descriptor(v, 0), gpu::mn_major_step_bytes<typename L::VTile>(16 * kk)) !=
                L::v_descriptor(v, kk);
     }
+    wrong += u % 1024 != 0 || L::UTile::kBytes > L::kSlotBytes || L::VTile::kBytes > L::kSlotBytes;
+  }
+  // The project: slice i of CTA `rank` (its own first, then the peers after it) reads the V
+  // rows of source (rank + i) % S: piece i / kSourcesPerVPiece, rows kHSteps·16 from
+  // v_first_step; every row of the chunk once per CTA, each piece loaded at the row the
+  // producer asks TMA for.
+  for (int rank = 0; rank < L::kCluster; ++rank) {
+    std::vector<int> rows(std::size_t(L::kChunk), 0);
+    for (int i = 0; i < L::kCluster; ++i) {
+      const int source = L::source_of(rank, i), piece = i / L::kSourcesPerVPiece;
+      wrong += piece >= L::kVPieces || (i > 0 && L::slot_in(rank, source) != i - 1);
+      for (int kk = 0; kk < cc::kHSteps; ++kk)
+        for (int k = 0; k < 16; ++k) {
+          const int row_in_piece = 16 * (L::v_first_step(rank, i) + kk) + k;
+          const int chunk_row = L::v_piece_row(rank, piece) + row_in_piece;
+          wrong += row_in_piece >= L::kVRows || chunk_row != source * cc::kSliceCols + 16 * kk + k;
+          ++rows[std::size_t(chunk_row)];
+        }
+    }
+    for (int n : rows) wrong += n != 1;
   }
   const uint32_t t = base + L::kTBase;
-  for (int w = 0; w < cc::kConsumers; ++w)
+  for (int w = 0; w < L::kConsumers; ++w)
     for (int ks = 0; ks < L::kCSteps; ++ks) {
       for (int mn = 0; mn < 64; ++mn)
         for (int k = 0; k < 16; ++k)
           wrong += gpu::wgmma_k_major_sw128_address(L::t_descriptor(t, w, ks), mn, k) !=
                    t + uint32_t(L::TTile::byte_offset(64 * w + mn, 16 * ks + k));
-      wrong += gpu::wgmma_advance(L::t_descriptor(t, w, 0), gpu::k_major_step_bytes<typename L::TTile>(16 * ks)) !=
+      // the kernel's form: the descriptor of a U piece's first step advanced inside the piece
+      const int piece_first = ks / L::kPieceSteps * L::kPieceSteps;
+      wrong += gpu::wgmma_advance(L::t_descriptor(t, w, piece_first),
+                                  gpu::k_major_step_bytes<typename L::TTile>(16 * (ks - piece_first))) !=
                L::t_descriptor(t, w, ks);
     }
-  std::vector<int> written(std::size_t(cc::kBlockRows) * L::kC, 0);
-  for (int rank = 0; rank < cc::kClusterSize; ++rank)
-    for (int w = 0; w < cc::kConsumers; ++w)
+  std::vector<int> written(std::size_t(L::kTileRows) * L::kC, 0);
+  for (int rank = 0; rank < L::kCluster; ++rank)
+    for (int w = 0; w < L::kConsumers; ++w)
       for (int thread = 0; thread < kWarpgroupThreads; ++thread)
         for (int pair = 0; pair < L::kPairs; ++pair)
           for (int reg = 0; reg < 4; ++reg) {
@@ -347,42 +370,49 @@ template <class L> int convfirst_cluster_mismatches() {
             // word reg holds accumulators 2(reg & 1), 2(reg & 1) + 1 of group 2·pair + (reg >> 1)
             const gpu::MatrixCoord c = gpu::mma_c_coord(thread % 32, 2 * (reg & 1));
             wrong += at.row != 64 * w + 16 * (thread / 32) + c.row;
-            wrong += at.col != rank * L::kHalf + 8 * (2 * pair + (reg >> 1)) + c.col;
+            wrong += at.col != rank * L::kOwn + 8 * (2 * pair + (reg >> 1)) + c.col;
             const int off = L::TTile::byte_offset(at.row, at.col);
             wrong += off % 4 != 0 || L::TTile::byte_offset(at.row, at.col + 1) != off + 2;
             for (int e = 0; e < 2; ++e) ++written[std::size_t(at.row) * L::kC + std::size_t(at.col + e)];
           }
   for (int v : written) wrong += v != 1;
-  // regions: barriers, T, U slots, V slots, H in, weights, x buffers
+  // regions: barriers, T, ring, H in, weights, x buffers
   wrong += L::kBarrierBytes > L::kTBase;
-  wrong += L::kUBase < L::kTBase + uint32_t(L::TTile::kBytes);
-  wrong += L::kVBase < L::kUBase + uint32_t(L::kUStages * L::UTile::kBytes);
-  wrong += L::kHBase < L::kVBase + uint32_t(L::kVStages * L::VTile::kBytes);
-  wrong += L::kWeightsBase < L::kHBase + uint32_t(cc::kHBufferBytes);
+  wrong += L::kRingBase < L::kTBase + uint32_t(L::TTile::kBytes);
+  wrong += L::kHBase < L::kRingBase + uint32_t(L::kStages * L::kSlotBytes);
+  wrong += L::kWeightsBase < L::kHBase + uint32_t(L::kHBufferBytes);
   wrong += L::kXBase < L::kWeightsBase + uint32_t(L::kWeightWords) * 4;
-  for (uint32_t r : {L::kTBase, L::kUBase, L::kVBase, L::kHBase, L::kWeightsBase, L::kXBase}) wrong += r % 1024 != 0;
+  for (uint32_t r : {L::kTBase, L::kRingBase, L::kHBase, L::kWeightsBase, L::kXBase}) wrong += r % 1024 != 0;
   return wrong;
 }
 
-// The H exchange: every (warpgroup, thread, 16-byte quad) has its own aligned place
-// inside the buffer, a quarter-warp's eight threads fill one 128-byte line (no bank
-// conflict), and the word a sender packs from its S accumulators is, for the receiving
-// thread of the same index, the A fragment element of the same pixel and column.
-int h_exchange_mismatches() {
+// The H exchange: every (warpgroup, source slot, thread, 16-byte quad) has its own
+// aligned place inside the buffer, a quarter-warp's eight threads fill one 128-byte line
+// (no bank conflict); every sender writes a different slot of each receiver; and the
+// word a sender packs from its S accumulators is, for the receiving thread of the same
+// index, the A fragment element of the same pixel and column.
+template <class L> int h_exchange_mismatches() {
   namespace cc = convfirst_cluster;
   int wrong = 0;
   std::set<uint32_t> places;
-  for (int w = 0; w < cc::kConsumers; ++w)
-    for (int q = 0; q < cc::kHQuads; ++q)
-      for (int thread = 0; thread < kWarpgroupThreads; ++thread) {
-        const uint32_t off = cc::h_exchange_offset(w, thread, q);
-        wrong += off % 16 != 0 || off + 16 > uint32_t(cc::kHBufferBytes);
-        places.insert(off);
-        if (thread % 8 == 0)
-          for (int i = 1; i < 8; ++i) wrong += cc::h_exchange_offset(w, thread + i, q) != off + 16u * uint32_t(i);
-        wrong += (thread % 8 == 0) && off % 128 != 0;
-      }
-  wrong += places.size() != std::size_t(cc::kConsumers * cc::kHQuads * kWarpgroupThreads);
+  for (int w = 0; w < L::kConsumers; ++w)
+    for (int slot = 0; slot < L::kCluster - 1; ++slot)
+      for (int q = 0; q < cc::kHQuads; ++q)
+        for (int thread = 0; thread < kWarpgroupThreads; ++thread) {
+          const uint32_t off = L::h_exchange_offset(w, slot, thread, q);
+          wrong += off % 16 != 0 || off + 16 > uint32_t(L::kHBufferBytes);
+          places.insert(off);
+          if (thread % 8 == 0)
+            for (int i = 1; i < 8; ++i) wrong += L::h_exchange_offset(w, slot, thread + i, q) != off + 16u * uint32_t(i);
+          wrong += (thread % 8 == 0) && off % 128 != 0;
+        }
+  wrong += places.size() != std::size_t(L::kConsumers * (L::kCluster - 1) * cc::kHQuads * kWarpgroupThreads);
+  for (int receiver = 0; receiver < L::kCluster; ++receiver) {
+    std::set<int> slots;
+    for (int sender = 0; sender < L::kCluster; ++sender)
+      if (sender != receiver) slots.insert(L::slot_in(receiver, sender));
+    wrong += slots.size() != std::size_t(L::kCluster - 1) || *slots.begin() != 0 || *slots.rbegin() != L::kCluster - 2;
+  }
   for (int thread = 0; thread < kWarpgroupThreads; ++thread)
     for (int kk = 0; kk < cc::kHSteps; ++kk)
       for (int reg = 0; reg < 4; ++reg)
@@ -396,37 +426,53 @@ int h_exchange_mismatches() {
 
 TEST_CASE("hopper: the cluster ConvFirst block's T, U and V are read by wgmma where they were written",
           "[hopper][cpu]") {
-  CHECK(convfirst_cluster_mismatches<convfirst_cluster::ClusterLayout128>() == 0);
-  CHECK(convfirst_cluster_mismatches<convfirst_cluster::ClusterLayout256>() == 0);
-  CHECK(h_exchange_mismatches() == 0);
+  namespace cc = convfirst_cluster;
+  CHECK(convfirst_cluster_mismatches<cc::ClusterLayout128>() == 0);
+  CHECK(convfirst_cluster_mismatches<cc::ClusterLayout256>() == 0);
+  CHECK(convfirst_cluster_mismatches<cc::ClusterLayout512>() == 0);
+  CHECK(h_exchange_mismatches<cc::ClusterLayout128>() == 0);
+  CHECK(h_exchange_mismatches<cc::ClusterLayout256>() == 0);
+  CHECK(h_exchange_mismatches<cc::ClusterLayout512>() == 0);
+  // C = 128 and 256 keep the pair's offsets of before the generalisation (one slot per warpgroup)
+  CHECK(cc::ClusterLayout256::h_exchange_offset(1, 0, 5, 3) == uint32_t(((1 * 4 + 3) * 128 + 5) * 16));
+  CHECK(cc::ClusterLayout512::kTileRows == 64);
+  CHECK(cc::ClusterLayout512::kThreads == 256);
   CHECK(gpu::hopper::pair_peer(0) == 1);
   CHECK(gpu::hopper::pair_peer(1) == 0);
   for (int block = 0; block < 16; ++block) {
     CHECK(gpu::hopper::cluster_of_block(block, 2) == block / 2);
     CHECK(gpu::hopper::rank_of_block(block, 2) == block % 2);
+    CHECK(gpu::hopper::cluster_of_block(block, 4) == block / 4);
+    CHECK(gpu::hopper::rank_of_block(block, 4) == block % 4);
   }
 }
 
-TEST_CASE("hopper: the cluster ConvFirst block's halo rows (a channel half) and its supported widths",
+TEST_CASE("hopper: the cluster ConvFirst block's halo rows (a channel share) and its supported widths",
           "[hopper][cpu]") {
-  // The staging of a CTA's channel half is the 10c staging of C/2 channels: every tap where the conv reads it.
+  // The staging of a CTA's channels is the 10c staging of C/S channels: every tap where the conv reads it,
+  // for 128-pixel tiles (C = 128, 256) and 64-pixel tiles (C = 512).
   for (const auto& [C, N, H, W] : std::vector<std::array<int, 4>>{{128, 2, 14, 14}, {128, 1, 1, 1},  {64, 3, 13, 11},
                                                                    {128, 1, 3, 43},  {128, 90, 14, 14}, {64, 1, 7, 80}})
     CHECK(convfirst_staging_mismatches(C, N, H, W) == 0);
+  for (const auto& [N, H, W] : std::vector<std::array<int, 3>>{
+           {1, 1, 1}, {1, 63, 1}, {1, 65, 1}, {3, 7, 7}, {2, 9, 8}, {1, 3, 43}, {5, 5, 3}, {128, 7, 7}})
+    CHECK(convfirst_staging_mismatches(128, N, H, W, 64) == 0);
   namespace cc = convfirst_cluster;
-  namespace cw = convfirst_wgmma;
-  const auto fits256 = [](int W, int64_t rows) {
-    return cc::cluster_shared_bytes<cc::ClusterLayout256>(cw::x_staging(128, W, rows)) <= std::size_t(cc::kMaxShared);
+  const auto fits = [](auto layout, int W, int64_t rows) {
+    using L = decltype(layout);
+    return cc::cluster_shared_bytes<L>(cc::cluster_staging<L>(W, rows)) <= std::size_t(cc::kMaxShared);
   };
-  const auto fits128 = [](int W, int64_t rows) {
-    return cc::cluster_shared_bytes<cc::ClusterLayout128>(cw::x_staging(64, W, rows)) <= std::size_t(cc::kMaxShared);
-  };
-  // What the rung's header states: C = 256 takes every W <= 30, C = 128 every W <= 80 (tall batches).
-  for (int W = 1; W <= 30; ++W) CHECK(fits256(W, 128 * 64));
-  CHECK(!fits256(31, 128 * 64));
-  for (int W = 1; W <= 80; ++W) CHECK(fits128(W, 128 * 64));
-  CHECK(!fits128(81, 128 * 64));
-  CHECK(fits256(43, 3));  // a short batch stages fewer rows (the test table's 3 x 43)
+  // What the rung's header states: C = 256 takes every W <= 30, C = 128 every W <= 80,
+  // C = 512 every W <= 24 (tall batches).
+  for (int W = 1; W <= 30; ++W) CHECK(fits(cc::ClusterLayout256{}, W, 128 * 64));
+  CHECK(!fits(cc::ClusterLayout256{}, 31, 128 * 64));
+  for (int W = 1; W <= 80; ++W) CHECK(fits(cc::ClusterLayout128{}, W, 128 * 64));
+  CHECK(!fits(cc::ClusterLayout128{}, 81, 128 * 64));
+  for (int W = 1; W <= 24; ++W) CHECK(fits(cc::ClusterLayout512{}, W, 128 * 64));
+  CHECK(!fits(cc::ClusterLayout512{}, 25, 128 * 64));
+  CHECK(fits(cc::ClusterLayout256{}, 43, 3));  // a short batch stages fewer rows (the test table's 3 x 43)
+  CHECK(fits(cc::ClusterLayout512{}, 43, 1));  // a one-row image 43 wide
+  CHECK(!fits(cc::ClusterLayout512{}, 43, 3));
 }
 
 // ---- the mbarrier ring, against a host model of the barrier -----------------------------

@@ -53,23 +53,32 @@
 // peer. The counting, the prediction and the measurements are in
 // lessons/10-convfirst/NOTES.md.
 //
-// Tunables: ClusterLayout128 / ClusterLayout256 in
-// gpu/lib/hopper/convfirst_cluster_layout.hpp (U, V and halo slots, chosen so
-// that shared memory holds T, both rings and the halo; the hidden chunk of 128
-// so that each CTA's expand is m64n64, the narrowest form whose shared-memory
-// reads of A keep up with the tensor cores); the tile is 128 pixels (two
-// consumer warpgroups), the cluster two CTAs.
-// Supported: f16 and bf16; stride 1; group width 8; C = C_out ∈ {128, 256};
-// hidden a multiple of 8 (a partial last chunk is zero-filled by TMA, its
-// bias read as 0, φ(0) = 0; a CTA whose column half of the last chunk is
-// wholly past `hidden` skips its expand); ReLU and SiLU; any N, H, W whose
-// halo rows fit shared memory (every W ≤ 30 at C = 256, W ≤ 80 at C = 128;
-// wider W when N·H is small) and N·H·W < 2^31 − 128; 16-byte aligned x, u,
-// v, a, b, y and 4-byte aligned conv_w and conv_b. Needs compute capability
-// 9.0, 90 in CONVLAB_CUDA_ARCHS, and a device that can co-schedule a cluster
-// of two such CTAs. C = 512 (the 7² benchmark shape) is outside: Z alone
-// would be C/4 = 128 registers per thread; it needs a cluster of four.
+// C = 512 (ClusterLayout512): a cluster of FOUR CTAs, each owning C/4 = 128
+// channels of x, T and y and 64 columns of every hidden chunk of 256; the
+// tile is 64 pixels and one consumer warpgroup (256 threads, T [64 px][512] =
+// 64 KB per CTA: a 128-pixel T would be 128 KB and not fit beside the ring);
+// U arrives in four 128-row pieces and V in one piece per slice, 16 KB each,
+// through one ring of five slots; each CTA sends its H slice to the three
+// peers (slot (sender − receiver − 1) mod 4 of their H buffers) and projects
+// its own slice, then the peers' in rank order after it.
+// Tunables: ClusterLayout128 / 256 / 512 in
+// gpu/lib/hopper/convfirst_cluster_layout.hpp (cluster size, consumer
+// warpgroups = tile/64, ring slots, U/V pieces per chunk, halo buffers, chosen
+// so that shared memory holds T, the ring and the halo; each CTA's expand is
+// m64n64, the narrowest form whose shared-memory reads of A keep up with the
+// tensor cores).
+// Supported: f16 and bf16; stride 1; group width 8; C = C_out ∈ {128, 256,
+// 512}; hidden a multiple of 8 (a partial last chunk is zero-filled by TMA,
+// its bias read as 0, φ(0) = 0; a CTA whose slice of the last chunk is wholly
+// past `hidden` skips its expand, and at C = 512 the project steps of such a
+// slice); ReLU and SiLU; any N, H, W whose halo rows fit shared memory (every
+// W ≤ 30 at C = 256, W ≤ 80 at C = 128, W ≤ 24 at C = 512; wider W when N·H
+// is small) and N·H·W < 2^31 − 128; 16-byte aligned x, u, v, a, b, y and
+// 4-byte aligned conv_w and conv_b. Needs compute capability 9.0, 90 in
+// CONVLAB_CUDA_ARCHS, and a device that can co-schedule a cluster of 2 (4)
+// such CTAs (else launch() throws a DeviceError, never a wrong answer).
 // Run just this: build/convlab run convfirst/gpu/10e_fused_cluster --shape N=128,H=14,C=256,dtype=f16
+// (C = 512: --shape N=128,H=7,C=512,dtype=f16)
 #include <cuda.h>
 
 #include <algorithm>
@@ -98,7 +107,6 @@ namespace {
 using namespace convfirst_cluster;
 using convfirst_wgmma::tap_index;
 using convfirst_wgmma::x_offset;
-using convfirst_wgmma::x_staging;
 using convfirst_wgmma::XStaging;
 using gpu::bias_activate;
 using gpu::ld_shared_u32;
@@ -109,7 +117,7 @@ using gpu::unpack_pair;
 
 constexpr int kGroupsPerPanel = kPanelCols / kGroupWidth;  // 8: one 16-byte chunk of a staged line each
 // Conv groups per pass: eight independent mma chains per warp, one 64-channel panel of x.
-// All sixteen of C = 256 at once (64 accumulators) would not fit the registers.
+// All sixteen of a CTA's 128 channels at once (64 accumulators) would not fit the registers.
 constexpr int kPassGroups = 8;
 static_assert(kGroupsPerPanel % kPassGroups == 0, "a pass stays inside one 64-channel panel of x");
 
@@ -118,49 +126,46 @@ static_assert(kGroupsPerPanel % kPassGroups == 0, "a pass stays inside one 64-ch
 // Contract. x [N·H·W, C] (NHWC), conv_w [C][3][3][8], conv_b [C], u [C, hidden],
 // a [hidden], v [hidden, C], b [C], y [N·H·W, C]; Element = __half or
 // __nv_bfloat16; fp32 accumulation; T rounded to Element once (stored as the
-// expand's A operand), H once, y once. Grid: 2·G CTAs in clusters of 2 along
-// x (G pairs, at most the number of tiles), 384 threads, cluster_shared_bytes<L>(s) of
-// dynamic shared memory (layout in convfirst_cluster_layout.hpp); pair c takes
-// tiles c, c + G, ... and both its CTAs walk that same sequence. Edge duties:
-// pixels ≥ M read the zero pixel and are never stored; staged rows outside
-// [0, N·H) arrive as zeros (TMA); taps outside the image read the zero pixel;
-// hidden columns ≥ hidden are zero.
+// expand's A operand), H once, y once. Grid: S·G CTAs in clusters of S = L::kCluster
+// along x (G clusters, at most the number of tiles), L::kThreads threads,
+// cluster_shared_bytes<L>(s) of dynamic shared memory (layout in
+// convfirst_cluster_layout.hpp); cluster c takes tiles c, c + G, ... and all its
+// CTAs walk that same sequence. Edge duties: pixels ≥ M read the zero pixel and
+// are never stored; staged rows outside [0, N·H) arrive as zeros (TMA); taps
+// outside the image read the zero pixel; hidden columns ≥ hidden are zero.
 template <class Element, class L, bool kRelu>
-__global__ void __launch_bounds__(kThreads, 1)
+__global__ void __launch_bounds__(L::kThreads, 1)
     convfirst_fused_cluster_kernel(const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap u_map,
                                    const __grid_constant__ CUtensorMap v_map, const XStaging stage_geometry, int M,
                                    int H, int W, int hidden, const Element* __restrict__ conv_w,
                                    const Element* __restrict__ conv_b, const Element* __restrict__ a,
                                    const Element* __restrict__ b, Element* __restrict__ y) {
-  constexpr int kHalf = L::kHalf;
+  constexpr int kOwn = L::kOwn, kS = L::kCluster, kTileRows = L::kTileRows;
   extern __shared__ unsigned char shared[];
-  // Both CTAs run this code on identical layouts, so every region sits at the same offset in
-  // each: the peer's copy of a region is map_shared_to_rank(local address, peer).
+  // Every CTA of the cluster runs this code on identical layouts, so every region sits at
+  // the same offset in each: a peer's copy of a region is map_shared_to_rank(local address, peer).
   const uint32_t base = (gpu::shared_address(shared) + 1023u) & ~1023u;
   const gpu::hopper::Pipeline<L::kXBuffers> x_pipe{base + L::kXPipeBase};
-  const gpu::hopper::Pipeline<L::kUStages> u_pipe{base + L::kUPipeBase};
-  const gpu::hopper::Pipeline<L::kVStages> v_pipe{base + L::kVPipeBase};
+  const gpu::hopper::Pipeline<L::kStages> w_pipe{base + L::kWPipeBase};  // U and V pieces
   const auto t_full = [&](int w) { return base + L::kTFullBase + uint32_t(w) * gpu::hopper::kMbarrierBytes; };
   const auto h_full = [&](int w) { return base + L::kHFullBase + uint32_t(w) * gpu::hopper::kMbarrierBytes; };
   const auto h_free = [&](int w) { return base + L::kHFreeBase + uint32_t(w) * gpu::hopper::kMbarrierBytes; };
-  const XStaging& sg = stage_geometry;  // of this CTA's channel half
+  const XStaging& sg = stage_geometry;  // of this CTA's channels
   const uint32_t weights = base + L::kWeightsBase;
   const auto x_slot = [&](int buffer) { return base + L::kXBase + uint32_t(buffer) * sg.buffer_bytes; };
-  const gpu::hopper::TileScheduler tiles{gpu::ceil_div(M, kBlockRows), 1, 1};
-  const int chunks = gpu::ceil_div(hidden, kChunk);
+  const gpu::hopper::TileScheduler tiles{gpu::ceil_div(M, kTileRows), 1, 1};
   const int warpgroup = gpu::hopper::warpgroup_of(threadIdx.x);
 
-  // ---- once per CTA: barriers, this CTA's half of the conv weights, the zero lines ----
+  // ---- once per CTA: barriers, this CTA's share of the conv weights, the zero lines ----
   if (threadIdx.x == 0) {
-    x_pipe.init(kConsumerWarps);
-    u_pipe.init(kConsumerWarps);
-    v_pipe.init(kConsumerWarps);
-    for (int w = 0; w < kConsumers; ++w) {
-      gpu::hopper::mbarrier_init(t_full(w), 2 * gpu::hopper::kWarpgroupThreads);  // 128 here + 128 of the peer
-      gpu::hopper::mbarrier_init(h_full(w), gpu::hopper::kWarpgroupThreads);      // the peer's 128 threads
-      gpu::hopper::mbarrier_init(h_free(w), gpu::hopper::kWarpgroupThreads);      // the peer's 128 threads
+    x_pipe.init(L::kConsumerWarps);
+    w_pipe.init(L::kConsumerWarps);
+    for (int w = 0; w < L::kConsumers; ++w) {
+      gpu::hopper::mbarrier_init(t_full(w), kS * gpu::hopper::kWarpgroupThreads);  // 128 here + 128 per peer
+      gpu::hopper::mbarrier_init(h_full(w), (kS - 1) * gpu::hopper::kWarpgroupThreads);  // 128 per peer
+      gpu::hopper::mbarrier_init(h_free(w), (kS - 1) * gpu::hopper::kWarpgroupThreads);  // 128 per peer
     }
-    gpu::hopper::fence_mbarrier_init();  // release.cluster: the peer may arrive on these after the cluster barrier
+    gpu::hopper::fence_mbarrier_init();  // release.cluster: peers may arrive on these after the cluster barrier
     gpu::hopper::tma_prefetch_descriptor(&x_map);
     gpu::hopper::tma_prefetch_descriptor(&u_map);
     gpu::hopper::tma_prefetch_descriptor(&v_map);
@@ -168,94 +173,126 @@ __global__ void __launch_bounds__(kThreads, 1)
   {
     const int rank = gpu::hopper::cluster_cta_rank();
     const unsigned* w_words = reinterpret_cast<const unsigned*>(conv_w) + rank * L::kWeightWords;
-    for (int i = threadIdx.x; i < L::kWeightWords; i += kThreads) st_shared_u32(weights + 4 * i, __ldg(w_words + i));
+    for (int i = threadIdx.x; i < L::kWeightWords; i += L::kThreads) st_shared_u32(weights + 4 * i, __ldg(w_words + i));
     constexpr int kZeroWords = convfirst_wgmma::kZeroLines * 128 / 4;
-    for (int i = threadIdx.x; i < L::kXBuffers * sg.panels * kZeroWords; i += kThreads) {
+    for (int i = threadIdx.x; i < L::kXBuffers * sg.panels * kZeroWords; i += L::kThreads) {
       const int panel = i / kZeroWords % sg.panels, buffer = i / kZeroWords / sg.panels;
       st_shared_u32(x_slot(buffer) + panel * sg.panel_bytes + sg.zero_index * 128 + 4 * (i % kZeroWords), 0u);
     }
   }
-  // Both CTAs' barriers are initialised (and the CTA's own stores done) before anyone
+  // Every CTA's barriers are initialised (and its own stores done) before anyone
   // arrives on a peer's barrier or stores into its shared memory.
   gpu::hopper::cluster_sync();
 
   if (warpgroup == 0) {
     // ---- producer: one thread issues every copy, into this CTA's shared memory only ----
     gpu::hopper::warpgroup_registers_decrease<kProducerRegs>();
-    // (rank and pair are read after setmaxnreg, in each role: a value live across it must fit
-    // the producer's 40 registers, and ptxas spills one that does not.)
+    // (rank, cluster and chunks are computed after setmaxnreg, in each role: a value live
+    // across it must fit the producer's 40 registers, and ptxas spills one that does not —
+    // `chunks` computed once above the split was spilled to local memory, 4 bytes.)
     const int rank = gpu::hopper::cluster_cta_rank();
-    const int pair = gpu::hopper::cluster_index_x(), pairs = gpu::hopper::cluster_count_x();
+    const int cluster = gpu::hopper::cluster_index_x(), clusters = gpu::hopper::cluster_count_x();
+    const int chunks = gpu::ceil_div(hidden, L::kChunk);
     if (threadIdx.x == 0) {
       gpu::hopper::PipelineState<L::kXBuffers> xs;
-      gpu::hopper::PipelineState<L::kUStages> us;
-      gpu::hopper::PipelineState<L::kVStages> vs;
+      gpu::hopper::PipelineState<L::kStages> ws;
       const auto load_x = [&](int t) {  // the halo rows of tile t, this CTA's channels
         x_pipe.producer_acquire(xs, sg.tx_bytes);
-        const int first_pixel = (t * kBlockRows / W - 1) * W;  // staged row 0 (−W for the batch's first row)
+        const int first_pixel = (t * kTileRows / W - 1) * W;  // staged row 0 (−W for the batch's first row)
         for (int p = 0; p < sg.panels; ++p)
           for (int k = 0; k < sg.boxes; ++k)
             gpu::hopper::tma_load_2d(x_slot(xs.stage) + p * sg.panel_bytes + k * sg.box_rows * 128, &x_map,
-                                     x_pipe.full(xs.stage), rank * kHalf + p * kPanelCols,
+                                     x_pipe.full(xs.stage), rank * kOwn + p * kPanelCols,
                                      first_pixel + k * sg.box_rows);
         xs.advance();
       };
-      int t = tiles.first(pair);
+      int t = tiles.first(cluster);
       if (tiles.valid(t)) load_x(t);
-      for (; tiles.valid(t); t = tiles.next(t, pairs)) {
+      for (; tiles.valid(t); t = tiles.next(t, clusters)) {
         for (int r = 0; r < chunks; ++r) {
-          // U^r[:, this CTA's 64 columns]; a half wholly past `hidden` is not loaded (the
-          // consumers skip its expand), its barrier phase completed by the bare arrival.
-          const int u_col = r * kChunk + rank * kHalfChunk;
+          // U^r[:, this CTA's 64 columns], in UPieces pieces of rows; a slice wholly past
+          // `hidden` is not loaded (the consumers skip its expand), each piece's barrier
+          // phase completed by the bare arrival.
+          const int u_col = r * L::kChunk + rank * kSliceCols;
           const bool u_live = u_col < hidden;
-          u_pipe.producer_acquire(us, u_live ? uint32_t(L::UTile::kBytes) : 0u);
-          if (u_live) gpu::hopper::tma_load_2d(L::u_slot(base, us.stage), &u_map, u_pipe.full(us.stage), u_col, 0);
-          us.advance();
-          // V_r[all 128 rows of the chunk, this CTA's output channels] (rows past `hidden`: zeros).
-          v_pipe.producer_acquire(vs, L::VTile::kBytes);
+#pragma unroll 1
+          for (int q = 0; q < L::kUPieces; ++q) {
+            w_pipe.producer_acquire(ws, u_live ? uint32_t(L::UTile::kBytes) : 0u);
+            if (u_live)
+              gpu::hopper::tma_load_2d(L::slot(base, ws.stage), &u_map, w_pipe.full(ws.stage), u_col, q * L::kURows);
+            ws.advance();
+          }
+          // V_r[rows of the chunk, this CTA's output channels] in the order the project reads
+          // them (this CTA's slice first): rows past `hidden` arrive as zeros; a piece of one
+          // slice wholly past `hidden` is not loaded (the consumers skip its steps).
+#pragma unroll 1
+          for (int q = 0; q < L::kVPieces; ++q) {
+            const int v_row = r * L::kChunk + L::v_piece_row(rank, q);
+            const bool v_live = L::kVPieces == 1 || v_row < hidden;
+            w_pipe.producer_acquire(ws, v_live ? uint32_t(L::VTile::kBytes) : 0u);
+            if (v_live) {
 #pragma unroll
-          for (int p = 0; p < L::VTile::kPanels; ++p)
-            gpu::hopper::tma_load_2d(L::v_box(L::v_slot(base, vs.stage), p), &v_map, v_pipe.full(vs.stage),
-                                     rank * kHalf + p * kPanelCols, r * kChunk);
-          vs.advance();
+              for (int p = 0; p < L::VTile::kPanels; ++p)
+                gpu::hopper::tma_load_2d(L::v_box(L::slot(base, ws.stage), p), &v_map, w_pipe.full(ws.stage),
+                                         rank * kOwn + p * kPanelCols, v_row);
+            }
+            ws.advance();
+          }
           // The next tile's halo once this tile's chunk 0 is on its way (the consumers free the
-          // halo buffer before they wait for chunk 0's U).
-          if (r == 0 && tiles.valid(tiles.next(t, pairs))) load_x(tiles.next(t, pairs));
+          // halo buffer before they wait for chunk 0's first U piece).
+          if (r == 0 && tiles.valid(tiles.next(t, clusters))) load_x(tiles.next(t, clusters));
         }
       }
     }
   } else {
-    // ---- consumers: warpgroup 1 owns pixels 0-63 of a tile, warpgroup 2 pixels 64-127,
-    //      in both CTAs of the pair ----
-    gpu::hopper::warpgroup_registers_increase<kConsumerRegs>();
-    const int rank = gpu::hopper::cluster_cta_rank(), peer = gpu::hopper::pair_peer(rank);
-    const int pair = gpu::hopper::cluster_index_x(), pairs = gpu::hopper::cluster_count_x();
+    // ---- consumers: warpgroup 1 owns pixels 0-63 of a tile, warpgroup 2 (if any) pixels
+    //      64-127, in every CTA of the cluster ----
+    gpu::hopper::warpgroup_registers_increase<L::kConsumerRegs>();
+    const int rank = gpu::hopper::cluster_cta_rank();
+    const int cluster = gpu::hopper::cluster_index_x(), clusters = gpu::hopper::cluster_count_x();
+    const int chunks = gpu::ceil_div(hidden, L::kChunk);
     const int consumer = warpgroup - 1;
-    const int thread = gpu::hopper::thread_in_warpgroup(threadIdx.x);
-    const int warp = thread / 32, lane = thread % 32, g = lane / 4, tq = lane % 4;
-    const gpu::MatrixCoord first = gpu::wgmma_d_coord(thread, 0);  // row 16·warp + g, column 2·tq
-    const gpu::MatrixCoord a_row = gpu::ldmatrix_x4_row_address(lane);  // pixel lane % 16, k-half lane / 16
+    // This thread's place in its warpgroup, from threadIdx.x. At C = 512 it is derived again at
+    // the top of every tile from a volatile read of %tid.x, which the compiler cannot hoist:
+    // derived once here, the tile's invariants (tap offsets, conv weight and bias addresses,
+    // x offsets of the residual, fragment coordinates) were hoisted out of the tile loop and,
+    // live across the chunk loop beside its ~170 registers of accumulators and fragments,
+    // spilled (20 bytes). At C = 128/256 (168 registers, 0 spill) they stay hoisted.
+    int thread, warp, lane, g, tq;
+    gpu::MatrixCoord first, a_row;
+    const auto place = [&](int tid) {
+      thread = gpu::hopper::thread_in_warpgroup(tid);
+      warp = thread / 32, lane = thread % 32, g = lane / 4, tq = lane % 4;
+      first = gpu::wgmma_d_coord(thread, 0);         // row 16·warp + g, column 2·tq
+      a_row = gpu::ldmatrix_x4_row_address(lane);  // pixel lane % 16, k-half lane / 16
+    };
+    place(threadIdx.x);
     const uint32_t t_base = base + L::kTBase;
-    const uint32_t h_in = base + L::kHBase;  // the peer's H words arrive here; ours go to its copy
-    // The peer's copy of a local address (mapa: one instruction, issued where used rather
-    // than kept in a register across the whole kernel).
-    const auto in_peer = [&](uint32_t local) { return gpu::hopper::map_shared_to_rank(local, peer); };
+    const uint32_t h_in = base + L::kHBase;  // the peers' H words arrive here; ours go to their copies
+    // The copy of a local address in the CTA i ranks after this one (mapa: one instruction,
+    // issued where used rather than kept in a register across the whole kernel).
+    const auto in_peer = [&](uint32_t local, int i) {
+      return gpu::hopper::map_shared_to_rank(local, (rank + i) & (kS - 1));  // kS is 2 or 4
+    };
     gpu::hopper::PipelineState<L::kXBuffers> xs;
-    gpu::hopper::PipelineState<L::kUStages> us;
-    gpu::hopper::PipelineState<L::kVStages> vs;
+    gpu::hopper::PipelineState<L::kStages> ws;
+    // Hand back the slot of the ring item before `st` (its wgmma group has retired).
+    const auto release_before = [&](const gpu::hopper::PipelineState<L::kStages>& st) {
+      w_pipe.consumer_release({(st.stage + L::kStages - 1) % L::kStages, 0u});
+    };
     uint32_t tile_parity = 0;   // phase of T full[consumer]: one per tile
     uint32_t chunk_parity = 0;  // phase of H full / H free[consumer]: one per chunk, across tiles
-    float s[L::kSRegs];           // S_k, then φ(S_k + a) in fp32
-    float zacc[L::kZRegs];        // Z, this CTA's channels
-    uint32_t h_own[kHSteps][4];   // H_k packed: A fragments of the project's steps 4k .. 4k+3
-    uint32_t h_peer[kHSteps][4];  // the peer's H packed: steps 4(1−k) ..
-    uint32_t bias[L::kSRegs / 4];  // a_r of this CTA's columns, packed pairs
+    float s[L::kSRegs];                   // S_k, then φ(S_k + a) in fp32
+    float zacc[L::kZRegs];                // Z, this CTA's channels
+    uint32_t h_own[kHSteps][4];           // H_k packed: A fragments of the project's steps over our slice
+    uint32_t h_peer[kS - 1][kHSteps][4];  // the peers' H packed, slot i: the peer i + 1 ranks after us
+    uint32_t bias[L::kSRegs / 4];         // a_r of this CTA's columns, packed pairs
 
     // Staged index of the pixel this lane hands ldmatrix at k-step j of tile t's conv:
     // pixel lane % 16 of the warp, tap 2j + lane / 16 (tap 9 does not exist: the zero pixel).
     const auto conv_taps = [&](int t, int (&tap)[kConvSteps]) {
-      const int first_row = t * kBlockRows / W - 1;
-      const int pixel = t * kBlockRows + consumer * kWgmmaM + 16 * warp + a_row.row;
+      const int first_row = t * kTileRows / W - 1;
+      const int pixel = t * kTileRows + consumer * kWgmmaM + 16 * warp + a_row.row;
 #pragma unroll
       for (int j = 0; j < kConvSteps; ++j) {
         const int k = 2 * j + a_row.col / 8;
@@ -275,14 +312,21 @@ __global__ void __launch_bounds__(kThreads, 1)
       gpu::mma_m16n8k16<Element>(acc, afrag, bfrag);
     };
 
-    for (int t = tiles.first(pair); tiles.valid(t); t = tiles.next(t, pairs)) {
-      const int pixel0 = t * kBlockRows + consumer * kWgmmaM + 16 * warp;  // this warp's 16 pixels
-      const uint32_t t_remote = in_peer(t_base);  // the peer's T buffer
+    for (int t = tiles.first(cluster); tiles.valid(t); t = tiles.next(t, clusters)) {
+      if constexpr (kS == 4) {
+        uint32_t tid;
+        asm volatile("mov.u32 %0, %%tid.x;" : "=r"(tid));
+        place(int(tid));
+      }
+      const int pixel0 = t * kTileRows + consumer * kWgmmaM + 16 * warp;  // this warp's 16 pixels
+      uint32_t t_remote[kS - 1];  // the peers' T buffers, peer i + 1 ranks after us in slot i
+#pragma unroll
+      for (int i = 0; i < kS - 1; ++i) t_remote[i] = in_peer(t_base, i + 1);
       // ---- 1. the grouped conv of this warp's 16 pixels x this CTA's channels ----
       // In passes of kPassGroups groups: the pass's accumulators are live at once and the
       // five k-steps run outermost, so kPassGroups independent mma chains are in flight
-      // (10b's order). Z is not live yet. After each pass its 64 channels of T go to both
-      // CTAs' T buffers — step 2.
+      // (10b's order). Z is not live yet. After each pass its 64 channels of T go to every
+      // CTA's T buffer — step 2.
       {
         int tap[kConvSteps];
         conv_taps(t, tap);
@@ -295,7 +339,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           for (int i = 0; i < kPassGroups; ++i) {  // the conv bias starts the sums
             const int grp = pass * kPassGroups + i;
             const float2 cb = unpack_pair<Element>(
-                __ldg(reinterpret_cast<const unsigned*>(conv_b + rank * kHalf + grp * kGroupWidth + 2 * tq)));
+                __ldg(reinterpret_cast<const unsigned*>(conv_b + rank * kOwn + grp * kGroupWidth + 2 * tq)));
             acc[i][0] = cb.x, acc[i][1] = cb.y, acc[i][2] = cb.x, acc[i][3] = cb.y;
           }
 #pragma unroll
@@ -306,9 +350,10 @@ __global__ void __launch_bounds__(kThreads, 1)
             for (int i = 0; i < kPassGroups; ++i) conv_mma(acc[i], line, j, pass * kPassGroups + i);
           }
 
-          // ---- 2. T[this warp's pixels, the pass's channels] into both CTAs' T buffers.
+          // ---- 2. T[this warp's pixels, the pass's channels] into every CTA's T buffer.
           //      No wait: this warpgroup's last expand of the previous tile has completed
-          //      (its wait_group), and so has the peer's (we received its last H, sent after). ----
+          //      (its wait_group), and so have the peers' (we received their last H, each
+          //      sent after its expand). ----
 #pragma unroll
           for (int i = 0; i < kPassGroups / 2; ++i) {
             const float(&lo)[4] = acc[2 * i];
@@ -321,22 +366,23 @@ __global__ void __launch_bounds__(kThreads, 1)
                   L::t_fragment_coord(consumer, thread, rank, pass * kPassGroups / 2 + i, reg);
               const uint32_t offset = uint32_t(L::TTile::byte_offset(at.row, at.col));
               st_shared_u32(t_base + offset, words[reg]);
-              gpu::hopper::st_shared_cluster_u32(t_remote + offset, words[reg]);
+#pragma unroll
+              for (int i = 0; i < kS - 1; ++i) gpu::hopper::st_shared_cluster_u32(t_remote[i] + offset, words[reg]);
             }
           }
         }
 
         // ---- 3. Z starts as the residual plus b (this CTA's channels): zacc[4j + c] is row
-        //      16·warp + g + 8(c >> 1), column 8j + 2tq + (c & 1) of the half ----
-        const int first_row = t * kBlockRows / W - 1;
+        //      16·warp + g + 8(c >> 1), column 8j + 2tq + (c & 1) of the CTA's channels ----
+        const int first_row = t * kTileRows / W - 1;
 #pragma unroll
         for (int hh = 0; hh < 2; ++hh) {
           const int centre = tap_index(pixel0 + g + 8 * hh, 0, 0, M, H, W, first_row, sg.zero_index);
 #pragma unroll
-          for (int j = 0; j < kHalf / 8; ++j) {
+          for (int j = 0; j < kOwn / 8; ++j) {
             const int col = 8 * j + 2 * tq;
             const float2 xv = unpack_pair<Element>(ld_shared_u32(xb + x_offset(sg, centre, col)));
-            const float2 bv = unpack_pair<Element>(__ldg(reinterpret_cast<const unsigned*>(b + rank * kHalf + col)));
+            const float2 bv = unpack_pair<Element>(__ldg(reinterpret_cast<const unsigned*>(b + rank * kOwn + col)));
             zacc[4 * j + 2 * hh] = xv.x + bv.x;
             zacc[4 * j + 2 * hh + 1] = xv.y + bv.y;
           }
@@ -345,49 +391,74 @@ __global__ void __launch_bounds__(kThreads, 1)
       x_pipe.consumer_release(xs);  // the halo rows are read: the producer may refill the buffer
       xs.advance();
 
-      // ---- 4. T complete in this CTA for this warpgroup's 64 pixels: our half (written by
-      //      these 128 threads) and the peer's (written by its warpgroup `consumer`).
+      // ---- 4. T complete in this CTA for this warpgroup's 64 pixels: our channels (written
+      //      by these 128 threads) and the peers' (written by their warpgroup `consumer`).
       //      FENCE: T was written by the generic proxy (st.shared, st.shared::cluster) and is
       //      read by wgmma through the async proxy, so every writer fences before the arrival
       //      that publishes its stores (.shared::cta for ours here, .shared::cluster for the
-      //      remote ones); the remote arrival releases at cluster scope, the wait acquires at
+      //      remote ones); the remote arrivals release at cluster scope, the wait acquires at
       //      cluster scope. ----
       gpu::fence_proxy_async_shared();
       gpu::hopper::fence_proxy_async_shared_cluster();
       gpu::hopper::mbarrier_arrive(t_full(consumer));
-      gpu::hopper::mbarrier_arrive_cluster(in_peer(t_full(consumer)));
+#pragma unroll
+      for (int peer = 1; peer < kS; ++peer) gpu::hopper::mbarrier_arrive_cluster(in_peer(t_full(consumer), peer));
       gpu::hopper::mbarrier_wait_cluster(t_full(consumer), tile_parity);
       gpu::fence_proxy_async_shared();  // the reader's side of the same cross-proxy ordering (cheap, once per tile)
       tile_parity ^= 1u;
 
-      // ---- 5. Eq. 32 over hidden chunks of 128, this CTA's 64 columns of each ----
+      // ---- 5. Eq. 32 over hidden chunks of 64·S, this CTA's 64 columns of each ----
       for (int r = 0; r < chunks; ++r) {
-        const int col0 = r * kChunk + rank * kHalfChunk;  // this CTA's first hidden column
-        const bool live = col0 < hidden;                  // else S_k = 0, and so H_k = φ(0) = 0
-        // 5a. S_k = T · U^r[:, this CTA's columns]: 16 (C = 256) k-steps, both operands in shared memory
-        u_pipe.consumer_wait(us);
+        const int col0 = r * L::kChunk + rank * kSliceCols;  // this CTA's first hidden column
+        const bool live = col0 < hidden;                      // else S_k = 0, and so H_k = φ(0) = 0
+        // 5a. S_k = T · U^r[:, this CTA's columns]: C/16 k-steps, both operands in shared
+        //     memory, U in UPieces pieces. A piece's slot is handed back once the wgmma
+        //     group that reads it has retired: the next piece's group is issued first, so
+        //     the tensor pipe has work during the wait.
+        //     The whole expand, from the first fence to the last wait, sits inside `if (live)`
+        //     (a dead slice only waits for its pieces' bare arrivals and hands the slots
+        //     back): a wgmma whose accumulators are still in flight where a branch on a
+        //     runtime value joins makes ptxas serialize every wgmma of the kernel (C7520).
         if (live) {
-          const uint64_t t_desc = L::t_descriptor(t_base, consumer, 0);
-          const uint64_t u_desc = L::u_descriptor(L::u_slot(base, us.stage), 0);
-          gpu::wgmma_fence();
-          // The first k-step overwrites S (its old values, last chunk's, are dead: only outputs),
-          // the other fifteen accumulate.
-          gpu::wgmma_m64n64k16_ss_mn_major_b_overwrite<Element>(s, t_desc, u_desc);
 #pragma unroll
-          for (int ks = 1; ks < L::kCSteps; ++ks)
-            gpu::wgmma_m64nNk16_ss_mn_major_b<Element, kHalfChunk>(
-                s, gpu::wgmma_advance(t_desc, gpu::k_major_step_bytes<typename L::TTile>(ks * kWgmmaK)),
-                gpu::wgmma_advance(u_desc, gpu::mn_major_step_bytes<typename L::UTile>(ks * kWgmmaK)), true);
-          gpu::wgmma_commit_group();
-          load_bias(bias, a, hidden, col0 + first.col);
+          for (int q = 0; q < L::kUPieces; ++q) {
+            w_pipe.consumer_wait(ws);
+            const uint64_t t_desc = L::t_descriptor(t_base, consumer, q * L::kPieceSteps);
+            const uint64_t u_desc = L::u_descriptor(L::slot(base, ws.stage), 0);
+            gpu::wgmma_fence();
+#pragma unroll
+            for (int ks = 0; ks < L::kPieceSteps; ++ks) {
+              const uint64_t td = gpu::wgmma_advance(t_desc, gpu::k_major_step_bytes<typename L::TTile>(ks * kWgmmaK));
+              const uint64_t ud = gpu::wgmma_advance(u_desc, gpu::mn_major_step_bytes<typename L::UTile>(ks * kWgmmaK));
+              // The chunk's first k-step overwrites S (its old values, last chunk's, are dead:
+              // only outputs), the others accumulate.
+              if (q == 0 && ks == 0)
+                gpu::wgmma_m64n64k16_ss_mn_major_b_overwrite<Element>(s, td, ud);
+              else
+                gpu::wgmma_m64nNk16_ss_mn_major_b<Element, kSliceCols>(s, td, ud, true);
+            }
+            gpu::wgmma_commit_group();
+            if (q == L::kUPieces - 1) load_bias(bias, a, hidden, col0 + first.col);  // while the products run
+            if (q > 0) {
+              gpu::wgmma_wait_group<1>();
+              release_before(ws);  // piece q − 1 has been read
+            }
+            ws.advance();
+          }
           gpu::wgmma_wait_group<0>();
           gpu::fence_operands(s);
+          release_before(ws);  // the last piece has been read
+        } else {
+#pragma unroll
+          for (int q = 0; q < L::kUPieces; ++q) {
+            w_pipe.consumer_wait(ws);  // (completed by the producer's bare arrival)
+            w_pipe.consumer_release(ws);
+            ws.advance();
+          }
         }
-        u_pipe.consumer_release(us);  // the expand has read the U slot
-        us.advance();
 
         // 5b. H_k = φ(S_k + a), rounded, packed as A fragments (k16 step kk = columns 16kk ..);
-        //     a dead half is H_k = φ(0 + 0) = 0, written straight into h_own
+        //     a dead slice is H_k = φ(0 + 0) = 0, written straight into h_own
         if (live) {
           bias_activate<Element, kRelu>(s, bias);
 #pragma unroll
@@ -403,97 +474,152 @@ __global__ void __launch_bounds__(kThreads, 1)
             for (int q = 0; q < 4; ++q) h_own[kk][q] = 0u;
         }
 
-        // 5c. Send H_k to thread `thread` of the peer's warpgroup `consumer`. H free[consumer]
-        //     here completes when the peer's 128 threads have read what we sent for the
+        // 5c. Send H_k to thread `thread` of every peer's warpgroup `consumer`. H free[consumer]
+        //     here completes when all peers' 128 threads have read what we sent for the
         //     previous chunk (parity of the previous chunk; passes at once for the first).
         gpu::hopper::mbarrier_wait_cluster(h_free(consumer), chunk_parity ^ 1u);
 #pragma unroll
-        for (int kk = 0; kk < kHSteps; ++kk)
-          gpu::hopper::st_shared_cluster_v4(in_peer(h_in + h_exchange_offset(consumer, thread, kk)), h_own[kk][0],
-                                            h_own[kk][1], h_own[kk][2], h_own[kk][3]);
-        // release.cluster: our words are visible to the peer before its phase completes
-        gpu::hopper::mbarrier_arrive_cluster(in_peer(h_full(consumer)));
+        for (int peer = 1; peer < kS; ++peer) {
+          const int slot = L::slot_in((rank + peer) % kS, rank);
+#pragma unroll
+          for (int kk = 0; kk < kHSteps; ++kk)
+            gpu::hopper::st_shared_cluster_v4(in_peer(h_in + L::h_exchange_offset(consumer, slot, thread, kk), peer),
+                                              h_own[kk][0], h_own[kk][1], h_own[kk][2], h_own[kk][3]);
+          // release.cluster: our words are visible to the peer before its phase completes
+          gpu::hopper::mbarrier_arrive_cluster(in_peer(h_full(consumer), peer));
+        }
 
-        // 5d. Z += H_k · V_r[rows of our columns]; in flight while the peer's words arrive
-        v_pipe.consumer_wait(vs);
-        const uint64_t v_desc = L::v_descriptor(L::v_slot(base, vs.stage), 0);
-        const auto v_step = [&](int kk) {  // project step kk of the chunk's 8
-          return gpu::wgmma_advance(v_desc, gpu::mn_major_step_bytes<typename L::VTile>(kk * kWgmmaK));
+        // 5d-5f. Z += H_k · V_r[rows of our columns], in flight while the peers' words arrive,
+        //     then Z += H_peer · V_r[rows of that peer's columns], the peers in rank order after
+        //     us (slot i − 1 holds the words of rank + i). V piece q serves slices
+        //     q·kSourcesPerVPiece ..; its slot goes back once the group reading it retired (the
+        //     next piece's group is issued first).
+        // project(h, i): the kHSteps project steps of source i (0: our own slice) from the
+        // current V piece; h was written by ordinary code, hence the fence.
+        const auto project = [&](const uint32_t(&h)[kHSteps][4], int i) {
+          const uint64_t v_desc = L::v_descriptor(L::slot(base, ws.stage), L::v_first_step(rank, i));
+          gpu::wgmma_fence();
+#pragma unroll
+          for (int kk = 0; kk < kHSteps; ++kk)
+            gpu::wgmma_m64nNk16_rs_mn_major_b<Element, kOwn>(
+                zacc, h[kk], gpu::wgmma_advance(v_desc, gpu::mn_major_step_bytes<typename L::VTile>(kk * kWgmmaK)),
+                true);
         };
-        gpu::wgmma_fence();
+        // 5e. Receive the peers' H: wait for their arrivals of this chunk (acquire.cluster),
+        //     read our thread's 64 bytes of each, and tell each peer its slot here may be reused.
+        const auto receive = [&] {
+          gpu::hopper::mbarrier_wait_cluster(h_full(consumer), chunk_parity);
 #pragma unroll
-        for (int kk = 0; kk < kHSteps; ++kk)
-          gpu::wgmma_m64nNk16_rs_mn_major_b<Element, kHalf>(zacc, h_own[kk], v_step(rank * kHSteps + kk), true);
-        gpu::wgmma_commit_group();
-
-        // 5e. Receive the peer's H: wait for its 128 arrivals of this chunk (acquire.cluster),
-        //     read our thread's 64 bytes, and tell the peer its buffer here may be reused.
-        gpu::hopper::mbarrier_wait_cluster(h_full(consumer), chunk_parity);
+          for (int i = 0; i < kS - 1; ++i)
 #pragma unroll
-        for (int kk = 0; kk < kHSteps; ++kk) ld_shared_v4(h_peer[kk], h_in + h_exchange_offset(consumer, thread, kk));
-        // release.cluster: our reads happen before the peer's next stores into this buffer
-        gpu::hopper::mbarrier_arrive_cluster(in_peer(h_free(consumer)));
-        chunk_parity ^= 1u;
-
-        // 5f. Z += H_peer · V_r[rows of the peer's columns]
-        gpu::wgmma_fence();  // h_peer was written by ordinary loads
+            for (int kk = 0; kk < kHSteps; ++kk)
+              ld_shared_v4(h_peer[i][kk], h_in + L::h_exchange_offset(consumer, i, thread, kk));
+          // release.cluster: our reads happen before the peers' next stores into these slots
 #pragma unroll
-        for (int kk = 0; kk < kHSteps; ++kk)
-          gpu::wgmma_m64nNk16_rs_mn_major_b<Element, kHalf>(zacc, h_peer[kk], v_step(peer * kHSteps + kk), true);
-        gpu::wgmma_commit_group();
-        gpu::wgmma_wait_group<0>();
+          for (int peer = 1; peer < kS; ++peer)
+            gpu::hopper::mbarrier_arrive_cluster(in_peer(h_free(consumer), peer));
+          chunk_parity ^= 1u;
+        };
+        w_pipe.consumer_wait(ws);
+        // The pipelined path when every slice of the chunk has a column below `hidden` (the
+        // last slice's first), and always with one V piece (loaded whole, zero rows past
+        // `hidden`). Otherwise (at most the last chunk, with several V pieces) the slices wholly
+        // past `hidden` are zero and skipped (their pieces were not loaded) and each live
+        // slice's group is waited for at once: no wgmma may be in flight across a branch on a
+        // runtime value (5a).
+        if (L::kVPieces == 1 || r * L::kChunk + (kS - 1) * kSliceCols < hidden) {
+          project(h_own, 0);
+          gpu::wgmma_commit_group();
+          receive();
+#pragma unroll
+          for (int i = 1; i < kS; ++i) {
+            const bool piece_starts = i % L::kSourcesPerVPiece == 0;
+            if (piece_starts) {  // a new V piece
+              ws.advance();
+              w_pipe.consumer_wait(ws);
+            }
+            project(h_peer[i - 1], i);
+            gpu::wgmma_commit_group();
+            if (piece_starts) {  // retire the previous piece's group, hand its slot back
+              gpu::wgmma_wait_group<1>();
+              release_before(ws);
+            }
+          }
+          gpu::wgmma_wait_group<0>();
+        } else {
+          if (live) {
+            project(h_own, 0);
+            gpu::wgmma_commit_group();
+            gpu::wgmma_wait_group<0>();
+          }
+          receive();
+#pragma unroll
+          for (int i = 1; i < kS; ++i) {
+            if (i % L::kSourcesPerVPiece == 0) {  // a new V piece; the previous one is read
+              ws.advance();
+              w_pipe.consumer_wait(ws);
+              release_before(ws);
+            }
+            if (r * L::kChunk + L::source_of(rank, i) * kSliceCols < hidden) {
+              project(h_peer[i - 1], i);
+              gpu::wgmma_commit_group();
+              gpu::wgmma_wait_group<0>();
+            }
+          }
+        }
         gpu::fence_operands(zacc);
-        gpu::fence_operands(h_own);  // read by the first project until the wait: keep their registers
+        gpu::fence_operands(h_own);  // read by the projects until the wait: keep their registers
         gpu::fence_operands(h_peer);
-        v_pipe.consumer_release(vs);
-        vs.advance();
+        w_pipe.consumer_release(ws);
+        ws.advance();
       }
 
-      // ---- 6. one store of y's channel half (b and the residual are already in Z) ----
-      const int row0 = t * kBlockRows + consumer * kWgmmaM + first.row;
+      // ---- 6. one store of y's channels of this CTA (b and the residual are already in Z) ----
+      const int row0 = t * kTileRows + consumer * kWgmmaM + first.row;
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {
         const int row = row0 + 8 * hh;
         if (row >= M) continue;
-        Element* out = y + int64_t(row) * L::kC + rank * kHalf + first.col;
+        Element* out = y + int64_t(row) * L::kC + rank * kOwn + first.col;
 #pragma unroll
-        for (int j = 0; j < kHalf / 8; ++j)
+        for (int j = 0; j < kOwn / 8; ++j)
           *reinterpret_cast<uint32_t*>(out + 8 * j) = gpu::pack_pair<Element>(zacc[4 * j + 2 * hh], zacc[4 * j + 2 * hh + 1]);
       }
     }
   }
-  // No CTA leaves while its peer may still store into its shared memory or arrive on its
-  // barriers: every thread of both CTAs meets here (the producer's idle threads at once).
+  // No CTA leaves while a peer may still store into its shared memory or arrive on its
+  // barriers: every thread of every CTA of the cluster meets here (the producer's idle
+  // threads at once).
   gpu::hopper::cluster_sync();
 }
 
 // ---- launcher ------------------------------------------------------------------------
 
 template <class L> bool fits(const ConvFirstProblem& p) {
-  return cluster_shared_bytes<L>(x_staging(L::kHalf, p.W, int64_t(p.N) * p.H)) <= std::size_t(kMaxShared);
+  return cluster_shared_bytes<L>(cluster_staging<L>(p.W, int64_t(p.N) * p.H)) <= std::size_t(kMaxShared);
 }
 
 bool supports(const ConvFirstProblem& p) {
   if (!((p.dtype == DType::f16 || p.dtype == DType::bf16) && p.stride == 1 && p.group_width == kGroupWidth &&
-        p.C_out == p.C && (p.C == 128 || p.C == 256) && p.hidden % 8 == 0 && p.valid() &&
-        p.input_pixels() + kBlockRows < double(INT_MAX) && double(p.hidden) + kChunk < double(INT_MAX)))
+        p.C_out == p.C && (p.C == 128 || p.C == 256 || p.C == 512) && p.hidden % 8 == 0 && p.valid() &&
+        p.input_pixels() + 128 < double(INT_MAX) && double(p.hidden) + 256 < double(INT_MAX)))
     return false;
-  return p.C == 128 ? fits<ClusterLayout128>(p) : fits<ClusterLayout256>(p);
+  return p.C == 128 ? fits<ClusterLayout128>(p) : p.C == 256 ? fits<ClusterLayout256>(p) : fits<ClusterLayout512>(p);
 }
 
 template <class Element, class L> void launch(const ConvFirstProblem& p, const Args<ConvFirstProblem>& args) {
   constexpr int kE = 2;
   const int M = int(p.input_pixels());
-  const XStaging sg = x_staging(L::kHalf, p.W, int64_t(p.N) * p.H);
+  const XStaging sg = cluster_staging<L>(p.W, int64_t(p.N) * p.H);
   const CUtensorMap x_map = gpu::hopper::cached_tma_tile_2d(
       {.base = reinterpret_cast<uint64_t>(args.x), .rows = uint64_t(M), .cols = uint64_t(p.C),
        .row_stride_bytes = uint64_t(p.C) * kE, .elem_bytes = kE, .box_rows = sg.box_rows, .box_cols = kPanelCols});
   const CUtensorMap u_map = gpu::hopper::cached_tma_tile_2d(
       {.base = reinterpret_cast<uint64_t>(args.u), .rows = uint64_t(p.C), .cols = uint64_t(p.hidden),
-       .row_stride_bytes = uint64_t(p.hidden) * kE, .elem_bytes = kE, .box_rows = L::kC, .box_cols = kPanelCols});
+       .row_stride_bytes = uint64_t(p.hidden) * kE, .elem_bytes = kE, .box_rows = L::kURows, .box_cols = kPanelCols});
   const CUtensorMap v_map = gpu::hopper::cached_tma_tile_2d(
       {.base = reinterpret_cast<uint64_t>(args.v), .rows = uint64_t(p.hidden), .cols = uint64_t(p.C_out),
-       .row_stride_bytes = uint64_t(p.C_out) * kE, .elem_bytes = kE, .box_rows = kChunk, .box_cols = kPanelCols});
+       .row_stride_bytes = uint64_t(p.C_out) * kE, .elem_bytes = kE, .box_rows = L::kVRows, .box_cols = kPanelCols});
   const auto kernel = p.activation == ConvFirstActivation::relu ? convfirst_fused_cluster_kernel<Element, L, true>
                                                                 : convfirst_fused_cluster_kernel<Element, L, false>;
   const std::size_t shared = cluster_shared_bytes<L>(sg);
@@ -501,21 +627,22 @@ template <class Element, class L> void launch(const ConvFirstProblem& p, const A
 
   cudaLaunchAttribute attribute{};
   attribute.id = cudaLaunchAttributeClusterDimension;
-  attribute.val.clusterDim.x = kClusterSize;
+  attribute.val.clusterDim.x = L::kCluster;
   attribute.val.clusterDim.y = 1;
   attribute.val.clusterDim.z = 1;
   cudaLaunchConfig_t config{};
-  config.blockDim = dim3(kThreads);
+  config.blockDim = dim3(L::kThreads);
   config.dynamicSmemBytes = shared;
   config.stream = nullptr;
   config.attrs = &attribute;
   config.numAttrs = 1;
-  const int tiles = gpu::ceil_div(M, kBlockRows);
-  config.gridDim = dim3(kClusterSize);  // what the occupancy query needs: one cluster's shape
-  const int pairs = std::min(
+  const int tiles = gpu::ceil_div(M, L::kTileRows);
+  config.gridDim = dim3(L::kCluster);  // what the occupancy query needs: one cluster's shape
+  // 0 (a cluster the device cannot co-schedule) is refused inside with a DeviceError
+  const int clusters = std::min(
       tiles, gpu::hopper::max_active_clusters(reinterpret_cast<const void*>(kernel), config,
                                               "convfirst/gpu/10e_fused_cluster"));
-  config.gridDim = dim3(kClusterSize * pairs);
+  config.gridDim = dim3(L::kCluster * clusters);
   gpu::check_cuda(cudaLaunchKernelEx(&config, kernel, x_map, u_map, v_map, sg, M, p.H, p.W, p.hidden,
                                      static_cast<const Element*>(args.conv_w), static_cast<const Element*>(args.conv_b),
                                      static_cast<const Element*>(args.a), static_cast<const Element*>(args.b),
@@ -527,8 +654,8 @@ void run(const ConvFirstProblem& p, const Args<ConvFirstProblem>& args) {
   if (const std::string why = gpu::wgmma_unavailable_reason(); !why.empty())
     throw Unsupported("convfirst/gpu/10e_fused_cluster cannot run here: " + why);
   if (!supports(p))
-    throw Unsupported("convfirst/gpu/10e_fused_cluster: f16/bf16, stride 1, C = C_out in {128, 256}, hidden % 8 == 0, "
-                      "halo rows that fit shared memory");
+    throw Unsupported("convfirst/gpu/10e_fused_cluster: f16/bf16, stride 1, C = C_out in {128, 256, 512}, "
+                      "hidden % 8 == 0, halo rows that fit shared memory");
   if (!gpu::aligned_16(args.x) || !gpu::aligned_16(args.u) || !gpu::aligned_16(args.v) || !gpu::aligned_16(args.y) ||
       !gpu::aligned_16(args.a) || !gpu::aligned_16(args.b) || reinterpret_cast<uintptr_t>(args.conv_w) % 4 != 0 ||
       reinterpret_cast<uintptr_t>(args.conv_b) % 4 != 0)
@@ -538,8 +665,10 @@ void run(const ConvFirstProblem& p, const Args<ConvFirstProblem>& args) {
     using Element = typename decltype(tag)::type;
     if (p.C == 128)
       launch<Element, ClusterLayout128>(p, args);
-    else
+    else if (p.C == 256)
       launch<Element, ClusterLayout256>(p, args);
+    else
+      launch<Element, ClusterLayout512>(p, args);
   });
 }
 
@@ -549,9 +678,9 @@ const Register<ConvFirstProblem> reg{{
     .lesson = 10,
     .supports = supports,
     .run = run,
-    .idea = "Fig. 7c on Hopper: a 2-CTA cluster shares a 128-pixel tile, each CTA owning half the channels of T and y "
-            "and half the columns of each hidden chunk; T halves and H halves cross through distributed shared memory "
-            "with cluster-scope mbarriers; wgmma with T from shared memory, H from registers",
+    .idea = "Fig. 7c on Hopper: a cluster of 2 (C = 128, 256) or 4 (C = 512) CTAs shares a pixel tile, each CTA "
+            "owning C/S channels of T and y and 64 columns of each hidden chunk; T slices and H slices cross through "
+            "distributed shared memory with cluster-scope mbarriers; wgmma with T from shared memory, H from registers",
 }};
 
 }  // namespace

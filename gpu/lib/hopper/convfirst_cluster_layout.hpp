@@ -1,26 +1,31 @@
 // gpu/lib/hopper/convfirst_cluster_layout.hpp — the tunables, supported set and
 // shared-memory geometry of lesson 10's large-C ConvFirst block over a
-// two-CTA cluster (gpu/convfirst/10e_fused_cluster.cu), in plain C++ so that
-// tests/hopper_lib_test.cpp checks on the host that
-//   * the conv's fragments written into T cover the CTA's channel half of
-//     every pixel once, and the expand's descriptors read T where they land,
-//   * the U and V boxes land where the wgmma descriptors read them,
-//   * the H exchange buffer gives every (warpgroup, thread, word) its own
-//     16-byte-aligned place, eight consecutive threads one 128-byte line.
+// thread-block cluster (gpu/convfirst/10e_fused_cluster.cu), in plain C++ so
+// that tests/hopper_lib_test.cpp checks on the host that
+//   * the conv's fragments written into T by the cluster's CTAs cover every
+//     channel of every pixel of the tile once, and the expand's descriptors
+//     read T where they land,
+//   * the U and V pieces land where the wgmma descriptors read them,
+//   * the H exchange buffer gives every (warpgroup, source, thread, word) its
+//     own 16-byte-aligned place, eight consecutive threads one 128-byte line.
 //
-// The pair: CTA k (rank 0 or 1 of the cluster) owns channels [kC/2, (k+1)C/2)
-// of T and of y, and hidden columns [64k, 64k + 64) of every 128-wide chunk.
+// The cluster: S CTAs (S = 2 at C = 128 and 256, 4 at C = 512) share one tile
+// of 64·Consumers pixels. CTA k (its rank) owns channels [kC/S, (k+1)C/S) of T
+// and of y, and hidden columns [64k, 64k + 64) of every chunk of 64·S.
 //
 // Shared memory of one CTA (every region 1024-aligned):
 //
-//   [ barriers | T [128 px][C] | U slots | V slots | H in | conv weights [C/2][9][8] | x buffers ]
+//   [ barriers | T [tile px][C] | weight ring | H in | conv weights [C/S][9][8] | x buffers ]
 //
 //   T       the whole tile's conv output, K-major A of the expand (128-byte
-//           swizzle, C/64 panels); half written by this CTA, half by the peer
-//   U slot  U^r[:, 64k + (0..63) of the chunk]          [C][64]     MN-major B of the expand
-//   V slot  V_r[0..127 of the chunk, channels of k]     [128][C/2]  MN-major B of the project
-//   H in    the peer's H half of the current chunk, [warpgroup][quad][thread][4 words]
-//   x       the halo rows of this CTA's channel half (XStaging of C/2 channels)
+//           swizzle, C/64 panels); C/S channels written by this CTA, the rest by the peers
+//   ring    Stages slots of one size, filled per chunk with UPieces pieces of
+//           U^r[:, 64k + (0..63)] ([C/UPieces][64], MN-major B of the expand),
+//           then VPieces pieces of V_r[rows of the chunk, channels of k]
+//           ([64S/VPieces][C/S], MN-major B of the project). A U piece and a V
+//           piece are the same size (C·128 bytes for one piece each).
+//   H in    the peers' H of the current chunk, [warpgroup][source slot][quad][thread][4 words]
+//   x       the halo rows of this CTA's channels (XStaging of C/S channels)
 #pragma once
 
 #include <cstdint>
@@ -32,88 +37,113 @@
 
 namespace convlab::convfirst_cluster {
 
-using convfirst_wgmma::kBlockRows;  // 128 pixels per tile, shared by the pair
-using convfirst_wgmma::kConsumers;
-using convfirst_wgmma::kConsumerWarps;
 using convfirst_wgmma::kConvSteps;
 using convfirst_wgmma::kGroupWidth;
 using convfirst_wgmma::kMaxShared;
 using convfirst_wgmma::kPanelCols;
-using convfirst_wgmma::kThreads;
 using convfirst_wgmma::kWgmmaK;
 using convfirst_wgmma::kWgmmaM;
 using convfirst_wgmma::round_up_1024;
 
-constexpr int kClusterSize = 2;   // CTAs per cluster: the channel split
-constexpr int kChunk = 128;       // hidden channels per loop step, over the pair
-constexpr int kHalfChunk = kChunk / kClusterSize;  // this CTA's columns of a chunk: N of its expand
-constexpr int kHSteps = kHalfChunk / kWgmmaK;      // project k16 steps per half (4)
-constexpr int kHWords = 4 * kHSteps;               // packed H words per thread per half (16)
-constexpr int kHQuads = kHWords / 4;               // 16-byte pieces of them
-constexpr int kHBufferBytes = kConsumers * gpu::hopper::kWarpgroupThreads * kHWords * 4;  // 16 KB
-constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+constexpr int kSliceCols = 64;                 // a CTA's columns of each hidden chunk: N of its expand
+constexpr int kHSteps = kSliceCols / kWgmmaK;  // project k16 steps per slice (4)
+constexpr int kHWords = 4 * kHSteps;           // packed H words per thread per slice (16)
+constexpr int kHQuads = kHWords / 4;           // 16-byte pieces of them
+constexpr int kProducerRegs = 40;
 
 // ---- tunables, one configuration per C (= C_out) ----------------------------------------
 //
-//   UStages, VStages  slots of the U ring and of the V ring (separate rings: a U slot is
-//                     free after the expand, a V slot only after the project)
-//   XBuffers          halo buffers (2: the next tile's rows land during this one)
-template <int C, int UStages, int VStages, int XBuffers> struct Layout {
-  static constexpr int kC = C, kHalf = C / kClusterSize;
-  static constexpr int kUStages = UStages, kVStages = VStages, kXBuffers = XBuffers;
-  using TTile = gpu::Sw128Tile<kBlockRows, C>;  // [pixel][c]         A of the expand, K-major
-  using UTile = gpu::Sw128Tile<C, kHalfChunk>;  // [c][h]             B of the expand, MN-major
-  using VTile = gpu::Sw128Tile<kChunk, kHalf>;  // [h][c_out of k]    B of the project, MN-major
-  static constexpr int kGroups = kHalf / kGroupWidth;        // conv groups of this CTA
-  static constexpr int kPairs = kGroups / 2;                  // 16-channel pieces of T it writes
-  static constexpr int kCSteps = C / kWgmmaK;                 // k16 steps of the expand
-  static constexpr int kWeightWords = kHalf * 9 * kGroupWidth / 2;
-  static constexpr int kSRegs = kHalfChunk / 2;  // 32 fp32 expand accumulators per consumer thread
-  static constexpr int kZRegs = kHalf / 2;       // fp32 project accumulators (this CTA's channels)
+//   Cluster           CTAs per cluster: the channel split (Z = C/S channels of 64 pixels per warpgroup)
+//   Consumers         consumer warpgroups, 64 pixels each: the tile is 64·Consumers pixels
+//   Stages            slots of the weight ring (U and V pieces in the order the consumers read them)
+//   XBuffers          halo buffers (2: the next tile's rows land during this one's conv)
+//   UPieces, VPieces  pieces a chunk's U slice and V slice arrive in (more pieces: smaller slots)
+template <int C, int Cluster, int Consumers, int Stages, int XBuffers, int UPieces, int VPieces> struct Layout {
+  static constexpr int kC = C, kCluster = Cluster, kOwn = C / Cluster;
+  static constexpr int kConsumers = Consumers, kTileRows = kWgmmaM * Consumers;
+  static constexpr int kThreads = (1 + Consumers) * gpu::hopper::kWarpgroupThreads;
+  static constexpr int kConsumerWarps = 4 * Consumers;
+  static constexpr int kChunk = kSliceCols * Cluster;  // hidden channels per loop step, over the cluster
+  static constexpr int kStages = Stages, kXBuffers = XBuffers, kUPieces = UPieces, kVPieces = VPieces;
+  static constexpr int kURows = C / UPieces;           // expand K rows per U piece
+  static constexpr int kVRows = kChunk / VPieces;      // project K rows per V piece
+  static constexpr int kSourcesPerVPiece = Cluster / VPieces;  // slices of H one V piece serves
+  using TTile = gpu::Sw128Tile<kTileRows, C>;          // [pixel][c]           A of the expand, K-major
+  using UTile = gpu::Sw128Tile<kURows, kSliceCols>;    // [c][h]               B of the expand, MN-major
+  using VTile = gpu::Sw128Tile<kVRows, kOwn>;          // [h][c_out of k]      B of the project, MN-major
+  static constexpr int kSlotBytes = UTile::kBytes > VTile::kBytes ? UTile::kBytes : VTile::kBytes;
+  static constexpr int kGroups = kOwn / kGroupWidth;   // conv groups of this CTA
+  static constexpr int kPairs = kGroups / 2;           // 16-channel pieces of T it writes
+  static constexpr int kCSteps = C / kWgmmaK;          // k16 steps of the expand
+  static constexpr int kPieceSteps = kURows / kWgmmaK; // of them per U piece
+  static constexpr int kWeightWords = kOwn * 9 * kGroupWidth / 2;
+  static constexpr int kSRegs = kSliceCols / 2;        // 32 fp32 expand accumulators per consumer thread
+  static constexpr int kZRegs = kOwn / 2;              // fp32 project accumulators (this CTA's channels)
+  static constexpr int kHBufferBytes = Consumers * (Cluster - 1) * gpu::hopper::kWarpgroupThreads * kHWords * 4;
+  // A consumer warpgroup holding more registers than the launch cap needs setmaxnreg
+  // (two consumers: 232, taken from the producer); one consumer has 255 at launch.
+  static constexpr int kRegisterCap = gpu::hopper::launch_register_cap(1 + Consumers);
+  static constexpr int kConsumerRegs = Consumers == 1 ? 256 : 232;
 
-  // barrier region: x ring, U ring, V ring, then T full[2], H full[2], H free[2]
+  // barrier region: x ring, weight ring, then T full[Consumers], H full[Consumers], H free[Consumers]
   static constexpr uint32_t kXPipeBase = 0;
-  static constexpr uint32_t kUPipeBase = kXPipeBase + gpu::hopper::kPipelineBarrierBytes<XBuffers>;
-  static constexpr uint32_t kVPipeBase = kUPipeBase + gpu::hopper::kPipelineBarrierBytes<UStages>;
-  static constexpr uint32_t kTFullBase = kVPipeBase + gpu::hopper::kPipelineBarrierBytes<VStages>;
-  static constexpr uint32_t kHFullBase = kTFullBase + kConsumers * gpu::hopper::kMbarrierBytes;
-  static constexpr uint32_t kHFreeBase = kHFullBase + kConsumers * gpu::hopper::kMbarrierBytes;
-  static constexpr uint32_t kBarrierBytes = kHFreeBase + kConsumers * gpu::hopper::kMbarrierBytes;
+  static constexpr uint32_t kWPipeBase = kXPipeBase + gpu::hopper::kPipelineBarrierBytes<XBuffers>;
+  static constexpr uint32_t kTFullBase = kWPipeBase + gpu::hopper::kPipelineBarrierBytes<Stages>;
+  static constexpr uint32_t kHFullBase = kTFullBase + Consumers * gpu::hopper::kMbarrierBytes;
+  static constexpr uint32_t kHFreeBase = kHFullBase + Consumers * gpu::hopper::kMbarrierBytes;
+  static constexpr uint32_t kBarrierBytes = kHFreeBase + Consumers * gpu::hopper::kMbarrierBytes;
 
   static constexpr uint32_t kTBase = convfirst_wgmma::kBarrierRegion;
-  static constexpr uint32_t kUBase = kTBase + TTile::kBytes;
-  static constexpr uint32_t kVBase = kUBase + uint32_t(UStages) * UTile::kBytes;
-  static constexpr uint32_t kHBase = kVBase + uint32_t(VStages) * VTile::kBytes;
+  static constexpr uint32_t kRingBase = kTBase + TTile::kBytes;
+  static constexpr uint32_t kHBase = kRingBase + uint32_t(Stages) * kSlotBytes;
   static constexpr uint32_t kWeightsBase = kHBase + kHBufferBytes;
   static constexpr uint32_t kXBase = kWeightsBase + round_up_1024(uint32_t(kWeightWords) * 4);
 
-  static_assert(kHalf % kPanelCols == 0, "each CTA's channels are whole 64-channel panels (C = 128 or 256)");
-  static_assert(kHalf <= 128, "Z = 64 pixels x C/2 fp32 per warpgroup: C/4 registers per thread, at most 64");
-  static_assert(C <= gpu::hopper::kTmaMaxBoxDim, "the U box is C rows tall: TMA boxes are at most 256");
+  static_assert(Cluster == 2 || Cluster == 4, "a pair, or four CTAs (the portable cluster sizes that divide C)");
+  static_assert(Consumers == 1 || Consumers == 2, "one or two consumer warpgroups of 64 pixels");
+  static_assert(kOwn % kPanelCols == 0, "each CTA's channels are whole 64-channel panels");
+  static_assert(kOwn <= 128, "Z = 64 pixels x C/S fp32 per warpgroup: C/(2S) registers per thread, at most 64");
+  static_assert(C % UPieces == 0 && kURows % 8 == 0 && kURows <= gpu::hopper::kTmaMaxBoxDim,
+                "a U piece is one TMA box of at most 256 rows");
+  static_assert(Cluster % VPieces == 0 && kVRows <= gpu::hopper::kTmaMaxBoxDim,
+                "a V piece holds the rows of whole slices, boxes of at most 256 rows");
   static_assert(kGroups % 2 == 0, "two conv groups (n8 tiles) make one 16-channel piece of T");
   static_assert(UTile::kBytes % 1024 == 0 && VTile::kBytes % 1024 == 0 && TTile::kBytes % 1024 == 0 &&
                     kHBufferBytes % 1024 == 0,
                 "every region starts on a swizzle atom");
   static_assert(kBarrierBytes <= uint32_t(convfirst_wgmma::kBarrierRegion), "all barriers fit the barrier region");
-  // ptxas allocates the whole kernel within the launch's cap (168 registers at 384 threads):
-  // Z, S, the packed bias pairs and both halves of packed H must fit with room for addresses.
-  static constexpr int kLoopRegs = kZRegs + kSRegs + kSRegs / 4 + 2 * kHWords;
-  static_assert(kLoopRegs <= 168 - 24, "the loop's live registers fit 168 with room for addresses");
-  static_assert(gpu::hopper::register_budget_fits(kProducerRegs, kConsumerRegs, kConsumers), "setmaxnreg budget");
+  // ptxas allocates the whole kernel within the launch's cap (168 registers at 384 threads,
+  // 255 at 256): Z, S, the packed bias pairs, our H and the peers' H must fit with room
+  // for addresses.
+  static constexpr int kLoopRegs = kZRegs + kSRegs + kSRegs / 4 + Cluster * kHWords;
+  static_assert(kLoopRegs <= kRegisterCap - 24, "the loop's live registers fit the cap with room for addresses");
+  static_assert(gpu::hopper::register_budget_fits(kProducerRegs, kConsumerRegs, Consumers), "setmaxnreg budget");
 
-  CONVLAB_HOST_DEVICE static constexpr uint32_t u_slot(uint32_t base, int s) { return base + kUBase + s * UTile::kBytes; }
-  CONVLAB_HOST_DEVICE static constexpr uint32_t v_slot(uint32_t base, int s) { return base + kVBase + s * VTile::kBytes; }
+  CONVLAB_HOST_DEVICE static constexpr uint32_t slot(uint32_t base, int s) { return base + kRingBase + s * kSlotBytes; }
   CONVLAB_HOST_DEVICE static constexpr uint32_t v_box(uint32_t slot, int p) { return slot + p * VTile::kPanelBytes; }
   // Expand step ks (channels 16ks ..) of consumer warpgroup `consumer`'s 64 pixels.
   CONVLAB_HOST_DEVICE static constexpr uint64_t t_descriptor(uint32_t t_base, int consumer, int ks) {
     return gpu::k_major_descriptor<TTile>(t_base, consumer * kWgmmaM, ks * kWgmmaK);
   }
+  // Step ks (rows 16ks ..) of a U piece.
   CONVLAB_HOST_DEVICE static constexpr uint64_t u_descriptor(uint32_t slot, int ks) {
     return gpu::mn_major_descriptor<UTile>(slot, ks * kWgmmaK);
   }
-  // Project step kk (rows 16kk .. of the chunk's 128): the owner's half is kk in [4·owner, 4·owner + 4).
+  // Step kk (rows 16kk ..) of a V piece.
   CONVLAB_HOST_DEVICE static constexpr uint64_t v_descriptor(uint32_t slot, int kk) {
     return gpu::mn_major_descriptor<VTile>(slot, kk * kWgmmaK);
+  }
+  // The project's i-th slice of a chunk (i = 0: this CTA's own, then the peers in rank
+  // order after it) comes from rank (rank + i) % S, its H from slot i − 1 of H in.
+  // Its V rows are in V piece i / kSourcesPerVPiece, starting at project step
+  // v_first_step(rank, i) of that piece.
+  CONVLAB_HOST_DEVICE static constexpr int source_of(int rank, int i) { return (rank + i) % Cluster; }
+  CONVLAB_HOST_DEVICE static constexpr int v_first_step(int rank, int i) {
+    return (VPieces == 1 ? source_of(rank, i) : 0) * kHSteps;
+  }
+  // First chunk row of V piece q (in the order it is loaded and read) for CTA `rank`.
+  CONVLAB_HOST_DEVICE static constexpr int v_piece_row(int rank, int q) {
+    return VPieces == 1 ? 0 : source_of(rank, q * kSourcesPerVPiece) * kSliceCols;
   }
 
   // Where the conv's rounded accumulators go. Thread `thread` (0..127) of
@@ -124,24 +154,40 @@ template <int C, int UStages, int VStages, int XBuffers> struct Layout {
   CONVLAB_HOST_DEVICE static constexpr gpu::MatrixCoord t_fragment_coord(int consumer, int thread, int rank, int pair,
                                                                          int reg) {
     const int warp = thread / 32, lane = thread % 32, g = lane / 4, tq = lane % 4;
-    return {consumer * kWgmmaM + 16 * warp + g + 8 * (reg & 1),
-            rank * kHalf + 16 * pair + 8 * (reg >> 1) + 2 * tq};
+    return {consumer * kWgmmaM + 16 * warp + g + 8 * (reg & 1), rank * kOwn + 16 * pair + 8 * (reg >> 1) + 2 * tq};
+  }
+
+  // Byte offset, inside the H exchange buffer, of the 16-byte piece `quad` of
+  // thread `thread` of consumer warpgroup `consumer`, sent by the peer that
+  // fills slot `source_slot` (the sender of rank j writes slot (j − k − 1) mod S
+  // of CTA k). Thread-minor, so that the eight threads of one quarter-warp store
+  // one 128-byte line (no bank conflict); [thread][word] would put lanes 64
+  // bytes apart (four-way conflicts).
+  CONVLAB_HOST_DEVICE static constexpr uint32_t h_exchange_offset(int consumer, int source_slot, int thread, int quad) {
+    return uint32_t((((consumer * (Cluster - 1) + source_slot) * kHQuads + quad) * gpu::hopper::kWarpgroupThreads +
+                     thread) *
+                    16);
+  }
+  CONVLAB_HOST_DEVICE static constexpr int slot_in(int receiver, int sender) {
+    return (sender - receiver - 1 + Cluster) % Cluster;
   }
 };
 
-using ClusterLayout128 = Layout<128, 2, 2, 2>;
-using ClusterLayout256 = Layout<256, 1, 1, 1>;
+// C = 128 and 256: a pair, 128-pixel tiles, one U and one V piece per chunk (the ring
+// alternates them, so 2s slots behave as s U slots and s V slots).
+using ClusterLayout128 = Layout<128, 2, 2, 4, 2, 1, 1>;
+using ClusterLayout256 = Layout<256, 2, 2, 2, 1, 1, 1>;
+// C = 512: four CTAs of 128 channels, 64-pixel tiles (T is 64 KB; 128 pixels would be
+// 128 KB), U in four pieces of 128 rows and V in one piece per slice, 16 KB each.
+using ClusterLayout512 = Layout<512, 4, 1, 5, 1, 4, 4>;
 
 template <class L> std::size_t cluster_shared_bytes(const convfirst_wgmma::XStaging& s) {
   return gpu::hopper::kTmaSwizzleAtomBytes + L::kXBase + std::size_t(L::kXBuffers) * s.buffer_bytes;
 }
 
-// Byte offset, inside the H exchange buffer, of the 16-byte piece `quad` of
-// thread `thread` of consumer warpgroup `consumer`. Thread-minor, so that the
-// eight threads of one quarter-warp store one 128-byte line (no bank
-// conflict); [thread][word] would put lanes 64 bytes apart (four-way conflicts).
-CONVLAB_HOST_DEVICE constexpr uint32_t h_exchange_offset(int consumer, int thread, int quad) {
-  return uint32_t(((consumer * kHQuads + quad) * gpu::hopper::kWarpgroupThreads + thread) * 16);
+// The halo staging of one CTA's channels for a tile of L's size.
+template <class L> convfirst_wgmma::XStaging cluster_staging(int W, int64_t image_rows) {
+  return convfirst_wgmma::x_staging(L::kOwn, W, image_rows, L::kTileRows);
 }
 
 }  // namespace convlab::convfirst_cluster

@@ -98,7 +98,8 @@ using Layout128 = Layout<128, 64, 2, false>;
 
 // ---- the staged halo rows of a tile (run time: they depend on W) ---------------------------
 //
-// Tile t owns pixels [128t, 128t + 128) of the flattened N·H·W index. Its
+// Tile t owns pixels [128t, 128t + 128) of the flattened N·H·W index (or
+// [Pt, Pt + P) for a tile of P = tile_rows pixels: 10e at C = 512 uses 64). Its
 // staged rows are the image rows from one above its first pixel's row
 // (first_row = 128t / W − 1, possibly −1) to one below its last: at most
 // ceil(127 / W) + 1 touched rows plus two, never more than N·H + 2. They are
@@ -114,9 +115,9 @@ struct XStaging {
   uint32_t tx_bytes = 0;        // what the boxes of one tile write (the full barrier's transaction count)
 };
 
-inline XStaging x_staging(int C, int W, int64_t image_rows) {
+inline XStaging x_staging(int C, int W, int64_t image_rows, int tile_rows = kBlockRows) {
   XStaging s;
-  const int64_t touched = std::min<int64_t>((kBlockRows - 1 + W - 1) / W + 1, image_rows);
+  const int64_t touched = std::min<int64_t>((tile_rows - 1 + W - 1) / W + 1, image_rows);
   const int64_t pixels = (touched + 2) * W;
   s.boxes = int((pixels + gpu::hopper::kTmaMaxBoxDim - 1) / gpu::hopper::kTmaMaxBoxDim);
   s.box_rows = int(((pixels + s.boxes - 1) / s.boxes + 7) / 8 * 8);  // whole swizzle atoms, ≤ 256
