@@ -87,7 +87,7 @@ TEST_CASE("mbconv tile: the shared layout is aligned, disjoint and bank-friendly
       const int group_max = dw_group_max(p.kernel, p.stride, s == Stage::project || s == Stage::project_stored);
       const int groups = (t.rows + t.dw_rows - 1) / t.dw_rows;
       CHECK((t.dw_rows >= 1 && t.dw_rows <= group_max));
-      CHECK(groups == (t.rows + group_max - 1) / group_max);  // no more groups than the widest items need
+      CHECK(groups == (t.rows + t.dw_rows - 1) / t.dw_rows);
       CHECK((groups - 1) * t.dw_rows < t.rows);
       // dbuf's rows: 16-byte multiples at least hidden long, so every pair store is aligned and
       // every 16-byte copy of a chunk stays inside the row.
@@ -107,6 +107,21 @@ TEST_CASE("mbconv tile: the shared layout is aligned, disjoint and bank-friendly
           }
       }
     }
+}
+
+TEST_CASE("mbconv tile: the depthwise's rows per item balance the threads", "[mbconv][lesson11][cpu]") {
+  CHECK(dw_rows_for(5, 8, 3) == 3);   // C=24 @ 56², store: 2 groups × 8 runs × 16 pairs = 256 items, one each
+  CHECK(dw_rows_for(4, 8, 2) == 2);   // the project stage's 4-row tiles: 2 + 2
+  CHECK(dw_rows_for(14, 2, 3) == 2);  // 14 × 14: 7 groups × 2 runs × 16 = 224 items; 3 rows would give 160
+  CHECK(dw_rows_for(7, 1, 3) == 1);   // 7 × 7: 112 items of one row already leave threads idle
+  CHECK(dw_rows_for(1, 16, 3) == 1);
+  for (int rows = 1; rows <= 40; ++rows)
+    for (int runs = 1; runs <= 16; ++runs)
+      for (int gmax = 1; gmax <= 3; ++gmax) {
+        const int g = dw_rows_for(rows, runs, gmax), groups = (rows + g - 1) / g;
+        CHECK((g >= 1 && g <= gmax));
+        CHECK((groups - 1) * g < rows);  // no empty group
+      }
 }
 
 TEST_CASE("mbconv tile: the goal shapes run two CTAs per SM", "[mbconv][lesson11][cpu]") {

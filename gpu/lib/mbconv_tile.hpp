@@ -73,6 +73,21 @@ inline constexpr std::size_t kSharedTwoCtas = 113 * 1024;     // two CTAs per SM
 
 enum class Stage { sums, store, project, project_stored };
 
+// Output rows per depthwise item for a tile of `rows` rows and `runs` column runs per row. A
+// thread's time per chunk is about (items it takes) × (rows per item + 1: the extra window
+// row and the item's set-up); the rows split into ⌈rows / g⌉ equal groups. The g ≤ group_max
+// of least cost, the larger on a tie: 3 at 5 × 56 (256 items, one each), 2 at 14 × 14 (3
+// would leave 96 of the 256 threads without an item).
+constexpr int dw_rows_for(int rows, int runs, int group_max) {
+  int best = 1, best_cost = 1 << 30;
+  for (int g = 1; g <= group_max; ++g) {
+    const int groups = (rows + g - 1) / g, per_group = (rows + groups - 1) / groups;
+    const int items = groups * runs * kPairs, cost = (items + kThreads - 1) / kThreads * (per_group + 1);
+    if (cost <= best_cost) best = per_group, best_cost = cost;
+  }
+  return best;
+}
+
 // The tile geometry, computed on the host and passed by value.
 struct Tile {
   int N, H, W, C, hidden, P, Q, C_out, stride, pad;
@@ -117,8 +132,7 @@ inline Tile tile_for(const MBConvProblem& p, int rows, Stage stage) {
   t.ldx = odd_units_stride(t.c_pad), t.lde = kLdChunk, t.ldd = kLdChunk;
   t.ldwe = kLdChunk, t.ldwp = odd_units_stride(t.cout_pad);
   t.ld_dbuf = dbuf_stride(p.hidden());
-  const int group = dw_group_max(p.kernel, p.stride, project);
-  t.dw_rows = (rows + (rows + group - 1) / group - 1) / ((rows + group - 1) / group);  // rows / ⌈rows / group⌉, rounded up
+  t.dw_rows = dw_rows_for(rows, (t.Q + kRun - 1) / kRun, dw_group_max(p.kernel, p.stride, project));
   const std::size_t e = 2;  // 16-bit elements
   std::size_t off = 0;
   const auto take = [&](std::size_t bytes) { const std::size_t at = off; off = (off + bytes + 15) / 16 * 16; return at; };
