@@ -89,10 +89,19 @@ TEST_CASE("mbconv tile: the shared layout is aligned, disjoint and bank-friendly
       CHECK((t.dw_rows >= 1 && t.dw_rows <= group_max));
       CHECK(groups == (t.rows + t.dw_rows - 1) / t.dw_rows);
       CHECK((groups - 1) * t.dw_rows < t.rows);
-      // dbuf's rows: 16-byte multiples at least hidden long, so every pair store is aligned and
-      // every 16-byte copy of a chunk stays inside the row.
-      CHECK(t.ld_dbuf % 8 == 0);
-      CHECK((t.ld_dbuf >= t.hidden && t.ld_dbuf < t.hidden + 8));
+      // dbuf: the live columns a 16-byte multiple at least hidden long (aligned pair stores, whole
+      // vector copies); every (image, chunk, pixel) row a distinct kChunk-element row inside the buffer.
+      CHECK(t.d_live % 8 == 0);
+      CHECK((t.d_live >= t.hidden && t.d_live < t.hidden + 8));
+      CHECK(t.d_chunks * kChunk >= t.d_live);
+      {
+        const std::ptrdiff_t last = dbuf_offset(t, t.N - 1, t.d_chunks - 1, std::ptrdiff_t(t.P) * t.Q - 1);
+        CHECK(last + kChunk == std::ptrdiff_t(dbuf_elems(p)));
+        CHECK(dbuf_offset(t, 0, 0, 1) == kChunk);                           // pixels of a chunk: consecutive rows
+        CHECK(dbuf_offset(t, 0, 1, 0) == std::ptrdiff_t(t.P) * t.Q * kChunk);  // then the next chunk
+        CHECK(dbuf_offset(t, 1, 0, 0) == std::ptrdiff_t(t.d_chunks) * t.P * t.Q * kChunk);
+        CHECK(dbuf_offset(t, 0, 0, 1) * 2 % 16 == 0);  // rows 16-byte aligned
+      }
       // The halo: every input row a tile's depthwise reads is inside the E buffer.
       for (int tile = 0; tile < t.tiles; ++tile) {
         const int p0 = tile * t.rows, p1 = std::min(t.P, p0 + t.rows);

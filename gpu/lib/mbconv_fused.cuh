@@ -18,8 +18,8 @@
 // Stages (what the kernel does with D):
 //   sums             pass 1 of 11b: D's channel sums for this tile -> partial[n, tile, :]; nothing else stored
 //   store            pass 1 of 11c: the sums and D itself -> dbuf (the problem's 16-bit type), from the
-//                    registers: a half-warp stores one pixel's 32 channels, 64 contiguous bytes (dbuf rows
-//                    padded to 8 elements: dbuf_stride)
+//                    registers: a half-warp stores one pixel's 32 channels, 64 contiguous bytes (dbuf is
+//                    chunk-major, dbuf_offset: a tile's chunk is one contiguous block)
 //   project          pass 2 of 11b, and 11d's single pass (gate == nullptr): D (⊙ g) -> smem -> Y;
 //                    y = Y + bp (+ x)
 //   project_stored   pass 2 of 11c: D read back from dbuf (cp.async) instead of recomputed; the gate
@@ -288,8 +288,8 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
   if constexpr (!kMakeD) {
     // project_stored: D comes back from dbuf, double-buffered with its Wp rows, one chunk ahead.
     const auto issue_stored = [&](int k, int b) {
-      stage_tile(ds(b), t.ldd, dbuf + first_out * t.ld_dbuf + chunk_start(k), t.ld_dbuf, t.m_out, kChunk, out_pixels,
-                 min(kChunk, t.ld_dbuf - chunk_start(k)), true);  // whole vectors (dbuf_stride)
+      stage_tile(ds(b), t.ldd, dbuf + dbuf_offset(t, n, chunk_start(k) / kChunk, std::ptrdiff_t(p0) * t.Q), kChunk,
+                 t.m_out, kChunk, out_pixels, min(kChunk, t.d_live - chunk_start(k)), true);  // whole vectors (dbuf_live)
       issue_wp(k, b);
       cp_async_commit();
       load_vectors(vs(b), chunk_start(k), chunk_width(k));
@@ -425,7 +425,9 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
         const Element* e_s = es(k % t.e_buffers);
         const float b0 = v[kChunk + j0], b1 = v[kChunk + j0 + 1];
         const float g0 = v[2 * kChunk + j0], g1 = v[2 * kChunk + j0 + 1];
-        const bool live_pair = c0 + j0 < t.ld_dbuf;  // store: pairs past dbuf's padded row are not written
+        const bool live_pair = c0 + j0 < t.d_live;  // store: pairs past dbuf_live are not written
+        Element* d_chunk = kStage == Stage::store ? dbuf + dbuf_offset(t, n, c0 / kChunk, std::ptrdiff_t(p0) * t.Q) + j0
+                                                  : nullptr;  // this tile's block of chunk k, channel pair j0
         // The pair's taps: in registers for the chunk at K = 3 without Y accumulators, else read from
         // shared memory per use.
         constexpr bool kTapsInRegisters = K == 3 && !kProject;
@@ -490,8 +492,7 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
             for (int g = 0; g < kG; ++g) {
               if (g >= g_rows) break;
               const int pix0 = (og + g) * t.Q + run.q0;
-              Element* out = kStage == Stage::store ? dbuf + (first_out + pix0) * std::ptrdiff_t(t.ld_dbuf) + c0 + j0
-                                                    : ds(0) + pix0 * kLdChunk + j0;
+              Element* out = kStage == Stage::store ? d_chunk + pix0 * kChunk : ds(0) + pix0 * kLdChunk + j0;
               const auto finish = [&](int q) {
                 const uint32_t a = activate_pair<Element>(relu, d[g][q][0], d[g][q][1]);  // channels j0, j0+1
                 if constexpr (kSums) {
@@ -499,7 +500,7 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
                   s0 += f.x, s1 += f.y;
                 }
                 if constexpr (kStage == Stage::store)  // straight to dbuf: a half-warp writes one pixel's 64 bytes
-                  if (live_pair) *reinterpret_cast<uint32_t*>(out + q * std::ptrdiff_t(t.ld_dbuf)) = a;
+                  if (live_pair) *reinterpret_cast<uint32_t*>(out + q * kChunk) = a;
                 if constexpr (kStage == Stage::project) {
                   uint32_t dd = a;
                   if (gated) {

@@ -39,10 +39,13 @@ constexpr int odd_units_stride(int elems) {
   return 8 * (units % 2 == 1 ? units : units + 1);
 }
 
-// The stored plan's D buffer [N, P, Q, dbuf_stride(hidden)]: rows padded to 16 bytes, so that
-// the store stage writes every channel pair with one 32-bit store and the project_stored
-// stage copies whole 16-byte vectors, whatever `hidden` is (the pad columns hold φ(0) = 0).
-constexpr int dbuf_stride(int hidden) { return (hidden + 7) / 8 * 8; }
+// The stored plan's D buffer, chunk-major: [N][⌈hidden / kChunk⌉][P·Q][kChunk]. A tile's chunk
+// is one contiguous block (rows·Q pixels × 64 bytes): pass 1 writes it and pass 2 reads it as a
+// stream, where a pixel-major [N, P, Q, hidden] buffer would be touched 64 bytes in every
+// 2·hidden. Channels c0 + j < dbuf_live(hidden) are written (hidden rounded up to 8, so that
+// every pair is one 32-bit store and the copies are whole 16-byte vectors; the pad columns hold
+// φ(0) = 0); the rest of the last chunk's rows is never written and never read.
+constexpr int dbuf_live(int hidden) { return (hidden + 7) / 8 * 8; }
 
 // ---- tunables ------------------------------------------------------------------------
 inline constexpr int kThreads = 256;       // 8 warps
@@ -93,7 +96,7 @@ struct Tile {
   int N, H, W, C, hidden, P, Q, C_out, stride, pad;
   int rows, tiles;                // output rows per tile, tiles per image
   int dw_rows;                    // output rows per depthwise item (≤ dw_group_max): rows split into equal groups
-  int ld_dbuf;                    // dbuf's row stride (store, project_stored): hidden rounded up to 8 (dbuf_stride)
+  int d_live, d_chunks;           // dbuf (store, project_stored): dbuf_live(hidden), ⌈hidden / kChunk⌉
   int in_rows;                    // input rows a tile holds at most
   int m_in, m_out;                // in_rows·W and rows·Q, rounded up to 16
   int c_pad, cout_pad;            // C to 16, C_out to 8
@@ -131,7 +134,7 @@ inline Tile tile_for(const MBConvProblem& p, int rows, Stage stage) {
   t.splits = 1, t.cout_split = t.cout_pad;
   t.ldx = odd_units_stride(t.c_pad), t.lde = kLdChunk, t.ldd = kLdChunk;
   t.ldwe = kLdChunk, t.ldwp = odd_units_stride(t.cout_pad);
-  t.ld_dbuf = dbuf_stride(p.hidden());
+  t.d_live = dbuf_live(p.hidden()), t.d_chunks = (p.hidden() + kChunk - 1) / kChunk;
   t.dw_rows = dw_rows_for(rows, (t.Q + kRun - 1) / kRun, dw_group_max(p.kernel, p.stride, project));
   const std::size_t e = 2;  // 16-bit elements
   std::size_t off = 0;
@@ -154,6 +157,14 @@ inline Tile tile_for(const MBConvProblem& p, int rows, Stage stage) {
   t.red_off = region(sums ? std::size_t(kPixelGroups) * kChunk * sizeof(float) : 0, 2, t.red_bytes);
   t.bytes = off;
   return t;
+}
+
+// Element offset in dbuf of image n's hidden chunk `chunk` at pixel `pixel` (p·Q + q) of that image.
+CONVLAB_HOST_DEVICE inline std::ptrdiff_t dbuf_offset(const Tile& t, int n, int chunk, std::ptrdiff_t pixel) {
+  return ((std::ptrdiff_t(n) * t.d_chunks + chunk) * (std::ptrdiff_t(t.P) * t.Q) + pixel) * kChunk;
+}
+inline std::size_t dbuf_elems(const MBConvProblem& p) {
+  return std::size_t(p.N) * ((p.hidden() + kChunk - 1) / kChunk) * std::size_t(p.P()) * p.Q() * kChunk;
 }
 
 inline bool tile_fits(const Tile& t, std::size_t shared_limit = kMaxShared) {

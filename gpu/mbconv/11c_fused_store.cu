@@ -5,7 +5,7 @@
 // problem's 16-bit type beside its channel sums; pass 2
 // (Stage::project_stored) reads D back, gates it and projects:
 //
-//   pass 1  per tile: E, D on chip; sums -> partial; D -> dbuf [N, P, Q, hidden → 8]   (2 bytes per element)
+//   pass 1  per tile: E, D on chip; sums -> partial; D -> dbuf [N][hidden chunk][P·Q][32]   (2 bytes per element)
 //   gate    se_gate_kernel, then (C_out ≤ P·Q) gated_weights_kernel: Wg[n] = diag(g_n)·Wp  [N, hidden, C_out]
 //   pass 2  per tile: D from dbuf, Y = D·Wg[n] (mma), y = Y + bp + x   (the gate rides on the weights)
 //           or, where Wg[n] would outweigh image n's D (C_out > P·Q: small images), Y = (D ⊙ g)·Wp
@@ -39,7 +39,7 @@ struct Layout {
     const auto up = [](std::size_t b) { return (b + 255) / 256 * 256; };
     partial = up(std::size_t(p.N) * t.tiles * p.hidden() * sizeof(float));
     gate = up(std::size_t(p.N) * p.hidden() * sizeof(float));
-    dbuf = up(std::size_t(p.output_pixels()) * dbuf_stride(p.hidden()) * 2);
+    dbuf = up(dbuf_elems(p) * 2);
     wg = fold_gate(p) ? up(std::size_t(p.N) * p.hidden() * p.C_out * 2) : 0;
   }
   std::size_t bytes() const { return partial + gate + dbuf + wg; }
