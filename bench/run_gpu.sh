@@ -14,7 +14,8 @@
 #   --only REGEX   which tests/benchmarks to run (default '/gpu/|GPU|Winograd': every GPU
 #                  variant's test and benchmark, plus the lesson tests that need a GPU or
 #                  print GPU rows: "...every GPU softmax variant...", "...error of Winograd..."),
-#                  matched against names such as gemm/gpu/03j_register_blocking_2d
+#                  matched against names such as gemm/gpu/03j_register_blocking_2d; given
+#                  explicitly, it also narrows the sanitizer stage's tests to those it matches
 #   --no-tests, --no-bench   skip a stage (e.g. a build-only first call)
 #   --torch        also PyTorch's side (bench/*_torch.py: convfirst, mbconv, sdpa, those present):
 #                  each checks its outputs against convlab's first, then times eager and Inductor;
@@ -68,6 +69,7 @@ run_tests=1
 run_bench=1
 run_torch=0
 only='/gpu/|GPU|Winograd'
+only_given=0
 while (($#)); do
   case "$1" in
     --sanitize) sanitize=1 ;;
@@ -75,8 +77,8 @@ while (($#)); do
     --no-tests) run_tests=0 ;;
     --no-bench) run_bench=0 ;;
     --torch) run_torch=1 ;;
-    --only) only="$2"; shift ;;
-    --only=*) only="${1#--only=}" ;;
+    --only) only="$2"; only_given=1; shift ;;
+    --only=*) only="${1#--only=}"; only_given=1 ;;
     -h|--help) sed -n '2,46p' "$0"; exit 0 ;;
     *) echo "run_gpu.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
@@ -386,7 +388,8 @@ EOF
         listing=$("$build/convlab_tests" "$sanitize_tests" --list-tests --verbosity quiet 2>/dev/null || true)
       fi
       mapfile -t sanitize_names < <(sed -e 's/^ *//' -e '/^$/d' <<<"$listing" |
-                                    grep -v -E '^(All available test cases:|Matching test cases:|[0-9]+ (test cases|matching test cases))' || true)
+                                    grep -v -E '^(All available test cases:|Matching test cases:|[0-9]+ (test cases|matching test cases))' |
+                                    { if ((only_given)); then grep -E -- "$only"; else cat; fi; } || true)
       echo "compute-sanitizer: ${#sanitize_names[@]} tests ('$sanitize_tests') x tools: $sanitize_tools," \
            "$sanitize_jobs at a time, ${sanitize_test_timeout}s per test, ${sanitize_timeout}s in all," \
            "test shapes above $sanitize_flop_limit FLOPs left out (racecheck: $racecheck_flop_limit; 0: none)," \
