@@ -159,14 +159,7 @@ TEST_CASE("app: bad input gives one error line and the documented exit status", 
           break;
         }
 
-  for (const Case& c : cases) {
-    const ProgramResult r = run_convlab(c.args);
-    INFO("convlab " << c.args << "\nstderr: " << r.err);
-    CHECK(r.status == c.status);
-    CHECK(r.err.rfind("convlab: error: ", 0) == 0);
-    CHECK(contains(r.err, c.says));
-    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-  }
+  for (const Case& c : cases) testing::check_refused(c.args, c.status, {c.says});
 }
 
 TEST_CASE("app: roofline reads benchmark JSON and puts each row under its roof", "[app][cpu]") {
@@ -225,13 +218,8 @@ TEST_CASE("app: roofline reads benchmark JSON and puts each row under its roof",
            {"roofline " + file + " --machine nosuch", 2},
            {"roofline " + file + " --filter '('", 2},  // quoted: the program, not the shell, must reject it
            {"roofline " + file + " --filter nothing_matches", 1},
-           {"roofline " + (dir / "missing.json").string(), 1}}) {
-    const ProgramResult e = run_convlab(args);
-    INFO("convlab " << args << "\nstderr: " << e.err);
-    CHECK(e.status == status);
-    CHECK(e.err.rfind("convlab: error: ", 0) == 0);
-    CHECK(std::count(e.err.begin(), e.err.end(), '\n') == 1);
-  }
+           {"roofline " + (dir / "missing.json").string(), 1}})
+    testing::check_refused(args, status);
 }
 
 TEST_CASE("app: help for the program and for each command", "[app][cpu]") {

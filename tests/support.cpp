@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -158,6 +159,15 @@ bool skip_without_program(const std::string& what) {
 
 ProgramResult run_convlab(const std::string& args, const std::string& env) {
   return run_program(convlab_program(), args, env);
+}
+
+void check_refused(const std::string& args, int status, const std::vector<std::string>& says) {
+  const ProgramResult r = run_convlab(args);
+  INFO("convlab " << args << "\nstatus " << r.status << "\nstderr: " << r.err);
+  CHECK(r.status == status);
+  CHECK(r.err.rfind("convlab: error: ", 0) == 0);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  for (const std::string& word : says) CHECK(r.err.find(word) != std::string::npos);
 }
 
 ProgramResult run_program(const std::string& program, const std::string& args, const std::string& env) {

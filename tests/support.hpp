@@ -132,6 +132,9 @@ struct ProgramResult {
 // Runs `convlab ARGS` through the shell, its stdout and stderr captured; `env`
 // ("NAME=value ...") is set for that run only.
 ProgramResult run_convlab(const std::string& args, const std::string& env = "");
+// Runs `convlab ARGS` and checks the refusal every bad input gets: exit status `status` and one
+// line on stderr, starting "convlab: error: " and containing each of `says`.
+void check_refused(const std::string& args, int status, const std::vector<std::string>& says = {});
 // A program built beside this test binary (e.g. "convlab_duplicate_id"); "" when absent.
 std::string sibling_program(const std::string& name);
 // Runs `PROGRAM ARGS` through the shell, its stdout and stderr captured.
