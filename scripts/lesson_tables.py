@@ -16,8 +16,12 @@ whose name sorts first: the op's lowest LLx_ rung when the run has it) and ratio
 baseline libraries in the same run. Options in the marker:
 
     file=NAME               only runs saved under that file name (e.g. bench-winograd.json)
-    bytes=1                 two more columns: each variant's modelled traffic
-                            (counter model_bytes) and its rate
+    bytes=1                 four more columns: each variant's modelled traffic
+                            (counter model_bytes), its rate, and the prediction
+                            beside the measurement: the floor of that model on the
+                            run's probe, max(FLOPs / peak, model bytes / bandwidth)
+                            (one kernel's roofline time; a lower bound for a plan of
+                            several kernels, whose times add), and time / floor
     baseline=NAME[,NAME]    ratio columns for rungs that are library baselines
                             without being named after the library
                             (lesson 08's cublas)
@@ -159,6 +163,13 @@ def footer(source, context, rows=()):
             f"({context.get('date', '?')}, {machine}, rev {context.get('git_rev') or '?'})._")
 
 
+def model_floor_ms(r):
+    """The variant's own roofline time on the run's probe: max(FLOPs / peak, model bytes / bandwidth), ms."""
+    if r["model_bytes"] is None or not r["peak_gflops"] or not r["peak_gbs"] or not r["flops"]:
+        return None
+    return max(r["flops"] / (r["peak_gflops"] * 1e9), r["model_bytes"] / (r["peak_gbs"] * 1e9)) * 1e3
+
+
 def render(rows, source, context, show_bytes=False, roofline=False, extra_baselines=()):
     extra = set(extra_baselines)
     for r in rows:
@@ -170,9 +181,9 @@ def render(rows, source, context, show_bytes=False, roofline=False, extra_baseli
     if roofline:  # a marker's columns=roofline: GB/s and % of the roofline after GFLOP/s
         head = "| variant | time (ms) | GFLOP/s | GB/s | % of peak | % of roofline | vs first rung |"
         sep = "|---|---:|---:|---:|---:|---:|---:|"
-    if show_bytes:  # a marker's bytes=1: each variant's modelled traffic (counter model_bytes) and its rate
-        head += " MB moved (model) | GB/s (model) |"
-        sep += "---:|---:|"
+    if show_bytes:  # a marker's bytes=1: each variant's modelled traffic (counter model_bytes), its rate, its floor
+        head += " MB moved (model) | GB/s (model) | floor (ms, model) | x floor |"
+        sep += "---:|---:|---:|---:|"
     for b in bases:
         head += f" vs {b['variant']} |"
         sep += "---:|"
@@ -187,7 +198,10 @@ def render(rows, source, context, show_bytes=False, roofline=False, extra_baseli
         if show_bytes:
             mb = f"{r['model_bytes'] / 1e6:.1f}" if r["model_bytes"] is not None else "-"
             gbs = f"{r['model_bps'] / 1e9:.1f}" if r["model_bps"] is not None else "-"
-            line += f" {mb} | {gbs} |"
+            floor = model_floor_ms(r)
+            floor_ms = "-" if floor is None else f"{floor:.3f}"
+            times = "-" if floor is None else f"{r['ms'] / floor:.1f}x"
+            line += f" {mb} | {gbs} | {floor_ms} | {times} |"
         for b in bases:
             line += f" {b['ms'] / r['ms']:.2f}x |"
         lines.append(line)

@@ -128,6 +128,17 @@ class LessonTables(unittest.TestCase):
         self.assertIn("rev abc1234", text)
         self.assertNotIn("old", text)
 
+    def test_bytes_columns_set_the_model_floor_beside_the_time(self):
+        # 03a_naive: 0.5 GFLOP in 2 ms, 3 MB modelled; probe 2025.04 GFLOP/s, 4185.93 GB/s:
+        # floor max(0.2469, 0.0007) ms = 0.247 ms, time 8.1x the floor. Rows without the
+        # probe's peaks or a model say "-".
+        rc, text, _ = self.run_script(f"<!-- convlab:results {SHAPE} bytes=1 -->\n<!-- /convlab:results -->\n")
+        self.assertEqual(rc, 0)
+        self.assertIn("| floor (ms, model) | x floor |", text)
+        self.assertIn("| 03a_naive | 2.000 | 250.0 | 12.3 | 1.00x | 3.0 | 1.5 | 0.247 | 8.1x |", text)
+        self.assertIn("| 03b_fast | 0.500 | 1000.0 | 49.4 | 4.00x | 1.0 | 2.0 | - | - |", text)
+        self.assertIn("| cublas | 0.400 | 1250.0 | 61.7 | 5.00x | - | - | - | - |", text)
+
 
 if __name__ == "__main__":
     unittest.main()
