@@ -281,6 +281,11 @@ std::vector<MBConvProblem> test_shapes() {
       block(2, 5, 6, 8, 6, 3, 1, 0.25, 8, silu, f16),
       block(1, 9, 10, 72, 1, 3, 1, 0.25, 72, silu, f16),
       block(1, 9, 10, 136, 1, 5, 2, 0.0, 24, relu, bf16),
+      // 11c's pass 2, a GEMM over the batch's pixels: column blocks, Wp re-laid in 16-byte rows, a chunk
+      // narrower than 8 channels with the residual at odd C
+      block(3, 5, 5, 24, 2, 3, 1, 0.25, 136, silu, f16),  // C_out 136: three 64-column blocks
+      block(2, 3, 3, 16, 2, 3, 1, 0.25, 67, relu, bf16),  // C_out odd: one-element stores
+      block(3, 6, 5, 7, 3, 3, 1, 0.25, 7, silu, f16),     // hidden 21 (dbuf_live 24), C = C_out = 7 with the residual
   };
 }
 

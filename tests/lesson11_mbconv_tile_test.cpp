@@ -283,3 +283,62 @@ TEST_CASE("mbconv tile: the 16-byte copy path copies whole, aligned vectors", "[
 }
 
 }  // namespace
+
+TEST_CASE("mbconv tile: 11c's pass 2 reads D where pass 1 wrote it, with the gates of the rows' images",
+          "[mbconv][lesson11][cpu]") {
+  std::vector<MBConvProblem> shapes = fused_shapes();
+  MBConvProblem one_pixel;  // 150 one-pixel images: a block spans 129 of them
+  one_pixel.N = 150, one_pixel.H = one_pixel.W = 1, one_pixel.C = 32, one_pixel.C_out = 32, one_pixel.dtype = DType::f16;
+  shapes.push_back(one_pixel);
+  for (const MBConvProblem& p : shapes)
+    for (int sms : {1, 78, 132}) {
+      const ProjectTile t = choose_project_tile(p, sms);
+      INFO(OpTraits<MBConvProblem>::spec(p) << " sms " << sms << " tile " << t.bm << "x" << t.bn);
+      REQUIRE(t.bm > 0);
+      CHECK(t.bytes <= kMaxShared);
+      CHECK(t.bytes == kProjectStages * t.stage_bytes);
+      CHECK(t.a_bytes % 16 == 0);
+      CHECK(t.b_bytes % 16 == 0);
+      CHECK(t.g_bytes % 16 == 0);
+      CHECK(t.lda % 8 == 0);  // ldmatrix rows: an odd number of 16-byte units
+      CHECK((t.lda / 8) % 2 == 1);
+      CHECK((t.ldb / 8) % 2 == 1);
+      CHECK(t.ldb >= t.bn);
+      CHECK(std::int64_t(t.m_blocks) * t.bm >= t.m);
+      CHECK(std::int64_t(t.n_blocks) * t.bn >= p.C_out);
+      CHECK(t.d_live % 8 == 0);  // gate16 rows and dbuf chunk columns: whole 16-byte pieces
+      // Every block's rows lie in at most `span` images, and each row's slot is its image's place.
+      for (int mb = 0; mb < t.m_blocks; ++mb) {
+        const std::int64_t m0 = std::int64_t(mb) * t.bm, last = std::min<std::int64_t>(m0 + t.bm, t.m) - 1;
+        CHECK(project_gate_slot(t, m0, last) < t.span);
+        CHECK(project_gate_slot(t, m0, m0) == 0);
+      }
+      // The rows pass 2 copies are the ones pass 1 stored: dbuf_offset's layout, chunk by chunk.
+      const Tile pass1 = choose_tile(p, Stage::store);
+      const std::int64_t probes[] = {0, 1, t.pq - 1, t.pq, t.m / 2, t.m - 1};
+      for (std::int64_t m : probes) {
+        if (m < 0 || m >= t.m) continue;
+        const int n = int(m / t.pq);
+        const std::int64_t pixel = m - std::int64_t(n) * t.pq;
+        for (int chunk : {0, t.chunks - 1})
+          CHECK(project_row_offset(t, m) + std::ptrdiff_t(chunk) * t.pq * kChunk ==
+                dbuf_offset(pass1, n, chunk, pixel));
+      }
+    }
+}
+
+TEST_CASE("mbconv tile: 11c's pass 2 tile at the goal shapes", "[mbconv][lesson11][cpu]") {
+  // The busiest SM's work ⌈CTAs / 132⌉·bm·bn, then fewer column blocks: at 7 × 7 × 192 (M = 6272),
+  // 64 × 64 (294 CTAs, 3 column blocks) ties 128 × 32 (294 CTAs, 6 blocks) and wins on blocks.
+  MBConvProblem p;
+  p.N = 128, p.H = p.W = 7, p.C = p.C_out = 192, p.dtype = DType::f16;
+  ProjectTile t = choose_project_tile(p, 132);
+  CHECK(t.bm == 64);
+  CHECK(t.bn == 64);
+  CHECK(t.span == 3);  // 64 rows of 49-pixel images
+  p.H = p.W = 56, p.C = p.C_out = 24;
+  t = choose_project_tile(p, 132);
+  CHECK(t.bm == 128);
+  CHECK(t.bn == 32);
+  CHECK(t.n_blocks == 1);
+}

@@ -35,14 +35,19 @@ namespace convlab::gpu::mbconv {
 // [N, parts, hidden] fp32 (the fused rungs write one row per tile, the layer
 // rungs one per image); they are added in row order (deterministic), then
 //   m = sum / (P·Q),  z = ψ(m·W1 + b1) [Cr],  gate = sigmoid(z·W2 + b2) [hidden], fp32.
-// The first FC is a warp per output r (lanes split the hidden channels, then
-// a fixed shuffle tree): Cr·hidden MACs spread over every thread with 32
-// independent loads in flight per warp, not one thread per r walking all
-// hidden channels serially (at C = 192, Cr·hidden = 48·1152: 1152 dependent
-// steps). The second FC is a thread per hidden channel, its Cr weights read
-// coalesced across the block. Block: kGateThreads threads.
-// Dynamic shared memory: (hidden + Cr) floats.
+// Both FCs read their weights coalesced, along the row-major weight's rows:
+// the first ([hidden, Cr]) gives lane l the outputs r = r0 + l and warp w the
+// inputs j = w, w + 8, ... (each warp load is one contiguous row piece), then
+// adds the 8 warps' partial sums in warp order; the second ([Cr, hidden]) is a
+// thread per hidden channel. (Lanes over j instead would read W1 with a stride
+// of Cr elements: 32 sectors per load, which took 63 µs of L2 traffic at
+// C = 192, hidden 1152, N = 128 on the H200, against ≈ 5 µs now counted.)
+// gate (optional): fp32, [N, hidden]. gate16 (optional): the gate in the problem's 16-bit type, rows of
+// ld16 ≥ hidden elements, channels hidden .. ld16 − 1 zero — what 11c's pass 2
+// copies beside D with 16-byte copies.
+// Block: kGateThreads threads. Dynamic shared memory: (hidden + Cr + 8·32) floats.
 inline constexpr int kGateThreads = 256;
+inline constexpr int kGateWarps = kGateThreads / 32;
 
 template <class Element>
 __global__ void __launch_bounds__(kGateThreads) se_gate_kernel(int hidden, int cr, int parts, float inv_pixels,
@@ -51,12 +56,13 @@ __global__ void __launch_bounds__(kGateThreads) se_gate_kernel(int hidden, int c
                                                                const Element* __restrict__ b1,
                                                                const Element* __restrict__ w2,
                                                                const Element* __restrict__ b2,
-                                                               float* __restrict__ gate) {
+                                                               float* __restrict__ gate, Element* __restrict__ gate16,
+                                                               int ld16) {
   extern __shared__ float se_shared[];
-  float* mean = se_shared;       // [hidden]
-  float* z = se_shared + hidden;  // [cr]
+  float* mean = se_shared;             // [hidden]
+  float* z = mean + hidden;            // [cr]
+  float* red = z + cr;                 // [kGateWarps][32]
   const int n = blockIdx.x, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  constexpr int kGateWarps = kGateThreads / 32;
   const float* rows = partial + std::ptrdiff_t(n) * parts * hidden;
   for (int j = threadIdx.x; j < hidden; j += blockDim.x) {
     float s = 0.0f;
@@ -65,33 +71,48 @@ __global__ void __launch_bounds__(kGateThreads) se_gate_kernel(int hidden, int c
     mean[j] = s * inv_pixels;
   }
   __syncthreads();
-  for (int r = warp; r < cr; r += kGateWarps) {
+  for (int r0 = 0; r0 < cr; r0 += 32) {
+    const int r = r0 + lane;
     float acc = 0.0f;
+    if (r < cr) {
 #pragma unroll 4
-    for (int j = lane; j < hidden; j += 32) acc += mean[j] * to_float(w1[std::ptrdiff_t(j) * cr + r]);
+      for (int j = warp; j < hidden; j += kGateWarps) acc += mean[j] * to_float(w1[std::ptrdiff_t(j) * cr + r]);
+    }
+    red[warp * 32 + lane] = acc;
+    __syncthreads();
+    if (warp == 0 && r < cr) {
+      float s = 0.0f;
 #pragma unroll
-    for (int offset = 16; offset > 0; offset /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, offset);
-    if (lane == 0) z[r] = ffn::activate(act, acc + to_float(b1[r]));
+      for (int w = 0; w < kGateWarps; ++w) s += red[w * 32 + lane];
+      z[r] = ffn::activate(act, s + to_float(b1[r]));
+    }
+    __syncthreads();
   }
-  __syncthreads();
   for (int j = threadIdx.x; j < hidden; j += blockDim.x) {
     float acc = to_float(b2[j]);
 #pragma unroll 4
     for (int r = 0; r < cr; ++r) acc += z[r] * to_float(w2[std::ptrdiff_t(r) * hidden + j]);
-    gate[std::ptrdiff_t(n) * hidden + j] = 1.0f / (1.0f + __expf(-acc));
+    const float g = 1.0f / (1.0f + __expf(-acc));
+    if (gate) gate[std::ptrdiff_t(n) * hidden + j] = g;
+    if (gate16) gate16[std::ptrdiff_t(n) * ld16 + j] = from_float<Element>(g);
   }
+  if (gate16)
+    for (int j = hidden + threadIdx.x; j < ld16; j += blockDim.x) gate16[std::ptrdiff_t(n) * ld16 + j] = from_float<Element>(0.0f);
 }
 
-inline constexpr int kMaxGateHidden = 12000;  // (hidden + Cr) floats of shared memory ≤ 48 KB
+// The gate kernel's shared memory, (hidden + Cr + 8·32) floats, within the 48 KB a launch gets unasked.
+inline bool se_gate_fits(const MBConvProblem& p) {
+  return (double(p.hidden()) + p.se_channels() + kGateWarps * 32) * sizeof(float) <= 48.0 * 1024;
+}
 
 template <class Element>
 void se_gate(const MBConvProblem& p, int parts, const float* partial, const void* w1, const void* b1, const void* w2,
-             const void* b2, float* gate) {
-  const std::size_t shared = std::size_t(p.hidden() + p.se_channels()) * sizeof(float);
+             const void* b2, float* gate, void* gate16 = nullptr, int ld16 = 0) {
+  const std::size_t shared = std::size_t(p.hidden() + p.se_channels() + kGateWarps * 32) * sizeof(float);
   se_gate_kernel<Element><<<unsigned(p.N), kGateThreads, shared>>>(
       p.hidden(), p.se_channels(), parts, float(1.0 / (double(p.P()) * p.Q())), p.activation, partial,
       static_cast<const Element*>(w1), static_cast<const Element*>(b1), static_cast<const Element*>(w2),
-      static_cast<const Element*>(b2), gate);
+      static_cast<const Element*>(b2), gate, static_cast<Element*>(gate16), ld16);
   check_launch("mbconv se_gate_kernel");
 }
 
@@ -116,27 +137,6 @@ __global__ void scale_kernel(int64_t count, int64_t image_elems, int hidden, Ele
                              const float* __restrict__ gate) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x)
     d[i] = from_float<Element>(to_float(d[i]) * gate[(i / image_elems) * hidden + i % hidden]);
-}
-
-// wg[n, j, o] = gate[n, j] · wp[j, o], rounded once: the SE gate folded into the
-// projection, so that a pass over d that projects it needs no gate of its own
-// ((d ⊙ g)·Wp = d·(diag(g)·Wp); 11c's pass 2). N·hidden·C_out elements.
-template <class Element>
-__global__ void gated_weights_kernel(int64_t count, int64_t image_elems, int c_out, const Element* __restrict__ wp,
-                                     const float* __restrict__ gate, Element* __restrict__ wg) {
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t n = i / image_elems, jo = i - n * image_elems;
-    wg[i] = from_float<Element>(gate[n * (image_elems / c_out) + jo / c_out] * to_float(wp[jo]));
-  }
-}
-
-template <class Element>
-void gated_weights(const MBConvProblem& p, const void* wp, const float* gate, void* wg) {
-  const int64_t image_elems = int64_t(p.hidden()) * p.C_out, count = int64_t(p.N) * image_elems;
-  const unsigned blocks = unsigned(std::min<int64_t>((count + 255) / 256, 4096));
-  gated_weights_kernel<Element><<<blocks, 256>>>(count, image_elems, p.C_out, static_cast<const Element*>(wp), gate,
-                                                 static_cast<Element*>(wg));
-  check_launch("mbconv gated_weights_kernel");
 }
 
 // y[i, o] += bp[o] (+ x[i, o] when x is given: the residual, C_out == C).
@@ -202,7 +202,7 @@ struct Layers {
 };
 
 inline bool layers_support(const MBConvProblem& p, const Rungs& r) {
-  if (p.output_pixels() > 2147483647.0 || p.input_pixels() > 2147483647.0 || p.hidden() > kMaxGateHidden) return false;
+  if (p.output_pixels() > 2147483647.0 || p.input_pixels() > 2147483647.0 || !se_gate_fits(p)) return false;
   try {
     Layers l(p, r);
     (void)l;

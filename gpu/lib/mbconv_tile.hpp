@@ -24,9 +24,11 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <utility>
 
 #include "gpu/lib/mma.cuh"  // CONVLAB_HOST_DEVICE
 #include "ops/mbconv.hpp"
@@ -248,4 +250,80 @@ struct DwRunWalk {
   }
 };
 CONVLAB_HOST_DEVICE inline DwRun dw_run(int run, int runs_per_row) { return DwRunWalk(run, runs_per_row).run(); }
+// ---- pass 2 of the store plan (11c): a GEMM with a gated A operand -------------------------
+// Y[N·P·Q, C_out] = (D ⊙ G)·Wp, D read from dbuf, G[row, j] = gate[image of row, j]: the rows of a
+// CTA's block are pixels of consecutive images (a small image fills only part of a block), so
+// the block stages, per hidden chunk, the gate rows of every image it touches (`span`).
+// gpu/lib/mbconv_project.cuh is the kernel; its CTA tile is kBM × kBN, one of kProjectTiles.
+inline constexpr int kProjectStages = 4;  // cp.async pipeline depth (chunks in flight: 3)
+struct ProjectShape {
+  int bm, bn;
+};
+// (128 × 128 would need more than the 128 registers a thread has at two CTAs per SM: it spills.)
+inline constexpr ProjectShape kProjectTiles[] = {{128, 32}, {128, 64}, {64, 64}, {64, 128}};
+
+struct ProjectTile {
+  int bm = 0, bn = 0;                 // CTA tile: bm rows (pixels, across images) × bn output columns
+  std::int64_t m = 0;                 // rows: N·P·Q
+  int pq = 0, images = 0, span = 0;   // pixels per image, N, images a bm-row block touches at most
+  int m_blocks = 0, n_blocks = 0;     // grid: m_blocks · n_blocks CTAs, the n blocks of one m block adjacent
+  int hidden = 0, d_live = 0, chunks = 0, c = 0, c_out = 0;
+  int lda = 0, ldb = 0;               // shared row strides (elements) of the A and B stages
+  int ldw = 0;                        // Wp's row stride in global memory: C_out rounded up to 8 (launcher)
+  bool pairs = false, residual = false;
+  // One stage's regions, bytes: A [bm][lda], B [32][ldb], G [span][32]; kProjectStages stages.
+  std::size_t a_bytes = 0, b_bytes = 0, g_bytes = 0, stage_bytes = 0, bytes = 0;
+};
+
+// The images a block of `bm` consecutive rows can touch: ⌊(bm − 1)/pq⌋ + 2 at most (a block
+// that starts at an image's last pixel), never more than N.
+constexpr int project_span(int bm, int pq, int images) { return std::min(images, (bm - 1) / pq + 2); }
+
+inline ProjectTile project_tile_for(const MBConvProblem& p, ProjectShape s) {
+  ProjectTile t;
+  t.bm = s.bm, t.bn = s.bn;
+  t.pq = p.P() * p.Q(), t.images = p.N, t.m = std::int64_t(p.N) * t.pq;
+  t.span = project_span(s.bm, t.pq, p.N);
+  t.m_blocks = int((t.m + s.bm - 1) / s.bm), t.n_blocks = (p.C_out + s.bn - 1) / s.bn;
+  t.hidden = p.hidden(), t.d_live = dbuf_live(p.hidden()), t.chunks = (p.hidden() + kChunk - 1) / kChunk;
+  t.c = p.C, t.c_out = p.C_out, t.residual = p.has_residual();
+  t.lda = kLdChunk, t.ldb = odd_units_stride(s.bn);
+  const auto up16 = [](std::size_t b) { return (b + 15) / 16 * 16; };
+  t.a_bytes = up16(std::size_t(s.bm) * t.lda * 2);
+  t.b_bytes = up16(std::size_t(kChunk) * t.ldb * 2);
+  t.g_bytes = up16(std::size_t(t.span) * kChunk * 2);
+  t.stage_bytes = t.a_bytes + t.b_bytes + t.g_bytes;
+  t.bytes = kProjectStages * t.stage_bytes;
+  return t;
+}
+
+// Row m of Y (pixel m % P·Q of image m / P·Q): where its 32 channels of chunk 0 start in dbuf
+// (chunk k's are k·P·Q·32 elements further: dbuf_offset's layout), and its image's slot in the
+// gates a block starting at row m0 stages (0 .. span − 1).
+CONVLAB_HOST_DEVICE inline std::ptrdiff_t project_row_offset(const ProjectTile& t, std::int64_t m) {
+  const std::int64_t n = m / t.pq, pixel = m - n * t.pq;
+  return (std::ptrdiff_t(n) * t.chunks * t.pq + pixel) * kChunk;
+}
+CONVLAB_HOST_DEVICE inline int project_gate_slot(const ProjectTile& t, std::int64_t m0, std::int64_t m) {
+  return int(m / t.pq - m0 / t.pq);
+}
+
+// The CTA tile for `sms` SMs: least work on the busiest SM, ⌈CTAs / sms⌉ · bm · bn (a block's
+// MACs per chunk; padding columns past C_out count, they cost mma time), then the fewest column
+// blocks (each re-reads its rows' D), then the larger tile. Tiles whose stages do not fit are
+// skipped; bm = 0 when none fits (a span of thousands of 1-pixel images).
+inline ProjectTile choose_project_tile(const MBConvProblem& p, int sms) {
+  ProjectTile best;
+  double best_cost = 0.0;
+  for (ProjectShape s : kProjectTiles) {
+    const ProjectTile t = project_tile_for(p, s);
+    if (t.bytes > kMaxShared || t.m_blocks > (1LL << 31) / std::max(1, t.n_blocks)) continue;
+    const double ctas = double(t.m_blocks) * t.n_blocks;
+    const double cost = std::ceil(ctas / std::max(1, sms)) * s.bm * s.bn;
+    const auto key = [](const ProjectTile& a) { return std::make_pair(-a.n_blocks, a.bm * a.bn); };
+    if (best.bm == 0 || cost < best_cost || (cost == best_cost && key(t) > key(best))) best = t, best_cost = cost;
+  }
+  return best;
+}
+
 }  // namespace convlab::gpu::mbconv

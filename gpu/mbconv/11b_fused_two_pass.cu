@@ -27,7 +27,7 @@ namespace {
 
 using namespace gpu::mbconv;
 
-bool supports(const MBConvProblem& p) { return p.has_se() && fused_support(p); }
+bool supports(const MBConvProblem& p) { return p.has_se() && se_gate_fits(p) && fused_support(p); }
 
 std::size_t workspace_bytes(const MBConvProblem& p) {
   const Tile t = choose_tile(p, Stage::sums);

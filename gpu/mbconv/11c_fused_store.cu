@@ -2,24 +2,24 @@
 //
 // Idea over 11b_fused_two_pass: trade the second expand + depthwise for DRAM
 // bytes. Pass 1 (Stage::store) writes the depthwise output D in the
-// problem's 16-bit type beside its channel sums; pass 2
-// (Stage::project_stored) reads D back, gates it and projects:
+// problem's 16-bit type beside its channel sums; pass 2 reads D back, gates
+// it and projects, as one GEMM over the whole batch:
 //
 //   pass 1  per tile: E, D on chip; sums -> partial; D -> dbuf [N][hidden chunk][P·Q][32]   (2 bytes per element)
-//   gate    se_gate_kernel, then (C_out ≤ P·Q) gated_weights_kernel: Wg[n] = diag(g_n)·Wp  [N, hidden, C_out]
-//   pass 2  per tile: D from dbuf, Y = D·Wg[n] (mma), y = Y + bp + x   (the gate rides on the weights)
-//           or, where Wg[n] would outweigh image n's D (C_out > P·Q: small images), Y = (D ⊙ g)·Wp
-//           with ⊙ g applied to D's fragments (lessons/11-mbconv/NOTES.md measures both)
+//   gate    se_gate_kernel: g [N, hidden], written in the 16-bit type with rows of dbuf_live(hidden)
+//   pass 2  mbconv_project_kernel: Y[N·P·Q, C_out] = (D ⊙ G)·Wp over every pixel of the batch,
+//           G = the gate of each row's image, applied to D's fragments; y = Y + bp (+ x)
 //
 // Plain loop it replaces: ref::mbconv_block. Cost: expand and depthwise once,
 // DRAM + 2·|D|·2 bytes (MBConvProblem::two_pass_store_bytes()). Which of 11b
 // and 11c wins depends on whether the recompute's MACs or the stored D's bytes
 // are dearer at the shape: lesson 11's NOTES.md measures it.
 // Supported: f16, bf16, with SE; the sizes of fused_support.
-// Workspace: dbuf, the per-tile sums, the gates and the gated weights.
+// Workspace: dbuf, the per-tile sums, the gates, and Wp padded to rows of 16-byte pieces where needed.
 // Run just this: build/convlab run mbconv/gpu/11c_fused_store --shape N=128,H=56,C=24,dtype=f16
 #include "gpu/lib/mbconv_fused.cuh"
 #include "gpu/lib/mbconv_layers.cuh"
+#include "gpu/lib/mbconv_project.cuh"
 #include "ops/mbconv.hpp"
 
 namespace convlab {
@@ -27,22 +27,19 @@ namespace {
 
 using namespace gpu::mbconv;
 
-bool supports(const MBConvProblem& p) { return p.has_se() && fused_support(p); }
-
-// The gate rides on per-image weights when they are no larger than the image's D.
-bool fold_gate(const MBConvProblem& p) { return std::int64_t(p.C_out) <= std::int64_t(p.P()) * p.Q(); }
+bool supports(const MBConvProblem& p) { return p.has_se() && se_gate_fits(p) && fused_support(p); }
 
 struct Layout {
-  std::size_t partial, gate, dbuf, wg;  // bytes
+  std::size_t partial, gate16, dbuf, wp;  // bytes
   explicit Layout(const MBConvProblem& p) {
     const Tile t = choose_tile(p, Stage::store);  // pass 1's tiles: one row of sums each
     const auto up = [](std::size_t b) { return (b + 255) / 256 * 256; };
     partial = up(std::size_t(p.N) * t.tiles * p.hidden() * sizeof(float));
-    gate = up(std::size_t(p.N) * p.hidden() * sizeof(float));
+    gate16 = up(std::size_t(p.N) * dbuf_live(p.hidden()) * 2);
     dbuf = up(dbuf_elems(p) * 2);
-    wg = fold_gate(p) ? up(std::size_t(p.N) * p.hidden() * p.C_out * 2) : 0;
+    wp = up(project_workspace_bytes(p));
   }
-  std::size_t bytes() const { return partial + gate + dbuf + wg; }
+  std::size_t bytes() const { return partial + gate16 + dbuf + wp; }
 };
 
 std::size_t workspace_bytes(const MBConvProblem& p) { return Layout(p).bytes(); }
@@ -52,19 +49,13 @@ void run(const MBConvProblem& p, const Args<MBConvProblem>& a) {
   const Layout l(p);
   unsigned char* base = static_cast<unsigned char*>(a.workspace);
   float* partial = reinterpret_cast<float*>(base);
-  float* gate = reinterpret_cast<float*>(base + l.partial);
-  void* dbuf = base + l.partial + l.gate;
-  void* wg = base + l.partial + l.gate + l.dbuf;
+  void* gate16 = base + l.partial;
+  void* dbuf = base + l.partial + l.gate16;
   gpu::visit_dtype<__half, __nv_bfloat16>(p.dtype, [&](auto tag) {
     using E = typename decltype(tag)::type;
     launch_stage<E, Stage::store>(p, a, nullptr, partial, dbuf);
-    se_gate<E>(p, t.tiles, partial, a.se1_w, a.se1_b, a.se2_w, a.se2_b, gate);
-    if (fold_gate(p)) {
-      gated_weights<E>(p, a.project_w, gate, wg);
-      launch_stage<E, Stage::project_stored>(p, a, nullptr, nullptr, dbuf, wg);
-    } else {
-      launch_stage<E, Stage::project_stored>(p, a, gate, nullptr, dbuf);
-    }
+    se_gate<E>(p, t.tiles, partial, a.se1_w, a.se1_b, a.se2_w, a.se2_b, nullptr, gate16, dbuf_live(p.hidden()));
+    launch_project<E>(p, a, dbuf, gate16, base + l.partial + l.gate16 + l.dbuf);
   });
 }
 
@@ -75,7 +66,7 @@ const Register<MBConvProblem> reg{{
     .supports = supports,
     .run = run,
     .workspace_bytes = workspace_bytes,
-    .idea = "two fused passes; pass 1 stores the depthwise output in 16 bits, pass 2 reads it, gates, projects",
+    .idea = "two fused passes; pass 1 stores the depthwise output in 16 bits, pass 2 is one GEMM over the batch that gates it and projects",
     .model_bytes = [](const MBConvProblem& p) { return p.two_pass_store_bytes(); },
 }};
 
