@@ -35,84 +35,158 @@ namespace convlab::gpu::mbconv {
 // [N, parts, hidden] fp32 (the fused rungs write one row per tile, the layer
 // rungs one per image); they are added in row order (deterministic), then
 //   m = sum / (P·Q),  z = ψ(m·W1 + b1) [Cr],  gate = sigmoid(z·W2 + b2) [hidden], fp32.
-// Both FCs read their weights coalesced, along the row-major weight's rows:
-// the first ([hidden, Cr]) gives lane l the outputs r = r0 + l and warp w the
-// inputs j = w, w + 8, ... (each warp load is one contiguous row piece), then
-// adds the 8 warps' partial sums in warp order; the second ([Cr, hidden]) is a
-// thread per hidden channel. (Lanes over j instead would read W1 with a stride
-// of Cr elements: 32 sectors per load, which took 63 µs of L2 traffic at
-// C = 192, hidden 1152, N = 128 on the H200, against ≈ 5 µs now counted.)
-// gate (optional): fp32, [N, hidden]. gate16 (optional): the gate in the problem's 16-bit type, rows of
-// ld16 ≥ hidden elements, channels hidden .. ld16 − 1 zero — what 11c's pass 2
-// copies beside D with 16-byte copies.
-// Block: kGateThreads threads. Dynamic shared memory: (hidden + Cr + 8·32) floats.
+// The FCs are tiny (2·hidden·Cr MACs an image) and their weights are L2 hits, so
+// the kernel's time is load latency times the length of each thread's chain of
+// dependent loads. Both FCs therefore read 8 weights per load (16 bytes, along
+// the weight's rows) and split the reduction dimension over as many threads as
+// the block has to spare:
+//   FC1, W1 [hidden][Cr]: task (u, jj) makes outputs 8u .. 8u + 7 over inputs
+//        j = jj, jj + T, ... (T = 256 / ⌈Cr/8⌉ row groups), then the T partials of
+//        each output are added in group order;
+//   FC2, W2 [Cr][hidden]: task (v, rr) makes channels 8v .. 8v + 7 over
+//        r = rr, rr + R, ..., then the R partials are added in order.
+// At C = 192 (hidden 1152, Cr 48) a thread's chain is 28 loads, not the 144 of a
+// warp per output or the 48 of a thread per channel (62 µs measured for those
+// on the H200 at N = 128; lessons/11-mbconv/NOTES.md).
+// gate (optional): fp32, [N, hidden]. gate16 (optional): the gate in the
+// problem's 16-bit type, rows of ld16 ≥ hidden elements, channels
+// hidden .. ld16 − 1 zero — what 11c's pass 2 copies beside D with 16-byte copies.
+// vec1, vec2: W1's and W2's rows are whole 16-byte pieces (Cr, hidden multiples of 8, aligned).
+// Block: kGateThreads threads. Dynamic shared memory: se_gate_shared_bytes(p).
 inline constexpr int kGateThreads = 256;
-inline constexpr int kGateWarps = kGateThreads / 32;
+
+// Eight consecutive weights of a row of `len`, from column col (zeros past the row's end);
+// vec: one 16-byte load (two for fp32).
+template <class Element>
+__device__ __forceinline__ void load_eight(const Element* row, int col, int len, bool vec, float (&w)[8]) {
+  if constexpr (sizeof(Element) == 4) {
+    if (vec) {
+      const float4 lo = *reinterpret_cast<const float4*>(row + col), hi = *reinterpret_cast<const float4*>(row + col + 4);
+      w[0] = lo.x, w[1] = lo.y, w[2] = lo.z, w[3] = lo.w, w[4] = hi.x, w[5] = hi.y, w[6] = hi.z, w[7] = hi.w;
+      return;
+    }
+  } else if (vec) {
+    const uint4 q = *reinterpret_cast<const uint4*>(row + col);
+    const uint32_t words[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      float2 f;
+      if constexpr (std::is_same_v<Element, __half>) f = __half22float2(*reinterpret_cast<const __half2*>(&words[i]));
+      else f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&words[i]));
+      w[2 * i] = f.x, w[2 * i + 1] = f.y;
+    }
+    return;
+  }
+#pragma unroll
+  for (int i = 0; i < 8; ++i) w[i] = col + i < len ? to_float(row[col + i]) : 0.0f;
+}
+
+// Partial sums the reductions keep in shared memory: T·8⌈Cr/8⌉ (FC1) and R·8⌈hidden/8⌉ (FC2, R > 1).
+inline int se_gate_red_floats(int hidden, int cr) {
+  const int u = (cr + 7) / 8, v = (hidden + 7) / 8;
+  const int t = std::max(1, kGateThreads / u), r = std::max(1, kGateThreads / v);
+  return std::max(t * 8 * u, r > 1 ? r * 8 * v : 0);
+}
 
 template <class Element>
-__global__ void __launch_bounds__(kGateThreads) se_gate_kernel(int hidden, int cr, int parts, float inv_pixels,
+__global__ void __launch_bounds__(kGateThreads, 1) se_gate_kernel(int hidden, int cr, int parts, float inv_pixels,
                                                                FfnActivation act, const float* __restrict__ partial,
                                                                const Element* __restrict__ w1,
                                                                const Element* __restrict__ b1,
                                                                const Element* __restrict__ w2,
-                                                               const Element* __restrict__ b2,
+                                                               const Element* __restrict__ b2, bool vec1, bool vec2,
                                                                float* __restrict__ gate, Element* __restrict__ gate16,
                                                                int ld16) {
   extern __shared__ float se_shared[];
-  float* mean = se_shared;             // [hidden]
-  float* z = mean + hidden;            // [cr]
-  float* red = z + cr;                 // [kGateWarps][32]
-  const int n = blockIdx.x, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  float* mean = se_shared;   // [hidden]
+  float* z = mean + hidden;  // [cr]
+  float* red = z + cr;       // se_gate_red_floats
+  const int n = blockIdx.x, tid = threadIdx.x;
   const float* rows = partial + std::ptrdiff_t(n) * parts * hidden;
-  for (int j = threadIdx.x; j < hidden; j += blockDim.x) {
+  for (int j = tid; j < hidden; j += kGateThreads) {
     float s = 0.0f;
 #pragma unroll 4
     for (int t = 0; t < parts; ++t) s += rows[std::ptrdiff_t(t) * hidden + j];
     mean[j] = s * inv_pixels;
   }
   __syncthreads();
-  for (int r0 = 0; r0 < cr; r0 += 32) {
-    const int r = r0 + lane;
-    float acc = 0.0f;
-    if (r < cr) {
+
+  // FC1: z = ψ(m·W1 + b1).
+  const int units = (cr + 7) / 8, groups = max(1, kGateThreads / units);
+  for (int task = tid; task < units * groups; task += kGateThreads) {
+    const int u = task % units, jj = task / units;
+    float acc[8] = {};
 #pragma unroll 4
-      for (int j = warp; j < hidden; j += kGateWarps) acc += mean[j] * to_float(w1[std::ptrdiff_t(j) * cr + r]);
-    }
-    red[warp * 32 + lane] = acc;
-    __syncthreads();
-    if (warp == 0 && r < cr) {
-      float s = 0.0f;
+    for (int j = jj; j < hidden; j += groups) {
+      float w[8];
+      load_eight(w1 + std::ptrdiff_t(j) * cr, 8 * u, cr, vec1, w);
 #pragma unroll
-      for (int w = 0; w < kGateWarps; ++w) s += red[w * 32 + lane];
-      z[r] = ffn::activate(act, s + to_float(b1[r]));
+      for (int i = 0; i < 8; ++i) acc[i] = fmaf(mean[j], w[i], acc[i]);
     }
-    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < 8; ++i) red[jj * 8 * units + 8 * u + i] = acc[i];
   }
-  for (int j = threadIdx.x; j < hidden; j += blockDim.x) {
-    float acc = to_float(b2[j]);
-#pragma unroll 4
-    for (int r = 0; r < cr; ++r) acc += z[r] * to_float(w2[std::ptrdiff_t(r) * hidden + j]);
-    const float g = 1.0f / (1.0f + __expf(-acc));
+  __syncthreads();
+  for (int r = tid; r < cr; r += kGateThreads) {
+    float s = 0.0f;
+    for (int jj = 0; jj < groups; ++jj) s += red[jj * 8 * units + r];
+    z[r] = ffn::activate(act, s + to_float(b1[r]));
+  }
+  __syncthreads();
+
+  // FC2: gate = sigmoid(z·W2 + b2), written once per channel.
+  const auto finish = [&](int j, float v) {
+    const float g = 1.0f / (1.0f + __expf(-(v + to_float(b2[j]))));
     if (gate) gate[std::ptrdiff_t(n) * hidden + j] = g;
     if (gate16) gate16[std::ptrdiff_t(n) * ld16 + j] = from_float<Element>(g);
+  };
+  const int pieces = (hidden + 7) / 8, splits = max(1, kGateThreads / pieces);
+  for (int task = tid; task < pieces * splits; task += kGateThreads) {
+    const int v = task % pieces, rr = task / pieces;
+    float acc[8] = {};
+#pragma unroll 4
+    for (int r = rr; r < cr; r += splits) {
+      float w[8];
+      load_eight(w2 + std::ptrdiff_t(r) * hidden, 8 * v, hidden, vec2, w);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) acc[i] = fmaf(z[r], w[i], acc[i]);
+    }
+    if (splits == 1) {
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        if (8 * v + i < hidden) finish(8 * v + i, acc[i]);
+    } else {
+#pragma unroll
+      for (int i = 0; i < 8; ++i) red[rr * 8 * pieces + 8 * v + i] = acc[i];
+    }
+  }
+  if (splits > 1) {
+    __syncthreads();
+    for (int j = tid; j < hidden; j += kGateThreads) {
+      float s = 0.0f;
+      for (int rr = 0; rr < splits; ++rr) s += red[rr * 8 * pieces + j];
+      finish(j, s);
+    }
   }
   if (gate16)
-    for (int j = hidden + threadIdx.x; j < ld16; j += blockDim.x) gate16[std::ptrdiff_t(n) * ld16 + j] = from_float<Element>(0.0f);
+    for (int j = hidden + tid; j < ld16; j += kGateThreads) gate16[std::ptrdiff_t(n) * ld16 + j] = from_float<Element>(0.0f);
 }
 
-// The gate kernel's shared memory, (hidden + Cr + 8·32) floats, within the 48 KB a launch gets unasked.
-inline bool se_gate_fits(const MBConvProblem& p) {
-  return (double(p.hidden()) + p.se_channels() + kGateWarps * 32) * sizeof(float) <= 48.0 * 1024;
+inline std::size_t se_gate_shared_bytes(const MBConvProblem& p) {
+  return (std::size_t(p.hidden()) + p.se_channels() + se_gate_red_floats(p.hidden(), p.se_channels())) * sizeof(float);
 }
+// The gate kernel's shared memory within what one block may ask for (227 KB on the H200).
+inline bool se_gate_fits(const MBConvProblem& p) { return se_gate_shared_bytes(p) <= 227 * 1024; }
 
 template <class Element>
 void se_gate(const MBConvProblem& p, int parts, const float* partial, const void* w1, const void* b1, const void* w2,
              const void* b2, float* gate, void* gate16 = nullptr, int ld16 = 0) {
-  const std::size_t shared = std::size_t(p.hidden() + p.se_channels() + kGateWarps * 32) * sizeof(float);
-  se_gate_kernel<Element><<<unsigned(p.N), kGateThreads, shared>>>(
+  const bool vec1 = p.se_channels() % 8 == 0 && aligned_16(w1), vec2 = p.hidden() % 8 == 0 && aligned_16(w2);
+  allow_dynamic_shared(se_gate_kernel<Element>, se_gate_shared_bytes(p), "mbconv se_gate_kernel");
+  se_gate_kernel<Element><<<unsigned(p.N), kGateThreads, se_gate_shared_bytes(p)>>>(
       p.hidden(), p.se_channels(), parts, float(1.0 / (double(p.P()) * p.Q())), p.activation, partial,
       static_cast<const Element*>(w1), static_cast<const Element*>(b1), static_cast<const Element*>(w2),
-      static_cast<const Element*>(b2), gate, static_cast<Element*>(gate16), ld16);
+      static_cast<const Element*>(b2), vec1, vec2, gate, static_cast<Element*>(gate16), ld16);
   check_launch("mbconv se_gate_kernel");
 }
 

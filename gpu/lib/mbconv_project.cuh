@@ -263,7 +263,8 @@ void launch_project(const MBConvProblem& p, const Args<MBConvProblem>& a, const 
         static_cast<const Element*>(a.project_b), static_cast<const Element*>(a.x), static_cast<Element*>(a.y));
     check_launch(name);
   };
-  if (t.bm == 128 && t.bn == 32) go(mbconv_project_kernel<Element, 128, 32>, "mbconv_project_kernel<128,32>");
+  if (t.bm == 256) go(mbconv_project_kernel<Element, 256, 32>, "mbconv_project_kernel<256,32>");
+  else if (t.bm == 128 && t.bn == 32) go(mbconv_project_kernel<Element, 128, 32>, "mbconv_project_kernel<128,32>");
   else if (t.bm == 128) go(mbconv_project_kernel<Element, 128, 64>, "mbconv_project_kernel<128,64>");
   else if (t.bn == 64) go(mbconv_project_kernel<Element, 64, 64>, "mbconv_project_kernel<64,64>");
   else go(mbconv_project_kernel<Element, 64, 128>, "mbconv_project_kernel<64,128>");

@@ -260,7 +260,7 @@ struct ProjectShape {
   int bm, bn;
 };
 // (128 × 128 would need more than the 128 registers a thread has at two CTAs per SM: it spills.)
-inline constexpr ProjectShape kProjectTiles[] = {{128, 32}, {128, 64}, {64, 64}, {64, 128}};
+inline constexpr ProjectShape kProjectTiles[] = {{256, 32}, {128, 32}, {128, 64}, {64, 64}, {64, 128}};
 
 struct ProjectTile {
   int bm = 0, bn = 0;                 // CTA tile: bm rows (pixels, across images) × bn output columns
