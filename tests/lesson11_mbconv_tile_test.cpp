@@ -344,3 +344,24 @@ TEST_CASE("mbconv tile: 11c's pass 2 tile at the goal shapes", "[mbconv][lesson1
   CHECK(t.bn == 32);
   CHECK(t.n_blocks == 1);
 }
+
+TEST_CASE("mbconv tile: the SE gate kernel's shared memory holds both FCs' partial sums", "[mbconv][lesson11][cpu]") {
+  std::vector<MBConvProblem> shapes;
+  for (ShapeTable table : {ShapeTable::test, ShapeTable::bench})
+    for (Device device : {Device::cpu, Device::gpu})
+      for (const MBConvProblem& p : OpTraits<MBConvProblem>::shapes(table, device)) shapes.push_back(p);
+  MBConvProblem wide;  // Cr past 8·256 (FC1 with one row group), hidden past 8·256 (FC2 unsplit)
+  wide.N = 1, wide.H = wide.W = 3, wide.C = 1000, wide.expand = 3, wide.se = 2.5, wide.C_out = 8;
+  shapes.push_back(wide);
+  for (const MBConvProblem& p : shapes) {  // with SE and without (Cr = 0: the layer rungs still ask)
+    INFO(OpTraits<MBConvProblem>::spec(p));
+    const int hidden = p.hidden(), cr = p.se_channels();
+    const int units = std::max(1, (cr + 7) / 8), groups = std::max(1, kGateThreads / units);
+    const int pieces = (hidden + 7) / 8, splits = std::max(1, kGateThreads / pieces);
+    const int red = se_gate_red_floats(hidden, cr);
+    CHECK(red >= groups * 8 * units);              // FC1: group jj's outputs at jj·8·units + 8u + i
+    if (splits > 1) CHECK(red >= splits * 8 * pieces);  // FC2: split rr's channels at rr·8·pieces + 8v + i
+    CHECK(se_gate_shared_bytes(p) == (std::size_t(hidden) + cr + red) * sizeof(float));
+    (void)se_gate_fits(p);
+  }
+}

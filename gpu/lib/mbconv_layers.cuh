@@ -23,6 +23,7 @@
 #include "gpu/lib/check.cuh"
 #include "gpu/lib/element.cuh"
 #include "gpu/lib/ffn_epilogue.cuh"
+#include "gpu/lib/mbconv_tile.hpp"  // kGateThreads, se_gate_shared_bytes
 #include "ops/conv2d.hpp"
 #include "ops/gemm.hpp"
 #include "ops/mbconv.hpp"
@@ -53,8 +54,6 @@ namespace convlab::gpu::mbconv {
 // hidden .. ld16 − 1 zero — what 11c's pass 2 copies beside D with 16-byte copies.
 // vec1, vec2: W1's and W2's rows are whole 16-byte pieces (Cr, hidden multiples of 8, aligned).
 // Block: kGateThreads threads. Dynamic shared memory: se_gate_shared_bytes(p).
-inline constexpr int kGateThreads = 256;
-
 // Eight consecutive weights of a row of `len`, from column col (zeros past the row's end);
 // vec: one 16-byte load (two for fp32).
 template <class Element>
@@ -79,13 +78,6 @@ __device__ __forceinline__ void load_eight(const Element* row, int col, int len,
   }
 #pragma unroll
   for (int i = 0; i < 8; ++i) w[i] = col + i < len ? to_float(row[col + i]) : 0.0f;
-}
-
-// Partial sums the reductions keep in shared memory: T·8⌈Cr/8⌉ (FC1) and R·8⌈hidden/8⌉ (FC2, R > 1).
-inline int se_gate_red_floats(int hidden, int cr) {
-  const int u = (cr + 7) / 8, v = (hidden + 7) / 8;
-  const int t = std::max(1, kGateThreads / u), r = std::max(1, kGateThreads / v);
-  return std::max(t * 8 * u, r > 1 ? r * 8 * v : 0);
 }
 
 template <class Element>
@@ -171,12 +163,6 @@ __global__ void __launch_bounds__(kGateThreads, 1) se_gate_kernel(int hidden, in
   if (gate16)
     for (int j = hidden + tid; j < ld16; j += kGateThreads) gate16[std::ptrdiff_t(n) * ld16 + j] = from_float<Element>(0.0f);
 }
-
-inline std::size_t se_gate_shared_bytes(const MBConvProblem& p) {
-  return (std::size_t(p.hidden()) + p.se_channels() + se_gate_red_floats(p.hidden(), p.se_channels())) * sizeof(float);
-}
-// The gate kernel's shared memory within what one block may ask for (227 KB on the H200).
-inline bool se_gate_fits(const MBConvProblem& p) { return se_gate_shared_bytes(p) <= 227 * 1024; }
 
 template <class Element>
 void se_gate(const MBConvProblem& p, int parts, const float* partial, const void* w1, const void* b1, const void* w2,

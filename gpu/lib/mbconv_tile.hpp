@@ -326,4 +326,19 @@ inline ProjectTile choose_project_tile(const MBConvProblem& p, int sms) {
   return best;
 }
 
+// ---- the SE gate kernel's shared memory (gpu/lib/mbconv_layers.cuh) -----------------------
+inline constexpr int kGateThreads = 256;
+// Partial sums the reductions keep in shared memory: T·8⌈Cr/8⌉ (FC1) and R·8⌈hidden/8⌉ (FC2, R > 1).
+inline int se_gate_red_floats(int hidden, int cr) {
+  const int u = std::max(1, (cr + 7) / 8), v = std::max(1, (hidden + 7) / 8);  // Cr = 0 without SE
+  const int t = std::max(1, kGateThreads / u), r = std::max(1, kGateThreads / v);
+  return std::max(t * 8 * u, r > 1 ? r * 8 * v : 0);
+}
+
+inline std::size_t se_gate_shared_bytes(const MBConvProblem& p) {
+  return (std::size_t(p.hidden()) + p.se_channels() + se_gate_red_floats(p.hidden(), p.se_channels())) * sizeof(float);
+}
+// The gate kernel's shared memory within what one block may ask for (227 KB on the H200).
+inline bool se_gate_fits(const MBConvProblem& p) { return se_gate_shared_bytes(p) <= 227 * 1024; }
+
 }  // namespace convlab::gpu::mbconv
