@@ -42,13 +42,12 @@ namespace convlab::gpu::mbconv {
 // the weight's rows) and split the reduction dimension over as many threads as
 // the block has to spare:
 //   FC1, W1 [hidden][Cr]: task (u, jj) makes outputs 8u .. 8u + 7 over inputs
-//        j = jj, jj + T, ... (T = 256 / ⌈Cr/8⌉ row groups), then the T partials of
+//        j = jj, jj + T, ... (T = kGateThreads / ⌈Cr/8⌉ row groups), then the T partials of
 //        each output are added in group order;
 //   FC2, W2 [Cr][hidden]: task (v, rr) makes channels 8v .. 8v + 7 over
 //        r = rr, rr + R, ..., then the R partials are added in order.
-// At C = 192 (hidden 1152, Cr 48) a thread's chain is 28 loads, not the 144 of a
-// warp per output or the 48 of a thread per channel (62 µs measured for those
-// on the H200 at N = 128; lessons/11-mbconv/NOTES.md).
+// At C = 192 (hidden 1152, Cr 48) a thread's chains are 14 loads (FC1) and 16
+// (FC2); lessons/11-mbconv/NOTES.md measures the gate against longer chains.
 // gate (optional): fp32, [N, hidden]. gate16 (optional): the gate in the
 // problem's 16-bit type, rows of ld16 ≥ hidden elements, channels
 // hidden .. ld16 − 1 zero — what 11c's pass 2 copies beside D with 16-byte copies.

@@ -327,7 +327,7 @@ inline ProjectTile choose_project_tile(const MBConvProblem& p, int sms) {
 }
 
 // ---- the SE gate kernel's shared memory (gpu/lib/mbconv_layers.cuh) -----------------------
-inline constexpr int kGateThreads = 256;
+inline constexpr int kGateThreads = 512;  // one block per image: 128 blocks at N = 128, each with 16 warps of loads in flight
 // Partial sums the reductions keep in shared memory: T·8⌈Cr/8⌉ (FC1) and R·8⌈hidden/8⌉ (FC2, R > 1).
 inline int se_gate_red_floats(int hidden, int cr) {
   const int u = std::max(1, (cr + 7) / 8), v = std::max(1, (hidden + 7) / 8);  // Cr = 0 without SE
