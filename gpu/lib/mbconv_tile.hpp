@@ -156,6 +156,7 @@ struct Tile {
   int c_pad, cout_pad;            // C to 16, C_out to 8
   int ldx, lde, ldd, ldwe, ldwp;  // shared row strides, elements
   bool expand, residual;
+  bool project;  // the stage holds Y accumulators (project, project_stored): acc_tiles() bounds the tile
   bool vec;    // 16-byte copies (launcher: C, C_out, hidden multiples of 8, tensors 16-byte aligned)
   bool pairs;  // 32-bit y stores (launcher: C_out even, x and y 4-byte aligned)
   ref::Activation act;
@@ -180,6 +181,7 @@ inline Tile tile_for(const MBConvProblem& p, int rows, Stage stage, int images =
   Tile t{};
   t.N = p.N, t.H = p.H, t.W = p.W, t.C = p.C, t.hidden = p.hidden(), t.P = p.P(), t.Q = p.Q(), t.C_out = p.C_out;
   t.stride = p.stride, t.pad = p.kernel / 2, t.expand = p.has_expand(), t.residual = p.has_residual(), t.act = p.activation;
+  t.project = project;
   t.rows = rows;
   t.tiles = (t.P + rows - 1) / rows;
   t.images = rows == t.P ? std::max(1, images) : 1;
@@ -234,7 +236,7 @@ inline std::size_t dbuf_elems(const MBConvProblem& p) {
 }
 
 inline bool tile_fits(const Tile& t, std::size_t shared_limit = kMaxShared) {
-  return t.acc_tiles() <= kWarps * kMaxAccTiles && t.bytes <= shared_limit;
+  return (!t.project || t.acc_tiles() <= kWarps * kMaxAccTiles) && t.bytes <= shared_limit;
 }
 
 // The tallest tile (whole output rows, at most kTargetPixels pixels, at least
