@@ -286,6 +286,17 @@ std::vector<MBConvProblem> test_shapes() {
       block(3, 5, 5, 24, 2, 3, 1, 0.25, 136, silu, f16),  // C_out 136: three 64-column blocks
       block(2, 3, 3, 16, 2, 3, 1, 0.25, 67, relu, bf16),  // C_out odd: one-element stores
       block(3, 6, 5, 7, 3, 3, 1, 0.25, 7, silu, f16),     // hidden 21 (dbuf_live 24), C = C_out = 7 with the residual
+      // the fused kernel's tiles of several whole images (images_for, at an H200's 264 resident CTAs):
+      // batches large enough to keep two waves, N not a multiple of the images per tile (a short last
+      // group), k = 3 and 5, stride 1 and 2, no expand, C not a multiple of 8, no SE; each ≤ 105 MFLOP
+      block(1101, 3, 3, 16, 6, 3, 1, 0.25, 16, silu, f16),  // sums/store 6 images a tile, project 2
+      block(1101, 3, 3, 8, 6, 5, 1, 0.0, 8, relu, f16),     // no SE: the single pass, 2 images; k = 5 wider than the image
+      block(401, 7, 7, 16, 6, 3, 2, 0.25, 24, silu, f16),   // stride 2, 2 images
+      block(401, 5, 5, 16, 6, 5, 2, 0.25, 16, silu, bf16),  // k = 5, stride 2
+      block(541, 7, 7, 8, 6, 5, 1, 0.25, 8, silu, f16),     // k = 5, 7 × 7, hidden 48 (a last chunk of 16)
+      block(401, 5, 5, 96, 1, 3, 1, 0.25, 24, silu, f16),   // e = 1: E copied from x
+      block(401, 3, 3, 20, 4, 3, 1, 0.25, 12, relu, f16),   // C, C_out not multiples of 8: the plain copies
+      block(1, 5, 5, 16, 6, 3, 1, 0.25, 16, silu, f16),     // N = 1: one image, hidden chunks split
   };
 }
 

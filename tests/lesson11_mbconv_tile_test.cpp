@@ -16,8 +16,13 @@
 //      depthwise slice start on 16 bytes and are whole vectors.
 //   5. split_tile: the CTAs that share a tile make every hidden chunk (sums,
 //      store) or every output column (project_stored) exactly once.
+//   6. Tiles of several whole images (images_for): the layout, the item map
+//      over (image, row group, run, pair) with no row of a neighbour image,
+//      per-image sums slots and dbuf blocks, the images chosen at the goal
+//      shapes, and a short last group.
 #include <algorithm>
 #include <set>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -40,15 +45,22 @@ std::vector<MBConvProblem> fused_shapes() {
 }
 
 constexpr Stage kStages[] = {Stage::sums, Stage::store, Stage::project, Stage::project_stored};
+constexpr int kH200Resident = 132 * 2;  // an H200's SMs × two CTAs of the stages that make D
 
 TEST_CASE("mbconv tile: the shared layout is aligned, disjoint and bank-friendly", "[mbconv][lesson11][cpu]") {
   for (const MBConvProblem& p : fused_shapes())
-    for (Stage s : kStages) {
-      const Tile t = choose_tile(p, s);
-      INFO(OpTraits<MBConvProblem>::spec(p) << " stage " << int(s));
+    for (Stage s : kStages)
+    for (int resident : {0, kH200Resident}) {
+      const Tile t = resident ? choose_tile(p, s, resident) : choose_tile(p, s);
+      INFO(OpTraits<MBConvProblem>::spec(p) << " stage " << int(s) << " images " << t.images);
       REQUIRE(t.rows > 0);
+      REQUIRE(t.images >= 1);
+      if (t.images > 1) CHECK((t.rows == t.P && s != Stage::project_stored && t.tiles == 1));
+      CHECK(t.groups * t.images >= p.N);
+      CHECK((t.groups - 1) * t.images < p.N);
+      CHECK(t.tiles == choose_tile(p, s).tiles);  // the sums' layout [N, tiles, hidden] does not depend on images
       CHECK(t.bytes <= kMaxShared);
-      CHECK(t.acc_tiles() <= kWarps * kMaxAccTiles);
+      if (s == Stage::project || s == Stage::project_stored) CHECK(t.acc_tiles() <= kWarps * kMaxAccTiles);
       CHECK(t.tiles * t.rows >= t.P);
       CHECK((t.tiles - 1) * t.rows < t.P);
       // Regions: [offset, offset + size), each buffered region counted as often as it is buffered.
@@ -65,8 +77,8 @@ TEST_CASE("mbconv tile: the shared layout is aligned, disjoint and bank-friendly
           {t.wp_off, 2 * t.wp_bytes},
           {t.dw_off, 2 * t.dw_bytes},
           {t.dwf_off, make_d ? 2 * kChunk * taps * 4 : 0},
-          {t.v_off, 3 * std::size_t(3) * kChunk * 4},
-          {t.red_off, sums ? 2 * std::size_t(kPixelGroups) * kChunk * 4 : 0}};
+          {t.v_off, 3 * std::size_t(2 + (s == Stage::project ? t.images : 1)) * kChunk * 4},
+          {t.red_off, sums ? 2 * std::size_t(t.images) * kPixelGroups * kChunk * 4 : 0}};
       for (std::size_t i = 0; i < regions.size(); ++i) {
         CHECK(regions[i].first % 16 == 0);
         CHECK(regions[i].first + regions[i].second <= t.bytes);
@@ -87,6 +99,8 @@ TEST_CASE("mbconv tile: the shared layout is aligned, disjoint and bank-friendly
       const int group_max = dw_group_max(p.kernel, p.stride, s == Stage::project || s == Stage::project_stored);
       const int groups = (t.rows + t.dw_rows - 1) / t.dw_rows;
       CHECK((t.dw_rows >= 1 && t.dw_rows <= group_max));
+      CHECK(t.dw.groups == groups);
+      CHECK(t.dw.runs_per_row == (t.Q + kRun - 1) / kRun);
       CHECK(groups == (t.rows + t.dw_rows - 1) / t.dw_rows);
       CHECK((groups - 1) * t.dw_rows < t.rows);
       // dbuf: the live columns a 16-byte multiple at least hidden long (aligned pair stores, whole
@@ -102,13 +116,20 @@ TEST_CASE("mbconv tile: the shared layout is aligned, disjoint and bank-friendly
         CHECK(dbuf_offset(t, 1, 0, 0) == std::ptrdiff_t(t.d_chunks) * t.P * t.Q * kChunk);
         CHECK(dbuf_offset(t, 0, 0, 1) * 2 % 16 == 0);  // rows 16-byte aligned
       }
-      // The halo: every input row a tile's depthwise reads is inside the E buffer.
+      // The halo: every input row a tile's depthwise reads is inside the E buffer; a tile of several
+      // images reads every row of each (h0 = 0, h1 = H: the images' rows are one contiguous block).
       for (int tile = 0; tile < t.tiles; ++tile) {
         const int p0 = tile * t.rows, p1 = std::min(t.P, p0 + t.rows);
         const int h0 = std::max(0, p0 * t.stride - t.pad), h1 = std::min(t.H, (p1 - 1) * t.stride - t.pad + p.kernel);
-        CHECK((h1 - h0) * t.W <= t.m_in);
+        CHECK(t.images * (h1 - h0) * t.W <= t.m_in);
         CHECK(h1 - h0 <= t.in_rows);
-        CHECK((p1 - p0) * t.Q <= t.m_out);
+        CHECK(t.images * (p1 - p0) * t.Q <= t.m_out);
+        if (t.images > 1) {
+          CHECK((h0 == 0 && h1 == t.H));
+          CHECK(t.image_in == t.H * t.W);
+          CHECK(t.image_out == t.P * t.Q);
+          CHECK(t.image_dbuf == dbuf_offset(t, 1, 0, 0));
+        }
         for (int op = p0; op < p1; ++op)
           for (int r = 0; r < p.kernel; ++r) {
             const int h = op * t.stride + r - t.pad;
@@ -136,9 +157,9 @@ TEST_CASE("mbconv tile: the depthwise's rows per item balance the threads", "[mb
 TEST_CASE("mbconv tile: the goal shapes run two CTAs per SM", "[mbconv][lesson11][cpu]") {
   for (const MBConvProblem& p : OpTraits<MBConvProblem>::shapes(ShapeTable::bench, Device::gpu))
     for (Stage s : kStages) {
-      const Tile t = choose_tile(p, s);
       INFO(OpTraits<MBConvProblem>::spec(p) << " stage " << int(s));
-      CHECK(t.bytes <= kSharedTwoCtas);
+      CHECK(choose_tile(p, s).bytes <= kSharedTwoCtas);
+      CHECK(choose_tile(p, s, kH200Resident).bytes <= kSharedTwoCtas);
     }
   // C=24 @ 56²: two CTAs' shared memory bounds the tile. The project stage holds the x tile,
   // two E buffers and D: four output rows (224 pixels), 14 tiles per image, 6 input rows;
@@ -168,7 +189,7 @@ TEST_CASE("mbconv tile: the CTAs of a split tile make every chunk or output colu
         INFO(OpTraits<MBConvProblem>::spec(p) << " stage " << int(s) << " resident " << resident);
         REQUIRE(t.splits >= 1);
         CHECK(t.cout_split % 8 == 0);
-        if (1LL * t.tiles * p.N >= 2LL * resident) CHECK(t.splits == 1);  // split only a grid short of two waves
+        if (1LL * t.tiles * t.groups >= 2LL * resident) CHECK(t.splits == 1);  // split only a grid short of two waves
         if (s == Stage::project || (s == Stage::project_stored && t.splits == 1)) CHECK(t.cout_split == t.cout_pad);
         if (s == Stage::project) CHECK(t.splits == 1);
         // the kernel's walk: part z makes chunks z, z + splits, ... and columns [z·cout_split, +cout_split)
@@ -190,32 +211,57 @@ TEST_CASE("mbconv tile: the CTAs of a split tile make every chunk or output colu
 
 TEST_CASE("mbconv tile: the depthwise runs cover every output pixel once per pair, with the plain loop's taps",
           "[mbconv][lesson11][cpu]") {
+  // The kernel's walk over a tile of `images` images (rows == P when images > 1) or of the first
+  // `rows` rows of an image, with the steps of a full tile of `full_rows` rows (the last tile of
+  // an image may be shorter); its loop ends at image·G + row >= end_group.
   for (int stride : {1, 2})
     for (int K : {3, 5})
       for (int W : {1, 2, 3, 6, 7, 8, 13, 14, 28, 56, 57}) {
         const int Q = (W - 1) / stride + 1, pad = K / 2;
         const int runs_per_row = (Q + kRun - 1) / kRun;
-        for (int rows : {1, 2, 4, 5, 6, 9})
+        for (int images : {1, 2, 3, 7})
+        for (int full_rows : {1, 2, 4, 5, 6, 9})
+        for (int rows = images > 1 ? full_rows : 1; rows <= full_rows; ++rows)
         for (int dw_rows : {1, 2, 3}) {
-          std::multiset<std::pair<int, int>> seen;  // (row, q), per pair
-          const int groups = (rows + dw_rows - 1) / dw_rows;
-          const int items = groups * runs_per_row * kPairs;
-          for (int tid = 0; tid < kThreads; ++tid) {
-            DwRunWalk walk(tid / kPairs, runs_per_row);  // the kernel's walk: no division per item
-            for (int item = tid; item < items; item += kThreads, walk.next()) {
-              CHECK(item % kPairs == tid % kPairs);  // a thread's pair never changes
-              const DwRun run = dw_run(item / kPairs, runs_per_row);
-              CHECK(walk.run().row == run.row);
-              CHECK(walk.run().q0 == run.q0);
-              if (tid % kPairs != 0) continue;
+          // H: the input rows of an image of full_rows output rows (several images: the whole image)
+          const int H = (full_rows - 1) * stride + 1;
+          std::multiset<std::tuple<int, int, int>> seen;  // (image, row, q), per pair
+          const int groups = (rows + dw_rows - 1) / dw_rows, full_groups = (full_rows + dw_rows - 1) / dw_rows;
+          const DwSteps steps = dw_steps(runs_per_row, full_groups);
+          CHECK(steps.images * full_groups * runs_per_row + steps.rows * runs_per_row + steps.slots == kRunStep);
+          const int end_group = images > 1 ? images * full_groups : groups;
+          std::vector<int> items_of(kThreads, 0);
+          for (int rtid = 0; rtid < kThreads; ++rtid) {
+            int last_image = -1;
+            int run_index = rtid / kPairs;
+            for (DwRunWalk walk(rtid / kPairs, steps); walk.image * full_groups + walk.row < end_group;
+                 walk.next(steps), run_index += kRunStep) {
+              const DwRun run = walk.run(steps);
+              const DwRun direct = dw_run(run_index, steps);  // the walk without divisions = the map itself
+              CHECK(run.image == direct.image);
+              CHECK(run.row == direct.row);
+              CHECK(run.q0 == direct.q0);
+              CHECK((run.image >= 0 && run.image < images));
               CHECK((run.row >= 0 && run.row < groups));
+              CHECK(run.image >= last_image);  // a thread's images never go back: its sums of an image are consecutive
+              last_image = run.image;
+              ++items_of[rtid];
+              if (rtid % kPairs != 0) continue;
               const int w0 = run.q0 * stride - pad;
+              const int og = run.row * dw_rows;
               for (int i = 0; i < kRun; ++i) {
                 const int q = run.q0 + i;
                 if (q >= Q) break;
-                // the kernel's rows of the group: og + g for g < min(dw_rows, rows − og)
-                const int og = run.row * dw_rows;
-                for (int g = 0; g < std::min(dw_rows, rows - og); ++g) seen.insert({og + g, q});
+                for (int g = 0; g < std::min(dw_rows, rows - og); ++g) {
+                  seen.insert({run.image, og + g, q});
+                  // the window's rows: the kernel reads row h of its own image only, 0 <= h < H
+                  for (int r = 0; r < K; ++r) {
+                    const int h = (og + g) * stride + r - pad;
+                    if (h < 0 || h >= H) continue;  // zero padding, never the neighbour's rows
+                    const int e_row = run.image * H + h;  // the kernel's row of E: image·image_in / W + h
+                    CHECK(e_row / H == run.image);
+                  }
+                }
                 for (int s = 0; s < K; ++s) {  // window slot i·stride + s is input column q·stride + s − pad
                   const int u = i * stride + s;
                   CHECK(u < (kRun - 1) * stride + K);
@@ -224,20 +270,119 @@ TEST_CASE("mbconv tile: the depthwise runs cover every output pixel once per pai
               }
             }
           }
-          CHECK(int(seen.size()) == rows * Q);
+          CHECK(int(seen.size()) == images * rows * Q);
+          for (int n = 0; n < images; ++n)
+            for (int r = 0; r < rows; ++r)
+              for (int q = 0; q < Q; ++q) CHECK(seen.count({n, r, q}) == 1);
+          // The threads of one pair take as many items as the plain item count says.
+          int total = 0;
+          for (int c : items_of) total += c;
+          CHECK(total == images * groups * runs_per_row * kPairs);
           // The two runs of a warp (runs 2k, 2k + 1): both edge runs or both interior when a row has an even count.
           if (runs_per_row % 2 == 0)
-            for (int run = 0; run < groups * runs_per_row; run += 2) {
+            for (int run = 0; run < images * full_groups * runs_per_row; run += 2) {
               const auto edge = [&](int r) {
-                const int q0 = dw_run(r, runs_per_row).q0;
+                const int q0 = dw_run(r, steps).q0;
                 return q0 == 0 || q0 == (runs_per_row - 1) * kRun;
               };
               CHECK(edge(run) == edge(run + 1));
             }
-          for (int r = 0; r < rows; ++r)
-            for (int q = 0; q < Q; ++q) CHECK(seen.count({r, q}) == 1);
         }
       }
+}
+
+TEST_CASE("mbconv tile: several images per tile keep per-image sums slots, dbuf blocks and gates",
+          "[mbconv][lesson11][cpu]") {
+  // red[image][slot][j]: the depthwise thread rtid owns slot rtid / kPairs and pair rtid % kPairs, so
+  // (image, slot, pair) has one writer; reduce_sums writes partial[n + image, 0, c]: distinct per image.
+  std::set<std::pair<int, int>> owners;
+  for (int rtid = 0; rtid < kThreads; ++rtid) CHECK(owners.insert({rtid / kPairs, rtid % kPairs}).second);
+  CHECK(kThreads / kPairs == kPixelGroups);
+  MBConvProblem p;  // 3 × 3 images, hidden 96: sums/store take 6 images a tile at an H200
+  p.N = 1101, p.H = p.W = 3, p.C = 16, p.C_out = 16, p.dtype = DType::f16;
+  for (Stage s : {Stage::sums, Stage::store}) {
+    const Tile t = choose_tile(p, s, kH200Resident);
+    REQUIRE(t.images == 6);
+    CHECK(t.groups == 184);
+    CHECK(p.N - (t.groups - 1) * t.images == 3);  // the last group: 3 images
+    CHECK(t.red_bytes == std::size_t(t.images) * kPixelGroups * kChunk * 4);
+    // partial [N, tiles = 1, hidden]: image n + i of group b at ((b·images + i)·1 + 0)·hidden
+    std::set<int> rows;
+    for (int b = 0; b < t.groups; ++b)
+      for (int i = 0; i < std::min(t.images, p.N - b * t.images); ++i) CHECK(rows.insert(b * t.images + i).second);
+    CHECK(int(rows.size()) == p.N);
+    // dbuf: image n + i's chunk block starts i·image_dbuf after image n's
+    CHECK(dbuf_offset(t, 7, 2, 0) == dbuf_offset(t, 6, 2, 0) + t.image_dbuf);
+  }
+  const Tile y = choose_tile(p, Stage::project, kH200Resident);
+  CHECK(y.images == 2);  // N / (2 · 264): the project does not split chunks
+  CHECK(y.v_bytes == std::size_t(2 + y.images) * kChunk * 4);  // be, bd, then one gate row per image
+  CHECK(y.acc_tiles() <= kWarps * kMaxAccTiles);
+  CHECK(choose_tile(p, Stage::project_stored, kH200Resident).images == 1);
+  // Below two waves the grid keeps one image per tile.
+  p.N = 64;
+  for (Stage s : kStages) CHECK(choose_tile(p, s, kH200Resident).images == 1);
+}
+
+TEST_CASE("mbconv tile: images per tile at the goal shapes", "[mbconv][lesson11][cpu]") {
+  struct Goal {
+    int H, C, k, stride, C_out, images;  // N = 128, e = 6, SE 0.25; images: sums and store at an H200
+  };
+  // 7 × 7, C = 192: two images (106 KB of shared memory; three would take 129 KB, over two CTAs'
+  // 113 KB). 14 × 14 and larger: one image or less already fills two CTAs' shared memory.
+  for (const Goal g : {Goal{7, 192, 3, 1, 192, 2}, Goal{7, 192, 5, 1, 192, 2}, Goal{7, 192, 3, 1, 320, 2},
+                       Goal{14, 80, 3, 1, 80, 1}, Goal{14, 112, 3, 1, 112, 1}, Goal{14, 80, 5, 1, 112, 1},
+                       Goal{14, 112, 5, 1, 112, 1}, Goal{14, 112, 5, 2, 192, 1}, Goal{28, 40, 3, 1, 40, 1},
+                       Goal{28, 40, 5, 1, 40, 1}, Goal{28, 40, 3, 2, 80, 1}, Goal{56, 24, 3, 1, 24, 1}}) {
+    MBConvProblem p;
+    p.N = 128, p.H = p.W = g.H, p.C = g.C, p.kernel = g.k, p.stride = g.stride, p.C_out = g.C_out, p.dtype = DType::f16;
+    INFO(OpTraits<MBConvProblem>::spec(p));
+    for (Stage s : {Stage::sums, Stage::store}) {
+      Tile t = choose_tile(p, s, kH200Resident);
+      CHECK(t.images == g.images);
+      CHECK(t.bytes <= kSharedTwoCtas);
+      // a small image is one tile (but at C = 112, k = 5: 9 rows of 14 fill two CTAs' shared memory)
+      if (g.H <= 14 && g.stride == 1 && !(g.C == 112 && g.k == 5)) CHECK(t.rows == t.P);
+      if (t.images > 1) CHECK(tile_for(p, t.rows, s, t.images + 1).bytes > kSharedTwoCtas);
+      split_tile(t, s, kH200Resident);
+      CHECK(1LL * t.tiles * t.groups * t.splits >= 2LL * kH200Resident);  // still two waves
+    }
+    CHECK(choose_tile(p, Stage::project, kH200Resident).images == 1);  // N / 528 < 2
+  }
+}
+
+TEST_CASE("mbconv tile: the GPU test table holds tiles of several images with a short last group",
+          "[mbconv][lesson11][cpu]") {
+  // The registry tests check every rung on these shapes against the reference; make sure some of
+  // them take the multi-image path at an H200's residency, in each stage that has one.
+  int sums = 0, project_several = 0, short_last = 0, no_se = 0, no_expand = 0, stride2 = 0, k5 = 0, plain = 0;
+  for (const MBConvProblem& p : OpTraits<MBConvProblem>::shapes(ShapeTable::test, Device::gpu)) {
+    if (p.dtype != DType::f16 && p.dtype != DType::bf16) continue;
+    const Tile t = choose_tile(p, Stage::store, kH200Resident);
+    const Tile y = choose_tile(p, Stage::project, kH200Resident);
+    if (t.images > 1) {
+      ++sums;
+      if (p.N % t.images != 0) ++short_last;
+      if (!p.has_expand()) ++no_expand;
+      if (p.stride == 2) ++stride2;
+      if (p.kernel == 5) ++k5;
+      if (!vector_copies_ok(p, {})) ++plain;
+    }
+    if (y.images > 1) {
+      ++project_several;
+      if (!p.has_se()) ++no_se;
+      if (p.N % y.images != 0) ++short_last;
+    }
+    CHECK(p.flops() < 1.1e8);  // the sanitizer stage's budget keeps every shape (1e9; racecheck 1e8)
+  }
+  CHECK(sums >= 5);
+  CHECK(project_several >= 2);
+  CHECK(no_se >= 1);
+  CHECK(short_last >= 5);
+  CHECK(no_expand >= 1);
+  CHECK(stride2 >= 2);
+  CHECK(k5 >= 2);
+  CHECK(plain >= 1);
 }
 
 TEST_CASE("mbconv tile: ldmatrix .x2.trans on a [k][n] tile gives the mma B fragment", "[mbconv][lesson11][cpu]") {

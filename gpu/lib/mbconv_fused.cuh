@@ -6,8 +6,16 @@
 //
 // A CTA owns one tile: image n, output rows [p0, p0 + rows), all Q columns
 // (rows·Q output pixels), and the input rows that tile's depthwise reads
-// (its halo: (rows − 1)·stride + K rows, clipped to the image). It walks the
-// hidden channels in chunks of kChunk = 32:
+// (its halo: (rows − 1)·stride + K rows, clipped to the image). Where a tile
+// is a whole small image (rows == P), it holds t.images consecutive images
+// n .. n + images − 1 instead (fewer in the batch's last group): NHWC keeps
+// their pixels contiguous, so the x tile is images·H·W pixels, the expand's M
+// and the project's M run over all of them, and the depthwise items are
+// (image, row group, column run, channel pair), each window inside its own
+// image. Per image stay: the zero padding of its rows, its channel sums
+// (partial[n + i, 0, :]: the SE pool never mixes images), its block of dbuf,
+// and its gate in the project. It walks the hidden channels in chunks of
+// kChunk = 32:
 //
 //   plain loops (ref::mbconv_block)             one chunk c0..c0+31 here
 //     e = φ(x·We + be)   whole image             E[in_pixels, 32] = φ(X_tile·We[:, c0:] + be)   mma.sync, smem
@@ -16,12 +24,12 @@
 //     y = (d ⊙ g)·Wp + bp + x                     Y[pixels, C_out] += (D ⊙ g)·Wp[c0:, :]         mma.sync, registers
 //
 // Stages (what the kernel does with D):
-//   sums             pass 1 of 11b: D's channel sums for this tile -> partial[n, tile, :]; nothing else stored
+//   sums             pass 1 of 11b: D's channel sums for this tile, per image -> partial[n, tile, :]; nothing else stored
 //   store            pass 1 of 11c: the sums and D itself -> dbuf (the problem's 16-bit type), from the
 //                    registers: a half-warp stores one pixel's 32 channels, 64 contiguous bytes (dbuf is
 //                    chunk-major, dbuf_offset: a tile's chunk is one contiguous block)
-//   project          pass 2 of 11b, and 11d's single pass (gate == nullptr): D (⊙ g) -> smem -> Y;
-//                    y = Y + bp (+ x)
+//   project          pass 2 of 11b, and 11d's single pass (gate == nullptr): D (⊙ g of the pixel's image)
+//                    -> smem -> Y; y = Y + bp (+ x)
 //   project_stored   pass 2 of 11c: D read back from dbuf (cp.async) instead of recomputed; the gate
 //                    folded into per-image weights diag(g_n)·Wp (gated_weights: a plain GEMM over D),
 //                    or, where those weights outweigh the image's D, applied to D's fragments
@@ -62,8 +70,8 @@
 // anyway). The per-tile sums are reduced in a fixed order (no atomics): the
 // result is deterministic.
 //
-// Limits (tile_fits()): the Y accumulators, ceil(rows·Q/16)·ceil(C_out/8)
-// m16n8 tiles, are at most kWarps·kMaxAccTiles; the shared tiles fit the
+// Limits (tile_fits()): the Y accumulators, ceil(images·rows·Q/16)·ceil(C_out/8)
+// m16n8 tiles, are at most kWarps·kMaxAccTiles (which bounds images per tile in the project); the shared tiles fit the
 // opt-in shared memory of the device (227 KB on H200). The 16-byte copies
 // need C, C_out and hidden multiples of 8 and 16-byte aligned tensors
 // (Tile::vec); other sizes take a plain-load path with the same layout.
@@ -188,8 +196,8 @@ __device__ __forceinline__ void stage_tile(Element* dst, int ld_dst, const Eleme
 //   x [N, H, W, C], we [C, hidden], be [hidden], dw [hidden, K, K], bd [hidden],
 //   gate [N, hidden] fp32 (project; nullptr = no SE), wp [hidden, C_out] (project_stored: [N, hidden, C_out],
 //   image n's at n·t.wp_image_stride), bp [C_out],
-//   y [N, P, Q, C_out], partial [N, tiles, hidden] fp32 (sums/store), dbuf [N, P, Q, hidden] (store/project_stored).
-// Grid (tiles, N), kThreads threads, t.bytes of dynamic shared memory (layout: tile_for).
+//   y [N, P, Q, C_out], partial [N, tiles, hidden] fp32 (sums/store), dbuf (store/project_stored: dbuf_offset).
+// Grid (tiles·splits, groups = ⌈N / images⌉), kThreads threads, t.bytes of dynamic shared memory (layout: tile_for).
 // CTAs per SM the register budget is cut for: 2 (16 warps) where the depthwise
 // run and the Y accumulators share the registers; 3 for project_stored, which
 // only waits on its copies and projects (more copies in flight per SM).
@@ -220,7 +228,8 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
   const auto vs = [&](int b) { return reinterpret_cast<float*>(shared + t.v_off + b * t.v_bytes); };        // be, bd, g
   const auto reds = [&](int b) { return reinterpret_cast<float*>(shared + t.red_off + b * t.red_bytes); };  // [16][32]
 
-  const int tile = blockIdx.x / t.splits, part = blockIdx.x % t.splits, n = blockIdx.y;
+  const int tile = blockIdx.x / t.splits, part = blockIdx.x % t.splits;
+  const int n = blockIdx.y * t.images, images = min(t.images, t.N - n);  // images n .. n + images − 1 (the last group: fewer)
   // A CTA's share of its tile (t.splits CTAs per tile, neighbours in blockIdx.x so they meet in L2):
   // sums/store make hidden chunks part, part + splits, ...; project_stored makes output
   // columns [o0, o0 + t.cout_split) over every chunk; the other stages: everything.
@@ -228,9 +237,10 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
   const int chunks = c_first < t.hidden ? (t.hidden - c_first + c_step - 1) / c_step : 0;  // chunk k: c_first + k·c_step
   const int o0 = kStage == Stage::project_stored ? part * t.cout_split : 0;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-  const int p0 = tile * t.rows, p1 = min(t.P, p0 + t.rows), out_pixels = (p1 - p0) * t.Q;
+  const int p0 = tile * t.rows, p1 = min(t.P, p0 + t.rows), image_out = (p1 - p0) * t.Q;
   const int h0 = max(0, p0 * kStride - t.pad), h1 = min(t.H, (p1 - 1) * kStride - t.pad + K);
-  const int in_pixels = (h1 - h0) * t.W;
+  const int image_in = (h1 - h0) * t.W;  // one image's input pixels in the tile (several images: h0 = 0, h1 = H)
+  const int out_pixels = images * image_out, in_pixels = images * image_in;
   const Element* x_tile = x + (std::ptrdiff_t(n) * t.H + h0) * t.W * t.C;  // in_pixels consecutive pixels
   const std::ptrdiff_t first_out = (std::ptrdiff_t(n) * t.P + p0) * t.Q;     // this tile's first output pixel
   const auto chunk_start = [&](int k) { return c_first + k * c_step; };
@@ -244,6 +254,11 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
       v[kChunk + tid] = live ? to_float(bd[c0 + tid]) : 0.0f;
       v[2 * kChunk + tid] = live && gate ? gate[std::ptrdiff_t(n) * t.hidden + c0 + tid] : 1.0f;
     }
+    if (kStage == Stage::project)  // the gates of the tile's other images, image i at v[(2 + i)·kChunk]
+      for (int i = kChunk + tid; i < images * kChunk; i += kThreads) {
+        const int image = i / kChunk, j = i - image * kChunk;
+        v[2 * kChunk + i] = j < cw && gate ? gate[std::ptrdiff_t(n + image) * t.hidden + c0 + j] : 1.0f;
+      }
   };
   // Chunk k's Wp rows (this CTA's output columns) into wps(b).
   const auto issue_wp = [&](int k, int b) {
@@ -311,13 +326,20 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
       stage_tile(dws(k % 2), 0, dw + std::ptrdiff_t(c0) * kTaps, 0, 1, kChunk * kTaps, 1, cw * kTaps, t.vec);
       load_vectors(vs(k % 3), c0, cw);
     };
-    // The tile's channel sums of chunk k: the 16 pixel groups' partials added in group order.
+    // The tile's channel sums of chunk k, per image: the 16 pixel groups' partials added in group order.
     const auto reduce_sums = [&](int k) {
-      const float* r = reds(k % 2);
-      if (tid < chunk_width(k)) {
+      float* r = reds(k % 2);
+      const int cw = chunk_width(k);
+      for (int i = tid; i < images * kChunk; i += kThreads) {
+        const int image = i / kChunk, j = i - image * kChunk;
+        if (j >= cw) continue;
         float s = 0.0f;
-        for (int g = 0; g < kPixelGroups; ++g) s += r[g * kChunk + tid];
-        partial[(std::ptrdiff_t(n) * t.tiles + tile) * t.hidden + chunk_start(k) + tid] = s;
+        for (int g = 0; g < kPixelGroups; ++g) {
+          float& slot = r[(image * kPixelGroups + g) * kChunk + j];
+          s += slot;
+          slot = 0.0f;  // ready for chunk k + 2's sums
+        }
+        partial[(std::ptrdiff_t(n + image) * t.tiles + tile) * t.hidden + chunk_start(k) + j] = s;
       }
     };
 
@@ -325,6 +347,9 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
     if (t.expand) stage_tile(xs, t.ldx, x_tile, t.C, t.m_in, t.c_pad, in_pixels, t.C, t.vec);
     if (chunks > 0) issue_slices(0);
     cp_async_commit();
+    if constexpr (kSums)  // the sums of chunks 0 and 1 start from zeros (reduce_sums zeroes what it reads)
+      for (int b = 0; b < 2; ++b)
+        for (int i = tid; i < t.images * kPixelGroups * kChunk; i += kThreads) reds(b)[i] = 0.0f;
     if constexpr (kStage == Stage::project)  // D's rows past the tile's pixels: never written below, read by the mma
       for (int i = out_pixels * t.ldd + tid; i < t.m_out * t.ldd; i += kThreads) ds(0)[i] = from_float<Element>(0.0f);
 
@@ -335,8 +360,8 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
     const int pair = rtid % kPairs, j0 = 2 * pair;
     const bool relu = t.act == FfnActivation::relu;
     const int valid_rows = p1 - p0, groups = (valid_rows + t.dw_rows - 1) / t.dw_rows;
-    const int runs_per_row = (t.Q + kRun - 1) / kRun, items = groups * runs_per_row * kPairs;
-    const DwRunWalk first_walk(rtid / kPairs, runs_per_row);  // every chunk walks the same items
+    const DwRunWalk first_walk(rtid / kPairs, t.dw);  // every chunk walks the same items
+    const int end_group = images > 1 ? images * t.dw.groups : groups;
     const bool gated = kStage == Stage::project && gate != nullptr;
 
     for (int k = -1; k < chunks; ++k) {
@@ -413,8 +438,9 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
       }
 
       if (k >= 0) {
-        // D = φ(dw(E) + bd) (⊙ g) of chunk k. Item (group, run, pair): output rows og .. og + g_rows − 1,
-        // columns q0..q0+kRun−1, channels j0, j0+1.
+        // D = φ(dw(E) + bd) (⊙ g) of chunk k. Item (image, group, run, pair): output rows og .. og + g_rows − 1
+        // of the tile's image `image`, columns q0..q0+kRun−1, channels j0, j0+1; that image's E rows are
+        // e_s[image·image_in ...], its D pixels follow the earlier images' (image·image_out).
         //   plain loop:  for o in rows: for q in run: for r, s: d[o][q] += w[r][s] · e[o·stride + r − pad][q·stride + s − pad]
         //   here:        for each input row i the group reads: win[u] = e[row i][q0·stride − pad + u], u < kWindow
         //                (0 outside the image), loaded once; for each output row g that row i feeds
@@ -423,14 +449,13 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
         const float* v = vs(k % 3);
         const float* wf = dwfs(k % 2);
         const Element* e_s = es(k % t.e_buffers);
-        const float b0 = v[kChunk + j0], b1 = v[kChunk + j0 + 1];
-        const float g0 = v[2 * kChunk + j0], g1 = v[2 * kChunk + j0 + 1];
         const bool live_pair = c0 + j0 < t.d_live;  // store: pairs past dbuf_live are not written
         Element* d_chunk = kStage == Stage::store ? dbuf + dbuf_offset(t, n, c0 / kChunk, std::ptrdiff_t(p0) * t.Q) + j0
-                                                  : nullptr;  // this tile's block of chunk k, channel pair j0
+                                                  : nullptr;  // this tile's block of chunk k, channel pair j0 (image n)
         // The pair's taps: in registers for the chunk at K = 3 without Y accumulators, else read from
-        // shared memory per use.
-        constexpr bool kTapsInRegisters = K == 3 && !kProject;
+        // shared memory per use (also for sums at stride 2, whose 15-column window and taps together
+        // leave ptxas no room under 128 registers).
+        constexpr bool kTapsInRegisters = K == 3 && !kProject && !(kStage == Stage::sums && kStride == 2);
         float2 wk[kTapsInRegisters ? kTaps : 1];
         if constexpr (kTapsInRegisters)
 #pragma unroll
@@ -439,25 +464,32 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
           if constexpr (kTapsInRegisters) return wk[r * K + s];
           else return *reinterpret_cast<const float2*>(&wf[(r * K + s) * kChunk + j0]);
         };
-        float s0 = 0.0f, s1 = 0.0f;
+        // The sums: red[image][rtid / kPairs][j0, j0 + 1] belongs to this thread alone (one thread per
+        // slot and pair), so each item adds its pixels' sums to its image's slot, without atomics and in
+        // item order, onto the zeros reduce_sums left there (0 where no item of the thread fell).
         {
           DwRunWalk walk = first_walk;
-          for (int item = rtid; item < items; item += kThreads, walk.next()) {
-            const DwRun run = walk.run();
+          // Runs in increasing order, row groups counted across images (image·G + row): the last is before
+          // images·G with several images (every such tile has all G row groups), before `groups` with one
+          // (an image's last tile may have fewer).
+          for (; walk.image * t.dw.groups + walk.row < end_group; walk.next(t.dw)) {
+            const DwRun run = walk.run(t.dw);
             const int og = run.row * t.dw_rows, g_rows = min(t.dw_rows, valid_rows - og);
             const int w0 = run.q0 * kStride - t.pad;               // the window's first input column
             const bool interior = w0 >= 0 && w0 + kWindow <= t.W;  // no column of the window outside the image
             const int h_first = (p0 + og) * kStride - t.pad, in_rows = (g_rows - 1) * kStride + K;
+            float s0 = 0.0f, s1 = 0.0f;  // sums: this item's
+            const float2 bias = *reinterpret_cast<const float2*>(&v[kChunk + j0]);  // bd (read per item: fewer live registers)
             float d[kG][kRun][2];
 #pragma unroll
             for (int g = 0; g < kG; ++g)
 #pragma unroll
-              for (int q = 0; q < kRun; ++q) d[g][q][0] = b0, d[g][q][1] = b1;
+              for (int q = 0; q < kRun; ++q) d[g][q][0] = bias.x, d[g][q][1] = bias.y;
 #pragma unroll
             for (int i = 0; i < kInRows; ++i) {
               const int h = h_first + i;
               if (i >= in_rows || h < 0 || h >= t.H) continue;  // zero padding of e (h0 <= h < h1 inside the image)
-              const Element* e_row = e_s + (h - h0) * t.W * kLdChunk + j0;
+              const Element* e_row = e_s + (run.image * t.image_in + (h - h0) * t.W) * kLdChunk + j0;
               float2 win[kWindow];
               if (interior) {  // most runs (dw_run pairs the two edge runs of a row in one warp)
                 const Element* e_w = e_row + w0 * kLdChunk;
@@ -488,11 +520,16 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
             // φ, the sums and D's destination, row by row for the run's pixels q < valid (one address
             // per row, then a constant step per pixel; a full run takes the path without per-pixel tests).
             const int valid = min(kRun, t.Q - run.q0);
+            float g0 = 1.0f, g1 = 1.0f;  // project: the gate of the item's image
+            if constexpr (kStage == Stage::project)
+              g0 = v[(2 + run.image) * kChunk + j0], g1 = v[(2 + run.image) * kChunk + j0 + 1];
 #pragma unroll
             for (int g = 0; g < kG; ++g) {
               if (g >= g_rows) break;
-              const int pix0 = (og + g) * t.Q + run.q0;
-              Element* out = kStage == Stage::store ? d_chunk + pix0 * kChunk : ds(0) + pix0 * kLdChunk + j0;
+              const int pix0 = (og + g) * t.Q + run.q0;  // within the image
+              Element* out = kStage == Stage::store
+                                 ? d_chunk + (run.image * t.image_dbuf + pix0 * kChunk)
+                                 : ds(0) + (run.image * t.image_out + pix0) * kLdChunk + j0;
               const auto finish = [&](int q) {
                 const uint32_t a = activate_pair<Element>(relu, d[g][q][0], d[g][q][1]);  // channels j0, j0+1
                 if constexpr (kSums) {
@@ -519,13 +556,14 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
                   if (q < valid) finish(q);
               }
             }
+            if constexpr (kSums) {
+              float2* r = reinterpret_cast<float2*>(reds(k % 2) + (run.image * kPixelGroups + rtid / kPairs) * kChunk + j0);
+              const float2 before = *r;
+              *r = make_float2(before.x + s0, before.y + s1);
+            }
           }
         }
-        if constexpr (kSums) {
-          float* r = reds(k % 2);
-          r[(rtid / kPairs) * kChunk + j0] = s0;
-          r[(rtid / kPairs) * kChunk + j0 + 1] = s1;
-        }
+
         if constexpr (kStage == Stage::project) {
           __syncthreads();  // D of chunk k complete
           project_chunk(ds(0), wps(k % 2), v);
@@ -577,21 +615,24 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
 }
 
 // ---- launcher --------------------------------------------------------------------------------
-// One stage over the whole batch, on the stage's own tile (choose_tile(p, kStage)).
-// wp_images (project_stored): per-image projection weights [N, hidden, C_out]
-// from gated_weights, used instead of a.project_w.
+// One stage over the whole batch, on the stage's own tile: choose_tile's rows, images_for's
+// images per tile (from the one-image tile's resident CTAs: a tile of more images has no more),
+// split_tile's CTAs per tile. wp_images (project_stored): per-image projection weights
+// [N, hidden, C_out] from gated_weights, used instead of a.project_w.
 template <class Element, Stage kStage>
 void launch_stage(const MBConvProblem& p, const Args<MBConvProblem>& a, const float* gate, float* partial, void* dbuf,
                   const void* wp_images = nullptr) {
-  Tile t = choose_tile(p, kStage);
+  const Tile one = choose_tile(p, kStage);
   const void* wp = wp_images ? wp_images : a.project_w;
-  t.wp_image_stride = wp_images ? std::ptrdiff_t(p.hidden()) * p.C_out : 0;
-  t.vec = vector_copies_ok(p, {a.x, a.expand_w, a.dw_w, wp, dbuf});
-  t.pairs = p.C_out % 2 == 0 && aligned_to(a.y, 4) && aligned_to(a.x, 4);
   const auto go = [&](auto kernel, const char* name) {
+    allow_dynamic_shared(kernel, one.bytes, name);
+    Tile t = choose_tile(p, kStage, resident_blocks(kernel, kThreads, one.bytes));
+    t.wp_image_stride = wp_images ? std::ptrdiff_t(p.hidden()) * p.C_out : 0;
+    t.vec = vector_copies_ok(p, {a.x, a.expand_w, a.dw_w, wp, dbuf});
+    t.pairs = p.C_out % 2 == 0 && aligned_to(a.y, 4) && aligned_to(a.x, 4);
     allow_dynamic_shared(kernel, t.bytes, name);
     split_tile(t, kStage, resident_blocks(kernel, kThreads, t.bytes));
-    kernel<<<dim3(unsigned(t.tiles * t.splits), unsigned(p.N)), kThreads, t.bytes>>>(
+    kernel<<<dim3(unsigned(t.tiles * t.splits), unsigned(t.groups)), kThreads, t.bytes>>>(
         t, static_cast<const Element*>(a.x), static_cast<const Element*>(a.expand_w),
         static_cast<const Element*>(a.expand_b), static_cast<const Element*>(a.dw_w),
         static_cast<const Element*>(a.dw_b), gate, static_cast<const Element*>(wp),

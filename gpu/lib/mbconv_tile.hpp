@@ -4,8 +4,11 @@
 // C++ (host code, and two functions the kernel calls), so that
 // tests/lesson11_mbconv_tile_test.cpp checks every index on the host.
 //
-// A tile is `rows` whole output rows of one image; its CTA holds, per stage
-// (×n: n buffers, chunk k in buffer k mod n; the kernel's pipeline says why):
+// A tile is `rows` whole output rows of one image, or, when rows == P (a
+// small image), `images` consecutive whole images (NHWC: their pixels are one
+// contiguous block, images·H·W input and images·P·Q output pixels, image i's
+// after image i − 1's). Its CTA holds, per stage (×n: n buffers, chunk k in
+// buffer k mod n; the kernel's pipeline says why):
 //
 //   xs   [m_in][ldx]           the x tile with its halo rows          (expand, stages that make D)
 //   es   [m_in][lde]  ×2|3     E chunks (×3: no expand, E is a copy of x's channels)
@@ -15,8 +18,8 @@
 //   wps  [32][ldwp]   ×2       Wp chunk, global layout [j][o]         (project stages)
 //   dws  [32·K²]      ×2       depthwise weights of the chunk, as copied (stages that make D)
 //   dwf  [K²][32] fp32 ×2      the same, converted for the depthwise's 8-byte pair loads
-//   vs   [3][32] fp32 ×3       be, bd, gate of the chunk
-//   red  [16][32] fp32 ×2      the channel sums' reduction            (sums, store)
+//   vs   [2+g][32] fp32 ×3     be, bd, and the chunk's gate of each image (g = images: project; else 1)
+//   red  [images][16][32] fp32 ×2  the channel sums' reduction, per image  (sums, store)
 //
 // Row strides are 8 elements (16 bytes) more than a multiple of 16 elements
 // or equal to an odd multiple of 8: an odd number of 16-byte units, so the 8
@@ -78,32 +81,84 @@ inline constexpr std::size_t kSharedTwoCtas = 113 * 1024;     // two CTAs per SM
 
 enum class Stage { sums, store, project, project_stored };
 
-// Output rows per depthwise item for a tile of `rows` rows and `runs` column runs per row. A
-// thread's time per chunk is about (items it takes) × (rows per item + 1: the extra window
-// row and the item's set-up); the rows split into ⌈rows / g⌉ equal groups. The g ≤ group_max
-// of least cost, the larger on a tie: 3 at 5 × 56 (256 items, one each), 2 at 14 × 14 (3
-// would leave 96 of the 256 threads without an item).
-constexpr int dw_rows_for(int rows, int runs, int group_max) {
+// Output rows per depthwise item for a tile of `images` images of `rows` rows and `runs`
+// column runs per row. A thread's time per chunk is about (items it takes) × (rows per item
+// + 1: the extra window row and the item's set-up); each image's rows split into ⌈rows / g⌉
+// equal groups. The g ≤ group_max of least cost, the larger on a tie: 3 at 5 × 56 (256 items,
+// one each), 2 at 14 × 14 (3 would leave 96 of the 256 threads without an item).
+constexpr int dw_rows_for(int rows, int runs, int group_max, int images = 1) {
   int best = 1, best_cost = 1 << 30;
   for (int g = 1; g <= group_max; ++g) {
     const int groups = (rows + g - 1) / g, per_group = (rows + groups - 1) / groups;
-    const int items = groups * runs * kPairs, cost = (items + kThreads - 1) / kThreads * (per_group + 1);
+    const int items = images * groups * runs * kPairs, cost = (items + kThreads - 1) / kThreads * (per_group + 1);
     if (cost <= best_cost) best = per_group, best_cost = cost;
   }
   return best;
 }
 
+// ---- the depthwise's work items -----------------------------------------------------------
+// Item i of a chunk is (run i / kPairs, channel pair i % kPairs). Run r is, with
+// R = runs_per_row column runs per row and G = groups row groups per image:
+// image r / (G·R) of the tile, row group (r / R) mod G of that image (output
+// rows row·dw_rows .. +dw_rows − 1, clipped to the image), column slot r mod R.
+// Images never share a run: a run's window rows are its own image's (rows
+// outside the image are the zero padding, never the neighbour's rows). Within
+// a row, slot s takes the column run 0, last, 1, 2, ..., last − 1 (columns
+// ≥ Q are skipped): a warp holds runs 2k and 2k + 1, so the two edge runs of
+// a row (whose windows need bound checks) share a warp and the others run the
+// unchecked path without divergence.
+struct DwRun {
+  int image, row, q0;  // row: the row group within the image
+};
+// One thread's runs are r, r + kThreads / kPairs, ...: the step of kRunStep runs
+// split as images·(G·R) + rows·R + slots, so the walk advances (image, row, slot)
+// with adds and two compares instead of divisions per item. Computed on the
+// host (Tile::dw), so the kernel reads the constants from its parameters.
+inline constexpr int kRunStep = kThreads / kPairs;
+struct DwSteps {
+  int runs_per_row, groups;  // R, G
+  int images, rows, slots;   // kRunStep = images·G·R + rows·R + slots, rows < G, slots < R
+};
+CONVLAB_HOST_DEVICE constexpr DwSteps dw_steps(int runs_per_row, int groups) {
+  return {runs_per_row, groups, kRunStep / (runs_per_row * groups), (kRunStep / runs_per_row) % groups,
+          kRunStep % runs_per_row};
+}
+struct DwRunWalk {
+  int image, row, slot;
+  CONVLAB_HOST_DEVICE DwRunWalk(int first_run, const DwSteps& s)
+      : image(first_run / (s.runs_per_row * s.groups)), row(first_run / s.runs_per_row % s.groups),
+        slot(first_run % s.runs_per_row) {}
+  CONVLAB_HOST_DEVICE DwRun run(const DwSteps& s) const {
+    const int column_run = slot == 0 ? 0 : slot == 1 ? s.runs_per_row - 1 : slot - 1;
+    return {image, row, column_run * kRun};
+  }
+  CONVLAB_HOST_DEVICE void next(const DwSteps& s) {
+    slot += s.slots, row += s.rows, image += s.images;
+    if (slot >= s.runs_per_row) slot -= s.runs_per_row, ++row;
+    if (row >= s.groups) row -= s.groups, ++image;
+  }
+};
+CONVLAB_HOST_DEVICE inline DwRun dw_run(int run, const DwSteps& s) { return DwRunWalk(run, s).run(s); }
+
 // The tile geometry, computed on the host and passed by value.
 struct Tile {
   int N, H, W, C, hidden, P, Q, C_out, stride, pad;
   int rows, tiles;                // output rows per tile, tiles per image
+  int images, groups;             // whole images per tile (1 unless rows == P), image groups ⌈N / images⌉ (grid y)
   int dw_rows;                    // output rows per depthwise item (≤ dw_group_max): rows split into equal groups
+  DwSteps dw;                     // the depthwise walk's shape and step (a full tile's groups; a short last tile
+                                  // of an image uses its first groups only, so its runs map the same)
   int d_live, d_chunks;           // dbuf (store, project_stored): dbuf_live(hidden), ⌈hidden / kChunk⌉
-  int in_rows;                    // input rows a tile holds at most
-  int m_in, m_out;                // in_rows·W and rows·Q, rounded up to 16
+  int in_rows;                    // input rows a tile holds of each image at most
+  int m_in, m_out;                // images·in_rows·W and images·rows·Q, rounded up to 16
+  // From one image of a tile to the next (images > 1; 0 otherwise, where the kernel's image index is 0):
+  // input pixels in xs and E (H·W), output pixels in D (P·Q), elements in dbuf (dbuf_offset(t, 1, 0, 0)).
+  // Kernel parameters, so the depthwise's per-item offsets take them from the constant bank.
+  int image_in, image_out, image_dbuf;
   int c_pad, cout_pad;            // C to 16, C_out to 8
   int ldx, lde, ldd, ldwe, ldwp;  // shared row strides, elements
   bool expand, residual;
+  bool project;  // the stage holds Y accumulators (project, project_stored): acc_tiles() bounds the tile
   bool vec;    // 16-byte copies (launcher: C, C_out, hidden multiples of 8, tensors 16-byte aligned)
   bool pairs;  // 32-bit y stores (launcher: C_out even, x and y 4-byte aligned)
   ref::Activation act;
@@ -118,26 +173,39 @@ struct Tile {
 };
 
 
-inline Tile tile_for(const MBConvProblem& p, int rows, Stage stage) {
+// The layout of a tile of `rows` output rows, holding `images` whole images
+// (images > 1 only when rows == P: then the tile reads every input row of each
+// image, in_rows == H, and image i's pixels follow image i − 1's in xs, E and D).
+inline Tile tile_for(const MBConvProblem& p, int rows, Stage stage, int images = 1) {
   const bool make_d = stage != Stage::project_stored;
   const bool project = stage == Stage::project || stage == Stage::project_stored;
   const bool sums = stage == Stage::sums || stage == Stage::store;
   Tile t{};
   t.N = p.N, t.H = p.H, t.W = p.W, t.C = p.C, t.hidden = p.hidden(), t.P = p.P(), t.Q = p.Q(), t.C_out = p.C_out;
   t.stride = p.stride, t.pad = p.kernel / 2, t.expand = p.has_expand(), t.residual = p.has_residual(), t.act = p.activation;
+  t.project = project;
   t.rows = rows;
   t.tiles = (t.P + rows - 1) / rows;
+  t.images = rows == t.P ? std::max(1, images) : 1;
+  t.groups = (p.N + t.images - 1) / t.images;
+  // A whole image's last window ends at row (P − 1)·stride − pad + K ≥ H − stride + (K + 1)/2 ≥ H:
+  // it reads every input row (in_rows == H, h0 = 0), so consecutive images' input rows are contiguous.
   t.in_rows = std::min(p.H, (rows - 1) * p.stride + p.kernel);
   const auto up = [](int v, int m) { return (v + m - 1) / m * m; };
-  t.m_in = up(t.in_rows * p.W, 16);
-  t.m_out = up(rows * t.Q, 16);
+  t.m_in = up(t.images * t.in_rows * p.W, 16);
+  t.m_out = up(t.images * rows * t.Q, 16);
   t.c_pad = up(p.C, 16);
   t.cout_pad = up(p.C_out, 8);
   t.splits = 1, t.cout_split = t.cout_pad;
   t.ldx = odd_units_stride(t.c_pad), t.lde = kLdChunk, t.ldd = kLdChunk;
   t.ldwe = kLdChunk, t.ldwp = odd_units_stride(t.cout_pad);
   t.d_live = dbuf_live(p.hidden()), t.d_chunks = (p.hidden() + kChunk - 1) / kChunk;
-  t.dw_rows = dw_rows_for(rows, (t.Q + kRun - 1) / kRun, dw_group_max(p.kernel, p.stride, project));
+  const bool several = t.images > 1;  // then P·Q ≤ kTargetPixels / 2: the dbuf step fits an int
+  t.image_in = several ? t.in_rows * p.W : 0;
+  t.image_out = several ? rows * t.Q : 0;
+  t.image_dbuf = several ? t.d_chunks * t.P * t.Q * kChunk : 0;
+  t.dw_rows = dw_rows_for(rows, (t.Q + kRun - 1) / kRun, dw_group_max(p.kernel, p.stride, project), t.images);
+  t.dw = dw_steps((t.Q + kRun - 1) / kRun, (rows + t.dw_rows - 1) / t.dw_rows);
   const std::size_t e = 2;  // 16-bit elements
   std::size_t off = 0;
   const auto take = [&](std::size_t bytes) { const std::size_t at = off; off = (off + bytes + 15) / 16 * 16; return at; };
@@ -155,8 +223,8 @@ inline Tile tile_for(const MBConvProblem& p, int rows, Stage stage) {
   t.wp_off = region(project ? std::size_t(kChunk) * t.ldwp * e : 0, 2, t.wp_bytes);
   t.dw_off = region(make_d ? kChunk * taps * e : 0, 2, t.dw_bytes);
   t.dwf_off = region(make_d ? kChunk * taps * sizeof(float) : 0, 2, t.dwf_bytes);
-  t.v_off = region(3 * kChunk * sizeof(float), 3, t.v_bytes);
-  t.red_off = region(sums ? std::size_t(kPixelGroups) * kChunk * sizeof(float) : 0, 2, t.red_bytes);
+  t.v_off = region(std::size_t(2 + (stage == Stage::project ? t.images : 1)) * kChunk * sizeof(float), 3, t.v_bytes);
+  t.red_off = region(sums ? std::size_t(t.images) * kPixelGroups * kChunk * sizeof(float) : 0, 2, t.red_bytes);
   t.bytes = off;
   return t;
 }
@@ -170,7 +238,7 @@ inline std::size_t dbuf_elems(const MBConvProblem& p) {
 }
 
 inline bool tile_fits(const Tile& t, std::size_t shared_limit = kMaxShared) {
-  return t.acc_tiles() <= kWarps * kMaxAccTiles && t.bytes <= shared_limit;
+  return (!t.project || t.acc_tiles() <= kWarps * kMaxAccTiles) && t.bytes <= shared_limit;
 }
 
 // The tallest tile (whole output rows, at most kTargetPixels pixels, at least
@@ -188,7 +256,45 @@ inline Tile choose_tile(const MBConvProblem& p, Stage stage) {
   return none;
 }
 
-// Split a tile over several CTAs when the grid (tiles · N) would not fill the
+// Whole images per tile for a stage that makes D, where one tile is a whole
+// image (rows == P), given one-image tile `one` and `resident`, the CTAs the
+// device runs at once. The cost model: a chunk costs a CTA about
+// max(L, work), L the latency of the chunk's serial chain (barrier, expand
+// mma + SiLU, depthwise, sums) and the work proportional to the tile's
+// pixels. A small image (7 × 7: 49 pixels, 4 m16 tiles, 112 depthwise items
+// for 256 threads) sits far below L, so m images per tile do m images' work
+// per chunk in little more than one image's time. Three bounds on m:
+//   pixels  m·P·Q ≤ kTargetPixels, the size of the tall tiles of large images
+//           (5 × 56 = 280 pixels), which run near their throughput;
+//   grid    at least two waves of CTAs (2·resident) left. sums and store split
+//           the hidden chunks over CTAs instead (split_tile: each chunk's D and
+//           sums stand alone), so the grid can hold ⌈N/m⌉·chunks CTAs: m ≤
+//           N·chunks / (2·resident). Grouping images and splitting chunks
+//           trade the same CTAs, but the split keeps the work per chunk and
+//           grouping raises it. project does not split (each split would make
+//           D again): m ≤ N / (2·resident);
+//   memory  two CTAs per SM (kSharedTwoCtas) and the Y accumulators (tile_fits).
+// project_stored reads a stored D and stays at one image (images == 1).
+inline int images_for(const MBConvProblem& p, Stage stage, const Tile& one, int resident) {
+  if (stage == Stage::project_stored || one.rows == 0 || one.rows != one.P || one.bytes > kSharedTwoCtas) return 1;
+  const long long want = 2LL * std::max(1, resident);
+  const long long chunks = (p.hidden() + kChunk - 1) / kChunk;
+  const long long units = stage == Stage::project ? p.N : p.N * chunks;  // the most CTAs the grid can have
+  const int by_grid = int(std::min<long long>(p.N, std::max(1LL, units / want)));
+  const int by_pixels = std::max(1, kTargetPixels / std::max(1, one.P * one.Q));
+  for (int m = std::min(by_grid, by_pixels); m > 1; --m)
+    if (tile_fits(tile_for(p, one.rows, stage, m), kSharedTwoCtas)) return m;
+  return 1;
+}
+
+// The launched tile: choose_tile's rows, then images_for's images.
+inline Tile choose_tile(const MBConvProblem& p, Stage stage, int resident) {
+  const Tile one = choose_tile(p, stage);
+  const int images = images_for(p, stage, one, resident);
+  return images > 1 ? tile_for(p, one.rows, stage, images) : one;
+}
+
+// Split a tile over several CTAs when the grid (tiles · groups) would not fill the
 // GPU twice over (small images: one tile per image and a long serial hidden
 // loop). The stages that make D split the hidden chunks (each chunk's D and
 // sums are independent of the others); project_stored splits the output
@@ -198,7 +304,7 @@ inline Tile choose_tile(const MBConvProblem& p, Stage stage) {
 // `resident`: the CTAs of this stage the device runs at once (one wave).
 inline void split_tile(Tile& t, Stage stage, int resident) {
   t.splits = 1, t.cout_split = t.cout_pad;
-  const long long ctas = 1LL * t.tiles * t.N;
+  const long long ctas = 1LL * t.tiles * t.groups;
   const long long want = 2LL * std::max(1, resident);  // two waves
   if (ctas >= want) return;
   const int need = int(std::min<long long>((want + ctas - 1) / ctas, 1 << 20));
@@ -222,34 +328,6 @@ inline bool vector_copies_ok(const MBConvProblem& p, std::initializer_list<const
 }
 inline bool aligned_to(const void* q, std::size_t bytes) { return reinterpret_cast<std::uintptr_t>(q) % bytes == 0; }
 
-// ---- the depthwise's work items -----------------------------------------------------------
-// Item i of a chunk is (run i / kPairs, channel pair i % kPairs); run r is
-// row group r / runs_per_row of the tile (output rows row·dw_rows .. +dw_rows − 1,
-// clipped to the tile), columns q0 .. q0 + kRun − 1 (columns ≥ Q are skipped). Within a row, slot r % runs_per_row takes the
-// column run 0, last, 1, 2, ..., last − 1: a warp holds runs 2k and 2k + 1,
-// so the two edge runs of a row (whose windows need bound checks) share a
-// warp and the others run the unchecked path without divergence.
-struct DwRun {
-  int row, q0;  // row: the row group
-};
-// The runs one thread visits: its items first, first + kThreads, ... are runs
-// r, r + kThreads / kPairs, ...; the walk keeps (row, slot) and steps them
-// with an add and one compare instead of a division by runs_per_row per item.
-struct DwRunWalk {
-  int row, slot, runs_per_row, step_rows, step_slots;
-  CONVLAB_HOST_DEVICE DwRunWalk(int first_run, int runs)
-      : row(first_run / runs), slot(first_run % runs), runs_per_row(runs),
-        step_rows((kThreads / kPairs) / runs), step_slots((kThreads / kPairs) % runs) {}
-  CONVLAB_HOST_DEVICE DwRun run() const {
-    const int column_run = slot == 0 ? 0 : slot == 1 ? runs_per_row - 1 : slot - 1;
-    return {row, column_run * kRun};
-  }
-  CONVLAB_HOST_DEVICE void next() {
-    row += step_rows, slot += step_slots;
-    if (slot >= runs_per_row) slot -= runs_per_row, ++row;
-  }
-};
-CONVLAB_HOST_DEVICE inline DwRun dw_run(int run, int runs_per_row) { return DwRunWalk(run, runs_per_row).run(); }
 // ---- pass 2 of the store plan (11c): a GEMM with a gated A operand -------------------------
 // Y[N·P·Q, C_out] = (D ⊙ G)·Wp, D read from dbuf, G[row, j] = gate[image of row, j]: the rows of a
 // CTA's block are pixels of consecutive images (a small image fills only part of a block), so
