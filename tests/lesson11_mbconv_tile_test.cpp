@@ -15,7 +15,7 @@
 //   4. The 16-byte copy path's preconditions: every chunk's rows and the
 //      depthwise slice start on 16 bytes and are whole vectors.
 //   5. split_tile: the CTAs that share a tile make every hidden chunk (sums,
-//      store) or every output column (project_stored) exactly once.
+//      store) exactly once.
 //   6. Tiles of several whole images (images_for): the layout, the item map
 //      over (image, row group, run, pair) with no row of a neighbour image,
 //      per-image sums slots and dbuf blocks, the images chosen at the goal
@@ -44,7 +44,7 @@ std::vector<MBConvProblem> fused_shapes() {
   return out;
 }
 
-constexpr Stage kStages[] = {Stage::sums, Stage::store, Stage::project, Stage::project_stored};
+constexpr Stage kStages[] = {Stage::sums, Stage::store, Stage::project};
 constexpr int kH200Resident = 132 * 2;  // an H200's SMs × two CTAs of the stages that make D
 
 TEST_CASE("mbconv tile: the shared layout is aligned, disjoint and bank-friendly", "[mbconv][lesson11][cpu]") {
@@ -55,28 +55,27 @@ TEST_CASE("mbconv tile: the shared layout is aligned, disjoint and bank-friendly
       INFO(OpTraits<MBConvProblem>::spec(p) << " stage " << int(s) << " images " << t.images);
       REQUIRE(t.rows > 0);
       REQUIRE(t.images >= 1);
-      if (t.images > 1) CHECK((t.rows == t.P && s != Stage::project_stored && t.tiles == 1));
+      if (t.images > 1) CHECK((t.rows == t.P && t.tiles == 1));
       CHECK(t.groups * t.images >= p.N);
       CHECK((t.groups - 1) * t.images < p.N);
       CHECK(t.tiles == choose_tile(p, s).tiles);  // the sums' layout [N, tiles, hidden] does not depend on images
       CHECK(t.bytes <= kMaxShared);
-      if (s == Stage::project || s == Stage::project_stored) CHECK(t.acc_tiles() <= kWarps * kMaxAccTiles);
+      if (s == Stage::project) CHECK(t.acc_tiles() <= kWarps * kMaxAccTiles);
       CHECK(t.tiles * t.rows >= t.P);
       CHECK((t.tiles - 1) * t.rows < t.P);
       // Regions: [offset, offset + size), each buffered region counted as often as it is buffered.
-      const bool make_d = s != Stage::project_stored;
       const bool sums = s == Stage::sums || s == Stage::store;
       const std::size_t taps = std::size_t(p.kernel) * p.kernel;
       CHECK(t.e_buffers == (t.expand ? 2 : 3));  // the pipeline: E of chunks k and k+1 (and k+2, copied, without expand)
-      CHECK(t.d_buffers == (s == Stage::project ? 1 : s == Stage::project_stored ? 2 : 0));
+      CHECK(t.d_buffers == (s == Stage::project ? 1 : 0));
       const std::vector<std::pair<std::size_t, std::size_t>> regions = {
-          {t.x_off, make_d && t.expand ? std::size_t(t.m_in) * t.ldx * 2 : 0},
-          {t.e_off, make_d ? t.e_buffers * std::size_t(t.m_in) * t.lde * 2 : 0},
+          {t.x_off, t.expand ? std::size_t(t.m_in) * t.ldx * 2 : 0},
+          {t.e_off, t.e_buffers * std::size_t(t.m_in) * t.lde * 2},
           {t.d_off, t.d_buffers * std::size_t(t.m_out) * t.ldd * 2},
           {t.we_off, 2 * t.we_bytes},
           {t.wp_off, 2 * t.wp_bytes},
           {t.dw_off, 2 * t.dw_bytes},
-          {t.dwf_off, make_d ? 2 * kChunk * taps * 4 : 0},
+          {t.dwf_off, 2 * kChunk * taps * 4},
           {t.v_off, 3 * std::size_t(2 + (s == Stage::project ? t.images : 1)) * kChunk * 4},
           {t.red_off, sums ? 2 * std::size_t(t.images) * kPixelGroups * kChunk * 4 : 0}};
       for (std::size_t i = 0; i < regions.size(); ++i) {
@@ -96,7 +95,7 @@ TEST_CASE("mbconv tile: the shared layout is aligned, disjoint and bank-friendly
       CHECK(t.lde == kLdChunk);  // the kernel addresses E and D with the constant
       CHECK(t.ldd == kLdChunk);
       // The depthwise's row groups: at most dw_group_max rows, none empty, covering the tile.
-      const int group_max = dw_group_max(p.kernel, p.stride, s == Stage::project || s == Stage::project_stored);
+      const int group_max = dw_group_max(p.kernel, p.stride, s == Stage::project);
       const int groups = (t.rows + t.dw_rows - 1) / t.dw_rows;
       CHECK((t.dw_rows >= 1 && t.dw_rows <= group_max));
       CHECK(t.dw.groups == groups);
@@ -176,7 +175,7 @@ TEST_CASE("mbconv tile: the goal shapes run two CTAs per SM", "[mbconv][lesson11
   CHECK(tile_for(p, 6, Stage::store).bytes > kSharedTwoCtas);
 }
 
-TEST_CASE("mbconv tile: the CTAs of a split tile make every chunk or output column once", "[mbconv][lesson11][cpu]") {
+TEST_CASE("mbconv tile: the CTAs of a split tile make every chunk once", "[mbconv][lesson11][cpu]") {
   std::vector<MBConvProblem> shapes = fused_shapes();
   MBConvProblem odd;  // 150 one-pixel images, hidden 192 (6 chunks), C_out 32: uneven splits
   odd.N = 150, odd.H = odd.W = 1, odd.C = 32, odd.C_out = 32, odd.dtype = DType::f16;
@@ -188,24 +187,17 @@ TEST_CASE("mbconv tile: the CTAs of a split tile make every chunk or output colu
         split_tile(t, s, resident);
         INFO(OpTraits<MBConvProblem>::spec(p) << " stage " << int(s) << " resident " << resident);
         REQUIRE(t.splits >= 1);
-        CHECK(t.cout_split % 8 == 0);
         if (1LL * t.tiles * t.groups >= 2LL * resident) CHECK(t.splits == 1);  // split only a grid short of two waves
-        if (s == Stage::project || (s == Stage::project_stored && t.splits == 1)) CHECK(t.cout_split == t.cout_pad);
         if (s == Stage::project) CHECK(t.splits == 1);
-        // the kernel's walk: part z makes chunks z, z + splits, ... and columns [z·cout_split, +cout_split)
-        std::vector<int> chunk_seen((p.hidden() + kChunk - 1) / kChunk, 0), col_seen(p.C_out, 0);
+        // the kernel's walk: part z makes chunks z, z + splits, ...
+        std::vector<int> chunk_seen((p.hidden() + kChunk - 1) / kChunk, 0);
         const bool sums = s == Stage::sums || s == Stage::store;
         for (int part = 0; part < t.splits; ++part) {
           const int c_first = sums ? part * kChunk : 0, c_step = sums ? t.splits * kChunk : kChunk;
           CHECK(c_first < p.hidden());  // no CTA without work
           for (int c0 = c_first; c0 < p.hidden(); c0 += c_step) ++chunk_seen[c0 / kChunk];
-          const int o0 = s == Stage::project_stored ? part * t.cout_split : 0;
-          CHECK(o0 < p.C_out);
-          for (int o = o0; o < std::min(p.C_out, o0 + t.cout_split); ++o) ++col_seen[o];
         }
-        const int chunk_times = sums ? 1 : t.splits, col_times = s == Stage::project_stored ? 1 : t.splits;
-        for (int c : chunk_seen) CHECK(c == chunk_times);
-        for (int c : col_seen) CHECK(c == col_times);
+        for (int c : chunk_seen) CHECK(c == (sums ? 1 : t.splits));
       }
 }
 
@@ -318,7 +310,6 @@ TEST_CASE("mbconv tile: several images per tile keep per-image sums slots, dbuf 
   CHECK(y.images == 2);  // N / (2 · 264): the project does not split chunks
   CHECK(y.v_bytes == std::size_t(2 + y.images) * kChunk * 4);  // be, bd, then one gate row per image
   CHECK(y.acc_tiles() <= kWarps * kMaxAccTiles);
-  CHECK(choose_tile(p, Stage::project_stored, kH200Resident).images == 1);
   // Below two waves the grid keeps one image per tile.
   p.N = 64;
   for (Stage s : kStages) CHECK(choose_tile(p, s, kH200Resident).images == 1);

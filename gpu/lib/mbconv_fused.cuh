@@ -30,9 +30,7 @@
 //                    chunk-major, dbuf_offset: a tile's chunk is one contiguous block)
 //   project          pass 2 of 11b, and 11d's single pass (gate == nullptr): D (⊙ g of the pixel's image)
 //                    -> smem -> Y; y = Y + bp (+ x)
-//   project_stored   pass 2 of 11c: D read back from dbuf (cp.async) instead of recomputed; the gate
-//                    folded into per-image weights diag(g_n)·Wp (gated_weights: a plain GEMM over D),
-//                    or, where those weights outweigh the image's D, applied to D's fragments
+// (11c's pass 2, a GEMM over the stored D, is gpu/lib/mbconv_project.cuh.)
 //
 // The pipeline (stages that make D). Iteration k expands chunk k+1 and runs
 // the depthwise of chunk k, with no barrier between the two: a warp done with
@@ -50,7 +48,7 @@
 //                 project only: barrier; Y += D·Wp[k]
 //
 // One barrier a chunk, two with the project (D must be whole before the mma
-// reads it). project_stored: wait; barrier; issue chunk k+1; project.
+// reads it).
 //
 // The 1x1 layers are warp mma.sync m16n8k16 (f16/bf16 in, fp32 accumulate)
 // with ldmatrix fragments: A (x tile, D) row-major [pixel][k], B (We, Wp
@@ -97,7 +95,7 @@ inline bool fused_support(const MBConvProblem& p) {
   if (!((p.dtype == DType::f16 || p.dtype == DType::bf16) && p.hidden() <= 12000 && p.N <= kMaxGridYZ &&
         p.input_pixels() * p.C < 9.0e15))
     return false;
-  for (Stage s : {Stage::sums, Stage::store, Stage::project, Stage::project_stored})
+  for (Stage s : {Stage::sums, Stage::store, Stage::project})
     if (choose_tile(p, s).rows == 0) return false;
   return true;
 }
@@ -194,24 +192,20 @@ __device__ __forceinline__ void stage_tile(Element* dst, int ld_dst, const Eleme
 
 // ---- the kernel ---------------------------------------------------------------------------
 //   x [N, H, W, C], we [C, hidden], be [hidden], dw [hidden, K, K], bd [hidden],
-//   gate [N, hidden] fp32 (project; nullptr = no SE), wp [hidden, C_out] (project_stored: [N, hidden, C_out],
-//   image n's at n·t.wp_image_stride), bp [C_out],
-//   y [N, P, Q, C_out], partial [N, tiles, hidden] fp32 (sums/store), dbuf (store/project_stored: dbuf_offset).
+//   gate [N, hidden] fp32 (project; nullptr = no SE), wp [hidden, C_out], bp [C_out],
+//   y [N, P, Q, C_out], partial [N, tiles, hidden] fp32 (sums/store), dbuf (store: dbuf_offset).
 // Grid (tiles·splits, groups = ⌈N / images⌉), kThreads threads, t.bytes of dynamic shared memory (layout: tile_for).
-// CTAs per SM the register budget is cut for: 2 (16 warps) where the depthwise
-// run and the Y accumulators share the registers; 3 for project_stored, which
-// only waits on its copies and projects (more copies in flight per SM).
-template <Stage kStage> inline constexpr int kMinCtasPerSm = kStage == Stage::project_stored ? 3 : 2;
+// The register budget is cut for 2 CTAs per SM (16 warps): the depthwise run and the Y
+// accumulators share the registers.
 
 template <class Element, Stage kStage, int K, int kStride>
-__global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_kernel(
+__global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
     Tile t, const Element* __restrict__ x, const Element* __restrict__ we, const Element* __restrict__ be,
     const Element* __restrict__ dw, const Element* __restrict__ bd, const float* __restrict__ gate,
     const Element* __restrict__ wp, const Element* __restrict__ bp, Element* __restrict__ y, float* __restrict__ partial,
     Element* __restrict__ dbuf) {
-  constexpr bool kProject = kStage == Stage::project || kStage == Stage::project_stored;
+  constexpr bool kProject = kStage == Stage::project;
   constexpr bool kSums = kStage == Stage::sums || kStage == Stage::store;
-  constexpr bool kMakeD = kStage != Stage::project_stored;
   constexpr int kTaps = K * K;
   constexpr int kWindow = (kRun - 1) * kStride + K;  // input columns a run of kRun outputs reads per kernel row
   constexpr int kG = dw_group_max(K, kStride, kProject);  // output rows a depthwise item makes at most
@@ -231,11 +225,9 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
   const int tile = blockIdx.x / t.splits, part = blockIdx.x % t.splits;
   const int n = blockIdx.y * t.images, images = min(t.images, t.N - n);  // images n .. n + images − 1 (the last group: fewer)
   // A CTA's share of its tile (t.splits CTAs per tile, neighbours in blockIdx.x so they meet in L2):
-  // sums/store make hidden chunks part, part + splits, ...; project_stored makes output
-  // columns [o0, o0 + t.cout_split) over every chunk; the other stages: everything.
+  // sums/store make hidden chunks part, part + splits, ...; project makes everything.
   const int c_first = kSums ? part * kChunk : 0, c_step = kSums ? t.splits * kChunk : kChunk;
   const int chunks = c_first < t.hidden ? (t.hidden - c_first + c_step - 1) / c_step : 0;  // chunk k: c_first + k·c_step
-  const int o0 = kStage == Stage::project_stored ? part * t.cout_split : 0;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int p0 = tile * t.rows, p1 = min(t.P, p0 + t.rows), image_out = (p1 - p0) * t.Q;
   const int h0 = max(0, p0 * kStride - t.pad), h1 = min(t.H, (p1 - 1) * kStride - t.pad + K);
@@ -260,21 +252,20 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
         v[2 * kChunk + i] = j < cw && gate ? gate[std::ptrdiff_t(n + image) * t.hidden + c0 + j] : 1.0f;
       }
   };
-  // Chunk k's Wp rows (this CTA's output columns) into wps(b).
+  // Chunk k's Wp rows into wps(b).
   const auto issue_wp = [&](int k, int b) {
     const int c0 = chunk_start(k), cw = chunk_width(k);
-    stage_tile(wps(b), t.ldwp, wp + n * t.wp_image_stride + std::ptrdiff_t(c0) * t.C_out + o0, t.C_out, kChunk,
-               t.cout_split, cw, min(t.cout_split, t.C_out - o0), t.vec);
+    stage_tile(wps(b), t.ldwp, wp + std::ptrdiff_t(c0) * t.C_out, t.C_out, kChunk, t.cout_pad, cw, t.C_out, t.vec);
   };
 
-  // Y accumulators: warp w owns m16n8 tiles w, w + 8, ... of the [m_out, cout_split] output.
-  const int n_tiles = t.cout_split / 8, acc_count = (t.m_out / 16) * n_tiles;
+  // Y accumulators: warp w owns m16n8 tiles w, w + 8, ... of the [m_out, cout_pad] output.
+  const int n_tiles = t.cout_pad / 8, acc_count = (t.m_out / 16) * n_tiles;
   float acc[kMaxAccTiles][4];
 #pragma unroll
   for (int i = 0; i < kMaxAccTiles; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
 
   // Y += (D ⊙ g)·Wp chunk: A from D [pixel][j], B from the Wp chunk [j][o] (.trans).
-  const auto project_chunk = [&](const Element* d_s, const Element* w_s, const float* v) {
+  const auto project_chunk = [&](const Element* d_s, const Element* w_s) {
 #pragma unroll
     for (int i = 0; i < kMaxAccTiles; ++i) {
       const int at = warp + kWarps * i;
@@ -285,38 +276,12 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
         uint32_t a[4], bb[2];
         ldmatrix_x4(a, shared_address(&d_s[(mt * 16 + lane % 16) * kLdChunk + k0 + 8 * (lane / 16)]));
         ldmatrix_x2_trans(bb, shared_address(&w_s[(k0 + lane % 16) * t.ldwp + nt * 8]));
-        if (kStage == Stage::project_stored && gate) {
-          // ⊙ g on the fragment (when the gate is not folded into the weights): register r holds
-          // channels k0 + 2t (+1) + 8·(r / 2), rounded once.
-#pragma unroll
-          for (int r = 0; r < 4; ++r) {
-            const int j = k0 + 2 * (lane % 4) + 8 * (r / 2);
-            const float2 dv = unpack_pair<Element>(a[r]);
-            a[r] = pack_pair<Element>(dv.x * v[2 * kChunk + j], dv.y * v[2 * kChunk + j + 1]);
-          }
-        }
         mma_m16n8k16<Element>(acc[i], a, bb);
       }
     }
   };
 
-  if constexpr (!kMakeD) {
-    // project_stored: D comes back from dbuf, double-buffered with its Wp rows, one chunk ahead.
-    const auto issue_stored = [&](int k, int b) {
-      stage_tile(ds(b), t.ldd, dbuf + dbuf_offset(t, n, chunk_start(k) / kChunk, std::ptrdiff_t(p0) * t.Q), kChunk,
-                 t.m_out, kChunk, out_pixels, min(kChunk, t.d_live - chunk_start(k)), true);  // whole vectors (dbuf_live)
-      issue_wp(k, b);
-      cp_async_commit();
-      load_vectors(vs(b), chunk_start(k), chunk_width(k));
-    };
-    if (chunks > 0) issue_stored(0, 0);
-    for (int k = 0; k < chunks; ++k) {
-      cp_async_wait<0>();
-      __syncthreads();  // chunk k's D and Wp are in buffer k % 2; every thread is done with the other
-      if (k + 1 < chunks) issue_stored(k + 1, (k + 1) % 2);
-      project_chunk(ds(k % 2), wps(k % 2), vs(k % 2));
-    }
-  } else {
+  {
     // Chunk k's slices for making D: We (or E itself, with no expand layer) and the raw depthwise
     // weights into buffer k % 2 (E without expand: k % 3), be, bd, g into vs(k % 3).
     const auto issue_slices = [&](int k) {
@@ -566,7 +531,7 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
 
         if constexpr (kStage == Stage::project) {
           __syncthreads();  // D of chunk k complete
-          project_chunk(ds(0), wps(k % 2), v);
+          project_chunk(ds(0), wps(k % 2));
         }
       }
     }
@@ -588,7 +553,7 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const MatrixCoord m = mma_c_coord(lane, 2 * half);
-        const int pix = mt * 16 + m.row, o = o0 + nt * 8 + m.col;
+        const int pix = mt * 16 + m.row, o = nt * 8 + m.col;
         if (pix >= out_pixels || o >= t.C_out) continue;
         const std::ptrdiff_t at_y = (first_out + pix) * t.C_out + o;
         const std::ptrdiff_t at_x = (first_out + pix) * t.C + o;  // residual: stride 1, C_out == C, same pixel
@@ -617,17 +582,14 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm<kStage>) mbconv_tile_k
 // ---- launcher --------------------------------------------------------------------------------
 // One stage over the whole batch, on the stage's own tile: choose_tile's rows, images_for's
 // images per tile (from the one-image tile's resident CTAs: a tile of more images has no more),
-// split_tile's CTAs per tile. wp_images (project_stored): per-image projection weights
-// [N, hidden, C_out] from gated_weights, used instead of a.project_w.
+// split_tile's CTAs per tile.
 template <class Element, Stage kStage>
-void launch_stage(const MBConvProblem& p, const Args<MBConvProblem>& a, const float* gate, float* partial, void* dbuf,
-                  const void* wp_images = nullptr) {
+void launch_stage(const MBConvProblem& p, const Args<MBConvProblem>& a, const float* gate, float* partial, void* dbuf) {
   const Tile one = choose_tile(p, kStage);
-  const void* wp = wp_images ? wp_images : a.project_w;
+  const void* wp = a.project_w;
   const auto go = [&](auto kernel, const char* name) {
     allow_dynamic_shared(kernel, one.bytes, name);
     Tile t = choose_tile(p, kStage, resident_blocks(kernel, kThreads, one.bytes));
-    t.wp_image_stride = wp_images ? std::ptrdiff_t(p.hidden()) * p.C_out : 0;
     t.vec = vector_copies_ok(p, {a.x, a.expand_w, a.dw_w, wp, dbuf});
     t.pairs = p.C_out % 2 == 0 && aligned_to(a.y, 4) && aligned_to(a.x, 4);
     allow_dynamic_shared(kernel, t.bytes, name);

@@ -12,7 +12,7 @@
 //
 //   xs   [m_in][ldx]           the x tile with its halo rows          (expand, stages that make D)
 //   es   [m_in][lde]  ×2|3     E chunks (×3: no expand, E is a copy of x's channels)
-//   ds   [m_out][ldd] ×1|2     D chunk: project ×1, project_stored ×2 (read back); sums and store
+//   ds   [m_out][ldd]          D chunk (project); sums and store
 //                              keep D in registers (store writes it to global memory from there)
 //   wes  [c_pad][ldwe] ×2      We chunk, global layout [c][j]         (expand, stages that make D)
 //   wps  [32][ldwp]   ×2       Wp chunk, global layout [j][o]         (project stages)
@@ -79,7 +79,7 @@ inline constexpr int kLdChunk = odd_units_stride(kChunk);  // row stride of E, D
 inline constexpr std::size_t kMaxShared = 227 * 1024;         // H200 opt-in shared memory per block
 inline constexpr std::size_t kSharedTwoCtas = 113 * 1024;     // two CTAs per SM (228 KB less 1 KB reserved per CTA)
 
-enum class Stage { sums, store, project, project_stored };
+enum class Stage { sums, store, project };
 
 // Output rows per depthwise item for a tile of `images` images of `rows` rows and `runs`
 // column runs per row. A thread's time per chunk is about (items it takes) × (rows per item
@@ -148,7 +148,7 @@ struct Tile {
   int dw_rows;                    // output rows per depthwise item (≤ dw_group_max): rows split into equal groups
   DwSteps dw;                     // the depthwise walk's shape and step (a full tile's groups; a short last tile
                                   // of an image uses its first groups only, so its runs map the same)
-  int d_live, d_chunks;           // dbuf (store, project_stored): dbuf_live(hidden), ⌈hidden / kChunk⌉
+  int d_live, d_chunks;           // dbuf (store): dbuf_live(hidden), ⌈hidden / kChunk⌉
   int in_rows;                    // input rows a tile holds of each image at most
   int m_in, m_out;                // images·in_rows·W and images·rows·Q, rounded up to 16
   // From one image of a tile to the next (images > 1; 0 otherwise, where the kernel's image index is 0):
@@ -158,13 +158,11 @@ struct Tile {
   int c_pad, cout_pad;            // C to 16, C_out to 8
   int ldx, lde, ldd, ldwe, ldwp;  // shared row strides, elements
   bool expand, residual;
-  bool project;  // the stage holds Y accumulators (project, project_stored): acc_tiles() bounds the tile
+  bool project;  // the stage holds Y accumulators (project): acc_tiles() bounds the tile
   bool vec;    // 16-byte copies (launcher: C, C_out, hidden multiples of 8, tensors 16-byte aligned)
   bool pairs;  // 32-bit y stores (launcher: C_out even, x and y 4-byte aligned)
   ref::Activation act;
-  std::ptrdiff_t wp_image_stride;  // elements from image n's projection weights to n+1's (0: one Wp for all)
-  int splits;                      // CTAs per tile (split_tile): hidden chunks (sums, store) or output columns
-  int cout_split;                  // output columns per CTA (project_stored), a multiple of 8; else cout_pad
+  int splits;                      // CTAs per tile (split_tile): hidden chunks (sums, store)
   // Shared layout, bytes: each region's offset, the size of one buffer and (e, d) how many buffers.
   std::size_t x_off, e_off, e_bytes, d_off, d_bytes, we_off, we_bytes, wp_off, wp_bytes, dw_off, dw_bytes, dwf_off,
       dwf_bytes, v_off, v_bytes, red_off, red_bytes, bytes;
@@ -177,8 +175,7 @@ struct Tile {
 // (images > 1 only when rows == P: then the tile reads every input row of each
 // image, in_rows == H, and image i's pixels follow image i − 1's in xs, E and D).
 inline Tile tile_for(const MBConvProblem& p, int rows, Stage stage, int images = 1) {
-  const bool make_d = stage != Stage::project_stored;
-  const bool project = stage == Stage::project || stage == Stage::project_stored;
+  const bool project = stage == Stage::project;
   const bool sums = stage == Stage::sums || stage == Stage::store;
   Tile t{};
   t.N = p.N, t.H = p.H, t.W = p.W, t.C = p.C, t.hidden = p.hidden(), t.P = p.P(), t.Q = p.Q(), t.C_out = p.C_out;
@@ -196,7 +193,7 @@ inline Tile tile_for(const MBConvProblem& p, int rows, Stage stage, int images =
   t.m_out = up(t.images * rows * t.Q, 16);
   t.c_pad = up(p.C, 16);
   t.cout_pad = up(p.C_out, 8);
-  t.splits = 1, t.cout_split = t.cout_pad;
+  t.splits = 1;
   t.ldx = odd_units_stride(t.c_pad), t.lde = kLdChunk, t.ldd = kLdChunk;
   t.ldwe = kLdChunk, t.ldwp = odd_units_stride(t.cout_pad);
   t.d_live = dbuf_live(p.hidden()), t.d_chunks = (p.hidden() + kChunk - 1) / kChunk;
@@ -214,15 +211,15 @@ inline Tile tile_for(const MBConvProblem& p, int rows, Stage stage, int images =
     return take(size * copies);
   };
   t.e_buffers = t.expand ? 2 : 3;
-  t.d_buffers = stage == Stage::project ? 1 : stage == Stage::project_stored ? 2 : 0;
+  t.d_buffers = project ? 1 : 0;
   const std::size_t taps = std::size_t(p.kernel) * p.kernel;
-  t.x_off = take(make_d && t.expand ? std::size_t(t.m_in) * t.ldx * e : 0);
-  t.e_off = region(make_d ? std::size_t(t.m_in) * t.lde * e : 0, t.e_buffers, t.e_bytes);
+  t.x_off = take(t.expand ? std::size_t(t.m_in) * t.ldx * e : 0);
+  t.e_off = region(std::size_t(t.m_in) * t.lde * e, t.e_buffers, t.e_bytes);
   t.d_off = region(std::size_t(t.m_out) * t.ldd * e, t.d_buffers, t.d_bytes);
-  t.we_off = region(make_d && t.expand ? std::size_t(t.c_pad) * t.ldwe * e : 0, 2, t.we_bytes);
+  t.we_off = region(t.expand ? std::size_t(t.c_pad) * t.ldwe * e : 0, 2, t.we_bytes);
   t.wp_off = region(project ? std::size_t(kChunk) * t.ldwp * e : 0, 2, t.wp_bytes);
-  t.dw_off = region(make_d ? kChunk * taps * e : 0, 2, t.dw_bytes);
-  t.dwf_off = region(make_d ? kChunk * taps * sizeof(float) : 0, 2, t.dwf_bytes);
+  t.dw_off = region(kChunk * taps * e, 2, t.dw_bytes);
+  t.dwf_off = region(kChunk * taps * sizeof(float), 2, t.dwf_bytes);
   t.v_off = region(std::size_t(2 + (stage == Stage::project ? t.images : 1)) * kChunk * sizeof(float), 3, t.v_bytes);
   t.red_off = region(sums ? std::size_t(t.images) * kPixelGroups * kChunk * sizeof(float) : 0, 2, t.red_bytes);
   t.bytes = off;
@@ -274,9 +271,8 @@ inline Tile choose_tile(const MBConvProblem& p, Stage stage) {
 //           grouping raises it. project does not split (each split would make
 //           D again): m ≤ N / (2·resident);
 //   memory  two CTAs per SM (kSharedTwoCtas) and the Y accumulators (tile_fits).
-// project_stored reads a stored D and stays at one image (images == 1).
 inline int images_for(const MBConvProblem& p, Stage stage, const Tile& one, int resident) {
-  if (stage == Stage::project_stored || one.rows == 0 || one.rows != one.P || one.bytes > kSharedTwoCtas) return 1;
+  if (one.rows == 0 || one.rows != one.P || one.bytes > kSharedTwoCtas) return 1;
   const long long want = 2LL * std::max(1, resident);
   const long long chunks = (p.hidden() + kChunk - 1) / kChunk;
   const long long units = stage == Stage::project ? p.N : p.N * chunks;  // the most CTAs the grid can have
@@ -297,24 +293,16 @@ inline Tile choose_tile(const MBConvProblem& p, Stage stage, int resident) {
 // Split a tile over several CTAs when the grid (tiles · groups) would not fill the
 // GPU twice over (small images: one tile per image and a long serial hidden
 // loop). The stages that make D split the hidden chunks (each chunk's D and
-// sums are independent of the others); project_stored splits the output
-// columns (each CTA reads the whole D tile, from L2 after the first); the
-// stages that project a D they make themselves do not split (that would
-// recompute the expand and depthwise per split).
+// sums are independent of the others); the project stage does not split
+// (that would recompute the expand and depthwise per split).
 // `resident`: the CTAs of this stage the device runs at once (one wave).
 inline void split_tile(Tile& t, Stage stage, int resident) {
-  t.splits = 1, t.cout_split = t.cout_pad;
+  t.splits = 1;
   const long long ctas = 1LL * t.tiles * t.groups;
   const long long want = 2LL * std::max(1, resident);  // two waves
   if (ctas >= want) return;
   const int need = int(std::min<long long>((want + ctas - 1) / ctas, 1 << 20));
-  if (stage == Stage::sums || stage == Stage::store) {
-    t.splits = std::min(need, (t.hidden + kChunk - 1) / kChunk);
-  } else if (stage == Stage::project_stored) {
-    const int groups = t.cout_pad / 8, per = (groups + std::min(need, groups) - 1) / std::min(need, groups);
-    t.cout_split = 8 * per;
-    t.splits = (groups + per - 1) / per;
-  }
+  if (stage == Stage::sums || stage == Stage::store) t.splits = std::min(need, (t.hidden + kChunk - 1) / kChunk);
 }
 
 // Whether the 16-byte copy path applies: every row the kernel copies starts on
