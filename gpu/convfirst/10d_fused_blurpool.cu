@@ -426,19 +426,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   gpu::ffn_hidden_loop<Cfg>(z_acc, t_base, stages_base, warp_row0, hidden, A, U, V, phi);
 
   // ---- 5. one store of y (b and the shortcut are already in Z) ---------------------------------
-#pragma unroll
-  for (int mi = 0; mi < Cfg::kMTiles; ++mi)
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int m = block_pixel0 + warp_row0 + mi * kMmaM + g + 8 * half;
-      if (m >= M) continue;
-#pragma unroll
-      for (int ni = 0; ni < Cfg::kZTiles; ++ni) {
-        const int col = ni * kMmaN + 2 * t;
-        *reinterpret_cast<uint32_t*>(Y + int64_t(m) * COut + col) =
-            gpu::pack_pair<Element>(z_acc[mi][ni][2 * half], z_acc[mi][ni][2 * half + 1]);
-      }
-    }
+  gpu::store_z<Cfg>(Y, z_acc, block_pixel0 + warp_row0, M);
 }
 
 // ---- launcher ------------------------------------------------------------------------------
