@@ -122,10 +122,6 @@ template <class Cfg> std::size_t shared_bytes(const ConvFirstProblem& p) {
   return Cfg::kFixedBytes + std::size_t(staged_rows<Cfg>(p)) * p.W * Cfg::kPixelBytes;
 }
 
-__device__ __forceinline__ float activation(ConvFirstActivation act, float x) {
-  return act == ConvFirstActivation::relu ? fmaxf(x, 0.0f) : x / (1.0f + expf(-x));
-}
-
 // ---- the kernel ------------------------------------------------------------------------
 //
 // Contract. x [N, H, W, C], conv_w [C, 3, 3, 8], conv_b [C], U [C, hidden],
@@ -290,39 +286,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   // TUTORIAL: the plain loop is  for r: { H = φ(T·U^r + a_r); Z += H·V_r; }
   // U^r, V_r are double-buffered (chunk r+1 in flight while chunk r is used);
   // H_r never leaves the warp's registers.
-  const auto phi = [act](auto& h) {  // φ in fp32; the branch is uniform over the grid
-    if (act == ConvFirstActivation::relu) {
-#pragma unroll
-      for (int mi = 0; mi < Cfg::kMTiles; ++mi)
-#pragma unroll
-        for (int ni = 0; ni < Cfg::kHTiles; ++ni)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) h[mi][ni][e] = fmaxf(h[mi][ni][e], 0.0f);
-    } else {
-#pragma unroll
-      for (int mi = 0; mi < Cfg::kMTiles; ++mi)
-#pragma unroll
-        for (int ni = 0; ni < Cfg::kHTiles; ++ni)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) h[mi][ni][e] = activation(act, h[mi][ni][e]);
-    }
-  };
-  gpu::ffn_hidden_loop<Cfg>(z_acc, t_base, stages_base, warp_row0, hidden, A, U, V, phi);
+  gpu::ffn_hidden_loop<Cfg>(z_acc, t_base, stages_base, warp_row0, hidden, A, U, V,
+                            gpu::ReluOrSilu{act == ConvFirstActivation::relu});
 
   // ---- 4. one store of y (b and the residual are already in Z) --------------------------------
-#pragma unroll
-  for (int mi = 0; mi < Cfg::kMTiles; ++mi)
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int m = block_pixel0 + warp_row0 + mi * kMmaM + g + 8 * half;
-      if (m >= M) continue;
-#pragma unroll
-      for (int ni = 0; ni < Cfg::kZTiles; ++ni) {
-        const int col = ni * kMmaN + 2 * t;
-        *reinterpret_cast<uint32_t*>(Y + int64_t(m) * C + col) =
-            gpu::pack_pair<Element>(z_acc[mi][ni][2 * half], z_acc[mi][ni][2 * half + 1]);
-      }
-    }
+  gpu::store_z<Cfg>(Y, z_acc, block_pixel0 + warp_row0, M);
 }
 
 // ---- launcher ------------------------------------------------------------------------------

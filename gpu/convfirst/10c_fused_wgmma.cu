@@ -72,6 +72,7 @@
 #include "gpu/lib/hopper/tma.cuh"
 #include "gpu/lib/hopper/warp_specialization.cuh"
 #include "gpu/lib/hopper/wgmma_epilogue.cuh"
+#include "gpu/lib/hopper/wgmma_hidden_loop.cuh"
 
 namespace convlab {
 namespace {
@@ -146,17 +147,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             gpu::hopper::tma_load_2d(x_slot(xs.stage) + p * sg.panel_bytes + k * sg.box_rows * 128, &x_map,
                                      x_pipe.full(xs.stage), p * kPanelCols, first_pixel + k * sg.box_rows);
         xs.advance();
-        for (int r = 0; r < chunks; ++r, st.advance()) {
-          uv_pipe.producer_acquire(st, L::kStageBytes);
-          const uint32_t full = uv_pipe.full(st.stage);
-          const int h0 = r * L::kChunk;
-#pragma unroll
-          for (int p = 0; p < L::UTile::kPanels; ++p)
-            gpu::hopper::tma_load_2d(L::u_box(L::u_slot(base, st.stage), p), &u_map, full, h0 + p * kPanelCols, 0);
-#pragma unroll
-          for (int p = 0; p < L::VTile::kPanels; ++p)
-            gpu::hopper::tma_load_2d(L::v_box(L::v_slot(base, st.stage), p), &v_map, full, p * kPanelCols, h0);
-        }
+        gpu::hopper::load_uv_chunks<L>(uv_pipe, st, &u_map, &v_map, base, chunks);
       }
     }
   } else {
@@ -182,20 +173,6 @@ __global__ void __launch_bounds__(kThreads, 1)
         gpu::wgmma_m64nNk16_rs_mn_major_b<Element, L::kChunk>(s, tfrag[ks], L::u_descriptor(L::u_slot(base, stage), ks),
                                                              ks > 0);
       gpu::wgmma_commit_group();
-    };
-    // Z += H·V_r; one commit group.
-    const auto issue_project = [&](int stage) {
-#pragma unroll
-      for (int kk = 0; kk < L::kHSteps; ++kk)
-        gpu::wgmma_m64nNk16_rs_mn_major_b<Element, L::kC>(zacc, h[kk], L::v_descriptor(L::v_slot(base, stage), kk), true);
-      gpu::wgmma_commit_group();
-    };
-    const auto pack_h = [&] {
-#pragma unroll
-      for (int kk = 0; kk < L::kHSteps; ++kk)
-#pragma unroll
-        for (int r = 0; r < 4; ++r)
-          h[kk][r] = gpu::pack_pair<Element>(s[gpu::wgmma_d_index_for_a(kk, r, 0)], s[gpu::wgmma_d_index_for_a(kk, r, 1)]);
     };
 
     // Staged index of the pixel this lane hands ldmatrix at k-step j of tile t's conv:
@@ -290,61 +267,13 @@ __global__ void __launch_bounds__(kThreads, 1)
       //         of chunk r is issued before the project of chunk r−1 (08d's schedule), so φ of
       //         chunk r overlaps Z += H_{r−1}·V_{r−1}. At C = 128 that does not fit the
       //         registers: each chunk runs expand, φ, project in turn, and the other consumer
-      //         warpgroup's products fill the tensor cores during this one's φ. ----
-      if constexpr (L::kOverlap) {
-        uv_pipe.consumer_wait(st);
-        gpu::wgmma_fence();
-        issue_expand(st.stage);
-        load_bias(bias, a, hidden, first.col);
-        gpu::wgmma_wait_group<0>();
-        gpu::fence_operands(s);
-        bias_activate<Element, kRelu>(s, bias);
-        pack_h();
-        gpu::hopper::PipelineState<L::kStages> previous = st;
-        st.advance();
-        for (int r = 1; r < chunks; ++r) {
-          uv_pipe.consumer_wait(st);
-          gpu::wgmma_fence();
-          issue_expand(st.stage);
-          issue_project(previous.stage);
-          load_bias(bias, a, hidden, r * L::kChunk + first.col);
-          gpu::wgmma_wait_group<1>();
-          gpu::fence_operands(s);
-          bias_activate<Element, kRelu>(s, bias);
-          gpu::wgmma_wait_group<0>();
-          gpu::fence_operands(zacc);
-          gpu::fence_operands(h);
-          uv_pipe.consumer_release(previous);
-          previous = st;
-          st.advance();
-          pack_h();
-        }
-        gpu::wgmma_fence();
-        issue_project(previous.stage);
-        gpu::wgmma_wait_group<0>();
-        gpu::fence_operands(zacc);
-        gpu::fence_operands(h);
-        gpu::fence_operands(tfrag);
-        uv_pipe.consumer_release(previous);
-      } else {
-        for (int r = 0; r < chunks; ++r, st.advance()) {
-          uv_pipe.consumer_wait(st);
-          gpu::wgmma_fence();
-          issue_expand(st.stage);
-          load_bias(bias, a, hidden, r * L::kChunk + first.col);
-          gpu::wgmma_wait_group<0>();
-          gpu::fence_operands(s);
-          bias_activate<Element, kRelu>(s, bias);
-          pack_h();
-          gpu::wgmma_fence();
-          issue_project(st.stage);
-          gpu::wgmma_wait_group<0>();
-          gpu::fence_operands(zacc);
-          gpu::fence_operands(h);
-          uv_pipe.consumer_release(st);
-        }
-        gpu::fence_operands(tfrag);
-      }
+      //         warpgroup's products fill the tensor cores during this one's φ. Both
+      //         schedules are gpu/lib/hopper/wgmma_hidden_loop.cuh (08d's loop, A = T here). ----
+      gpu::hopper::wgmma_hidden_loop<L, Element, L::kOverlap>(
+          uv_pipe, st, base, chunks, s, zacc, h, issue_expand,
+          [&](int r) { load_bias(bias, a, hidden, r * L::kChunk + first.col); },
+          [&] { bias_activate<Element, kRelu>(s, bias); });
+      gpu::fence_operands(tfrag);  // the expand products reading T have retired
 
       // ---- 4. one store of y (b and the residual are already in Z) ----
       const int row0 = t * kBlockRows + consumer * kWgmmaM + first.row;
@@ -382,19 +311,14 @@ template <class Element, class L> void launch(const ConvFirstProblem& p, const A
   const CUtensorMap x_map = gpu::hopper::cached_tma_tile_2d(
       {.base = reinterpret_cast<uint64_t>(args.x), .rows = uint64_t(M), .cols = uint64_t(p.C),
        .row_stride_bytes = uint64_t(p.C) * kE, .elem_bytes = kE, .box_rows = sg.box_rows, .box_cols = kPanelCols});
-  const CUtensorMap u_map = gpu::hopper::cached_tma_tile_2d(
-      {.base = reinterpret_cast<uint64_t>(args.u), .rows = uint64_t(p.C), .cols = uint64_t(p.hidden),
-       .row_stride_bytes = uint64_t(p.hidden) * kE, .elem_bytes = kE, .box_rows = L::kC, .box_cols = kPanelCols});
-  const CUtensorMap v_map = gpu::hopper::cached_tma_tile_2d(
-      {.base = reinterpret_cast<uint64_t>(args.v), .rows = uint64_t(p.hidden), .cols = uint64_t(p.C_out),
-       .row_stride_bytes = uint64_t(p.C_out) * kE, .elem_bytes = kE, .box_rows = L::kChunk, .box_cols = kPanelCols});
+  const gpu::hopper::UvMaps uv = gpu::hopper::cached_uv_maps<L>(args.u, args.v, p.C, p.hidden, p.C_out);
   const auto kernel = p.activation == ConvFirstActivation::relu ? convfirst_fused_wgmma_kernel<Element, L, true>
                                                                 : convfirst_fused_wgmma_kernel<Element, L, false>;
   const std::size_t shared = shared_bytes<L>(sg);
   gpu::allow_dynamic_shared(kernel, shared, "convfirst_fused_wgmma_kernel");
   const int tiles = gpu::ceil_div(M, kBlockRows);
   const int grid = std::min(tiles, gpu::resident_blocks(kernel, kThreads, shared));
-  kernel<<<grid, kThreads, shared>>>(x_map, u_map, v_map, sg, M, p.H, p.W, p.hidden,
+  kernel<<<grid, kThreads, shared>>>(x_map, uv.u, uv.v, sg, M, p.H, p.W, p.hidden,
                                      static_cast<const Element*>(args.conv_w), static_cast<const Element*>(args.conv_b),
                                      static_cast<const Element*>(args.a), static_cast<const Element*>(args.b),
                                      static_cast<Element*>(args.y));

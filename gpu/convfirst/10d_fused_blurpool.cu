@@ -70,7 +70,6 @@
 #include "gpu/lib/blurpool_s2_indexing.cuh"
 #include "gpu/lib/check.cuh"
 #include "gpu/lib/element.cuh"
-#include "gpu/lib/ffn_epilogue.cuh"
 #include "gpu/lib/ffn_hidden_loop.cuh"
 #include "gpu/lib/mma.cuh"
 
@@ -406,39 +405,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   }
 
   // ---- 4. Eq. 32 over hidden chunks: the shared loop with A = T --------------------------------
-  const auto phi = [act](auto& h) {  // φ in fp32; the branch is uniform over the grid
-    if (act == ConvFirstActivation::relu) {
-#pragma unroll
-      for (int mi = 0; mi < Cfg::kMTiles; ++mi)
-#pragma unroll
-        for (int ni = 0; ni < Cfg::kHTiles; ++ni)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) h[mi][ni][e] = fmaxf(h[mi][ni][e], 0.0f);
-    } else {
-#pragma unroll
-      for (int mi = 0; mi < Cfg::kMTiles; ++mi)
-#pragma unroll
-        for (int ni = 0; ni < Cfg::kHTiles; ++ni)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) h[mi][ni][e] = gpu::ffn::activate(act, h[mi][ni][e]);
-    }
-  };
-  gpu::ffn_hidden_loop<Cfg>(z_acc, t_base, stages_base, warp_row0, hidden, A, U, V, phi);
+  gpu::ffn_hidden_loop<Cfg>(z_acc, t_base, stages_base, warp_row0, hidden, A, U, V,
+                            gpu::ReluOrSilu{act == ConvFirstActivation::relu});
 
   // ---- 5. one store of y (b and the shortcut are already in Z) ---------------------------------
-#pragma unroll
-  for (int mi = 0; mi < Cfg::kMTiles; ++mi)
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int m = block_pixel0 + warp_row0 + mi * kMmaM + g + 8 * half;
-      if (m >= M) continue;
-#pragma unroll
-      for (int ni = 0; ni < Cfg::kZTiles; ++ni) {
-        const int col = ni * kMmaN + 2 * t;
-        *reinterpret_cast<uint32_t*>(Y + int64_t(m) * COut + col) =
-            gpu::pack_pair<Element>(z_acc[mi][ni][2 * half], z_acc[mi][ni][2 * half + 1]);
-      }
-    }
+  gpu::store_z<Cfg>(Y, z_acc, block_pixel0 + warp_row0, M);
 }
 
 // ---- launcher ------------------------------------------------------------------------------

@@ -21,6 +21,8 @@
 // Per warpgroup the products of neighbouring chunks overlap: the expand
 // product of chunk r is issued before the project product of chunk r−1, so
 // the bias and φ of chunk r run while Z += H_{r−1}·V_{r−1} is on the tensor cores.
+// That loop, and the producer's U/V ring, are gpu/lib/hopper/wgmma_hidden_loop.cuh
+// (shared with lesson 10's 10c_fused_wgmma); this file supplies the SS expand and φ.
 //
 // Roles (gpu/lib/hopper/): warpgroup 0 is the producer (setmaxnreg 40; one
 // thread: X tile, then per chunk one U box per 64 hidden columns and one V box
@@ -66,6 +68,7 @@
 #include "gpu/lib/hopper/tile_scheduler.cuh"
 #include "gpu/lib/hopper/tma.cuh"
 #include "gpu/lib/hopper/warp_specialization.cuh"
+#include "gpu/lib/hopper/wgmma_hidden_loop.cuh"
 
 namespace convlab {
 namespace {
@@ -159,17 +162,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int p = 0; p < L::XTile::kPanels; ++p)
           gpu::hopper::tma_load_2d(L::x_box(x_slot, p), &x_map, x_pipe.full(xs.stage), p * kPanelCols, t * kBlockRows);
         xs.advance();
-        for (int r = 0; r < chunks; ++r, st.advance()) {
-          uv_pipe.producer_acquire(st, L::kStageBytes);
-          const uint32_t full = uv_pipe.full(st.stage);
-          const int h0 = r * L::kChunk;
-#pragma unroll
-          for (int p = 0; p < L::UTile::kPanels; ++p)
-            gpu::hopper::tma_load_2d(L::u_box(L::u_slot(base, st.stage), p), &u_map, full, h0 + p * kPanelCols, 0);
-#pragma unroll
-          for (int p = 0; p < L::VTile::kPanels; ++p)
-            gpu::hopper::tma_load_2d(L::v_box(L::v_slot(base, st.stage), p), &v_map, full, p * kPanelCols, h0);
-        }
+        gpu::hopper::load_uv_chunks<L>(uv_pipe, st, &u_map, &v_map, base, chunks);
       }
     }
   } else {
@@ -193,68 +186,18 @@ __global__ void __launch_bounds__(kThreads, 1)
                                                              L::u_descriptor(L::u_slot(base, stage), ks), ks > 0);
       gpu::wgmma_commit_group();
     };
-    // Z += H·V_r; one commit group.
-    const auto issue_project = [&](int stage) {
-#pragma unroll
-      for (int kk = 0; kk < L::kHSteps; ++kk)
-        gpu::wgmma_m64nNk16_rs_mn_major_b<Element, L::kC>(zacc, h[kk], L::v_descriptor(L::v_slot(base, stage), kk),
-                                                          true);
-      gpu::wgmma_commit_group();
-    };
-    const auto pack_h = [&] {
-#pragma unroll
-      for (int kk = 0; kk < L::kHSteps; ++kk)
-#pragma unroll
-        for (int r = 0; r < 4; ++r)
-          h[kk][r] = gpu::pack_pair<Element>(s[gpu::wgmma_d_index_for_a(kk, r, 0)], s[gpu::wgmma_d_index_for_a(kk, r, 1)]);
-    };
-
     for (int t = tiles.first(blockIdx.x); tiles.valid(t); t = tiles.next(t, gridDim.x)) {
       x_pipe.consumer_wait(xs);
       const uint32_t x_slot = L::x_slot(base, xs.stage);
 #pragma unroll
       for (int i = 0; i < L::kZRegs; ++i) zacc[i] = 0.f;
 
-      // Chunk 0: expand only.
-      uv_pipe.consumer_wait(st);
-      gpu::wgmma_fence();
-      issue_expand(x_slot, st.stage);
-      load_bias<Element>(bias, a, hidden, first.col);
-      gpu::wgmma_wait_group<0>();
-      gpu::fence_operands(s);
-      bias_activate(s, bias, act);
-      pack_h();
-      gpu::hopper::PipelineState<L::kStages> previous = st;
-      st.advance();
-
-      // TUTORIAL: the steady state. Issue S_r = X·U^r, then Z += H_{r−1}·V_{r−1};
-      // "at most one group pending" means S_r is done (groups retire in order)
-      // while the project product may still run: φ of chunk r overlaps it.
-      // Then wait for it, free slot r−1 (U^{r−1} and V_{r−1} are read), repack.
-      for (int r = 1; r < chunks; ++r) {
-        uv_pipe.consumer_wait(st);
-        gpu::wgmma_fence();
-        issue_expand(x_slot, st.stage);
-        issue_project(previous.stage);
-        load_bias<Element>(bias, a, hidden, r * L::kChunk + first.col);
-        gpu::wgmma_wait_group<1>();
-        gpu::fence_operands(s);
-        bias_activate(s, bias, act);
-        gpu::wgmma_wait_group<0>();
-        gpu::fence_operands(zacc);
-        gpu::fence_operands(h);
-        uv_pipe.consumer_release(previous);
-        previous = st;
-        st.advance();
-        pack_h();
-      }
-      // The last chunk's project product; then X and the last slot are free.
-      gpu::wgmma_fence();
-      issue_project(previous.stage);
-      gpu::wgmma_wait_group<0>();
-      gpu::fence_operands(zacc);
-      gpu::fence_operands(h);
-      uv_pipe.consumer_release(previous);
+      // Eq. 32 over the hidden chunks, chunk r's expand overlapping chunk r−1's project
+      // (gpu/lib/hopper/wgmma_hidden_loop.cuh); then X is free.
+      gpu::hopper::wgmma_hidden_loop<L, Element, true>(
+          uv_pipe, st, base, chunks, s, zacc, h, [&](int stage) { issue_expand(x_slot, stage); },
+          [&](int r) { load_bias<Element>(bias, a, hidden, r * L::kChunk + first.col); },
+          [&] { bias_activate(s, bias, act); });
       x_pipe.consumer_release(xs);
       xs.advance();
 
@@ -289,18 +232,12 @@ template <class Element, class L> void launch(const FfnProblem& p, const Args<Ff
   const CUtensorMap x_map = gpu::hopper::cached_tma_tile_2d(
       {.base = reinterpret_cast<uint64_t>(args.x), .rows = uint64_t(p.P), .cols = uint64_t(p.C),
        .row_stride_bytes = uint64_t(p.C) * kE, .elem_bytes = kE, .box_rows = kBlockRows, .box_cols = kPanelCols});
-  const CUtensorMap u_map = gpu::hopper::cached_tma_tile_2d(
-      {.base = reinterpret_cast<uint64_t>(args.u), .rows = uint64_t(p.C), .cols = uint64_t(p.hidden),
-       .row_stride_bytes = uint64_t(p.hidden) * kE, .elem_bytes = kE, .box_rows = L::kC, .box_cols = kPanelCols});
-  const CUtensorMap v_map = gpu::hopper::cached_tma_tile_2d(
-      {.base = reinterpret_cast<uint64_t>(args.v), .rows = uint64_t(p.hidden), .cols = uint64_t(p.C_out),
-       .row_stride_bytes = uint64_t(p.C_out) * kE, .elem_bytes = kE, .box_rows = L::kChunk,
-       .box_cols = kPanelCols});
+  const gpu::hopper::UvMaps uv = gpu::hopper::cached_uv_maps<L>(args.u, args.v, p.C, p.hidden, p.C_out);
   const auto kernel = ffn_fused_wgmma_kernel<Element, L>;
   gpu::allow_dynamic_shared(kernel, L::kSharedBytes, "ffn_fused_wgmma_kernel");
   const int tiles = gpu::ceil_div(p.P, kBlockRows);
   const int grid = std::min(tiles, gpu::resident_blocks(kernel, kThreads, L::kSharedBytes));
-  kernel<<<grid, kThreads, L::kSharedBytes>>>(x_map, u_map, v_map, p.P, p.hidden, static_cast<const Element*>(args.a),
+  kernel<<<grid, kThreads, L::kSharedBytes>>>(x_map, uv.u, uv.v, p.P, p.hidden, static_cast<const Element*>(args.a),
                                                static_cast<const Element*>(args.b), static_cast<Element*>(args.z),
                                                p.activation);
   gpu::check_launch("ffn_fused_wgmma_kernel");

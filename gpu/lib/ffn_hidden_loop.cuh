@@ -43,6 +43,8 @@
 //     (float[kMTiles][kHTiles][4]) in place; a switch on a run-time activation belongs inside it
 //     (uniform over the grid), so the loop is compiled once.
 //   Barriers: two __syncthreads per chunk; every thread of the block must call the loop.
+//   After the loop: store_z writes Z, rounded once, to the caller's output rows (lesson 10's blocks;
+//     the FFN adds b as it stores and keeps its own store). ReluOrSilu is lesson 10's phi.
 #pragma once
 
 #include <cstdint>
@@ -225,6 +227,51 @@ __device__ __forceinline__ void ffn_hidden_loop(float (&z_acc)[Cfg::kMTiles][Cfg
     cp_async_commit();
   }
   cp_async_wait<0>();  // only empty groups can be pending; leave none behind
+}
+
+// φ for lesson 10's fused blocks: ReLU or SiLU over the warp's H_r accumulators in place, chosen
+// at run time (uniform over the grid: no divergence); pass it as ffn_hidden_loop's phi.
+struct ReluOrSilu {
+  bool relu;
+  template <int kMTiles, int kHTiles> __device__ __forceinline__ void operator()(float (&h)[kMTiles][kHTiles][4]) const {
+    if (relu) {
+#pragma unroll
+      for (int mi = 0; mi < kMTiles; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < kHTiles; ++ni)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) h[mi][ni][e] = fmaxf(h[mi][ni][e], 0.0f);
+    } else {
+#pragma unroll
+      for (int mi = 0; mi < kMTiles; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < kHTiles; ++ni)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) h[mi][ni][e] = h[mi][ni][e] / (1.0f + expf(-h[mi][ni][e]));
+    }
+  }
+};
+
+// Z, rounded once to Element, into rows row0 + (the warp's rows) of row-major Y [rows, COut]:
+// lane (g, t) stores rows g and g+8 of each m16 tile, columns 8·ni + 2t, +1 as one 32-bit
+// word (COut even, so the pair is 4-byte aligned); rows ≥ `rows` are not stored.
+template <class Cfg, class Element>
+__device__ __forceinline__ void store_z(Element* __restrict__ Y, const float (&z_acc)[Cfg::kMTiles][Cfg::kZTiles][4],
+                                        int row0, int rows) {
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int mi = 0; mi < Cfg::kMTiles; ++mi)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int m = row0 + mi * Cfg::kMmaM + g + 8 * half;
+      if (m >= rows) continue;
+#pragma unroll
+      for (int ni = 0; ni < Cfg::kZTiles; ++ni) {
+        const int col = ni * Cfg::kMmaN + 2 * t;
+        *reinterpret_cast<uint32_t*>(Y + int64_t(m) * Cfg::kCOut + col) =
+            pack_pair<Element>(z_acc[mi][ni][2 * half], z_acc[mi][ni][2 * half + 1]);
+      }
+    }
 }
 
 #endif  // __CUDACC__
