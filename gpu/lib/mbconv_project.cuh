@@ -56,7 +56,8 @@ template <class Element> __device__ __forceinline__ uint32_t mul_pair(uint32_t a
 }
 
 // dbuf [N][chunks][P·Q][32], gate16 [N][d_live], wp [hidden][ldw] (16-byte aligned, ldw a
-// multiple of 8; columns C_out .. ldw − 1 are never read), bp [C_out], x [N·P·Q][C]
+// multiple of 8; columns C_out .. ldw − 1 are copied but only feed columns never stored),
+// bp [C_out], x [N·P·Q][C]
 // (residual), y [N·P·Q][C_out]. Grid t.m_blocks · t.n_blocks, kThreads threads, t.bytes of
 // dynamic shared memory.
 template <class Element, int kBM, int kBN>
@@ -218,13 +219,14 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_project_kernel(
   }
 }
 
-// dst[j][o] = src[j][o] for o < C_out, rows of ld elements (the columns past C_out are not read).
+// dst[j][o] = src[j][o] for o < cols, and 0 for cols ≤ o < ld: rows of ld elements, every element
+// written (the kernel copies whole 16-byte pieces, the padding columns among them).
 template <class Element>
 __global__ void copy_rows_kernel(int rows, int cols, int ld, const Element* __restrict__ src, Element* __restrict__ dst) {
-  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < std::int64_t(rows) * cols;
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < std::int64_t(rows) * ld;
        i += std::int64_t(gridDim.x) * blockDim.x) {
-    const std::int64_t r = i / cols, c = i - r * cols;
-    dst[r * ld + c] = src[i];
+    const std::int64_t r = i / ld, c = i - r * ld;
+    dst[i] = c < cols ? src[r * cols + c] : from_float<Element>(0.0f);
   }
 }
 
@@ -249,7 +251,7 @@ void launch_project(const MBConvProblem& p, const Args<MBConvProblem>& a, const 
   if (p.C_out % 8 != 0 || !aligned_to(wp, 16)) {
     t.ldw = (p.C_out + 7) / 8 * 8;
     Element* padded = static_cast<Element*>(workspace);
-    const std::int64_t count = std::int64_t(p.hidden()) * p.C_out;
+    const std::int64_t count = std::int64_t(p.hidden()) * t.ldw;
     copy_rows_kernel<Element><<<unsigned(std::min<std::int64_t>((count + 255) / 256, 4096)), 256>>>(
         p.hidden(), p.C_out, t.ldw, wp, padded);
     check_launch("mbconv copy_rows_kernel");
