@@ -57,9 +57,8 @@ template <class Element> __device__ __forceinline__ uint32_t mul_pair(uint32_t a
 
 // dbuf [N][chunks][P·Q][32], gate16 [N][d_live], wp [hidden][ldw] (16-byte aligned, ldw a
 // multiple of 8; columns C_out .. ldw − 1 are copied but only feed columns never stored),
-// bp [C_out], x [N·P·Q][C]
-// (residual), y [N·P·Q][C_out]. Grid t.m_blocks · t.n_blocks, kThreads threads, t.bytes of
-// dynamic shared memory.
+// bp [C_out], x [N·P·Q][C] (the residual), y [N·P·Q][C_out]. Grid t.m_blocks · t.n_blocks,
+// kThreads threads, t.bytes of dynamic shared memory.
 template <class Element, int kBM, int kBN>
 __global__ void __launch_bounds__(kThreads, 2) mbconv_project_kernel(
     ProjectTile t, const Element* __restrict__ dbuf, const Element* __restrict__ gate16,
