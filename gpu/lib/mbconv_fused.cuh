@@ -410,7 +410,7 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
         //   here:        for each input row i the group reads: win[u] = e[row i][q0·stride − pad + u], u < kWindow
         //                (0 outside the image), loaded once; for each output row g that row i feeds
         //                (r = i − g·stride in 0..K−1): for s: for q: d[g][q] += w[r][s] · win[q·stride + s]
-        const int c0 = chunk_start(k), cw = chunk_width(k);
+        const int c0 = chunk_start(k);
         const float* v = vs(k % 3);
         const float* wf = dwfs(k % 2);
         const Element* e_s = es(k % t.e_buffers);
