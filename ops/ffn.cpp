@@ -77,10 +77,15 @@ std::vector<FfnProblem> test_shapes(bool gpu) {
   };
   // GPU only (too slow for the CPU ladder's plain rungs): more 128-row tiles
   // than a persistent grid of 132 CTAs has (08d_fused_wgmma's X buffers and
-  // U/V ring wrap across tiles), and a partial last hidden chunk at C = 256.
+  // U/V ring wrap across tiles; 08e's CTAs get odd and even counts of 64-row
+  // tiles), and a partial last hidden chunk at C = 256.
   if (gpu)
     for (const FfnProblem& p : {ffn(33869, 64, 256, 64, gelu, f16), ffn(17000, 128, 512, 128, silu, bf16),
-                                ffn(300, 256, 520, 256, relu, f16)})
+                                ffn(300, 256, 520, 256, relu, f16),
+                                // 08e: one 64-row tile (the second consumer only takes turns) with
+                                // its largest resident hidden (6 chunks); two tiles, the second of
+                                // one row, and a last chunk of 8 columns
+                                ffn(64, 64, 768, 64, gelu, f16), ffn(65, 64, 136, 64, silu, bf16)})
       t.push_back(p);
   return t;
 }

@@ -204,6 +204,59 @@ TEST_CASE("hopper: the FFN's X, U and V slots are read by wgmma where TMA wrote 
   CHECK(ffn_layout_mismatches<ffn_wgmma::Layout256>() == 0);
 }
 
+// 08e_fused_wgmma_pingpong: a 64-row X ring per consumer, every chunk of U and V resident.
+TEST_CASE("hopper: the ping-pong FFN's slots are read by wgmma where TMA wrote them, and fit", "[hopper][cpu]") {
+  using L = ffn_wgmma::PingPong64;
+  const uint32_t base = 1024;
+  int wrong = 0;
+  for (int c = 0; c < ffn_wgmma::kConsumers; ++c)
+    for (int xs = 0; xs < L::kXBuffers; ++xs) {
+      const uint32_t slot = L::x_slot(base, c, xs);
+      for (int ks = 0; ks < L::kCSteps; ++ks)
+        for (int m = 0; m < 64; ++m)
+          for (int k = 0; k < 16; ++k) {
+            const int col = 16 * ks + k;
+            wrong += gpu::wgmma_k_major_sw128_address(L::x_descriptor(slot, ks), m, k) !=
+                     L::x_box(slot, col / 64) + tma_sw128_box_offset(m, col % 64, 2);
+          }
+      wrong += slot % 1024 != 0;
+      // Slots follow each other without overlap; the barriers stay below the first.
+      wrong += slot + uint32_t(L::kXBytes) > (xs + 1 < L::kXBuffers ? L::x_slot(base, c, xs + 1)
+                                              : c + 1 < ffn_wgmma::kConsumers ? L::x_slot(base, c + 1, 0)
+                                                                              : L::u_slot(base, 0));
+    }
+  for (int c = 0; c < ffn_wgmma::kConsumers; ++c)
+    wrong += L::x_ring(base, c) + uint32_t(kPipelineBarrierBytes<L::kXBuffers>) > L::x_slot(base, 0, 0);
+  wrong += L::x_ring(base, 0) < base + L::kWeightsBarrier + uint32_t(kMbarrierBytes);
+  for (int r = 0; r < L::kStages; ++r) {
+    const uint32_t u = L::u_slot(base, r), v = L::v_slot(base, r);
+    for (int ks = 0; ks < L::kCSteps; ++ks)
+      for (int k = 0; k < 16; ++k)
+        for (int n = 0; n < L::kChunk; ++n)
+          wrong += gpu::wgmma_mn_major_sw128_address(L::u_descriptor(u, ks), k, n) !=
+                   L::u_box(u, n / 64) + tma_sw128_box_offset(16 * ks + k, n % 64, 2);
+    for (int kk = 0; kk < L::kHSteps; ++kk)
+      for (int k = 0; k < 16; ++k)
+        for (int n = 0; n < L::kC; ++n)
+          wrong += gpu::wgmma_mn_major_sw128_address(L::v_descriptor(v, kk), k, n) !=
+                   L::v_box(v, n / 64) + tma_sw128_box_offset(16 * kk + k, n % 64, 2);
+    wrong += v + uint32_t(L::VTile::kBytes) > L::u_slot(base, r + 1);
+  }
+  CHECK(wrong == 0);
+  // Chunk r's slots end inside the allocation for r + 1 chunks, after aligning its start up.
+  for (int chunks = 1; chunks <= L::kStages; ++chunks) {
+    CAPTURE(chunks);
+    CHECK(L::shared_bytes(chunks) > 0);
+    CHECK(L::shared_bytes(chunks) <= 227 * 1024);
+    CHECK(1023u + L::u_slot(0, chunks) <= uint32_t(L::shared_bytes(chunks)));
+  }
+  // 128-wide chunks at C = 64: hidden up to 768 resident, not one chunk more.
+  CHECK(L::kStages == 6);
+  CHECK(L::shared_bytes(0) == 0);
+  CHECK(L::shared_bytes(L::kStages + 1) == 0);
+  CHECK(register_budget_fits(ffn_wgmma::kProducerRegs, ffn_wgmma::kConsumerRegs, ffn_wgmma::kConsumers));
+}
+
 // ---- lesson 10's one-kernel block on wgmma (gpu/convfirst/10c_fused_wgmma.cu) ----------------
 
 // U and V of the block's hidden loop: read by wgmma where TMA wrote them; the

@@ -229,6 +229,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     // refilled once both have read it, a U/V slot once both have used it. (Whether it pays
     // is a measurement: lessons/10-convfirst/NOTES.md.)
     bool first_tile = true;
+    gpu::hopper::NoTurns no_turns;  // the two consumers are not made to alternate here
     for (int t = tiles.first(blockIdx.x); tiles.valid(t); t = tiles.next(t, gridDim.x)) {
       const int pixel0 = t * kBlockRows + consumer * kWgmmaM + 16 * warp;  // this warp's 16 pixels
       // ---- 1. the grouped conv of this warp's 16 pixels, into the expand's A fragments ----
@@ -270,7 +271,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       //         warpgroup's products fill the tensor cores during this one's φ. Both
       //         schedules are gpu/lib/hopper/wgmma_hidden_loop.cuh (08d's loop, A = T here). ----
       gpu::hopper::wgmma_hidden_loop<L, Element, L::kOverlap>(
-          uv_pipe, st, base, chunks, s, zacc, h, issue_expand,
+          uv_pipe, st, base, chunks, s, zacc, h, no_turns, issue_expand,
           [&](int r) { load_bias(bias, a, hidden, r * L::kChunk + first.col); },
           [&] { bias_activate<Element, kRelu>(s, bias); });
       gpu::fence_operands(tfrag);  // the expand products reading T have retired

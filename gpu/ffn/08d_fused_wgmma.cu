@@ -62,7 +62,7 @@
 #include "gpu/lib/mma.cuh"
 #include "gpu/lib/wgmma.cuh"
 #include "gpu/lib/wgmma_probe.hpp"
-#include "gpu/lib/ffn_epilogue.cuh"
+#include "gpu/lib/hopper/ffn_wgmma_epilogue.cuh"
 #include "gpu/lib/hopper/ffn_wgmma_layout.hpp"
 #include "gpu/lib/hopper/mbarrier.cuh"
 #include "gpu/lib/hopper/tile_scheduler.cuh"
@@ -75,46 +75,6 @@ namespace {
 
 using namespace ffn_wgmma;
 constexpr int kThreads = (1 + kConsumers) * gpu::hopper::kWarpgroupThreads;  // 384
-
-// Two 16-bit elements of a 4-byte word (the lower address in the low half) as fp32.
-template <class Element> __device__ __forceinline__ float2 unpack_pair(uint32_t bits) {
-  Element e[2];
-  static_assert(sizeof(e) == sizeof(bits), "two 16-bit elements");
-  memcpy(e, &bits, sizeof(bits));
-  return float2{gpu::to_float(e[0]), gpu::to_float(e[1])};
-}
-
-// S[i] += bias, then φ, in place. S[4j + c] is column 8j + 2t + (c & 1) of the
-// chunk (gpu::wgmma_d_coord), so bias pair j serves S[4j .. 4j+3]. One switch
-// outside the loops: each activation gets its own unrolled loop.
-template <int kRegs>
-__device__ __forceinline__ void bias_activate(float (&s)[kRegs], const float2 (&bias)[kRegs / 4], FfnActivation act) {
-  switch (act) {
-    case FfnActivation::relu:
-#pragma unroll
-      for (int i = 0; i < kRegs; ++i) s[i] = fmaxf(s[i] + ((i & 1) ? bias[i / 4].y : bias[i / 4].x), 0.f);
-      break;
-    case FfnActivation::silu:
-#pragma unroll
-      for (int i = 0; i < kRegs; ++i) s[i] = gpu::ffn::activate(FfnActivation::silu, s[i] + ((i & 1) ? bias[i / 4].y : bias[i / 4].x));
-      break;
-    default:
-#pragma unroll
-      for (int i = 0; i < kRegs; ++i) s[i] = gpu::ffn::activate(FfnActivation::gelu, s[i] + ((i & 1) ? bias[i / 4].y : bias[i / 4].x));
-      break;
-  }
-}
-
-// This thread's bias pairs of hidden chunk h0 ..: columns h0 + 8j + 2t, +1
-// (0 past `hidden`; hidden is a multiple of 8, so a pair is inside or outside).
-template <class Element, int kPairs>
-__device__ __forceinline__ void load_bias(float2 (&bias)[kPairs], const Element* __restrict__ a, int hidden, int col0) {
-#pragma unroll
-  for (int j = 0; j < kPairs; ++j) {
-    const int col = col0 + 8 * j;
-    bias[j] = col < hidden ? unpack_pair<Element>(*reinterpret_cast<const uint32_t*>(a + col)) : float2{0.f, 0.f};
-  }
-}
 
 // ---- the kernel ------------------------------------------------------------------------
 //
@@ -177,6 +137,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     float zacc[L::kZRegs];               // Z
     uint32_t h[L::kHSteps][4];           // H packed: A fragments of the project product
     float2 bias[L::kSRegs / 4];
+    gpu::hopper::NoTurns no_turns;  // both consumers work on one tile; 08e_fused_wgmma_pingpong alternates them
 
     // S = X·U^r into s; one commit group.
     const auto issue_expand = [&](uint32_t x_slot, int stage) {
@@ -195,27 +156,14 @@ __global__ void __launch_bounds__(kThreads, 1)
       // Eq. 32 over the hidden chunks, chunk r's expand overlapping chunk r−1's project
       // (gpu/lib/hopper/wgmma_hidden_loop.cuh); then X is free.
       gpu::hopper::wgmma_hidden_loop<L, Element, true>(
-          uv_pipe, st, base, chunks, s, zacc, h, [&](int stage) { issue_expand(x_slot, stage); },
-          [&](int r) { load_bias<Element>(bias, a, hidden, r * L::kChunk + first.col); },
-          [&] { bias_activate(s, bias, act); });
+          uv_pipe, st, base, chunks, s, zacc, h, no_turns, [&](int stage) { issue_expand(x_slot, stage); },
+          [&](int r) { gpu::ffn::load_bias<Element>(bias, a, hidden, r * L::kChunk + first.col); },
+          [&] { gpu::ffn::bias_activate(s, bias, act); });
       x_pipe.consumer_release(xs);
       xs.advance();
 
-      // Epilogue: Z + b, one rounding; rows past P are not stored. zacc[4j + c]:
-      // row g + 16w + 8(c >> 1), column 8j + 2t + (c & 1).
-      const int row0 = t * kBlockRows + consumer * kWgmmaM + first.row;
-#pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
-        const int row = row0 + 8 * hh;
-        if (row >= P) continue;
-        Element* out = z + int64_t(row) * L::kC + first.col;
-#pragma unroll
-        for (int j = 0; j < L::kC / 8; ++j) {
-          const float2 bj = unpack_pair<Element>(*reinterpret_cast<const uint32_t*>(b + first.col + 8 * j));
-          *reinterpret_cast<uint32_t*>(out + 8 * j) =
-              gpu::pack_pair<Element>(zacc[4 * j + 2 * hh] + bj.x, zacc[4 * j + 2 * hh + 1] + bj.y);
-        }
-      }
+      // Epilogue: Z + b, one rounding; rows past P are not stored.
+      gpu::ffn::store_z_plus_b<Element, L::kC>(z, b, zacc, t * kBlockRows + consumer * kWgmmaM + first.row, first.col, P);
     }
   }
 }

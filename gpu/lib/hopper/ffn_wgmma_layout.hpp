@@ -83,4 +83,70 @@ using Layout64 = Layout<64, 128, 2, 4>;
 using Layout128 = Layout<128, 128, 2, 2>;
 using Layout256 = Layout<256, 64, 1, 2>;
 
+// ---- 08e_fused_wgmma_pingpong: U and V resident, a 64-row tile per consumer warpgroup --------
+//
+// Every chunk of U and V is loaded once per CTA and stays; each consumer warpgroup owns its
+// X tiles (64 rows) and their ring of XBuffers slots, so the two consumers never wait for
+// each other's data, only for their turn at the tensor cores (the kernel's named barriers).
+//
+//   [ barriers: weights, X ring of consumer 0, of consumer 1 | X slots c0 s0 .. c1 sX−1 |
+//     U^0 V_0 | U^1 V_1 | ... (chunks of the problem) ]       every tile a Sw128Tile, 1024-aligned
+//
+// kStages is the chunk count the resident region can hold (the hidden loop's slot index is the
+// chunk index); the launcher allocates only the problem's chunks (shared_bytes(chunks)).
+template <int C, int Chunk, int XBuffers> struct PingPongLayout {
+  static constexpr int kC = C, kChunk = Chunk, kXBuffers = XBuffers;
+  using XTile = gpu::Sw128Tile<kWgmmaM, C>;     // [row][c]      one consumer's 64 rows
+  using UTile = gpu::Sw128Tile<C, Chunk>;       // [c][h]
+  using VTile = gpu::Sw128Tile<Chunk, C>;       // [h][c_out]
+  static constexpr int kXBytes = XTile::kBytes;
+  static constexpr int kStageBytes = UTile::kBytes + VTile::kBytes;
+  static constexpr int kBarrierRegion = 1024;  // the barriers, before the first swizzled tile
+  static constexpr int kWeightsBarrier = 0;
+  static constexpr int kXBarriers = gpu::hopper::kMbarrierBytes;  // consumer c's ring at + c · ring bytes
+  static constexpr int kXBase = kBarrierRegion;
+  static constexpr int kUvBase = kXBase + kConsumers * kXBuffers * kXBytes;
+  static constexpr int kMaxShared = 227 * 1024;
+  static constexpr int kStages = (kMaxShared - gpu::hopper::kTmaSwizzleAtomBytes - kUvBase) / kStageBytes;
+  static constexpr int kSRegs = Chunk / 2, kZRegs = C / 2, kHSteps = Chunk / kWgmmaK, kCSteps = C / kWgmmaK;
+
+  static_assert(kC == 64, "U and V resident: C = 64 (at C = 128 only hidden <= 256 would fit)");
+  static_assert(Chunk == 64 || Chunk == 128, "the expand wgmma is m64n{Chunk}");
+  static_assert(kStages >= 1, "one chunk of U and V fits beside the X slots");
+  static_assert(kXBarriers + kConsumers * gpu::hopper::kPipelineBarrierBytes<kXBuffers> <= kBarrierRegion,
+                "the barriers fit their region");
+  static_assert(kSRegs + kZRegs + 2 * kHSteps * 2 <= kConsumerRegs - 32, "S, Z and H fit the consumers' registers");
+
+  // Bytes of dynamic shared memory for `chunks` resident chunks (0 if they do not fit).
+  CONVLAB_HOST_DEVICE static constexpr int shared_bytes(int chunks) {
+    return chunks < 1 || chunks > kStages ? 0 : gpu::hopper::kTmaSwizzleAtomBytes + kUvBase + chunks * kStageBytes;
+  }
+  CONVLAB_HOST_DEVICE static constexpr uint32_t x_ring(uint32_t base, int consumer) {
+    return base + kXBarriers + consumer * gpu::hopper::kPipelineBarrierBytes<kXBuffers>;
+  }
+  CONVLAB_HOST_DEVICE static constexpr uint32_t x_slot(uint32_t base, int consumer, int s) {
+    return base + kXBase + (consumer * kXBuffers + s) * kXBytes;
+  }
+  CONVLAB_HOST_DEVICE static constexpr uint32_t u_slot(uint32_t base, int chunk) {
+    return base + kUvBase + chunk * kStageBytes;
+  }
+  CONVLAB_HOST_DEVICE static constexpr uint32_t v_slot(uint32_t base, int chunk) {
+    return u_slot(base, chunk) + UTile::kBytes;
+  }
+  CONVLAB_HOST_DEVICE static constexpr uint32_t x_box(uint32_t slot, int p) { return slot + p * XTile::kPanelBytes; }
+  CONVLAB_HOST_DEVICE static constexpr uint32_t u_box(uint32_t slot, int p) { return slot + p * UTile::kPanelBytes; }
+  CONVLAB_HOST_DEVICE static constexpr uint32_t v_box(uint32_t slot, int p) { return slot + p * VTile::kPanelBytes; }
+  CONVLAB_HOST_DEVICE static constexpr uint64_t x_descriptor(uint32_t slot, int ks) {
+    return gpu::k_major_descriptor<XTile>(slot, 0, ks * kWgmmaK);
+  }
+  CONVLAB_HOST_DEVICE static constexpr uint64_t u_descriptor(uint32_t slot, int ks) {
+    return gpu::mn_major_descriptor<UTile>(slot, ks * kWgmmaK);
+  }
+  CONVLAB_HOST_DEVICE static constexpr uint64_t v_descriptor(uint32_t slot, int kk) {
+    return gpu::mn_major_descriptor<VTile>(slot, kk * kWgmmaK);
+  }
+};
+
+using PingPong64 = PingPongLayout<64, 128, 2>;
+
 }  // namespace convlab::ffn_wgmma

@@ -26,7 +26,12 @@
 //     arrives zero-filled by TMA.
 //   The ring: one PipelineState per side, carried across tiles by the caller; each call
 //     moves it by `chunks` items. Consumers release a slot once the wait_group that
-//     retired every wgmma reading it has returned.
+//     retired every wgmma reading it has returned. Or ResidentSlots: every chunk of U and V
+//     stays in shared memory (slot = chunk index, the state restarted per tile), nothing
+//     to wait for or free.
+//   Turns: turns.before() ahead of each batch of wgmma the warpgroup issues, turns.after()
+//     once the batch is issued (issue_points(chunks) batches a tile). NoTurns for a
+//     warpgroup that runs on its own; 08e's two consumers take turns through it.
 //   The consumer loop, two schedules:
 //     kOverlap = true:  chunk r's expand is issued before chunk r−1's project, so the bias
 //                       and φ of chunk r run while Z += H_{r−1}·V_{r−1} is on the tensor cores
@@ -72,6 +77,18 @@ template <class L> UvMaps cached_uv_maps(const void* u, const void* v, int C, in
 
 // ---- producer: every chunk's U^r and V_r of one tile -------------------------------------
 
+// One thread: chunk h0 .. h0 + TH of U (all C rows) and of V (all C_out columns) into the
+// slots at u_slot and v_slot, the bytes counted on barrier `full`.
+template <class L>
+__device__ __forceinline__ void load_uv_chunk(uint32_t u_slot, uint32_t v_slot, uint32_t full, const CUtensorMap* u_map,
+                                              const CUtensorMap* v_map, int h0) {
+#pragma unroll
+  for (int p = 0; p < L::UTile::kPanels; ++p)
+    tma_load_2d(L::u_box(u_slot, p), u_map, full, h0 + p * L::UTile::kPanelCols, 0);
+#pragma unroll
+  for (int p = 0; p < L::VTile::kPanels; ++p) tma_load_2d(L::v_box(v_slot, p), v_map, full, p * L::VTile::kPanelCols, h0);
+}
+
 // One thread: for r < chunks, wait for slot st, then U^r's panels (hidden columns r·TH + 64p ..)
 // and V_r's panels (hidden rows r·TH .., columns 64p ..) onto the slot's full barrier.
 template <class L>
@@ -80,18 +97,27 @@ __device__ __forceinline__ void load_uv_chunks(const Pipeline<L::kStages>& uv_pi
                                                int chunks) {
   for (int r = 0; r < chunks; ++r, st.advance()) {
     uv_pipe.producer_acquire(st, L::kStageBytes);
-    const uint32_t full = uv_pipe.full(st.stage);
-    const int h0 = r * L::kChunk;
-#pragma unroll
-    for (int p = 0; p < L::UTile::kPanels; ++p)
-      tma_load_2d(L::u_box(L::u_slot(base, st.stage), p), u_map, full, h0 + p * L::UTile::kPanelCols, 0);
-#pragma unroll
-    for (int p = 0; p < L::VTile::kPanels; ++p)
-      tma_load_2d(L::v_box(L::v_slot(base, st.stage), p), v_map, full, p * L::VTile::kPanelCols, h0);
+    load_uv_chunk<L>(L::u_slot(base, st.stage), L::v_slot(base, st.stage), uv_pipe.full(st.stage), u_map, v_map,
+                     r * L::kChunk);
   }
 }
 
 // ---- consumer ----------------------------------------------------------------------------
+
+// A warpgroup that takes no turns, and U/V slots that need no waiting (see the contract).
+struct NoTurns {
+  __device__ void before() const {}
+  __device__ void after() const {}
+};
+template <int kStages> struct ResidentSlots {
+  __device__ void consumer_wait(const PipelineState<kStages>&) const {}
+  __device__ void consumer_release(const PipelineState<kStages>&) const {}
+};
+
+// Batches of wgmma one tile's loop issues (one turn each).
+template <bool kOverlap> CONVLAB_HOST_DEVICE constexpr int issue_points(int chunks) {
+  return kOverlap ? chunks + 1 : 2 * chunks;
+}
 
 // Z += H·V_r from slot `stage`; one commit group.
 template <class L, class Element>
@@ -114,16 +140,18 @@ __device__ __forceinline__ void pack_h(uint32_t (&h)[L::kHSteps][4], const float
 
 // The hidden-chunk loop of one tile (the contract above). s, zacc and h are the caller's
 // registers: S, Z and packed H.
-template <class L, class Element, bool kOverlap, class Expand, class LoadBias, class Activate>
-__device__ __forceinline__ void wgmma_hidden_loop(const Pipeline<L::kStages>& uv_pipe, PipelineState<L::kStages>& st,
-                                                  uint32_t base, int chunks, float (&s)[L::kSRegs],
-                                                  float (&zacc)[L::kZRegs], uint32_t (&h)[L::kHSteps][4],
-                                                  Expand&& issue_expand, LoadBias&& load_bias, Activate&& activate) {
+template <class L, class Element, bool kOverlap, class Ring, class Turns, class Expand, class LoadBias, class Activate>
+__device__ __forceinline__ void wgmma_hidden_loop(const Ring& uv_pipe, PipelineState<L::kStages>& st, uint32_t base,
+                                                  int chunks, float (&s)[L::kSRegs], float (&zacc)[L::kZRegs],
+                                                  uint32_t (&h)[L::kHSteps][4], Turns& turns, Expand&& issue_expand,
+                                                  LoadBias&& load_bias, Activate&& activate) {
   if constexpr (kOverlap) {
     // Chunk 0: expand only.
     uv_pipe.consumer_wait(st);
+    turns.before();
     wgmma_fence();
     issue_expand(st.stage);
+    turns.after();
     load_bias(0);
     wgmma_wait_group<0>();
     fence_operands(s);
@@ -137,9 +165,11 @@ __device__ __forceinline__ void wgmma_hidden_loop(const Pipeline<L::kStages>& uv
     // Then wait for it, free slot r−1 (U^{r−1} and V_{r−1} are read), repack.
     for (int r = 1; r < chunks; ++r) {
       uv_pipe.consumer_wait(st);
+      turns.before();
       wgmma_fence();
       issue_expand(st.stage);
       issue_project<L, Element>(zacc, h, base, previous.stage);
+      turns.after();
       load_bias(r);
       wgmma_wait_group<1>();
       fence_operands(s);
@@ -153,8 +183,10 @@ __device__ __forceinline__ void wgmma_hidden_loop(const Pipeline<L::kStages>& uv
       pack_h<L, Element>(h, s);
     }
     // The last chunk's project product.
+    turns.before();
     wgmma_fence();
     issue_project<L, Element>(zacc, h, base, previous.stage);
+    turns.after();
     wgmma_wait_group<0>();
     fence_operands(zacc);
     fence_operands(h);
@@ -162,15 +194,19 @@ __device__ __forceinline__ void wgmma_hidden_loop(const Pipeline<L::kStages>& uv
   } else {
     for (int r = 0; r < chunks; ++r, st.advance()) {
       uv_pipe.consumer_wait(st);
+      turns.before();
       wgmma_fence();
       issue_expand(st.stage);
+      turns.after();
       load_bias(r);
       wgmma_wait_group<0>();
       fence_operands(s);
       activate();
       pack_h<L, Element>(h, s);
+      turns.before();
       wgmma_fence();
       issue_project<L, Element>(zacc, h, base, st.stage);
+      turns.after();
       wgmma_wait_group<0>();
       fence_operands(zacc);
       fence_operands(h);
