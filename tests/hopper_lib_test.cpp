@@ -248,10 +248,13 @@ TEST_CASE("hopper: the ping-pong FFN's slots are read by wgmma where TMA wrote t
     CAPTURE(chunks);
     CHECK(L::shared_bytes(chunks) > 0);
     CHECK(L::shared_bytes(chunks) <= 227 * 1024);
-    CHECK(1023u + L::u_slot(0, chunks) <= uint32_t(L::shared_bytes(chunks)));
+    CHECK(1023u + L::u_slot(0, chunks) <= uint32_t(L::a_offset(chunks) + 1023));
+    CHECK(L::a_offset(chunks) % 16 == 0);  // a read as float2 pairs
+    CHECK(L::b_offset(chunks) == L::a_offset(chunks) + 4 * chunks * L::kChunk);
+    CHECK(1023 + L::b_offset(chunks) + 4 * L::kC <= L::shared_bytes(chunks));
   }
-  // 128-wide chunks at C = 64: hidden up to 768 resident, not one chunk more.
-  CHECK(L::kStages == 6);
+  // 128-wide chunks at C = 64: hidden up to 640 resident, not one chunk more.
+  CHECK(L::kStages == 5);
   CHECK(L::shared_bytes(0) == 0);
   CHECK(L::shared_bytes(L::kStages + 1) == 0);
   CHECK(register_budget_fits(ffn_wgmma::kProducerRegs, ffn_wgmma::kConsumerRegs, ffn_wgmma::kConsumers));

@@ -163,7 +163,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       xs.advance();
 
       // Epilogue: Z + b, one rounding; rows past P are not stored.
-      gpu::ffn::store_z_plus_b<Element, L::kC>(z, b, zacc, t * kBlockRows + consumer * kWgmmaM + first.row, first.col, P);
+      gpu::ffn::store_z_plus_b<Element, L::kC>(
+          z, [&](int j) { return gpu::unpack_pair<Element>(*reinterpret_cast<const uint32_t*>(b + first.col + 8 * j)); },
+          zacc, t * kBlockRows + consumer * kWgmmaM + first.row, first.col, P);
     }
   }
 }

@@ -46,10 +46,14 @@
 // of that, which the other warpgroup's products can cover. Predictions and measurements:
 // lessons/08-ffn-fusion/NOTES.md.
 //
+// The biases a and b are staged once per CTA as fp32 in shared memory: a chunk's bias pairs
+// are then shared loads with nothing to convert, where global loads (even L1 hits) put their
+// latency on the chain between a chunk's expand and its φ.
+//
 // Tunables: gpu/lib/hopper/ffn_wgmma_layout.hpp (PingPong64: chunk 128, 2 X slots per
 // consumer). Supported: f16 and bf16; C = C_out = 64; hidden a multiple of 8 with
-// ⌈hidden / 128⌉ ≤ 6 (every chunk resident: hidden ≤ 768; a partial last chunk is zero-filled
-// by TMA, its bias read as 0, φ(0) = 0, times zero rows of V); any P ≥ 1; relu, silu, gelu;
+// ⌈hidden / 128⌉ ≤ 5 (every chunk resident: hidden ≤ 640; a partial last chunk is zero-filled
+// by TMA, its bias staged as 0, φ(0) = 0, times zero rows of V); any P ≥ 1; relu, silu, gelu;
 // 16-byte aligned buffers. Needs compute capability 9.0 and 90 in CONVLAB_CUDA_ARCHS.
 // Run just this: build/convlab run ffn/gpu/08e_fused_wgmma_pingpong --shape P=401408,C=64,dtype=f16
 #include <cuda.h>
@@ -78,6 +82,7 @@ using namespace ffn_wgmma;
 using L = PingPong64;
 constexpr int kThreads = (1 + kConsumers) * gpu::hopper::kWarpgroupThreads;  // 384
 constexpr int kTurnBarrier = 1;  // named barriers 1 and 2: consumer 0's and consumer 1's turn (0 is __syncthreads)
+constexpr int kBiasBarrier = 3;  // both consumers: the fp32 biases are staged
 
 // The turns of consumer `me` (0 or 1) at issuing wgmma, `points` batches in all (the same
 // count for both). Batch i of consumer 0 goes before batch i of consumer 1, which goes before
@@ -164,6 +169,17 @@ __global__ void __launch_bounds__(kThreads, 1)
     uint32_t h[L::kHSteps][4];  // H packed: A fragments of the project product
     float2 bias[L::kSRegs / 4];
 
+    // a and b once as fp32 (a zero past `hidden`): each chunk's bias pairs are then one 8-byte
+    // shared load each, with nothing to convert.
+    float* const a_s = reinterpret_cast<float*>(shared + (base - gpu::shared_address(shared)) + L::a_offset(chunks));
+    float* const b_s = a_s + chunks * L::kChunk;
+    for (int i = threadIdx.x - gpu::hopper::kWarpgroupThreads; i < chunks * L::kChunk + L::kC;
+         i += kConsumers * gpu::hopper::kWarpgroupThreads)
+      a_s[i] = i < chunks * L::kChunk ? (i < hidden ? gpu::to_float(a[i]) : 0.f) : gpu::to_float(b[i - chunks * L::kChunk]);
+    gpu::hopper::named_barrier_sync(kBiasBarrier, kConsumers * gpu::hopper::kWarpgroupThreads);
+    const float2* const a_pairs = reinterpret_cast<const float2*>(a_s);
+    const float2* const b_pairs = reinterpret_cast<const float2*>(b_s);
+
     gpu::hopper::mbarrier_wait(weights_full, 0);
     for (int round = 0; round < rounds; ++round) {
       const int k = kConsumers * round + consumer;
@@ -189,11 +205,15 @@ __global__ void __launch_bounds__(kThreads, 1)
                   s, L::x_descriptor(x_slot, ks), L::u_descriptor(L::u_slot(base, stage), ks), ks > 0);
             gpu::wgmma_commit_group();
           },
-          [&](int r) { gpu::ffn::load_bias<Element>(bias, a, hidden, r * L::kChunk + first.col); },
+          [&](int r) {
+#pragma unroll
+            for (int j = 0; j < L::kSRegs / 4; ++j) bias[j] = a_pairs[(r * L::kChunk + first.col) / 2 + 4 * j];
+          },
           [&] { gpu::ffn::bias_activate(s, bias, act); });
       my_x.consumer_release(xs);
       xs.advance();
-      gpu::ffn::store_z_plus_b<Element, L::kC>(z, b, zacc, t * kWgmmaM + first.row, first.col, P);
+      gpu::ffn::store_z_plus_b<Element, L::kC>(
+          z, [&](int j) { return b_pairs[first.col / 2 + 4 * j]; }, zacc, t * kWgmmaM + first.row, first.col, P);
     }
   }
 }
@@ -225,7 +245,7 @@ void run(const FfnProblem& p, const Args<FfnProblem>& args) {
   if (const std::string why = gpu::wgmma_unavailable_reason(); !why.empty())
     throw Unsupported("08e_fused_wgmma_pingpong cannot run here: " + why);
   if (!supports(p))
-    throw Unsupported("08e_fused_wgmma_pingpong: f16/bf16, C = C_out = 64, hidden % 8 == 0 and hidden <= 768");
+    throw Unsupported("08e_fused_wgmma_pingpong: f16/bf16, C = C_out = 64, hidden % 8 == 0 and hidden <= 640");
   if (!gpu::aligned_16(args.x) || !gpu::aligned_16(args.u) || !gpu::aligned_16(args.v) || !gpu::aligned_16(args.z) ||
       !gpu::aligned_16(args.a) || !gpu::aligned_16(args.b))
     throw Unsupported("08e_fused_wgmma_pingpong needs 16-byte aligned buffers");

@@ -50,10 +50,11 @@ __device__ __forceinline__ void load_bias(float2 (&bias)[kPairs], const Element*
 }
 
 // z[row0 + 8hh, col0 + 8j ..] = Z + b, one rounding, for hh = 0, 1 (row0 = this thread's first
-// row, col0 = 2q); rows at or past P are not stored. z has rows of C elements.
-template <class Element, int C>
-__device__ __forceinline__ void store_z_plus_b(Element* __restrict__ z, const Element* __restrict__ b,
-                                               const float (&zacc)[C / 2], int row0, int col0, int P) {
+// row, col0 = 2q); rows at or past P are not stored. z has rows of C elements; bias_pair(j)
+// gives b[col0 + 8j], b[col0 + 8j + 1] in fp32 (from global memory or a staged copy).
+template <class Element, int C, class BiasPair>
+__device__ __forceinline__ void store_z_plus_b(Element* __restrict__ z, BiasPair&& bias_pair, const float (&zacc)[C / 2],
+                                               int row0, int col0, int P) {
 #pragma unroll
   for (int hh = 0; hh < 2; ++hh) {
     const int row = row0 + 8 * hh;
@@ -61,7 +62,7 @@ __device__ __forceinline__ void store_z_plus_b(Element* __restrict__ z, const El
     Element* out = z + int64_t(row) * C + col0;
 #pragma unroll
     for (int j = 0; j < C / 8; ++j) {
-      const float2 bj = unpack_pair<Element>(*reinterpret_cast<const uint32_t*>(b + col0 + 8 * j));
+      const float2 bj = bias_pair(j);
       *reinterpret_cast<uint32_t*>(out + 8 * j) =
           pack_pair<Element>(zacc[4 * j + 2 * hh] + bj.x, zacc[4 * j + 2 * hh + 1] + bj.y);
     }

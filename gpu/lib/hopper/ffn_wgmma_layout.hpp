@@ -88,9 +88,11 @@ using Layout256 = Layout<256, 64, 1, 2>;
 // Every chunk of U and V is loaded once per CTA and stays; each consumer warpgroup owns its
 // X tiles (64 rows) and their ring of XBuffers slots, so the two consumers never wait for
 // each other's data, only for their turn at the tensor cores (the kernel's named barriers).
+// The biases a (zero-padded to whole chunks) and b are copied once, as fp32.
 //
 //   [ barriers: weights, X ring of consumer 0, of consumer 1 | X slots c0 s0 .. c1 sX−1 |
-//     U^0 V_0 | U^1 V_1 | ... (chunks of the problem) ]       every tile a Sw128Tile, 1024-aligned
+//     U^0 V_0 | U^1 V_1 | ... (chunks of the problem) | a: chunks·Chunk fp32 | b: C fp32 ]
+//   every tile a Sw128Tile, 1024-aligned
 //
 // kStages is the chunk count the resident region can hold (the hidden loop's slot index is the
 // chunk index); the launcher allocates only the problem's chunks (shared_bytes(chunks)).
@@ -107,7 +109,9 @@ template <int C, int Chunk, int XBuffers> struct PingPongLayout {
   static constexpr int kXBase = kBarrierRegion;
   static constexpr int kUvBase = kXBase + kConsumers * kXBuffers * kXBytes;
   static constexpr int kMaxShared = 227 * 1024;
-  static constexpr int kStages = (kMaxShared - gpu::hopper::kTmaSwizzleAtomBytes - kUvBase) / kStageBytes;
+  // Per resident chunk: its U and V, and its slice of a in fp32.
+  static constexpr int kStages = (kMaxShared - gpu::hopper::kTmaSwizzleAtomBytes - kUvBase - 4 * C) /
+                                 (kStageBytes + 4 * Chunk);
   static constexpr int kSRegs = Chunk / 2, kZRegs = C / 2, kHSteps = Chunk / kWgmmaK, kCSteps = C / kWgmmaK;
 
   static_assert(kC == 64, "U and V resident: C = 64 (at C = 128 only hidden <= 256 would fit)");
@@ -117,9 +121,12 @@ template <int C, int Chunk, int XBuffers> struct PingPongLayout {
                 "the barriers fit their region");
   static_assert(kSRegs + kZRegs + 2 * kHSteps * 2 <= kConsumerRegs - 32, "S, Z and H fit the consumers' registers");
 
+  // The fp32 biases after `chunks` resident chunks: a [chunks·Chunk], then b [C].
+  CONVLAB_HOST_DEVICE static constexpr int a_offset(int chunks) { return kUvBase + chunks * kStageBytes; }
+  CONVLAB_HOST_DEVICE static constexpr int b_offset(int chunks) { return a_offset(chunks) + 4 * chunks * Chunk; }
   // Bytes of dynamic shared memory for `chunks` resident chunks (0 if they do not fit).
   CONVLAB_HOST_DEVICE static constexpr int shared_bytes(int chunks) {
-    return chunks < 1 || chunks > kStages ? 0 : gpu::hopper::kTmaSwizzleAtomBytes + kUvBase + chunks * kStageBytes;
+    return chunks < 1 || chunks > kStages ? 0 : gpu::hopper::kTmaSwizzleAtomBytes + b_offset(chunks) + 4 * C;
   }
   CONVLAB_HOST_DEVICE static constexpr uint32_t x_ring(uint32_t base, int consumer) {
     return base + kXBarriers + consumer * gpu::hopper::kPipelineBarrierBytes<kXBuffers>;
