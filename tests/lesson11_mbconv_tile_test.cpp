@@ -27,6 +27,8 @@
 //      computed once, from the buffer its copy wrote, no buffer or X region
 //      overwritten before its last reader); the cost model against a replay
 //      of the blocks per SM, and the choice at the goal shapes.
+//   8. The SE gate kernel: its block size from the chains of loads (replayed),
+//      and the shared memory of both FCs' partial sums.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -688,7 +690,7 @@ TEST_CASE("mbconv tile: 11c's pass 2 tile at the goal shapes", "[mbconv][lesson1
   CHECK(t.grid == 196);
 }
 
-TEST_CASE("mbconv tile: the SE gate kernel's shared memory holds both FCs' partial sums", "[mbconv][lesson11][cpu]") {
+TEST_CASE("mbconv tile: the SE gate kernel's block size and shared memory", "[mbconv][lesson11][cpu]") {
   std::vector<MBConvProblem> shapes;
   for (ShapeTable table : {ShapeTable::test, ShapeTable::bench})
     for (Device device : {Device::cpu, Device::gpu})
@@ -698,13 +700,38 @@ TEST_CASE("mbconv tile: the SE gate kernel's shared memory holds both FCs' parti
   shapes.push_back(wide);
   for (const MBConvProblem& p : shapes) {  // with SE and without (Cr = 0: the layer rungs still ask)
     INFO(OpTraits<MBConvProblem>::spec(p));
-    const int hidden = p.hidden(), cr = p.se_channels();
-    const int units = std::max(1, (cr + 7) / 8), groups = std::max(1, kGateThreads / units);
-    const int pieces = (hidden + 7) / 8, splits = std::max(1, kGateThreads / pieces);
-    const int red = se_gate_red_floats(hidden, cr);
+    const int hidden = p.hidden(), cr = p.se_channels(), threads = se_gate_threads(hidden, cr);
+    CHECK((threads == kGateThreadsSmall || threads == kGateThreadsLarge));
+    // The chains, replayed: the kernel's FC1 and FC2 loops, the longest a thread walks.
+    for (int T : {kGateThreadsSmall, kGateThreadsLarge}) {
+      const int units = (cr + 7) / 8, groups = std::max(1, T / std::max(1, units));
+      const int pieces = (hidden + 7) / 8, splits = std::max(1, T / pieces);
+      int longest = 0;
+      for (int jj = 0; jj < groups; ++jj) {
+        int loads = 0;
+        for (int j = jj; j < hidden; j += groups) ++loads;
+        longest = std::max(longest, loads);
+      }
+      for (int rr = 0; rr < splits; ++rr) {
+        int loads = 0;
+        for (int r = rr; r < cr; r += splits) ++loads;
+        longest = std::max(longest, loads);
+      }
+      if (cr > 0 && units * groups <= T && pieces * splits <= T) CHECK(se_gate_chain(hidden, cr, T) == longest);
+    }
+    CHECK(threads == (se_gate_chain(hidden, cr, kGateThreadsSmall) <= kGateShortChain ? kGateThreadsSmall
+                                                                                        : kGateThreadsLarge));
+    const int units = std::max(1, (cr + 7) / 8), groups = std::max(1, threads / units);
+    const int pieces = (hidden + 7) / 8, splits = std::max(1, threads / pieces);
+    const int red = se_gate_red_floats(hidden, cr, threads);
     CHECK(red >= groups * 8 * units);              // FC1: group jj's outputs at jj·8·units + 8u + i
     if (splits > 1) CHECK(red >= splits * 8 * pieces);  // FC2: split rr's channels at rr·8·pieces + 8v + i
     CHECK(se_gate_shared_bytes(p) == (std::size_t(hidden) + cr + red) * sizeof(float));
     (void)se_gate_fits(p);
   }
+  // The measured ends: hidden 144 (Cr 6) at 256 threads, hidden 1152 (Cr 48) and 672 (Cr 28) at 512.
+  CHECK(se_gate_threads(144, 6) == 256);
+  CHECK(se_gate_threads(1152, 48) == 512);
+  CHECK(se_gate_threads(672, 28) == 512);
+  CHECK(se_gate_threads(480, 20) == 256);
 }

@@ -501,17 +501,35 @@ inline ProjectTile choose_project_tile(const MBConvProblem& p, int sms, bool x_s
   return ProjectTile{};
 }
 
-// ---- the SE gate kernel's shared memory (gpu/lib/mbconv_layers.cuh) -----------------------
-inline constexpr int kGateThreads = 512;  // one block per image: 128 blocks at N = 128, each with 16 warps of loads in flight
-// Partial sums the reductions keep in shared memory: T·8⌈Cr/8⌉ (FC1) and R·8⌈hidden/8⌉ (FC2, R > 1).
-inline int se_gate_red_floats(int hidden, int cr) {
+// ---- the SE gate kernel's block size and shared memory (gpu/lib/mbconv_layers.cuh) ----------
+// One block per image. Its time is L2 latency along each thread's chain of dependent weight
+// loads: FC1's ⌈hidden / T1⌉ with T1 = threads / ⌈Cr/8⌉ row groups, FC2's ⌈Cr / T2⌉ with
+// T2 = threads / ⌈hidden/8⌉ splits (at least 1 each). 512 threads halve long chains (hidden 1152,
+// Cr 48: 28 and 48 loads at 256, 14 and 16 at 512) but cost more to launch and leave most
+// threads idle when the chains are already short (hidden 144: 1 and 1 at 256).
+inline constexpr int kGateThreadsSmall = 256, kGateThreadsLarge = 512;
+inline constexpr int kGateShortChain = 8;  // loads: chains at most this long at 256 threads stay at 256
+// The longest chain of loads one thread walks in FC1 or FC2 at `threads` threads.
+constexpr int se_gate_chain(int hidden, int cr, int threads) {
+  const int units = std::max(1, (cr + 7) / 8), pieces = std::max(1, (hidden + 7) / 8);
+  const int groups = std::max(1, threads / units), splits = std::max(1, threads / pieces);
+  return std::max((hidden + groups - 1) / groups, (cr + splits - 1) / splits);
+}
+constexpr int se_gate_threads(int hidden, int cr) {
+  return se_gate_chain(hidden, cr, kGateThreadsSmall) <= kGateShortChain ? kGateThreadsSmall : kGateThreadsLarge;
+}
+// Partial sums the reductions keep in shared memory at `threads` threads: T·8⌈Cr/8⌉ (FC1) and
+// R·8⌈hidden/8⌉ (FC2, R > 1).
+inline int se_gate_red_floats(int hidden, int cr, int threads) {
   const int u = std::max(1, (cr + 7) / 8), v = std::max(1, (hidden + 7) / 8);  // Cr = 0 without SE
-  const int t = std::max(1, kGateThreads / u), r = std::max(1, kGateThreads / v);
+  const int t = std::max(1, threads / u), r = std::max(1, threads / v);
   return std::max(t * 8 * u, r > 1 ? r * 8 * v : 0);
 }
 
 inline std::size_t se_gate_shared_bytes(const MBConvProblem& p) {
-  return (std::size_t(p.hidden()) + p.se_channels() + se_gate_red_floats(p.hidden(), p.se_channels())) * sizeof(float);
+  const int threads = se_gate_threads(p.hidden(), p.se_channels());
+  return (std::size_t(p.hidden()) + p.se_channels() + se_gate_red_floats(p.hidden(), p.se_channels(), threads)) *
+         sizeof(float);
 }
 // The gate kernel's shared memory within what one block may ask for (227 KB on the H200).
 inline bool se_gate_fits(const MBConvProblem& p) { return se_gate_shared_bytes(p) <= 227 * 1024; }
