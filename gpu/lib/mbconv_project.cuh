@@ -220,12 +220,11 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_project_kernel(
     cp_async_commit();
     if (ck == 0) {
       block_origin(cb, m0, n0);
-      const int image0 = fast_quotient(t.pq_div, m0);
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt) {
         const int r = m0 + w_row + mt * 16 + lane / 4;  // rows past M: zeros in A, any slot
-        gate_lo[mt] = (r < t.m ? fast_quotient(t.pq_div, r) - image0 : 0) * (kKS / 2);
-        gate_hi[mt] = (r + 8 < t.m ? fast_quotient(t.pq_div, r + 8) - image0 : 0) * (kKS / 2);
+        gate_lo[mt] = (r < t.m ? project_gate_slot(t, m0, r) : 0) * (kKS / 2);
+        gate_hi[mt] = (r + 8 < t.m ? project_gate_slot(t, m0, r + 8) : 0) * (kKS / 2);
       }
 #pragma unroll
       for (int nt = 0; nt < kNT; ++nt) {
