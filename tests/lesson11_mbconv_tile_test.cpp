@@ -20,7 +20,18 @@
 //      over (image, row group, run, pair) with no row of a neighbour image,
 //      per-image sums slots and dbuf blocks, the images chosen at the goal
 //      shapes, and a short last group.
+//   7. 11c's pass 2 (mbconv_project.cuh): fast_quotient against / over many
+//      divisors and numerators; every tile's layout, block origins, gate slots
+//      and dbuf rows against plain division and pass 1's dbuf_offset; the
+//      persistent kernel's control flow replayed per CTA (every block's steps
+//      computed once, from the buffer its copy wrote, no buffer or X region
+//      overwritten before its last reader); the cost model against a replay
+//      of the blocks per SM, and the choice at the goal shapes.
+//   8. The SE gate kernel: its block size from the chains of loads (replayed),
+//      and the shared memory of both FCs' partial sums.
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <set>
 #include <tuple>
 #include <utility>
@@ -420,68 +431,266 @@ TEST_CASE("mbconv tile: the 16-byte copy path copies whole, aligned vectors", "[
 
 }  // namespace
 
-TEST_CASE("mbconv tile: 11c's pass 2 reads D where pass 1 wrote it, with the gates of the rows' images",
-          "[mbconv][lesson11][cpu]") {
+namespace {
+
+// Every pass-2 tile the tests look at: the chosen ones, and every entry of kProjectTiles.
+std::vector<MBConvProblem> project_shapes() {
   std::vector<MBConvProblem> shapes = fused_shapes();
   MBConvProblem one_pixel;  // 150 one-pixel images: a block spans 129 of them
   one_pixel.N = 150, one_pixel.H = one_pixel.W = 1, one_pixel.C = 32, one_pixel.C_out = 32, one_pixel.dtype = DType::f16;
   shapes.push_back(one_pixel);
-  for (const MBConvProblem& p : shapes)
-    for (int sms : {1, 78, 132}) {
-      const ProjectTile t = choose_project_tile(p, sms);
-      INFO(OpTraits<MBConvProblem>::spec(p) << " sms " << sms << " tile " << t.bm << "x" << t.bn);
+  MBConvProblem odd;  // hidden 21 (one chunk of 21), C_out 67, 1101 tiny images: odd sizes everywhere
+  odd.N = 1101, odd.H = 3, odd.W = 5, odd.C = 7, odd.expand = 3, odd.C_out = 67, odd.dtype = DType::f16;
+  shapes.push_back(odd);
+  MBConvProblem wide = odd;  // C_out 136 with a residual (C = C_out, not a multiple of 8 in hidden)
+  wide.N = 7, wide.H = wide.W = 9, wide.C = 136, wide.expand = 1, wide.C_out = 136;
+  shapes.push_back(wide);
+  return shapes;
+}
+
+// The kernel's control flow, replayed on the host for one CTA: the copy cursor (block ib, step ik,
+// buffer i_buf, X region i_x) runs stages − 1 stages ahead of the compute cursor (cb, ck, c_buf,
+// c_x), as mbconv_project_kernel's prologue and loop do. Checks that every stage is computed from
+// the buffer its copy wrote, that no copy overwrites a buffer (stage or X region) before the
+// compute has finished with its previous contents (a copy at iteration i may reuse what was
+// last read at an iteration < i: the barrier at the top of iteration i separates them), and
+// returns the (block, step) pairs computed.
+std::vector<std::pair<int, int>> replay_cta(const ProjectTile& t, int cta) {
+  constexpr int kUnread = -1000;  // before any iteration, the prologue's (-1) included
+  struct Slot {
+    int block = -1, step = -1, last_read = kUnread;
+  };
+  std::vector<Slot> stage(t.stages), xr(std::max(1, t.x_buffers));
+  int ib = cta, ik = 0, i_buf = 0, i_x = 0, cb = cta, ck = 0, c_buf = 0, c_x = 0;
+  const auto issue = [&](int iteration) {
+    if (ib >= t.blocks) return;
+    CHECK(stage[i_buf].last_read < iteration);
+    CHECK((stage[i_buf].block < 0 || stage[i_buf].last_read >= 0));  // the previous contents were used
+    stage[i_buf] = {ib, ik, kUnread};
+    if (t.x_staged && ik == t.steps - 1) {
+      CHECK(xr[i_x].last_read < iteration);
+      CHECK((xr[i_x].block < 0 || xr[i_x].last_read >= 0));
+      xr[i_x] = {ib, ik, kUnread};
+      i_x = i_x + 1 == t.x_buffers ? 0 : i_x + 1;
+    }
+    i_buf = i_buf + 1 == t.stages ? 0 : i_buf + 1;
+    if (++ik == t.steps) ik = 0, ib += t.grid;
+  };
+  for (int s = 0; s < t.stages - 1; ++s) issue(-1);
+  std::vector<std::pair<int, int>> done;
+  for (int iteration = 0; cb < t.blocks; ++iteration) {
+    issue(iteration);
+    CHECK(stage[c_buf].block == cb);
+    CHECK(stage[c_buf].step == ck);
+    stage[c_buf].last_read = iteration;
+    done.emplace_back(cb, ck);
+    c_buf = c_buf + 1 == t.stages ? 0 : c_buf + 1;
+    if (++ck < t.steps) continue;
+    if (t.x_staged) {
+      CHECK(xr[c_x].block == cb);  // the epilogue reads its own block's x rows
+      xr[c_x].last_read = iteration;
+      c_x = c_x + 1 == t.x_buffers ? 0 : c_x + 1;
+    }
+    ck = 0, cb += t.grid;
+  }
+  return done;
+}
+
+}  // namespace
+
+TEST_CASE("mbconv tile: fast_quotient divides like /", "[mbconv][lesson11][cpu]") {
+  std::vector<std::uint32_t> divisors;
+  for (std::uint32_t d = 1; d <= 4096; ++d) divisors.push_back(d);
+  for (int b = 12; b <= 31; ++b) {
+    const std::uint32_t p2 = std::uint32_t(1) << b;
+    for (std::uint32_t d : {p2 - 1, p2, p2 + 1}) if (d >= 1 && d <= 0x80000000u) divisors.push_back(d);
+  }
+  for (std::uint32_t d : {3136u, 784u, 196u, 49u, 25u, 15u, 12544u, 2147483647u}) divisors.push_back(d);
+  std::uint64_t state = 12345;
+  const auto next = [&]() { state = state * 6364136223846793005ULL + 1442695040888963407ULL; return std::uint32_t(state >> 33); };
+  int checked = 0;
+  for (std::uint32_t d : divisors) {
+    const FastDiv f = fast_div(d);
+    std::vector<std::uint32_t> numerators = {0, 1, d - 1, d, d + 1, 2 * std::uint64_t(d) < 0x80000000u ? 2 * d - 1 : 5,
+                                             0x7fffffffu, 0x7ffffffeu, 0x7fffffffu - d, 401408u, 6272u};
+    for (int i = 0; i < 64; ++i) numerators.push_back(next() & 0x7fffffffu);
+    for (int i = 0; i < 16; ++i) numerators.push_back(next() % std::min<std::uint64_t>(0x7fffffffu, 64ULL * d));
+    for (std::uint32_t n : numerators) {
+      if (n > 0x7fffffffu) continue;
+      INFO("n " << n << " d " << d);
+      REQUIRE(fast_quotient(f, int(n)) == int(n / d));
+      ++checked;
+    }
+  }
+  CHECK(checked > 300000);
+}
+
+TEST_CASE("mbconv tile: 11c's pass 2 reads D where pass 1 wrote it, with the gates of the rows' images",
+          "[mbconv][lesson11][cpu]") {
+  for (const MBConvProblem& p : project_shapes()) {
+    std::vector<ProjectTile> tiles;
+    for (int sms : {1, 78, 132}) tiles.push_back(choose_project_tile(p, sms));
+    for (ProjectShape s : kProjectTiles) tiles.push_back(project_tile_for(p, s, 132));
+    const Tile pass1 = choose_tile(p, Stage::store);
+    for (const ProjectTile& t : tiles) {
+      INFO(OpTraits<MBConvProblem>::spec(p) << " tile " << t.bm << "x" << t.bn << "x" << t.ks);
       REQUIRE(t.bm > 0);
-      CHECK(t.bytes <= kMaxShared);
-      CHECK(t.bytes == kProjectStages * t.stage_bytes);
+      CHECK(t.stages == project_stages(t.ks));
+      CHECK(t.bytes == t.stages * t.stage_bytes + t.x_buffers * t.x_bytes);
+      CHECK(t.resident == (t.bytes <= kSharedTwoCtas ? 2 : 1));
       CHECK(t.a_bytes % 16 == 0);
       CHECK(t.b_bytes % 16 == 0);
       CHECK(t.g_bytes % 16 == 0);
+      CHECK(t.x_bytes % 16 == 0);
+      CHECK(t.lda >= t.ks);
       CHECK(t.lda % 8 == 0);  // ldmatrix rows: an odd number of 16-byte units
       CHECK((t.lda / 8) % 2 == 1);
       CHECK((t.ldb / 8) % 2 == 1);
+      CHECK((t.ldx / 8) % 2 == 1);
       CHECK(t.ldb >= t.bn);
+      CHECK(t.ldx >= t.bn);
+      CHECK(t.a_bytes >= std::size_t(t.bm) * t.lda * 2);
+      CHECK(t.b_bytes >= std::size_t(t.ks) * t.ldb * 2);
+      CHECK(t.g_bytes >= std::size_t(t.span) * t.ks * 2);
+      CHECK(t.x_bytes >= std::size_t(t.bm) * t.ldx * 2);
+      CHECK(t.x_staged == (p.has_residual() && p.C % 8 == 0));
+      CHECK(t.x_buffers == (t.x_staged ? project_x_buffers(t.steps, t.stages) : 0));
+      CHECK(std::int64_t(t.m) == std::int64_t(p.N) * p.P() * p.Q());
       CHECK(std::int64_t(t.m_blocks) * t.bm >= t.m);
+      CHECK(std::int64_t(t.m_blocks - 1) * t.bm < t.m);
       CHECK(std::int64_t(t.n_blocks) * t.bn >= p.C_out);
+      CHECK(t.blocks == t.m_blocks * t.n_blocks);
+      CHECK(t.grid == std::min(t.blocks, t.resident * t.sms));
+      CHECK(t.steps * t.ks >= t.hidden);
+      CHECK((t.steps - 1) * t.ks < t.hidden);
       CHECK(t.d_live % 8 == 0);  // gate16 rows and dbuf chunk columns: whole 16-byte pieces
-      // Every block's rows lie in at most `span` images, and each row's slot is its image's place.
-      for (int mb = 0; mb < t.m_blocks; ++mb) {
-        const std::int64_t m0 = std::int64_t(mb) * t.bm, last = std::min<std::int64_t>(m0 + t.bm, t.m) - 1;
-        CHECK(project_gate_slot(t, m0, last) < t.span);
+      // Every block's origin, its rows' images and slots, against plain division.
+      for (int b = 0; b < t.blocks; b += std::max(1, t.blocks / 997)) {
+        const int mb = fast_quotient(t.nb_div, b);
+        CHECK(mb == b / t.n_blocks);
+        const int m0 = mb * t.bm, last = std::min(m0 + t.bm, t.m) - 1;
         CHECK(project_gate_slot(t, m0, m0) == 0);
+        for (int m = m0; m <= last; m += std::max(1, (last - m0) / 37)) {
+          CHECK(project_gate_slot(t, m0, m) == m / t.pq - m0 / t.pq);
+          CHECK(project_gate_slot(t, m0, m) < t.span);
+        }
+        CHECK(project_gate_slot(t, m0, last) < t.span);
       }
-      // The rows pass 2 copies are the ones pass 1 stored: dbuf_offset's layout, chunk by chunk.
-      const Tile pass1 = choose_tile(p, Stage::store);
-      const std::int64_t probes[] = {0, 1, t.pq - 1, t.pq, t.m / 2, t.m - 1};
-      for (std::int64_t m : probes) {
+      // The rows pass 2 copies are the ones pass 1 stored: dbuf_offset's layout, chunk by chunk
+      // (a stage of 64 channels reads chunks 2k and 2k + 1 of the same row).
+      const int probes[] = {0, 1, t.pq - 1, t.pq, t.m / 2, t.m - 1};
+      for (int m : probes) {
         if (m < 0 || m >= t.m) continue;
-        const int n = int(m / t.pq);
-        const std::int64_t pixel = m - std::int64_t(n) * t.pq;
-        for (int chunk : {0, t.chunks - 1})
-          CHECK(project_row_offset(t, m) + std::ptrdiff_t(chunk) * t.pq * kChunk ==
-                dbuf_offset(pass1, n, chunk, pixel));
+        const int n = m / t.pq, pixel = m - n * t.pq;
+        for (int chunk = 0; chunk < t.chunks; ++chunk)
+          CHECK(project_row_offset(t, m) + std::ptrdiff_t(chunk) * t.pq * kChunk == dbuf_offset(pass1, n, chunk, pixel));
       }
+    }
+  }
+}
+
+TEST_CASE("mbconv tile: 11c's persistent pass 2 computes every block's steps once, each from the stage its copy wrote",
+          "[mbconv][lesson11][cpu]") {
+  int replayed = 0;
+  for (const MBConvProblem& p : project_shapes())
+    for (int sms : {1, 3, 132}) {
+      std::vector<ProjectTile> tiles = {choose_project_tile(p, sms)};
+      for (ProjectShape s : kProjectTiles) tiles.push_back(project_tile_for(p, s, sms));
+      for (const ProjectTile& t : tiles) {
+        if (std::int64_t(t.blocks) * t.steps > 200000) continue;  // the goal shapes: long enough at small N
+        INFO(OpTraits<MBConvProblem>::spec(p) << " sms " << sms << " tile " << t.bm << "x" << t.bn << "x" << t.ks
+                                              << " steps " << t.steps << " x_buffers " << t.x_buffers);
+        std::vector<int> count(std::size_t(t.blocks) * t.steps, 0);
+        for (int cta = 0; cta < t.grid; ++cta)
+          for (const auto& [block, step] : replay_cta(t, cta)) ++count[std::size_t(block) * t.steps + step];
+        CHECK(std::all_of(count.begin(), count.end(), [](int c) { return c == 1; }));
+        ++replayed;
+      }
+    }
+  CHECK(replayed > 100);
+  // The X regions' count is what the replay needs: one fewer fails it where steps < stages.
+  MBConvProblem tiny;  // hidden 24: one step; residual with C a multiple of 8
+  tiny.N = 50, tiny.H = tiny.W = 4, tiny.C = 8, tiny.expand = 3, tiny.C_out = 8, tiny.dtype = DType::f16;
+  ProjectTile t = project_tile_for(tiny, {64, 64, 32}, 1);
+  REQUIRE(t.steps == 1);
+  CHECK(t.x_buffers == 4);
+  CHECK(project_x_buffers(5, 4) == 1);
+  CHECK(project_x_buffers(2, 4) == 2);
+  CHECK(project_x_buffers(3, 4) == 2);
+  CHECK(project_x_buffers(2, 3) == 2);
+}
+
+TEST_CASE("mbconv tile: pass 2's cost model and its choice", "[mbconv][lesson11][cpu]") {
+  for (const MBConvProblem& p : project_shapes())
+    for (int sms : {1, 78, 132}) {
+      // Blocks of the busiest SM and of the busiest CTA, replayed: CTA c on SM c mod sms, making
+      // blocks c, c + grid, ...
+      for (ProjectShape s : kProjectTiles) {
+        const ProjectTile t = project_tile_for(p, s, sms);
+        std::vector<long long> per_sm(sms, 0), per_cta(t.grid, 0);
+        for (int b = 0; b < t.blocks; ++b) ++per_cta[b % t.grid];
+        for (int cta = 0; cta < t.grid; ++cta) per_sm[cta % sms] += per_cta[cta];
+        const long long sm_blocks = *std::max_element(per_sm.begin(), per_sm.end());
+        const long long cta_blocks = *std::max_element(per_cta.begin(), per_cta.end());
+        const ProjectCount c = project_count(t);
+        INFO(OpTraits<MBConvProblem>::spec(p) << " sms " << sms << " tile " << s.bm << "x" << s.bn << "x" << s.ks);
+        const double per_block = t.steps * (c.mma + c.other) + c.block;
+        const double cycles = std::max(sm_blocks * per_block * kWarps / 4.0, cta_blocks * per_block * kProjectWarpCpi);
+        CHECK(std::abs(project_cycles(t) - cycles) <= 1e-9 * cycles);
+        // mma per warp and stage: the block's m16n8k16 tiles over the 8 warps.
+        CHECK(c.mma == double(s.bm / 16) * (s.bn / 8) * (s.ks / 16) / kWarps);
+      }
+      // The choice: no tile that leaves two CTAs per SM is cheaper by more than the tie margin.
+      const ProjectTile best = choose_project_tile(p, sms);
+      INFO(OpTraits<MBConvProblem>::spec(p) << " sms " << sms << " chose " << best.bm << "x" << best.bn << "x" << best.ks);
+      REQUIRE(best.bm > 0);
+      for (ProjectShape s : kProjectTiles) {
+        const ProjectTile t = project_tile_for(p, s, sms);
+        if (best.resident == 2 && t.resident == 1) continue;
+        CHECK(project_cycles(best) <= project_cycles(t) * 1.001 + 1e-9);
+      }
+      if (best.resident == 1)
+        for (ProjectShape s : kProjectTiles) CHECK(project_tile_for(p, s, sms).resident == 1);
     }
 }
 
 TEST_CASE("mbconv tile: 11c's pass 2 tile at the goal shapes", "[mbconv][lesson11][cpu]") {
-  // The busiest SM's work ⌈CTAs / 132⌉·bm·bn, then fewer column blocks: at 7 × 7 × 192 (M = 6272),
-  // 64 × 64 (294 CTAs, 3 column blocks) ties 128 × 32 (294 CTAs, 6 blocks) and wins on blocks.
   MBConvProblem p;
-  p.N = 128, p.H = p.W = 7, p.C = p.C_out = 192, p.dtype = DType::f16;
-  ProjectTile t = choose_project_tile(p, 132);
-  CHECK(t.bm == 64);
-  CHECK(t.bn == 64);
-  CHECK(t.span == 3);  // 64 rows of 49-pixel images
-  // At 56 × 56 × 24 (M = 401 408, DRAM-bound): 256 × 32 ties 128 × 32 on work and wins on size
-  // (fewer blocks, each with more bytes in flight per fixed cost).
+  p.N = 128, p.dtype = DType::f16;
+  // 56 × 56 × 24 (M = 401 408, DRAM-bound): 256 × 32, 1568 blocks on 264 CTAs (5.9 each, 30 stages
+  // in one pipeline), x staged in one region (5 steps ≥ 4 stages); 113 152 bytes: two CTAs per SM.
   p.H = p.W = 56, p.C = p.C_out = 24;
-  t = choose_project_tile(p, 132);
+  ProjectTile t = choose_project_tile(p, 132);
   CHECK(t.bm == 256);
   CHECK(t.bn == 32);
+  CHECK(t.ks == 32);
   CHECK(t.n_blocks == 1);
+  CHECK(t.grid == 264);
+  CHECK(t.x_buffers == 1);
+  CHECK(t.resident == 2);
+  // 14 × 14 × 112 (hidden 672): 64 × 64 with 64-channel stages, 784 blocks on 264 CTAs (3 each at
+  // most, 11 stages a block); 64 × 128 × 64 (392 blocks: a CTA of two blocks beside one of one)
+  // is 4 % dearer on its chain.
+  p.H = p.W = 14, p.C = p.C_out = 112;
+  t = choose_project_tile(p, 132);
+  CHECK(t.bm == 64);
+  CHECK(t.bn == 64);
+  CHECK(t.ks == 64);
+  CHECK(t.resident == 2);
+  CHECK(t.blocks == 784);
+  // 7 × 7 × 192 (hidden 1152): 64 × 128 with 64-channel stages: 196 blocks, one per CTA, 18 stages,
+  // 32 mma per warp and stage; 98 432 bytes: two CTAs per SM.
+  p.H = p.W = 7, p.C = p.C_out = 192;
+  t = choose_project_tile(p, 132);
+  CHECK(t.bm == 64);
+  CHECK(t.bn == 128);
+  CHECK(t.ks == 64);
+  CHECK(t.span == 3);  // 64 rows of 49-pixel images
+  CHECK(t.resident == 2);
+  CHECK(t.grid == 196);
 }
 
-TEST_CASE("mbconv tile: the SE gate kernel's shared memory holds both FCs' partial sums", "[mbconv][lesson11][cpu]") {
+TEST_CASE("mbconv tile: the SE gate kernel's block size and shared memory", "[mbconv][lesson11][cpu]") {
   std::vector<MBConvProblem> shapes;
   for (ShapeTable table : {ShapeTable::test, ShapeTable::bench})
     for (Device device : {Device::cpu, Device::gpu})
@@ -491,13 +700,38 @@ TEST_CASE("mbconv tile: the SE gate kernel's shared memory holds both FCs' parti
   shapes.push_back(wide);
   for (const MBConvProblem& p : shapes) {  // with SE and without (Cr = 0: the layer rungs still ask)
     INFO(OpTraits<MBConvProblem>::spec(p));
-    const int hidden = p.hidden(), cr = p.se_channels();
-    const int units = std::max(1, (cr + 7) / 8), groups = std::max(1, kGateThreads / units);
-    const int pieces = (hidden + 7) / 8, splits = std::max(1, kGateThreads / pieces);
-    const int red = se_gate_red_floats(hidden, cr);
+    const int hidden = p.hidden(), cr = p.se_channels(), threads = se_gate_threads(hidden, cr);
+    CHECK((threads == kGateThreadsSmall || threads == kGateThreadsLarge));
+    // The chains, replayed: the kernel's FC1 and FC2 loops, the longest a thread walks.
+    for (int T : {kGateThreadsSmall, kGateThreadsLarge}) {
+      const int units = (cr + 7) / 8, groups = std::max(1, T / std::max(1, units));
+      const int pieces = (hidden + 7) / 8, splits = std::max(1, T / pieces);
+      int longest = 0;
+      for (int jj = 0; jj < groups; ++jj) {
+        int loads = 0;
+        for (int j = jj; j < hidden; j += groups) ++loads;
+        longest = std::max(longest, loads);
+      }
+      for (int rr = 0; rr < splits; ++rr) {
+        int loads = 0;
+        for (int r = rr; r < cr; r += splits) ++loads;
+        longest = std::max(longest, loads);
+      }
+      if (cr > 0 && units * groups <= T && pieces * splits <= T) CHECK(se_gate_chain(hidden, cr, T) == longest);
+    }
+    CHECK(threads == (se_gate_chain(hidden, cr, kGateThreadsSmall) <= kGateShortChain ? kGateThreadsSmall
+                                                                                        : kGateThreadsLarge));
+    const int units = std::max(1, (cr + 7) / 8), groups = std::max(1, threads / units);
+    const int pieces = (hidden + 7) / 8, splits = std::max(1, threads / pieces);
+    const int red = se_gate_red_floats(hidden, cr, threads);
     CHECK(red >= groups * 8 * units);              // FC1: group jj's outputs at jj·8·units + 8u + i
     if (splits > 1) CHECK(red >= splits * 8 * pieces);  // FC2: split rr's channels at rr·8·pieces + 8v + i
     CHECK(se_gate_shared_bytes(p) == (std::size_t(hidden) + cr + red) * sizeof(float));
     (void)se_gate_fits(p);
   }
+  // The measured ends: hidden 144 (Cr 6) at 256 threads, hidden 1152 (Cr 48) and 672 (Cr 28) at 512.
+  CHECK(se_gate_threads(144, 6) == 256);
+  CHECK(se_gate_threads(1152, 48) == 512);
+  CHECK(se_gate_threads(672, 28) == 512);
+  CHECK(se_gate_threads(480, 20) == 256);
 }

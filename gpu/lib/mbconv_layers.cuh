@@ -23,7 +23,7 @@
 #include "gpu/lib/check.cuh"
 #include "gpu/lib/element.cuh"
 #include "gpu/lib/ffn_epilogue.cuh"
-#include "gpu/lib/mbconv_tile.hpp"  // kGateThreads, se_gate_shared_bytes
+#include "gpu/lib/mbconv_tile.hpp"  // se_gate_threads, se_gate_shared_bytes
 #include "ops/conv2d.hpp"
 #include "ops/gemm.hpp"
 #include "ops/mbconv.hpp"
@@ -42,17 +42,18 @@ namespace convlab::gpu::mbconv {
 // the weight's rows) and split the reduction dimension over as many threads as
 // the block has to spare:
 //   FC1, W1 [hidden][Cr]: task (u, jj) makes outputs 8u .. 8u + 7 over inputs
-//        j = jj, jj + T, ... (T = kGateThreads / ⌈Cr/8⌉ row groups), then the T partials of
+//        j = jj, jj + T, ... (T = kBlockThreads / ⌈Cr/8⌉ row groups), then the T partials of
 //        each output are added in group order;
 //   FC2, W2 [Cr][hidden]: task (v, rr) makes channels 8v .. 8v + 7 over
 //        r = rr, rr + R, ..., then the R partials are added in order.
-// At C = 192 (hidden 1152, Cr 48) a thread's chains are 14 loads (FC1) and 16
-// (FC2); lessons/11-mbconv/NOTES.md measures the gate against longer chains.
+// The block has kBlockThreads threads, se_gate_threads(hidden, Cr) (mbconv_tile.hpp): 256 where
+// every chain is short at 256 (hidden 144, Cr 6: 1 load each), 512 where it is not (hidden 1152,
+// Cr 48: 14 loads for FC1 and 16 for FC2 at 512, twice that at 256).
 // gate (optional): fp32, [N, hidden]. gate16 (optional): the gate in the
 // problem's 16-bit type, rows of ld16 ≥ hidden elements, channels
 // hidden .. ld16 − 1 zero — what 11c's pass 2 copies beside D with 16-byte copies.
 // vec1, vec2: W1's and W2's rows are whole 16-byte pieces (Cr, hidden multiples of 8, aligned).
-// Block: kGateThreads threads. Dynamic shared memory: se_gate_shared_bytes(p).
+// Block: kBlockThreads threads. Dynamic shared memory: se_gate_shared_bytes(p).
 // Eight consecutive weights of a row of `len`, from column col (zeros past the row's end);
 // vec: one 16-byte load (two for fp32).
 template <class Element>
@@ -79,8 +80,8 @@ __device__ __forceinline__ void load_eight(const Element* row, int col, int len,
   for (int i = 0; i < 8; ++i) w[i] = col + i < len ? to_float(row[col + i]) : 0.0f;
 }
 
-template <class Element>
-__global__ void __launch_bounds__(kGateThreads, 1) se_gate_kernel(int hidden, int cr, int parts, float inv_pixels,
+template <class Element, int kBlockThreads>
+__global__ void __launch_bounds__(kBlockThreads, 1) se_gate_kernel(int hidden, int cr, int parts, float inv_pixels,
                                                                FfnActivation act, const float* __restrict__ partial,
                                                                const Element* __restrict__ w1,
                                                                const Element* __restrict__ b1,
@@ -94,7 +95,7 @@ __global__ void __launch_bounds__(kGateThreads, 1) se_gate_kernel(int hidden, in
   float* red = z + cr;       // se_gate_red_floats
   const int n = blockIdx.x, tid = threadIdx.x;
   const float* rows = partial + std::ptrdiff_t(n) * parts * hidden;
-  for (int j = tid; j < hidden; j += kGateThreads) {
+  for (int j = tid; j < hidden; j += kBlockThreads) {
     float s = 0.0f;
 #pragma unroll 4
     for (int t = 0; t < parts; ++t) s += rows[std::ptrdiff_t(t) * hidden + j];
@@ -103,8 +104,8 @@ __global__ void __launch_bounds__(kGateThreads, 1) se_gate_kernel(int hidden, in
   __syncthreads();
 
   // FC1: z = ψ(m·W1 + b1).
-  const int units = (cr + 7) / 8, groups = max(1, kGateThreads / units);
-  for (int task = tid; task < units * groups; task += kGateThreads) {
+  const int units = (cr + 7) / 8, groups = max(1, kBlockThreads / units);
+  for (int task = tid; task < units * groups; task += kBlockThreads) {
     const int u = task % units, jj = task / units;
     float acc[8] = {};
 #pragma unroll 4
@@ -118,7 +119,7 @@ __global__ void __launch_bounds__(kGateThreads, 1) se_gate_kernel(int hidden, in
     for (int i = 0; i < 8; ++i) red[jj * 8 * units + 8 * u + i] = acc[i];
   }
   __syncthreads();
-  for (int r = tid; r < cr; r += kGateThreads) {
+  for (int r = tid; r < cr; r += kBlockThreads) {
     float s = 0.0f;
     for (int jj = 0; jj < groups; ++jj) s += red[jj * 8 * units + r];
     z[r] = ffn::activate(act, s + to_float(b1[r]));
@@ -131,8 +132,8 @@ __global__ void __launch_bounds__(kGateThreads, 1) se_gate_kernel(int hidden, in
     if (gate) gate[std::ptrdiff_t(n) * hidden + j] = g;
     if (gate16) gate16[std::ptrdiff_t(n) * ld16 + j] = from_float<Element>(g);
   };
-  const int pieces = (hidden + 7) / 8, splits = max(1, kGateThreads / pieces);
-  for (int task = tid; task < pieces * splits; task += kGateThreads) {
+  const int pieces = (hidden + 7) / 8, splits = max(1, kBlockThreads / pieces);
+  for (int task = tid; task < pieces * splits; task += kBlockThreads) {
     const int v = task % pieces, rr = task / pieces;
     float acc[8] = {};
 #pragma unroll 4
@@ -153,26 +154,32 @@ __global__ void __launch_bounds__(kGateThreads, 1) se_gate_kernel(int hidden, in
   }
   if (splits > 1) {
     __syncthreads();
-    for (int j = tid; j < hidden; j += kGateThreads) {
+    for (int j = tid; j < hidden; j += kBlockThreads) {
       float s = 0.0f;
       for (int rr = 0; rr < splits; ++rr) s += red[rr * 8 * pieces + j];
       finish(j, s);
     }
   }
   if (gate16)
-    for (int j = hidden + tid; j < ld16; j += kGateThreads) gate16[std::ptrdiff_t(n) * ld16 + j] = from_float<Element>(0.0f);
+    for (int j = hidden + tid; j < ld16; j += kBlockThreads) gate16[std::ptrdiff_t(n) * ld16 + j] = from_float<Element>(0.0f);
 }
 
 template <class Element>
 void se_gate(const MBConvProblem& p, int parts, const float* partial, const void* w1, const void* b1, const void* w2,
              const void* b2, float* gate, void* gate16 = nullptr, int ld16 = 0) {
   const bool vec1 = p.se_channels() % 8 == 0 && aligned_16(w1), vec2 = p.hidden() % 8 == 0 && aligned_16(w2);
-  allow_dynamic_shared(se_gate_kernel<Element>, se_gate_shared_bytes(p), "mbconv se_gate_kernel");
-  se_gate_kernel<Element><<<unsigned(p.N), kGateThreads, se_gate_shared_bytes(p)>>>(
-      p.hidden(), p.se_channels(), parts, float(1.0 / (double(p.P()) * p.Q())), p.activation, partial,
-      static_cast<const Element*>(w1), static_cast<const Element*>(b1), static_cast<const Element*>(w2),
-      static_cast<const Element*>(b2), vec1, vec2, gate, static_cast<Element*>(gate16), ld16);
-  check_launch("mbconv se_gate_kernel");
+  const auto go = [&](auto kernel, int threads) {
+    allow_dynamic_shared(kernel, se_gate_shared_bytes(p), "mbconv se_gate_kernel");
+    kernel<<<unsigned(p.N), threads, se_gate_shared_bytes(p)>>>(
+        p.hidden(), p.se_channels(), parts, float(1.0 / (double(p.P()) * p.Q())), p.activation, partial,
+        static_cast<const Element*>(w1), static_cast<const Element*>(b1), static_cast<const Element*>(w2),
+        static_cast<const Element*>(b2), vec1, vec2, gate, static_cast<Element*>(gate16), ld16);
+    check_launch("mbconv se_gate_kernel");
+  };
+  if (se_gate_threads(p.hidden(), p.se_channels()) == kGateThreadsSmall)
+    go(se_gate_kernel<Element, kGateThreadsSmall>, kGateThreadsSmall);
+  else
+    go(se_gate_kernel<Element, kGateThreadsLarge>, kGateThreadsLarge);
 }
 
 // ---- the layer passes ---------------------------------------------------------------------

@@ -31,6 +31,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <tuple>
 #include <utility>
 
 #include "gpu/lib/mma.cuh"  // CONVLAB_HOST_DEVICE
@@ -39,7 +40,7 @@
 namespace convlab::gpu::mbconv {
 
 // An odd number of 16-byte units at least `elems` 16-bit elements long.
-constexpr int odd_units_stride(int elems) {
+CONVLAB_HOST_DEVICE constexpr int odd_units_stride(int elems) {
   const int units = (elems + 7) / 8;
   return 8 * (units % 2 == 1 ? units : units + 1);
 }
@@ -318,91 +319,217 @@ inline bool aligned_to(const void* q, std::size_t bytes) { return reinterpret_ca
 
 // ---- pass 2 of the store plan (11c): a GEMM with a gated A operand -------------------------
 // Y[N·P·Q, C_out] = (D ⊙ G)·Wp, D read from dbuf, G[row, j] = gate[image of row, j]: the rows of a
-// CTA's block are pixels of consecutive images (a small image fills only part of a block), so
-// the block stages, per hidden chunk, the gate rows of every image it touches (`span`).
-// gpu/lib/mbconv_project.cuh is the kernel; its CTA tile is kBM × kBN, one of kProjectTiles.
-inline constexpr int kProjectStages = 4;  // cp.async pipeline depth (chunks in flight: 3)
+// block are pixels of consecutive images (a small image fills only part of a block), so the
+// block stages, per step of ks hidden channels, the gate rows of every image it touches (`span`).
+// gpu/lib/mbconv_project.cuh is the kernel; its CTA tile is bm × bn × ks, one of kProjectTiles.
+// The kernel is persistent: a grid of at most `resident` CTAs per SM, CTA c making blocks
+// c, c + grid, c + 2·grid, ... through one pipeline whose stages run on across block boundaries.
+// cp.async pipeline depth: stages of 32 channels 4 deep (3 in flight, 96 channels), of 64 channels 3
+// deep (2 in flight, 128 channels; a fourth would push 64 × 128 tiles past two CTAs per SM).
+CONVLAB_HOST_DEVICE constexpr int project_stages(int ks) { return ks == 32 ? 4 : 3; }
 struct ProjectShape {
-  int bm, bn;
+  int bm, bn, ks;  // rows, columns, hidden channels per pipeline stage (32: one dbuf chunk; 64: two)
 };
-// (128 × 128 would need more than the 128 registers a thread has at two CTAs per SM: it spills.)
-inline constexpr ProjectShape kProjectTiles[] = {{256, 32}, {128, 32}, {128, 64}, {64, 64}, {64, 128}};
+// (128 × 128 would need more than the 128 registers a thread has at two CTAs per SM: it spills.
+// 64-channel stages only where the stage stays small: bm = 64.)
+inline constexpr ProjectShape kProjectTiles[] = {{256, 32, 32}, {128, 32, 32}, {128, 64, 32}, {64, 64, 32},
+                                                 {64, 128, 32}, {64, 64, 64},  {64, 128, 64}};
+
+// Division of 0 ≤ n < 2^31 by a divisor d ≥ 1 fixed at launch, as a multiply-high, an add and a
+// shift (Granlund & Montgomery; CUTLASS's FastDivmod): with l = ⌈log2 d⌉ and
+// magic = ⌊2^32·(2^l − d)/d⌋ + 1, n / d = (umulhi(n, magic) + n) >> l. The host computes magic
+// once; the kernel's row → image maps then take three instructions instead of a division loop.
+struct FastDiv {
+  std::uint32_t d = 1, magic = 1, shift = 0;
+};
+constexpr FastDiv fast_div(std::uint32_t d) {
+  FastDiv f;
+  f.d = d;
+  while ((std::uint64_t(1) << f.shift) < d) ++f.shift;
+  f.magic = std::uint32_t(((std::uint64_t(1) << 32) * ((std::uint64_t(1) << f.shift) - d)) / d + 1);
+  return f;
+}
+CONVLAB_HOST_DEVICE inline int fast_quotient(const FastDiv& f, int n) {
+#if defined(__CUDA_ARCH__)
+  const std::uint32_t hi = __umulhi(std::uint32_t(n), f.magic);
+#else
+  const std::uint32_t hi = std::uint32_t((std::uint64_t(std::uint32_t(n)) * f.magic) >> 32);
+#endif
+  return int((hi + std::uint32_t(n)) >> f.shift);
+}
 
 struct ProjectTile {
-  int bm = 0, bn = 0;                 // CTA tile: bm rows (pixels, across images) × bn output columns
-  std::int64_t m = 0;                 // rows: N·P·Q
+  int bm = 0, bn = 0, ks = 0;         // block: bm rows (pixels, across images) × bn output columns; ks channels a stage
+  int m = 0;                          // rows: N·P·Q (< 2^31: project_rows_fit)
   int pq = 0, images = 0, span = 0;   // pixels per image, N, images a bm-row block touches at most
-  int m_blocks = 0, n_blocks = 0;     // grid: m_blocks · n_blocks CTAs, the n blocks of one m block adjacent
-  int hidden = 0, d_live = 0, chunks = 0, c = 0, c_out = 0;
-  int lda = 0, ldb = 0;               // shared row strides (elements) of the A and B stages
+  FastDiv pq_div, nb_div;             // ÷ P·Q (row → image), ÷ n_blocks (block → row block, column block)
+  int m_blocks = 0, n_blocks = 0;     // blocks: m_blocks · n_blocks, block b = (b / n_blocks, b % n_blocks)
+  int blocks = 0, resident = 0, grid = 0;  // CTAs per SM (shared memory), CTAs: min(blocks, resident · SMs)
+  int sms = 0;
+  int hidden = 0, d_live = 0, chunks = 0, steps = 0, c = 0, c_out = 0;  // steps: stages per block, ⌈hidden / ks⌉
+  int stages = 0;                     // pipeline depth: project_stages(ks)
+  int lda = 0, ldb = 0, ldx = 0;      // shared row strides (elements) of the A, B and X regions
   int ldw = 0;                        // Wp's row stride in global memory: C_out rounded up to 8 (launcher)
+  int x_buffers = 0;                  // X regions: a block's residual rows are in flight for stages − 1 stages
   bool pairs = false, residual = false;
-  // One stage's regions, bytes: A [bm][lda], B [32][ldb], G [span][32]; kProjectStages stages.
-  std::size_t a_bytes = 0, b_bytes = 0, g_bytes = 0, stage_bytes = 0, bytes = 0;
+  bool x_staged = false;              // residual rows copied by cp.async with the block's last stage (launcher:
+                                      // C a multiple of 8 and x 16-byte aligned; else the epilogue loads them)
+  // Regions, bytes: per stage A [bm][lda], B [ks][ldb], G [span][ks]; `stages` stages, then
+  // x_buffers regions X [bm][ldx] (the x rows and columns of a block; x_buffers = 0 without a residual).
+  std::size_t a_bytes = 0, b_bytes = 0, g_bytes = 0, stage_bytes = 0, x_bytes = 0, bytes = 0;
 };
+
+// Pass 2 indexes rows with 32-bit integers, a block's rows past the last included: N·P·Q ≤ 2^31 − 512
+// (launch_project throws otherwise).
+inline bool project_rows_fit(const MBConvProblem& p) { return double(p.N) * p.P() * p.Q() <= 2147483648.0 - 512; }
 
 // The images a block of `bm` consecutive rows can touch: ⌊(bm − 1)/pq⌋ + 2 at most (a block
 // that starts at an image's last pixel), never more than N.
 constexpr int project_span(int bm, int pq, int images) { return std::min(images, (bm - 1) / pq + 2); }
 
-inline ProjectTile project_tile_for(const MBConvProblem& p, ProjectShape s) {
+// The X regions a CTA needs: the x rows of block j are copied with its last stage, stages − 1
+// stages before the epilogue reads them, and block j + x's are copied x·steps stages after block j's;
+// that copy may reuse block j's region only once block j's epilogue is done: x·steps ≥ stages.
+constexpr int project_x_buffers(int steps, int stages) { return (stages + steps - 1) / steps; }
+
+// x_staged: the launcher's x is 16-byte aligned (the tile stages the residual only where C is a
+// multiple of 8 too).
+inline ProjectTile project_tile_for(const MBConvProblem& p, ProjectShape s, int sms, bool x_staged = true) {
   ProjectTile t;
-  t.bm = s.bm, t.bn = s.bn;
-  t.pq = p.P() * p.Q(), t.images = p.N, t.m = std::int64_t(p.N) * t.pq;
+  t.bm = s.bm, t.bn = s.bn, t.ks = s.ks;
+  t.pq = p.P() * p.Q(), t.images = p.N, t.m = int(std::min<double>(double(p.N) * t.pq, 2147483647.0));
+  t.pq_div = fast_div(std::uint32_t(std::max(1, t.pq)));
   t.span = project_span(s.bm, t.pq, p.N);
-  t.m_blocks = int((t.m + s.bm - 1) / s.bm), t.n_blocks = (p.C_out + s.bn - 1) / s.bn;
+  t.m_blocks = int((std::int64_t(t.m) + s.bm - 1) / s.bm), t.n_blocks = (p.C_out + s.bn - 1) / s.bn;
+  t.nb_div = fast_div(std::uint32_t(t.n_blocks));
+  t.blocks = int(std::min<std::int64_t>(std::int64_t(t.m_blocks) * t.n_blocks, 2147483647));
   t.hidden = p.hidden(), t.d_live = dbuf_live(p.hidden()), t.chunks = (p.hidden() + kChunk - 1) / kChunk;
+  t.steps = (p.hidden() + s.ks - 1) / s.ks;
   t.c = p.C, t.c_out = p.C_out, t.residual = p.has_residual();
-  t.lda = kLdChunk, t.ldb = odd_units_stride(s.bn);
+  t.lda = odd_units_stride(s.ks), t.ldb = odd_units_stride(s.bn), t.ldx = odd_units_stride(s.bn);
+  t.x_staged = t.residual && x_staged && p.C % 8 == 0;
+  t.stages = project_stages(s.ks);
+  t.x_buffers = t.x_staged ? project_x_buffers(t.steps, t.stages) : 0;
   const auto up16 = [](std::size_t b) { return (b + 15) / 16 * 16; };
   t.a_bytes = up16(std::size_t(s.bm) * t.lda * 2);
-  t.b_bytes = up16(std::size_t(kChunk) * t.ldb * 2);
-  t.g_bytes = up16(std::size_t(t.span) * kChunk * 2);
+  t.b_bytes = up16(std::size_t(s.ks) * t.ldb * 2);
+  t.g_bytes = up16(std::size_t(t.span) * s.ks * 2);
   t.stage_bytes = t.a_bytes + t.b_bytes + t.g_bytes;
-  t.bytes = kProjectStages * t.stage_bytes;
+  t.x_bytes = up16(std::size_t(s.bm) * t.ldx * 2);
+  t.bytes = t.stages * t.stage_bytes + t.x_buffers * t.x_bytes;
+  t.resident = t.bytes <= kSharedTwoCtas ? 2 : 1;  // __launch_bounds__(kThreads, 2): registers allow two
+  t.sms = std::max(1, sms);
+  t.grid = int(std::min<std::int64_t>(t.blocks, std::int64_t(t.resident) * t.sms));
   return t;
 }
 
 // Row m of Y (pixel m % P·Q of image m / P·Q): where its 32 channels of chunk 0 start in dbuf
 // (chunk k's are k·P·Q·32 elements further: dbuf_offset's layout), and its image's slot in the
-// gates a block starting at row m0 stages (0 .. span − 1).
-CONVLAB_HOST_DEVICE inline std::ptrdiff_t project_row_offset(const ProjectTile& t, std::int64_t m) {
-  const std::int64_t n = m / t.pq, pixel = m - n * t.pq;
+// gates a block starting at row m0 stages (0 .. span − 1). 32-bit rows, no division.
+CONVLAB_HOST_DEVICE inline std::ptrdiff_t project_row_offset(const ProjectTile& t, int m) {
+  const int n = fast_quotient(t.pq_div, m), pixel = m - n * t.pq;
   return (std::ptrdiff_t(n) * t.chunks * t.pq + pixel) * kChunk;
 }
-CONVLAB_HOST_DEVICE inline int project_gate_slot(const ProjectTile& t, std::int64_t m0, std::int64_t m) {
-  return int(m / t.pq - m0 / t.pq);
+CONVLAB_HOST_DEVICE inline int project_gate_slot(const ProjectTile& t, int m0, int m) {
+  return fast_quotient(t.pq_div, m) - fast_quotient(t.pq_div, m0);
 }
 
-// The CTA tile for `sms` SMs: least work on the busiest SM, ⌈CTAs / sms⌉ · bm · bn (a block's
-// MACs per chunk; padding columns past C_out count, they cost mma time), then the fewest column
-// blocks (each re-reads its rows' D), then the larger tile. Tiles whose stages do not fit are
-// skipped; bm = 0 when none fits (a span of thousands of 1-pixel images).
-inline ProjectTile choose_project_tile(const MBConvProblem& p, int sms) {
-  ProjectTile best;
-  double best_cost = 0.0;
-  for (ProjectShape s : kProjectTiles) {
-    const ProjectTile t = project_tile_for(p, s);
-    if (t.bytes > kMaxShared || t.m_blocks > (1LL << 31) / std::max(1, t.n_blocks)) continue;
-    const double ctas = double(t.m_blocks) * t.n_blocks;
-    const double cost = std::ceil(ctas / std::max(1, sms)) * s.bm * s.bn;
-    const auto key = [](const ProjectTile& a) { return std::make_pair(-a.n_blocks, a.bm * a.bn); };
-    if (best.bm == 0 || cost < best_cost || (cost == best_cost && key(t) > key(best))) best = t, best_cost = cost;
+// ---- pass 2's cost model, counted from the kernel's SASS (per warp, per stage) -------------
+// A warp of a bm × bn tile makes (16·kMT) × 32 of it, kMT = bm·(bn/32)/(16·kWarps). Per k16 step
+// and m tile: 4 mma, and ≈ 16 others (an A ldmatrix, 4 gate loads, 4 f16x2 multiplies and their
+// addresses); per k16 step ≈ 2 more (the B ldmatrix pairs, immediate offsets). Per stage: ≈ 10
+// per 16-byte copy of the thread (compare, select, pointer step, cp.async) and ≈ 48 for the wait,
+// barrier, commit and the loop's bookkeeping. Per block: ≈ 20 per stored pair of the epilogue
+// (kMT·4·2 of them: bias, residual, pack, address, bounds) and ≈ 160 for the block's set-ups.
+// Fitted to nvdisasm's common path per stage at 256 × 32 × 32 (182 instructions, 16 mma),
+// 64 × 64 × 64 (170, 16 mma) and 64 × 128 × 64 (278, 32 mma): within 5 % of each.
+struct ProjectCount {
+  double mma, other;  // per warp and stage
+  double block;       // per warp and block (epilogue and set-ups)
+};
+constexpr ProjectCount project_count(const ProjectTile& t) {
+  const int wn = t.bn / 32, mt = t.bm * wn / (16 * kWarps), k16 = t.ks / 16;
+  const double copies = (double(t.bm) * t.ks / 8 + double(t.ks) * t.bn / 8 + double(t.span) * t.ks / 8) / kThreads;
+  const double mma = 4.0 * mt * k16;
+  const double other = k16 * (mt * 16 + 2) + 10 * copies + 48;
+  return {mma, other, mt * 4 * 2 * 20.0 + 160};
+}
+// Cycles of a warp per instruction when its chain of copies, barriers, fragment loads and mma
+// waits on latency: 16 warps per SM at 51 % of the issue slots (pass 2 at 7², measured) is
+// 16 / (4 · 0.51) ≈ 8.
+inline constexpr double kProjectWarpCpi = 8.0;
+// The time of pass 2 in cycles, the larger of two counts:
+//   issue  the busiest SM's instructions over its 4 schedulers. CTA c makes blocks c, c + grid,
+//          ...; the block scheduler puts CTAs s, s + sms, ... on SM s, so SM s makes blocks
+//          s, s + sms, ...: ⌈blocks / sms⌉ at most;
+//   chain  the busiest CTA's blocks (⌈blocks / grid⌉) one after another, each warp's
+//          instructions at kProjectWarpCpi cycles: a CTA whose SM neighbour has finished runs
+//          its last block alone (the tail of a grid that is not a whole number of waves).
+inline double project_cycles(const ProjectTile& t) {
+  const ProjectCount c = project_count(t);
+  const double per_block = t.steps * (c.mma + c.other) + c.block;  // per warp
+  const double sm_blocks = double((std::int64_t(t.blocks) + t.sms - 1) / t.sms);
+  const double cta_blocks = double((std::int64_t(t.blocks) + t.grid - 1) / t.grid);
+  return std::max(sm_blocks * per_block * kWarps / 4.0, cta_blocks * per_block * kProjectWarpCpi);
+}
+// DRAM bytes: D (each column block reads its rows' D; blocks of one row block run together, so
+// the re-reads are L2 hits: counted once), Wp per CTA from L2 (not counted), x and y once.
+inline double project_dram_bytes(const MBConvProblem& p) {
+  const double m = double(p.N) * p.P() * p.Q();
+  return m * dbuf_live(p.hidden()) * 2 + m * p.C_out * 2 * (p.has_residual() ? 2 : 1);
+}
+
+// The tile for `sms` SMs: among the tiles that leave room for two CTAs per SM (failing that,
+// among those that fit at all), the fewest cycles (project_cycles), then the fewest column
+// blocks (each re-reads its rows' D), then the larger block, then the wider stage. DRAM time is
+// the same for every tile, so it does not enter the choice. bm = 0 when no tile fits (a span of
+// thousands of 1-pixel images).
+inline ProjectTile choose_project_tile(const MBConvProblem& p, int sms, bool x_staged = true) {
+  for (std::size_t limit : {kSharedTwoCtas, kMaxShared}) {
+    ProjectTile best;
+    double best_cost = 0.0;
+    for (ProjectShape s : kProjectTiles) {
+      const ProjectTile t = project_tile_for(p, s, sms, x_staged);
+      if (t.bytes > limit || std::int64_t(t.m_blocks) * t.n_blocks > 2147483647) continue;
+      const double cost = project_cycles(t);
+      const auto key = [](const ProjectTile& a) { return std::make_tuple(-a.n_blocks, a.bm * a.bn, a.ks); };
+      if (best.bm == 0 || cost < best_cost * 0.999 || (cost <= best_cost * 1.001 && key(t) > key(best)))
+        best = t, best_cost = cost;
+    }
+    if (best.bm != 0) return best;
   }
-  return best;
+  return ProjectTile{};
 }
 
-// ---- the SE gate kernel's shared memory (gpu/lib/mbconv_layers.cuh) -----------------------
-inline constexpr int kGateThreads = 512;  // one block per image: 128 blocks at N = 128, each with 16 warps of loads in flight
-// Partial sums the reductions keep in shared memory: T·8⌈Cr/8⌉ (FC1) and R·8⌈hidden/8⌉ (FC2, R > 1).
-inline int se_gate_red_floats(int hidden, int cr) {
+// ---- the SE gate kernel's block size and shared memory (gpu/lib/mbconv_layers.cuh) ----------
+// One block per image. Its time is L2 latency along each thread's chain of dependent weight
+// loads: FC1's ⌈hidden / T1⌉ with T1 = threads / ⌈Cr/8⌉ row groups, FC2's ⌈Cr / T2⌉ with
+// T2 = threads / ⌈hidden/8⌉ splits (at least 1 each). 512 threads halve long chains (hidden 1152,
+// Cr 48: 28 and 48 loads at 256, 14 and 16 at 512) but cost more to launch and leave most
+// threads idle when the chains are already short (hidden 144: 1 and 1 at 256).
+inline constexpr int kGateThreadsSmall = 256, kGateThreadsLarge = 512;
+inline constexpr int kGateShortChain = 8;  // loads: chains at most this long at 256 threads stay at 256
+// The longest chain of loads one thread walks in FC1 or FC2 at `threads` threads.
+constexpr int se_gate_chain(int hidden, int cr, int threads) {
+  const int units = std::max(1, (cr + 7) / 8), pieces = std::max(1, (hidden + 7) / 8);
+  const int groups = std::max(1, threads / units), splits = std::max(1, threads / pieces);
+  return std::max((hidden + groups - 1) / groups, (cr + splits - 1) / splits);
+}
+constexpr int se_gate_threads(int hidden, int cr) {
+  return se_gate_chain(hidden, cr, kGateThreadsSmall) <= kGateShortChain ? kGateThreadsSmall : kGateThreadsLarge;
+}
+// Partial sums the reductions keep in shared memory at `threads` threads: T·8⌈Cr/8⌉ (FC1) and
+// R·8⌈hidden/8⌉ (FC2, R > 1).
+inline int se_gate_red_floats(int hidden, int cr, int threads) {
   const int u = std::max(1, (cr + 7) / 8), v = std::max(1, (hidden + 7) / 8);  // Cr = 0 without SE
-  const int t = std::max(1, kGateThreads / u), r = std::max(1, kGateThreads / v);
+  const int t = std::max(1, threads / u), r = std::max(1, threads / v);
   return std::max(t * 8 * u, r > 1 ? r * 8 * v : 0);
 }
 
 inline std::size_t se_gate_shared_bytes(const MBConvProblem& p) {
-  return (std::size_t(p.hidden()) + p.se_channels() + se_gate_red_floats(p.hidden(), p.se_channels())) * sizeof(float);
+  const int threads = se_gate_threads(p.hidden(), p.se_channels());
+  return (std::size_t(p.hidden()) + p.se_channels() + se_gate_red_floats(p.hidden(), p.se_channels(), threads)) *
+         sizeof(float);
 }
 // The gate kernel's shared memory within what one block may ask for (227 KB on the H200).
 inline bool se_gate_fits(const MBConvProblem& p) { return se_gate_shared_bytes(p) <= 227 * 1024; }
