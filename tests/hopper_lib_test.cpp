@@ -333,6 +333,23 @@ TEST_CASE("hopper: the ConvFirst block's U and V slots are read by wgmma where T
   CHECK(convfirst_uv_mismatches<convfirst_wgmma::Layout128>() == 0);
 }
 
+// The fp32 biases (a padded to whole chunks, b, conv_b) follow both x buffers,
+// 16-aligned for float2 loads, and lie inside the allocation whatever the
+// 1024-alignment of its base costs. Returns the number of violations.
+template <class L> int convfirst_bias_mismatches(int W, int64_t image_rows, int hidden) {
+  namespace cw = convfirst_wgmma;
+  const cw::XStaging sg = cw::x_staging(L::kC, W, image_rows);
+  const uint32_t offset = cw::bias_offset<L>(sg);
+  const std::size_t floats = cw::bias_floats<L>(hidden);
+  int wrong = 0;
+  wrong += offset < L::kXBase + uint32_t(cw::kXBuffers) * sg.buffer_bytes;  // after the x buffers
+  wrong += offset % 16 != 0;
+  const std::size_t a_floats = floats - 2 * L::kC;  // whole chunks covering hidden
+  wrong += a_floats < std::size_t(hidden) || a_floats >= std::size_t(hidden) + L::kChunk || a_floats % L::kChunk != 0;
+  wrong += 1023 + offset + 4 * floats > cw::shared_bytes<L>(sg, hidden);
+  return wrong;
+}
+
 TEST_CASE("hopper: the ConvFirst block's staged halo rows hold every tap, where the conv reads it", "[hopper][cpu]") {
   // Odd and even widths, a row shorter than and longer than the 128-pixel tile,
   // tiles that span images, a batch smaller than a tile.
@@ -340,13 +357,20 @@ TEST_CASE("hopper: the ConvFirst block's staged halo rows hold every tap, where 
                                                                    {64, 2, 13, 57}, {64, 1, 9, 110}, {64, 2, 56, 56},
                                                                    {128, 3, 28, 28}, {128, 1, 4, 129}, {128, 5, 3, 1}})
     CHECK(convfirst_staging_mismatches(C, N, H, W) == 0);
-  // The supported widths the rung's header states.
+  // The supported widths the rung's header states (hidden ≤ 4C: every W ≤ 115 at C = 64,
+  // W ≤ 38 at C = 128), and the first width past each.
   namespace cw = convfirst_wgmma;
-  CHECK(cw::shared_bytes<cw::Layout64>(cw::x_staging(64, 120, 128 * 120)) <= std::size_t(cw::kMaxShared));
-  CHECK(cw::shared_bytes<cw::Layout64>(cw::x_staging(64, 56, 128 * 56)) <= std::size_t(cw::kMaxShared));
-  CHECK(cw::shared_bytes<cw::Layout128>(cw::x_staging(128, 38, 128 * 38)) <= std::size_t(cw::kMaxShared));
-  CHECK(cw::shared_bytes<cw::Layout128>(cw::x_staging(128, 28, 128 * 28)) <= std::size_t(cw::kMaxShared));
-  CHECK(cw::shared_bytes<cw::Layout64>(cw::x_staging(64, 121, 128 * 121)) > std::size_t(cw::kMaxShared));
+  for (int W = 1; W <= 115; ++W)
+    CHECK(cw::shared_bytes<cw::Layout64>(cw::x_staging(64, W, 128 * W), 4 * 64) <= std::size_t(cw::kMaxShared));
+  for (int W = 1; W <= 38; ++W)
+    CHECK(cw::shared_bytes<cw::Layout128>(cw::x_staging(128, W, 128 * W), 4 * 128) <= std::size_t(cw::kMaxShared));
+  CHECK(cw::shared_bytes<cw::Layout64>(cw::x_staging(64, 116, 128 * 116), 8) > std::size_t(cw::kMaxShared));
+  CHECK(cw::shared_bytes<cw::Layout128>(cw::x_staging(128, 39, 128 * 39), 8) > std::size_t(cw::kMaxShared));
+  // The biases lie inside the allocation, past the x buffers, for partial and whole chunks.
+  for (const int hidden : {8, 64, 200, 256, 1024}) {
+    for (const int W : {1, 7, 28, 56, 115}) CHECK(convfirst_bias_mismatches<cw::Layout64>(W, 128 * W, hidden) == 0);
+    for (const int W : {1, 7, 28, 38}) CHECK(convfirst_bias_mismatches<cw::Layout128>(W, 128 * W, 2 * hidden) == 0);
+  }
 }
 
 // ---- lesson 10's large-C block over a cluster (gpu/convfirst/10e_fused_cluster.cu) -------

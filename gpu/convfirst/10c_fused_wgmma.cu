@@ -32,6 +32,11 @@
 // one ldmatrix phase hit eight different bank groups. The conv weights (9 KB
 // at C = 64) are loaded into shared memory once per CTA.
 //
+// The biases a, b and conv_b are staged once per CTA as fp32 in shared memory
+// (after the x buffers): a chunk's bias pairs are then shared loads with
+// nothing to convert, where global loads (even L1 hits) put their latency on
+// the chain between a chunk's expand and its φ (lesson 08's 08e measured it).
+//
 // The plain loops (ref::convfirst_block): t = gconv(x) + conv_b; for each
 // pixel: z = x + b; for each hidden chunk: h = φ(t·U^r + a_r); z += h·V_r.
 //
@@ -47,10 +52,11 @@
 // the tile is 128 pixels (two consumer warpgroups).
 // Supported: f16 and bf16; stride 1; group width 8; C = C_out ∈ {64, 128};
 // hidden a multiple of 8 (a partial last chunk is zero-filled by TMA, its
-// bias read as 0, φ(0) = 0 for ReLU and SiLU); ReLU and SiLU; any N, H, W
-// whose two halo buffers fit shared memory (every W ≤ 120 at C = 64, W ≤ 38
-// at C = 128); 16-byte aligned x, u, v, a, b, y and 4-byte aligned
-// conv_w and conv_b. Needs compute capability 9.0 and 90 in CONVLAB_CUDA_ARCHS.
+// bias staged as 0, φ(0) = 0 for ReLU and SiLU); ReLU and SiLU; any N, H, W
+// whose two halo buffers and the biases fit shared memory (with hidden ≤ 4C:
+// every W ≤ 115 at C = 64, W ≤ 38 at C = 128); 16-byte aligned x, u, v, a,
+// b, y and 4-byte aligned conv_w and conv_b. Needs compute capability 9.0 and
+// 90 in CONVLAB_CUDA_ARCHS.
 // Run just this: build/convlab run convfirst/gpu/10c_fused_wgmma --shape N=128,H=56,C=64,dtype=f16
 #include <cuda.h>
 
@@ -81,7 +87,6 @@ using namespace convfirst_wgmma;
 
 using gpu::bias_activate;
 using gpu::ld_shared_u32;
-using gpu::load_bias;
 using gpu::st_shared_u32;
 using gpu::unpack_pair;
 
@@ -91,7 +96,7 @@ using gpu::unpack_pair;
 // a [hidden], v [hidden, C], b [C], y [N·H·W, C]; Element = __half or
 // __nv_bfloat16; fp32 accumulation; T rounded to Element once (the expand's A
 // operand), H once, y once. Grid: one CTA per SM (at most the number of tiles),
-// 384 threads, shared_bytes<L>(s) of dynamic shared memory (layout in
+// 384 threads, shared_bytes<L>(s, hidden) of dynamic shared memory (layout in
 // convfirst_wgmma_layout.hpp). Edge duties: pixels ≥ M read the zero pixel and
 // are never stored; staged rows outside [0, N·H) arrive as zeros (TMA); taps
 // outside the image read the zero pixel; hidden columns ≥ hidden are zero.
@@ -113,8 +118,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   const gpu::hopper::TileScheduler tiles{gpu::ceil_div(M, kBlockRows), 1, 1};
   const int chunks = gpu::ceil_div(hidden, L::kChunk);
   const int warpgroup = gpu::hopper::warpgroup_of(threadIdx.x);
+  // a [chunks·Chunk] (zero past hidden), b [C], conv_b [C] in fp32, after the x buffers
+  float* const a_s = reinterpret_cast<float*>(shared + (base - gpu::shared_address(shared)) + bias_offset<L>(sg));
+  float* const b_s = a_s + chunks * L::kChunk;
+  float* const conv_b_s = b_s + C;
 
-  // ---- once per CTA: barriers, the conv weights, the zero lines of both x buffers ----
+  // ---- once per CTA: barriers, the conv weights, the biases, the zero lines of both x buffers ----
   if (threadIdx.x == 0) {
     x_pipe.init(kConsumerWarps);
     uv_pipe.init(kConsumerWarps);
@@ -125,6 +134,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   {
     const unsigned* w_words = reinterpret_cast<const unsigned*>(conv_w);
     for (int i = threadIdx.x; i < L::kWeightWords; i += kThreads) st_shared_u32(weights + 4 * i, __ldg(w_words + i));
+    for (int i = threadIdx.x; i < chunks * L::kChunk + 2 * C; i += kThreads) {
+      const int j = i - chunks * L::kChunk;
+      a_s[i] = j < 0 ? (i < hidden ? gpu::to_float(a[i]) : 0.f) : gpu::to_float(j < C ? b[j] : conv_b[j - C]);
+    }
     constexpr int kZeroWords = kZeroLines * 128 / 4;
     for (int i = threadIdx.x; i < kXBuffers * sg.panels * kZeroWords; i += kThreads) {
       const int panel = i / kZeroWords % sg.panels, buffer = i / kZeroWords / sg.panels;
@@ -164,7 +177,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     float s[L::kSRegs];             // S, then φ(S + a) in fp32
     float zacc[L::kZRegs];          // Z
     uint32_t h[L::kHSteps][4];      // H packed: A fragments of the project product
-    uint32_t bias[L::kSRegs / 4];  // a_r, packed pairs
+    float2 bias[L::kSRegs / 4];     // a_r, fp32 pairs
+    const float2* const a_pairs = reinterpret_cast<const float2*>(a_s);
+    const float2* const b_pairs = reinterpret_cast<const float2*>(b_s);
+    const float2* const conv_b_pairs = reinterpret_cast<const float2*>(conv_b_s);
 
     // S = T·U^r into s; one commit group.
     const auto issue_expand = [&](int stage) {
@@ -197,7 +213,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       gpu::mma_m16n8k16<Element>(acc, afrag, bfrag);
     };
     const auto conv_bias = [&](float (&acc)[4], int grp) {  // the conv bias starts the sums
-      const float2 cb = unpack_pair<Element>(__ldg(reinterpret_cast<const unsigned*>(conv_b + grp * kGroupWidth + 2 * tq)));
+      const float2 cb = conv_b_pairs[(grp * kGroupWidth) / 2 + tq];
       acc[0] = cb.x, acc[1] = cb.y, acc[2] = cb.x, acc[3] = cb.y;
     };
     // Groups 2k and 2k+1 (channels 16k .. 16k+15) make the A fragment of k-step k:
@@ -255,7 +271,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           for (int j = 0; j < C / 8; ++j) {
             const int col = 8 * j + 2 * tq;
             const float2 xv = unpack_pair<Element>(ld_shared_u32(xb + x_offset(sg, centre, col)));
-            const float2 bv = unpack_pair<Element>(__ldg(reinterpret_cast<const unsigned*>(b + col)));
+            const float2 bv = b_pairs[col / 2];
             zacc[4 * j + 2 * hh] = xv.x + bv.x;
             zacc[4 * j + 2 * hh + 1] = xv.y + bv.y;
           }
@@ -272,7 +288,10 @@ __global__ void __launch_bounds__(kThreads, 1)
       //         schedules are gpu/lib/hopper/wgmma_hidden_loop.cuh (08d's loop, A = T here). ----
       gpu::hopper::wgmma_hidden_loop<L, Element, L::kOverlap>(
           uv_pipe, st, base, chunks, s, zacc, h, no_turns, issue_expand,
-          [&](int r) { load_bias(bias, a, hidden, r * L::kChunk + first.col); },
+          [&](int r) {
+#pragma unroll
+            for (int j = 0; j < L::kSRegs / 4; ++j) bias[j] = a_pairs[(r * L::kChunk + first.col) / 2 + 4 * j];
+          },
           [&] { bias_activate<Element, kRelu>(s, bias); });
       gpu::fence_operands(tfrag);  // the expand products reading T have retired
 
@@ -294,7 +313,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 // ---- launcher ------------------------------------------------------------------------
 
 template <class L> bool fits(const ConvFirstProblem& p) {
-  return shared_bytes<L>(x_staging(p.C, p.W, int64_t(p.N) * p.H)) <= std::size_t(kMaxShared);
+  return shared_bytes<L>(x_staging(p.C, p.W, int64_t(p.N) * p.H), p.hidden) <= std::size_t(kMaxShared);
 }
 
 bool supports(const ConvFirstProblem& p) {
@@ -315,7 +334,7 @@ template <class Element, class L> void launch(const ConvFirstProblem& p, const A
   const gpu::hopper::UvMaps uv = gpu::hopper::cached_uv_maps<L>(args.u, args.v, p.C, p.hidden, p.C_out);
   const auto kernel = p.activation == ConvFirstActivation::relu ? convfirst_fused_wgmma_kernel<Element, L, true>
                                                                 : convfirst_fused_wgmma_kernel<Element, L, false>;
-  const std::size_t shared = shared_bytes<L>(sg);
+  const std::size_t shared = shared_bytes<L>(sg, p.hidden);
   gpu::allow_dynamic_shared(kernel, shared, "convfirst_fused_wgmma_kernel");
   const int tiles = gpu::ceil_div(M, kBlockRows);
   const int grid = std::min(tiles, gpu::resident_blocks(kernel, kThreads, shared));

@@ -6,15 +6,17 @@
 //   * the conv's ldmatrix addresses read each channel where TMA wrote it,
 //   * the U and V boxes land where the wgmma descriptors read them.
 //
-// Shared memory of one CTA (every region 1024-aligned):
+// Shared memory of one CTA (every region but the biases 1024-aligned):
 //
-//   [ barriers | U/V slot 0 .. Stages−1 | conv weights [C][9][8] | x buffer 0 | x buffer 1 ]
+//   [ barriers | U/V slot 0 .. Stages−1 | conv weights [C][9][8] | x buffer 0 | x buffer 1 | biases ]
 //
 // An x buffer holds the halo rows of one 128-pixel tile as C/64 panels. Panel
 // p is [staged pixel][channels 64p .. 64p+63], one 128-byte swizzled line per
 // pixel, written by `boxes` TMA boxes of `box_rows` pixels each, followed by 8
 // zero lines that no box writes: staged index `zero_index` is the zero pixel
-// that taps outside the image read.
+// that taps outside the image read. The biases, in fp32, follow the x buffers
+// (at a run-time offset: the buffers' size depends on W, so the region is only
+// 128-aligned): a [⌈hidden / Chunk⌉ · Chunk] (zero past hidden), b [C], conv_b [C].
 #pragma once
 
 #include <algorithm>
@@ -75,9 +77,9 @@ template <int C, int Chunk, int Stages, bool Overlap> struct Layout {
                 "both barrier rings fit the barrier region");
   // ptxas allocates the whole kernel within the launch's cap (65536 / 384 threads = 168),
   // whatever setmaxnreg hands the consumers later: what is live in the hidden loop must fit it.
-  static constexpr int kLoopRegs = kZRegs + 4 * kCSteps + kSRegs + kSRegs / 4 + (Overlap ? 4 * kHSteps : 0);
+  static constexpr int kLoopRegs = kZRegs + 4 * kCSteps + kSRegs + kSRegs / 2 + (Overlap ? 4 * kHSteps : 0);
   static_assert(kLoopRegs <= 168 - 24,
-                "Z, packed T, S, the packed bias pairs (and packed H when overlapped) fit 168 registers with "
+                "Z, packed T, S, the fp32 bias pairs (and packed H when overlapped) fit 168 registers with "
                 "room for addresses");
   static_assert(gpu::hopper::register_budget_fits(kProducerRegs, kConsumerRegs, kConsumers), "setmaxnreg budget");
 
@@ -129,8 +131,15 @@ inline XStaging x_staging(int C, int W, int64_t image_rows, int tile_rows = kBlo
   return s;
 }
 
-template <class L> std::size_t shared_bytes(const XStaging& s) {
-  return gpu::hopper::kTmaSwizzleAtomBytes + L::kXBase + std::size_t(kXBuffers) * s.buffer_bytes;
+// The fp32 biases: a padded to whole chunks, then b, then conv_b.
+template <class L> constexpr std::size_t bias_floats(int hidden) {
+  return (std::size_t(hidden) + L::kChunk - 1) / L::kChunk * L::kChunk + 2 * std::size_t(L::kC);
+}
+template <class L> CONVLAB_HOST_DEVICE constexpr uint32_t bias_offset(const XStaging& s) {
+  return L::kXBase + uint32_t(kXBuffers) * s.buffer_bytes;
+}
+template <class L> std::size_t shared_bytes(const XStaging& s, int hidden) {
+  return gpu::hopper::kTmaSwizzleAtomBytes + bias_offset<L>(s) + 4 * bias_floats<L>(hidden);
 }
 
 // Staged index of the pixel a conv tap reads: pixel q's neighbour (dr, ds) in

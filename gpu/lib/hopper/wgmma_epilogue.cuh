@@ -1,7 +1,8 @@
 // gpu/lib/hopper/wgmma_epilogue.cuh — what the fused ConvFirst rungs on
 // Hopper (10c_fused_wgmma, 10e_fused_cluster) do to an expand product's
-// accumulators between two wgmma: the hidden bias a_r, kept as packed 16-bit
-// pairs until used, and φ; plus the 32-bit shared-memory accesses they share.
+// accumulators between two wgmma: the hidden bias a_r (packed 16-bit pairs
+// until used, or fp32 pairs staged in shared memory), and φ; plus the 32-bit
+// shared-memory accesses they share.
 // CUDA only, header-only, registers nothing.
 #pragma once
 
@@ -32,6 +33,19 @@ __device__ __forceinline__ void bias_activate(float (&s)[kRegs], const uint32_t 
 #pragma unroll
     for (int c = 0; c < 4; ++c) {
       const float v = s[4 * j + c] + ((c & 1) ? bj.y : bj.x);
+      s[4 * j + c] = kRelu ? fmaxf(v, 0.f) : v / (1.0f + expf(-v));
+    }
+  }
+}
+
+// The same with the bias pairs already in fp32 (10c stages a once per CTA as fp32).
+template <class Element, bool kRelu, int kRegs>
+__device__ __forceinline__ void bias_activate(float (&s)[kRegs], const float2 (&bias)[kRegs / 4]) {
+#pragma unroll
+  for (int j = 0; j < kRegs / 4; ++j) {
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const float v = s[4 * j + c] + ((c & 1) ? bias[j].y : bias[j].x);
       s[4 * j + c] = kRelu ? fmaxf(v, 0.f) : v / (1.0f + expf(-v));
     }
   }
