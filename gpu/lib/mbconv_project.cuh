@@ -31,7 +31,7 @@
 // like D), then 2 B fragment pairs (ldmatrix .trans), then kMT·4 mma. A block's rows may cross
 // images: each lane's two rows per m tile know their image slot in the staged gates.
 // Epilogue: y = Y + bp (+ x), fp32 sums rounded once, a lane's two adjacent columns as one
-// 32-bit store; the bias is loaded at the block's first step (as 32-bit pairs where C_out is even).
+// 32-bit store; the bias is loaded at the block's first step.
 //
 // Cost: 2·N·P·Q·hidden·C_out flops on the tensor cores (plus the padding columns of the last
 // column block); DRAM: D once (2 bytes per element; each column block re-reads its rows, from
@@ -226,18 +226,11 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_project_kernel(
         gate_lo[mt] = (r < t.m ? project_gate_slot(t, m0, r) : 0) * (kKS / 2);
         gate_hi[mt] = (r + 8 < t.m ? project_gate_slot(t, m0, r + 8) : 0) * (kKS / 2);
       }
-      // One 32-bit load per pair where bp allows it: nothing then uses the loaded value before the
-      // epilogue, so its latency hides behind the block's steps (two 16-bit halves would be
-      // joined here, waiting for both loads).
 #pragma unroll
       for (int nt = 0; nt < kNT; ++nt) {
         const int o = n0 + w_col + nt * 8 + 2 * (lane % 4);
-        if (t.bias_pairs) {
-          bias[nt] = o < t.c_out ? *reinterpret_cast<const uint32_t*>(bp + o) : 0u;
-        } else {
-          const unsigned short* bits = reinterpret_cast<const unsigned short*>(bp);
-          bias[nt] = (o < t.c_out ? bits[o] : 0u) | (o + 1 < t.c_out ? uint32_t(bits[o + 1]) << 16 : 0u);
-        }
+        const unsigned short* bits = reinterpret_cast<const unsigned short*>(bp);
+        bias[nt] = (o < t.c_out ? bits[o] : 0u) | (o + 1 < t.c_out ? uint32_t(bits[o + 1]) << 16 : 0u);
       }
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt)
@@ -360,7 +353,6 @@ void launch_project(const MBConvProblem& p, const Args<MBConvProblem>& a, const 
     wp = padded;
   }
   t.pairs = p.C_out % 2 == 0 && aligned_to(a.y, 4) && aligned_to(a.x, 4);
-  t.bias_pairs = p.C_out % 2 == 0 && aligned_to(a.project_b, 4);
   const auto go = [&](auto kernel, const char* name) {
     allow_dynamic_shared(kernel, t.bytes, name);
     kernel<<<unsigned(t.grid), kThreads, t.bytes>>>(

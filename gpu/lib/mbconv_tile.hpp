@@ -372,7 +372,6 @@ struct ProjectTile {
   int ldw = 0;                        // Wp's row stride in global memory: C_out rounded up to 8 (launcher)
   int x_buffers = 0;                  // X regions: a block's residual rows are in flight for stages − 1 stages
   bool pairs = false, residual = false;
-  bool bias_pairs = false;            // bp read as 32-bit pairs (launcher: C_out even, bp 4-byte aligned)
   bool x_staged = false;              // residual rows copied by cp.async with the block's last stage (launcher:
                                       // C a multiple of 8 and x 16-byte aligned; else the epilogue loads them)
   // Regions, bytes: per stage A [bm][lda], B [ks][ldb], G [span][ks]; `stages` stages, then
