@@ -163,6 +163,23 @@ TEST_CASE("hopper: in every slot, wgmma's descriptors read each element where TM
         wg::kSharedBytes);
 }
 
+// One U slot and one V slot of a wgmma hidden loop (08d, 08e, 10c): every element the expand's
+// (U, MN-major) and the project's (V, MN-major) descriptors read is where TMA wrote it.
+template <class L> int uv_slot_mismatches(uint32_t u, uint32_t v) {
+  int wrong = 0;
+  for (int ks = 0; ks < L::kCSteps; ++ks)  // U: k = channel c, n = hidden column of the chunk
+    for (int k = 0; k < 16; ++k)
+      for (int n = 0; n < L::kChunk; ++n)
+        wrong += gpu::wgmma_mn_major_sw128_address(L::u_descriptor(u, ks), k, n) !=
+                 L::u_box(u, n / 64) + tma_sw128_box_offset(16 * ks + k, n % 64, 2);
+  for (int kk = 0; kk < L::kHSteps; ++kk)  // V: k = hidden row of the chunk, n = output channel
+    for (int k = 0; k < 16; ++k)
+      for (int n = 0; n < L::kC; ++n)
+        wrong += gpu::wgmma_mn_major_sw128_address(L::v_descriptor(v, kk), k, n) !=
+                 L::v_box(v, n / 64) + tma_sw128_box_offset(16 * kk + k, n % 64, 2);
+  return wrong;
+}
+
 // The FFN's three operands (gpu/ffn/08d_fused_wgmma.cu): X K-major, U and V MN-major.
 template <class L> int ffn_layout_mismatches() {
   int wrong = 0;
@@ -180,16 +197,7 @@ template <class L> int ffn_layout_mismatches() {
   }
   for (int st = 0; st < L::kStages; ++st) {
     const uint32_t u = L::u_slot(base, st), v = L::v_slot(base, st);
-    for (int ks = 0; ks < L::kCSteps; ++ks)  // U: k = channel c, n = hidden column of the chunk
-      for (int k = 0; k < 16; ++k)
-        for (int n = 0; n < L::kChunk; ++n)
-          wrong += gpu::wgmma_mn_major_sw128_address(L::u_descriptor(u, ks), k, n) !=
-                   L::u_box(u, n / 64) + tma_sw128_box_offset(16 * ks + k, n % 64, 2);
-    for (int kk = 0; kk < L::kHSteps; ++kk)  // V: k = hidden row of the chunk, n = output channel
-      for (int k = 0; k < 16; ++k)
-        for (int n = 0; n < L::kC; ++n)
-          wrong += gpu::wgmma_mn_major_sw128_address(L::v_descriptor(v, kk), k, n) !=
-                   L::v_box(v, n / 64) + tma_sw128_box_offset(16 * kk + k, n % 64, 2);
+    wrong += uv_slot_mismatches<L>(u, v);
     // Slots do not overlap each other or the barriers.
     wrong += v + uint32_t(L::VTile::kBytes) > L::u_slot(base, st + 1);
   }
@@ -230,16 +238,7 @@ TEST_CASE("hopper: the ping-pong FFN's slots are read by wgmma where TMA wrote t
   wrong += L::x_ring(base, 0) < base + L::kWeightsBarrier + uint32_t(kMbarrierBytes);
   for (int r = 0; r < L::kStages; ++r) {
     const uint32_t u = L::u_slot(base, r), v = L::v_slot(base, r);
-    for (int ks = 0; ks < L::kCSteps; ++ks)
-      for (int k = 0; k < 16; ++k)
-        for (int n = 0; n < L::kChunk; ++n)
-          wrong += gpu::wgmma_mn_major_sw128_address(L::u_descriptor(u, ks), k, n) !=
-                   L::u_box(u, n / 64) + tma_sw128_box_offset(16 * ks + k, n % 64, 2);
-    for (int kk = 0; kk < L::kHSteps; ++kk)
-      for (int k = 0; k < 16; ++k)
-        for (int n = 0; n < L::kC; ++n)
-          wrong += gpu::wgmma_mn_major_sw128_address(L::v_descriptor(v, kk), k, n) !=
-                   L::v_box(v, n / 64) + tma_sw128_box_offset(16 * kk + k, n % 64, 2);
+    wrong += uv_slot_mismatches<L>(u, v);
     wrong += v + uint32_t(L::VTile::kBytes) > L::u_slot(base, r + 1);
   }
   CHECK(wrong == 0);
@@ -269,16 +268,7 @@ template <class L> int convfirst_uv_mismatches() {
   const uint32_t base = 0;
   for (int st = 0; st < L::kStages; ++st) {
     const uint32_t u = L::u_slot(base, st), v = L::v_slot(base, st);
-    for (int ks = 0; ks < L::kCSteps; ++ks)
-      for (int k = 0; k < 16; ++k)
-        for (int n = 0; n < L::kChunk; ++n)
-          wrong += gpu::wgmma_mn_major_sw128_address(L::u_descriptor(u, ks), k, n) !=
-                   L::u_box(u, n / 64) + tma_sw128_box_offset(16 * ks + k, n % 64, 2);
-    for (int kk = 0; kk < L::kHSteps; ++kk)
-      for (int k = 0; k < 16; ++k)
-        for (int n = 0; n < L::kC; ++n)
-          wrong += gpu::wgmma_mn_major_sw128_address(L::v_descriptor(v, kk), k, n) !=
-                   L::v_box(v, n / 64) + tma_sw128_box_offset(16 * kk + k, n % 64, 2);
+    wrong += uv_slot_mismatches<L>(u, v);
     wrong += u % 1024 != 0 || v % 1024 != 0;
   }
   wrong += L::u_slot(base, 0) < uint32_t(convfirst_wgmma::kBarrierRegion);
