@@ -21,7 +21,8 @@ ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/
 [[ -n $ncu ]] || { echo "profile_source.sh: ncu (Nsight Compute) not found" >&2; exit 2; }
 OUT=${OUT:-/tmp/convlab-profile-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
-name=$(echo "$target-$shape" | tr -c 'A-Za-z0-9_.-' '_' | cut -c1-100)
+# The kernel is part of the name: two kernels of one launch (11c's passes) must not overwrite each other.
+name=$(echo "$target-$shape-$kernel-$launch" | tr -c 'A-Za-z0-9_.-' '_' | cut -c1-140)
 work=$(mktemp -d /tmp/convlab-source.XXXXXX)
 
 timeout 300 "$ncu" --set full --section SourceCounters --section WarpStateStats --clock-control none \
