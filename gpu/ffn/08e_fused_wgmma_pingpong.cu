@@ -47,7 +47,7 @@
 // lessons/08-ffn-fusion/NOTES.md.
 //
 // The biases a and b are staged once per CTA as fp32 in shared memory: a chunk's bias pairs
-// are then shared loads with nothing to convert, where global loads (even L1 hits) put their
+// are then shared loads with nothing to convert, where global loads put their
 // latency on the chain between a chunk's expand and its φ.
 //
 // Tunables: gpu/lib/hopper/ffn_wgmma_layout.hpp (PingPong64: chunk 128, 2 X slots per
