@@ -129,42 +129,36 @@ __device__ __forceinline__ void ldmatrix_x2_trans(uint32_t (&r)[2], uint32_t row
 // NOTES.md has the SASS counts). tanh.approx's relative error is about 2^−11,
 // the 16-bit type's own rounding; in the far negative tail (v < −8) the result
 // is a small number near 0 with an absolute error below 2^−10·|v|. ReLU is
-// max(v, 0) on the pair, exact. Both are computed and one selected: no branch.
-template <class Element, bool kRelu> __device__ __forceinline__ uint32_t activate_pair(float lo, float hi) {
-  const uint32_t v = pack_pair<Element>(lo, hi);
-  uint32_t out;
-  if constexpr (kRelu) {
-    if constexpr (std::is_same_v<Element, __half>) asm("max.f16x2 %0, %1, %2;" : "=r"(out) : "r"(v), "r"(0u));
-    else asm("max.bf16x2 %0, %1, %2;" : "=r"(out) : "r"(v), "r"(0u));
-  } else {
-    uint32_t h, t;
-    if constexpr (std::is_same_v<Element, __half>) {
-      asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(h) : "r"(v), "r"(0x38003800u));  // × 0.5 (exact)
-      asm("tanh.approx.f16x2 %0, %1;" : "=r"(t) : "r"(h));
-      asm("fma.rn.f16x2 %0, %1, %2, %1;" : "=r"(out) : "r"(h), "r"(t));
-    } else {
-      asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(h) : "r"(v), "r"(0x3f003f00u));
-      asm("tanh.approx.bf16x2 %0, %1;" : "=r"(t) : "r"(h));
-      asm("fma.rn.bf16x2 %0, %1, %2, %1;" : "=r"(out) : "r"(h), "r"(t));
-    }
-  }
-  return out;
-}
-// The same with φ chosen at run time: both computed, one selected (no branch).
-template <class Element> __device__ __forceinline__ uint32_t activate_pair(bool relu_act, float lo, float hi) {
-  const uint32_t v = pack_pair<Element>(lo, hi);
-  uint32_t h, t, silu, relu;
+// max(v, 0) on the pair, exact. silu_packed and relu_packed take the packed pair;
+// activate_pair packs two fp32 values and applies φ, chosen at compile time, or at run
+// time with both computed and one selected (no branch).
+template <class Element> __device__ __forceinline__ uint32_t silu_packed(uint32_t v) {
+  uint32_t h, t, out;
   if constexpr (std::is_same_v<Element, __half>) {
     asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(h) : "r"(v), "r"(0x38003800u));  // × 0.5 (exact)
     asm("tanh.approx.f16x2 %0, %1;" : "=r"(t) : "r"(h));
-    asm("fma.rn.f16x2 %0, %1, %2, %1;" : "=r"(silu) : "r"(h), "r"(t));
-    asm("max.f16x2 %0, %1, %2;" : "=r"(relu) : "r"(v), "r"(0u));
+    asm("fma.rn.f16x2 %0, %1, %2, %1;" : "=r"(out) : "r"(h), "r"(t));
   } else {
     asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(h) : "r"(v), "r"(0x3f003f00u));
     asm("tanh.approx.bf16x2 %0, %1;" : "=r"(t) : "r"(h));
-    asm("fma.rn.bf16x2 %0, %1, %2, %1;" : "=r"(silu) : "r"(h), "r"(t));
-    asm("max.bf16x2 %0, %1, %2;" : "=r"(relu) : "r"(v), "r"(0u));
+    asm("fma.rn.bf16x2 %0, %1, %2, %1;" : "=r"(out) : "r"(h), "r"(t));
   }
+  return out;
+}
+template <class Element> __device__ __forceinline__ uint32_t relu_packed(uint32_t v) {
+  uint32_t out;
+  if constexpr (std::is_same_v<Element, __half>) asm("max.f16x2 %0, %1, %2;" : "=r"(out) : "r"(v), "r"(0u));
+  else asm("max.bf16x2 %0, %1, %2;" : "=r"(out) : "r"(v), "r"(0u));
+  return out;
+}
+template <class Element, bool kRelu> __device__ __forceinline__ uint32_t activate_pair(float lo, float hi) {
+  const uint32_t v = pack_pair<Element>(lo, hi);
+  if constexpr (kRelu) return relu_packed<Element>(v);
+  else return silu_packed<Element>(v);
+}
+template <class Element> __device__ __forceinline__ uint32_t activate_pair(bool relu_act, float lo, float hi) {
+  const uint32_t v = pack_pair<Element>(lo, hi);
+  const uint32_t silu = silu_packed<Element>(v), relu = relu_packed<Element>(v);
   return relu_act ? relu : silu;
 }
 
