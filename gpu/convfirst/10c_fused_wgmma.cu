@@ -34,8 +34,8 @@
 //
 // The biases a, b and conv_b are staged once per CTA as fp32 in shared memory
 // (after the x buffers): a chunk's bias pairs are then shared loads with
-// nothing to convert, where global loads (even L1 hits) put their latency on
-// the chain between a chunk's expand and its φ (lesson 08's 08e measured it).
+// nothing to convert, where global loads put their latency on the chain
+// between a chunk's expand and its φ (lesson 08's 08e measured it).
 //
 // The plain loops (ref::convfirst_block): t = gconv(x) + conv_b; for each
 // pixel: z = x + b; for each hidden chunk: h = φ(t·U^r + a_r); z += h·V_r.
