@@ -281,6 +281,14 @@ std::vector<MBConvProblem> test_shapes() {
       block(2, 5, 6, 8, 6, 3, 1, 0.25, 8, silu, f16),
       block(1, 9, 10, 72, 1, 3, 1, 0.25, 72, silu, f16),
       block(1, 9, 10, 136, 1, 5, 2, 0.0, 24, relu, bf16),
+      // e = 1 with fewer chunks than E buffers (one E buffer per chunk): one chunk, several tiles per
+      // image; two chunks with the residual
+      block(2, 45, 40, 32, 1, 3, 1, 0.25, 16, silu, f16),
+      block(1, 37, 30, 48, 1, 5, 1, 0.25, 48, silu, bf16),
+      // k = 5 at stride 2 on a wide image: a two-CTA tile would be one output row reading five, so
+      // choose_tile takes the tallest one-CTA tile (6 rows; 5 in the single pass), the last one short
+      block(2, 57, 57, 24, 6, 5, 2, 0.25, 40, silu, f16),
+      block(1, 57, 57, 24, 6, 5, 2, 0.0, 40, relu, bf16),
       // 11c's pass 2, a GEMM over the batch's pixels: column blocks, Wp re-laid in 16-byte rows, a chunk
       // narrower than 8 channels with the residual at odd C
       block(3, 5, 5, 24, 2, 3, 1, 0.25, 136, silu, f16),  // C_out 136: three 64-column blocks

@@ -211,7 +211,10 @@ inline Tile tile_for(const MBConvProblem& p, int rows, Stage stage, int images =
     size = (one + 15) / 16 * 16;
     return take(size * copies);
   };
-  t.e_buffers = t.expand ? 2 : 3;
+  // E of chunks k and k+1 (and k+2, copied two chunks ahead, without an expand layer); a block
+  // of fewer chunks (e = 1 at C ≤ 32: one) needs no more buffers than it has chunks, and the
+  // shared memory saved buys taller tiles.
+  t.e_buffers = std::min(t.expand ? 2 : 3, t.d_chunks);
   t.d_buffers = project ? 1 : 0;
   const std::size_t taps = std::size_t(p.kernel) * p.kernel;
   t.x_off = take(t.expand ? std::size_t(t.m_in) * t.ldx * e : 0);
@@ -241,17 +244,26 @@ inline bool tile_fits(const Tile& t, std::size_t shared_limit = kMaxShared) {
 
 // The tallest tile (whole output rows, at most kTargetPixels pixels, at least
 // one row) that leaves room for two CTAs per SM; failing that, the tallest
-// that fits at all; rows == 0 when even one row does not.
+// that fits at all; rows == 0 when even one row does not. One exception: where
+// the two-CTA tile reads more than twice the input rows its outputs need
+// (in_rows > 2·rows·stride: a 5 × 5 window at stride 2 on one output row reads
+// 5 rows for 2), the expand it recomputes costs more than the second CTA's
+// latency hiding buys, and the tallest one-CTA tile is taken instead.
 inline Tile choose_tile(const MBConvProblem& p, Stage stage) {
   const int top = std::max(1, std::min(p.P(), kTargetPixels / std::max(1, p.Q())));
-  for (std::size_t limit : {kSharedTwoCtas, kMaxShared})
+  const auto tallest = [&](std::size_t limit) {
     for (int rows = top; rows >= 1; --rows) {
       const Tile t = tile_for(p, rows, stage);
       if (tile_fits(t, limit)) return t;
     }
-  Tile none{};
-  none.rows = 0;
-  return none;
+    Tile none{};
+    none.rows = 0;
+    return none;
+  };
+  const Tile two = tallest(kSharedTwoCtas);
+  if (two.rows > 0 && two.in_rows <= 2 * two.rows * p.stride) return two;
+  const Tile one = tallest(kMaxShared);
+  return one.rows > two.rows ? one : two;
 }
 
 // Whole images per tile for a stage that makes D, where one tile is a whole
