@@ -517,6 +517,28 @@ TEST_CASE("hopper: the cluster ConvFirst block's T, U and V are read by wgmma wh
   }
 }
 
+// A CTA's fp32 biases (its 64 columns of each chunk, then b and conv_b of its C/S channels)
+// follow its x buffers, 16-aligned, b and conv_b at even floats (float2 loads); every pair a
+// consumer reads (columns 64r + 2t + 8j, +1 of chunk r < chunks) lies in a; the region lies
+// inside the allocation whatever the 1024-alignment of its base costs. Returns the number of
+// violations.
+template <class L> int convfirst_cluster_bias_mismatches(int W, int64_t image_rows, int hidden) {
+  namespace cc = convfirst_cluster;
+  const convfirst_wgmma::XStaging sg = cc::cluster_staging<L>(W, image_rows);
+  const uint32_t offset = cc::cluster_bias_offset<L>(sg);
+  const std::size_t floats = cc::cluster_bias_floats<L>(hidden);
+  const int chunks = (hidden + L::kChunk - 1) / L::kChunk;
+  const std::size_t a_floats = floats - 2 * L::kOwn;
+  int wrong = 0;
+  wrong += offset < L::kXBase + uint32_t(L::kXBuffers) * sg.buffer_bytes;  // after the x buffers
+  wrong += offset % 16 != 0;
+  wrong += a_floats != std::size_t(chunks) * cc::kSliceCols || a_floats % 2 != 0 || L::kOwn % 2 != 0;
+  const int last_pair = (chunks - 1) * cc::kSliceCols + 2 * 3 + 8 * (L::kSRegs / 4 - 1);  // t = 3, j last
+  wrong += std::size_t(last_pair + 1) >= a_floats;
+  wrong += 1023 + offset + 4 * floats > cc::cluster_shared_bytes<L>(sg, hidden);
+  return wrong;
+}
+
 TEST_CASE("hopper: the cluster ConvFirst block's halo rows (a channel share) and its supported widths",
           "[hopper][cpu]") {
   // The staging of a CTA's channels is the 10c staging of C/S channels: every tap where the conv reads it,
@@ -528,21 +550,34 @@ TEST_CASE("hopper: the cluster ConvFirst block's halo rows (a channel share) and
            {1, 1, 1}, {1, 63, 1}, {1, 65, 1}, {3, 7, 7}, {2, 9, 8}, {1, 3, 43}, {5, 5, 3}, {128, 7, 7}})
     CHECK(convfirst_staging_mismatches(128, N, H, W, 64) == 0);
   namespace cc = convfirst_cluster;
-  const auto fits = [](auto layout, int W, int64_t rows) {
+  // hidden = 4C unless told: the largest the header's widths are stated for
+  const auto fits = [](auto layout, int W, int64_t rows, int hidden = 0) {
     using L = decltype(layout);
-    return cc::cluster_shared_bytes<L>(cc::cluster_staging<L>(W, rows)) <= std::size_t(cc::kMaxShared);
+    return cc::cluster_shared_bytes<L>(cc::cluster_staging<L>(W, rows), hidden > 0 ? hidden : 4 * L::kC) <=
+           std::size_t(cc::kMaxShared);
   };
-  // What the rung's header states: C = 256 takes every W <= 30, C = 128 every W <= 80,
-  // C = 512 every W <= 24 (tall batches).
-  for (int W = 1; W <= 30; ++W) CHECK(fits(cc::ClusterLayout256{}, W, 128 * 64));
-  CHECK(!fits(cc::ClusterLayout256{}, 31, 128 * 64));
+  // What the rung's header states (halo rows and biases, hidden <= 4C): C = 256 takes every
+  // W <= 29, C = 128 every W <= 80, C = 512 every W <= 19 (tall batches); the first width
+  // past each fails even at the smallest hidden.
+  for (int W = 1; W <= 29; ++W) CHECK(fits(cc::ClusterLayout256{}, W, 128 * 64));
+  CHECK(!fits(cc::ClusterLayout256{}, 30, 128 * 64, 8));
   for (int W = 1; W <= 80; ++W) CHECK(fits(cc::ClusterLayout128{}, W, 128 * 64));
-  CHECK(!fits(cc::ClusterLayout128{}, 81, 128 * 64));
-  for (int W = 1; W <= 24; ++W) CHECK(fits(cc::ClusterLayout512{}, W, 128 * 64));
-  CHECK(!fits(cc::ClusterLayout512{}, 25, 128 * 64));
+  CHECK(!fits(cc::ClusterLayout128{}, 81, 128 * 64, 8));
+  for (int W = 1; W <= 19; ++W) CHECK(fits(cc::ClusterLayout512{}, W, 128 * 64));
+  CHECK(!fits(cc::ClusterLayout512{}, 20, 128 * 64, 8));
   CHECK(fits(cc::ClusterLayout256{}, 43, 3));  // a short batch stages fewer rows (the test table's 3 x 43)
   CHECK(fits(cc::ClusterLayout512{}, 43, 1));  // a one-row image 43 wide
   CHECK(!fits(cc::ClusterLayout512{}, 43, 3));
+  CHECK(fits(cc::ClusterLayout512{}, 19, 2 * 9, 136));  // the test table's 2 x 9 x 19
+  // The biases lie inside the allocation, past the x buffers, for partial and whole chunks.
+  for (const int hidden : {8, 64, 136, 200, 256, 1032, 2048}) {
+    for (const int W : {1, 7, 14, 29})
+      CHECK(convfirst_cluster_bias_mismatches<cc::ClusterLayout256>(W, 128 * W, hidden) == 0);
+    for (const int W : {1, 28, 80})
+      CHECK(convfirst_cluster_bias_mismatches<cc::ClusterLayout128>(W, 128 * W, hidden) == 0);
+    for (const int W : {1, 7, 19})
+      CHECK(convfirst_cluster_bias_mismatches<cc::ClusterLayout512>(W, 128 * W, hidden) == 0);
+  }
 }
 
 // ---- the mbarrier ring, against a host model of the barrier -----------------------------

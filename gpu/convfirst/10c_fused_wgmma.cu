@@ -87,6 +87,7 @@ using namespace convfirst_wgmma;
 
 using gpu::bias_activate;
 using gpu::ld_shared_u32;
+using gpu::load_bias;
 using gpu::st_shared_u32;
 using gpu::unpack_pair;
 
@@ -134,10 +135,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   {
     const unsigned* w_words = reinterpret_cast<const unsigned*>(conv_w);
     for (int i = threadIdx.x; i < L::kWeightWords; i += kThreads) st_shared_u32(weights + 4 * i, __ldg(w_words + i));
-    for (int i = threadIdx.x; i < chunks * L::kChunk + 2 * C; i += kThreads) {
-      const int j = i - chunks * L::kChunk;
-      a_s[i] = j < 0 ? (i < hidden ? gpu::to_float(a[i]) : 0.f) : gpu::to_float(j < C ? b[j] : conv_b[j - C]);
-    }
+    gpu::stage_biases(a_s, a, hidden, chunks, L::kChunk, L::kChunk, 0, b, conv_b, 0, C, threadIdx.x, kThreads);
     constexpr int kZeroWords = kZeroLines * 128 / 4;
     for (int i = threadIdx.x; i < kXBuffers * sg.panels * kZeroWords; i += kThreads) {
       const int panel = i / kZeroWords % sg.panels, buffer = i / kZeroWords / sg.panels;
@@ -178,7 +176,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     float zacc[L::kZRegs];          // Z
     uint32_t h[L::kHSteps][4];      // H packed: A fragments of the project product
     float2 bias[L::kSRegs / 4];     // a_r, fp32 pairs
-    const float2* const a_pairs = reinterpret_cast<const float2*>(a_s);
     const float2* const b_pairs = reinterpret_cast<const float2*>(b_s);
     const float2* const conv_b_pairs = reinterpret_cast<const float2*>(conv_b_s);
 
@@ -288,10 +285,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       //         schedules are gpu/lib/hopper/wgmma_hidden_loop.cuh (08d's loop, A = T here). ----
       gpu::hopper::wgmma_hidden_loop<L, Element, L::kOverlap>(
           uv_pipe, st, base, chunks, s, zacc, h, no_turns, issue_expand,
-          [&](int r) {
-#pragma unroll
-            for (int j = 0; j < L::kSRegs / 4; ++j) bias[j] = a_pairs[(r * L::kChunk + first.col) / 2 + 4 * j];
-          },
+          [&](int r) { load_bias(bias, a_s, r * L::kChunk + first.col); },
           [&] { bias_activate<Element, kRelu>(s, bias); });
       gpu::fence_operands(tfrag);  // the expand products reading T have retired
 

@@ -36,6 +36,11 @@
 // x[:, half k] + b[half k] + Σ_r φ(t·U^r + a_r) · V_r[:, half k], where t
 // is made of both CTAs' halves and each h chunk of both CTAs' column halves.
 //
+// The biases are staged once per CTA as fp32 in shared memory (after the x
+// buffers): this CTA's 64 columns of each chunk of a, and its C/S channels of
+// b and conv_b. A chunk's bias pairs, issued while its expand runs and used
+// right after it by φ, are then shared loads with nothing to convert.
+//
 // Synchronisation (every phase in the kernel's comments):
 //   T full[w]   256 arrivals per tile: warpgroup w's 128 threads here, and the peer's
 //               (release.cluster after their remote stores); waited with acquire.cluster
@@ -69,14 +74,15 @@
 // tensor cores).
 // Supported: f16 and bf16; stride 1; group width 8; C = C_out ∈ {128, 256,
 // 512}; hidden a multiple of 8 (a partial last chunk is zero-filled by TMA,
-// its bias read as 0, φ(0) = 0; a CTA whose slice of the last chunk is wholly
+// its bias staged as 0, φ(0) = 0; a CTA whose slice of the last chunk is wholly
 // past `hidden` skips its expand, and at C = 512 the project steps of such a
-// slice); ReLU and SiLU; any N, H, W whose halo rows fit shared memory (every
-// W ≤ 30 at C = 256, W ≤ 80 at C = 128, W ≤ 24 at C = 512; wider W when N·H
-// is small) and N·H·W < 2^31 − 128; 16-byte aligned x, u, v, a, b, y and
-// 4-byte aligned conv_w and conv_b. Needs compute capability 9.0, 90 in
-// CONVLAB_CUDA_ARCHS, and a device that can co-schedule a cluster of 2 (4)
-// such CTAs (else launch() throws a DeviceError, never a wrong answer).
+// slice); ReLU and SiLU; any N, H, W whose halo rows and biases fit shared
+// memory (with hidden ≤ 4C: every W ≤ 29 at C = 256, W ≤ 80 at C = 128, W ≤ 19
+// at C = 512; wider W when N·H is small) and N·H·W < 2^31 − 128; 16-byte
+// aligned x, u, v, a, b, y and 4-byte aligned conv_w and conv_b. Needs compute
+// capability 9.0, 90 in CONVLAB_CUDA_ARCHS, and a device that can co-schedule
+// a cluster of 2 (4) such CTAs (else launch() throws a DeviceError, never a
+// wrong answer).
 // Run just this: build/convlab run convfirst/gpu/10e_fused_cluster --shape N=128,H=14,C=256,dtype=f16
 // (C = 512: --shape N=128,H=7,C=512,dtype=f16)
 #include <cuda.h>
@@ -128,7 +134,7 @@ static_assert(kGroupsPerPanel % kPassGroups == 0, "a pass stays inside one 64-ch
 // __nv_bfloat16; fp32 accumulation; T rounded to Element once (stored as the
 // expand's A operand), H once, y once. Grid: S·G CTAs in clusters of S = L::kCluster
 // along x (G clusters, at most the number of tiles), L::kThreads threads,
-// cluster_shared_bytes<L>(s) of dynamic shared memory (layout in
+// cluster_shared_bytes<L>(s, hidden) of dynamic shared memory (layout in
 // convfirst_cluster_layout.hpp); cluster c takes tiles c, c + G, ... and all its
 // CTAs walk that same sequence. Edge duties: pixels ≥ M read the zero pixel and
 // are never stored; staged rows outside [0, N·H) arrive as zeros (TMA); taps
@@ -155,8 +161,13 @@ __global__ void __launch_bounds__(L::kThreads, 1)
   const auto x_slot = [&](int buffer) { return base + L::kXBase + uint32_t(buffer) * sg.buffer_bytes; };
   const gpu::hopper::TileScheduler tiles{gpu::ceil_div(M, kTileRows), 1, 1};
   const int warpgroup = gpu::hopper::warpgroup_of(threadIdx.x);
+  // In fp32, after the x buffers: a [chunks·64] (this CTA's 64 columns of each chunk, zero
+  // past hidden), b [C/S], conv_b [C/S] (this CTA's channels). A pointer into shared memory
+  // (the loads stay ld.shared): its offset depends on W.
+  float* const a_s =
+      reinterpret_cast<float*>(shared + (base - gpu::shared_address(shared)) + cluster_bias_offset<L>(sg));
 
-  // ---- once per CTA: barriers, this CTA's share of the conv weights, the zero lines ----
+  // ---- once per CTA: barriers, this CTA's share of the conv weights, its biases, the zero lines ----
   if (threadIdx.x == 0) {
     x_pipe.init(L::kConsumerWarps);
     w_pipe.init(L::kConsumerWarps);
@@ -174,13 +185,15 @@ __global__ void __launch_bounds__(L::kThreads, 1)
     const int rank = gpu::hopper::cluster_cta_rank();
     const unsigned* w_words = reinterpret_cast<const unsigned*>(conv_w) + rank * L::kWeightWords;
     for (int i = threadIdx.x; i < L::kWeightWords; i += L::kThreads) st_shared_u32(weights + 4 * i, __ldg(w_words + i));
+    gpu::stage_biases(a_s, a, hidden, gpu::ceil_div(hidden, L::kChunk), L::kChunk, kSliceCols, rank * kSliceCols, b,
+                      conv_b, rank * kOwn, kOwn, threadIdx.x, L::kThreads);
     constexpr int kZeroWords = convfirst_wgmma::kZeroLines * 128 / 4;
     for (int i = threadIdx.x; i < L::kXBuffers * sg.panels * kZeroWords; i += L::kThreads) {
       const int panel = i / kZeroWords % sg.panels, buffer = i / kZeroWords / sg.panels;
       st_shared_u32(x_slot(buffer) + panel * sg.panel_bytes + sg.zero_index * 128 + 4 * (i % kZeroWords), 0u);
     }
   }
-  // Every CTA's barriers are initialised (and its own stores done) before anyone
+  // Every CTA's barriers are initialised (and its own stores, the biases included, done) before anyone
   // arrives on a peer's barrier or stores into its shared memory.
   gpu::hopper::cluster_sync();
 
@@ -286,7 +299,10 @@ __global__ void __launch_bounds__(L::kThreads, 1)
     float zacc[L::kZRegs];                // Z, this CTA's channels
     uint32_t h_own[kHSteps][4];           // H_k packed: A fragments of the project's steps over our slice
     uint32_t h_peer[kS - 1][kHSteps][4];  // the peers' H packed, slot i: the peer i + 1 ranks after us
-    uint32_t bias[L::kSRegs / 4];         // a_r of this CTA's columns, packed pairs
+    float2 bias[L::kSRegs / 4];           // a_r of this CTA's columns, fp32 pairs
+    const float* const b_s = a_s + chunks * kSliceCols;
+    const float2* const b_pairs = reinterpret_cast<const float2*>(b_s);
+    const float2* const conv_b_pairs = reinterpret_cast<const float2*>(b_s + kOwn);
 
     // Staged index of the pixel this lane hands ldmatrix at k-step j of tile t's conv:
     // pixel lane % 16 of the warp, tap 2j + lane / 16 (tap 9 does not exist: the zero pixel).
@@ -338,8 +354,7 @@ __global__ void __launch_bounds__(L::kThreads, 1)
 #pragma unroll
           for (int i = 0; i < kPassGroups; ++i) {  // the conv bias starts the sums
             const int grp = pass * kPassGroups + i;
-            const float2 cb = unpack_pair<Element>(
-                __ldg(reinterpret_cast<const unsigned*>(conv_b + rank * kOwn + grp * kGroupWidth + 2 * tq)));
+            const float2 cb = conv_b_pairs[(grp * kGroupWidth) / 2 + tq];
             acc[i][0] = cb.x, acc[i][1] = cb.y, acc[i][2] = cb.x, acc[i][3] = cb.y;
           }
 #pragma unroll
@@ -382,7 +397,7 @@ __global__ void __launch_bounds__(L::kThreads, 1)
           for (int j = 0; j < kOwn / 8; ++j) {
             const int col = 8 * j + 2 * tq;
             const float2 xv = unpack_pair<Element>(ld_shared_u32(xb + x_offset(sg, centre, col)));
-            const float2 bv = unpack_pair<Element>(__ldg(reinterpret_cast<const unsigned*>(b + rank * kOwn + col)));
+            const float2 bv = b_pairs[col / 2];
             zacc[4 * j + 2 * hh] = xv.x + bv.x;
             zacc[4 * j + 2 * hh + 1] = xv.y + bv.y;
           }
@@ -438,7 +453,7 @@ __global__ void __launch_bounds__(L::kThreads, 1)
                 gpu::wgmma_m64nNk16_ss_mn_major_b<Element, kSliceCols>(s, td, ud, true);
             }
             gpu::wgmma_commit_group();
-            if (q == L::kUPieces - 1) load_bias(bias, a, hidden, col0 + first.col);  // while the products run
+            if (q == L::kUPieces - 1) load_bias(bias, a_s, r * kSliceCols + first.col);  // while the products run
             if (q > 0) {
               gpu::wgmma_wait_group<1>();
               release_before(ws);  // piece q − 1 has been read
@@ -596,7 +611,7 @@ __global__ void __launch_bounds__(L::kThreads, 1)
 // ---- launcher ------------------------------------------------------------------------
 
 template <class L> bool fits(const ConvFirstProblem& p) {
-  return cluster_shared_bytes<L>(cluster_staging<L>(p.W, int64_t(p.N) * p.H)) <= std::size_t(kMaxShared);
+  return cluster_shared_bytes<L>(cluster_staging<L>(p.W, int64_t(p.N) * p.H), p.hidden) <= std::size_t(kMaxShared);
 }
 
 bool supports(const ConvFirstProblem& p) {
@@ -622,7 +637,7 @@ template <class Element, class L> void launch(const ConvFirstProblem& p, const A
        .row_stride_bytes = uint64_t(p.C_out) * kE, .elem_bytes = kE, .box_rows = L::kVRows, .box_cols = kPanelCols});
   const auto kernel = p.activation == ConvFirstActivation::relu ? convfirst_fused_cluster_kernel<Element, L, true>
                                                                 : convfirst_fused_cluster_kernel<Element, L, false>;
-  const std::size_t shared = cluster_shared_bytes<L>(sg);
+  const std::size_t shared = cluster_shared_bytes<L>(sg, p.hidden);
   gpu::allow_dynamic_shared(kernel, shared, "convfirst_fused_cluster_kernel");
 
   cudaLaunchAttribute attribute{};
@@ -655,7 +670,7 @@ void run(const ConvFirstProblem& p, const Args<ConvFirstProblem>& args) {
     throw Unsupported("convfirst/gpu/10e_fused_cluster cannot run here: " + why);
   if (!supports(p))
     throw Unsupported("convfirst/gpu/10e_fused_cluster: f16/bf16, stride 1, C = C_out in {128, 256, 512}, "
-                      "hidden % 8 == 0, halo rows that fit shared memory");
+                      "hidden % 8 == 0, halo rows and biases that fit shared memory");
   if (!gpu::aligned_16(args.x) || !gpu::aligned_16(args.u) || !gpu::aligned_16(args.v) || !gpu::aligned_16(args.y) ||
       !gpu::aligned_16(args.a) || !gpu::aligned_16(args.b) || reinterpret_cast<uintptr_t>(args.conv_w) % 4 != 0 ||
       reinterpret_cast<uintptr_t>(args.conv_b) % 4 != 0)

@@ -13,9 +13,9 @@
 // of 64·Consumers pixels. CTA k (its rank) owns channels [kC/S, (k+1)C/S) of T
 // and of y, and hidden columns [64k, 64k + 64) of every chunk of 64·S.
 //
-// Shared memory of one CTA (every region 1024-aligned):
+// Shared memory of one CTA (every region but the biases 1024-aligned):
 //
-//   [ barriers | T [tile px][C] | weight ring | H in | conv weights [C/S][9][8] | x buffers ]
+//   [ barriers | T [tile px][C] | weight ring | H in | conv weights [C/S][9][8] | x buffers | biases ]
 //
 //   T       the whole tile's conv output, K-major A of the expand (128-byte
 //           swizzle, C/64 panels); C/S channels written by this CTA, the rest by the peers
@@ -26,6 +26,10 @@
 //           piece are the same size (C·128 bytes for one piece each).
 //   H in    the peers' H of the current chunk, [warpgroup][source slot][quad][thread][4 words]
 //   x       the halo rows of this CTA's channels (XStaging of C/S channels)
+//   biases  fp32, staged once per CTA (at a run-time offset: the x buffers' size depends
+//           on W, so the region is only 128-aligned): a [⌈hidden / Chunk⌉ · 64], this
+//           CTA's 64 columns of each chunk (zero past hidden), then b [C/S] and
+//           conv_b [C/S], this CTA's channels
 #pragma once
 
 #include <cstdint>
@@ -113,9 +117,9 @@ template <int C, int Cluster, int Consumers, int Stages, int XBuffers, int UPiec
                 "every region starts on a swizzle atom");
   static_assert(kBarrierBytes <= uint32_t(convfirst_wgmma::kBarrierRegion), "all barriers fit the barrier region");
   // ptxas allocates the whole kernel within the launch's cap (168 registers at 384 threads,
-  // 255 at 256): Z, S, the packed bias pairs, our H and the peers' H must fit with room
+  // 255 at 256): Z, S, the fp32 bias pairs, our H and the peers' H must fit with room
   // for addresses.
-  static constexpr int kLoopRegs = kZRegs + kSRegs + kSRegs / 4 + Cluster * kHWords;
+  static constexpr int kLoopRegs = kZRegs + kSRegs + kSRegs / 2 + Cluster * kHWords;
   static_assert(kLoopRegs <= kRegisterCap - 24, "the loop's live registers fit the cap with room for addresses");
   static_assert(gpu::hopper::register_budget_fits(kProducerRegs, kConsumerRegs, Consumers), "setmaxnreg budget");
 
@@ -181,8 +185,15 @@ using ClusterLayout256 = Layout<256, 2, 2, 2, 1, 1, 1>;
 // 128 KB), U in four pieces of 128 rows and V in one piece per slice, 16 KB each.
 using ClusterLayout512 = Layout<512, 4, 1, 5, 1, 4, 4>;
 
-template <class L> std::size_t cluster_shared_bytes(const convfirst_wgmma::XStaging& s) {
-  return gpu::hopper::kTmaSwizzleAtomBytes + L::kXBase + std::size_t(L::kXBuffers) * s.buffer_bytes;
+// The fp32 biases of one CTA (gpu::stage_biases with slice = 64, first = 64·rank, c0 = C/S·rank).
+template <class L> constexpr std::size_t cluster_bias_floats(int hidden) {
+  return convfirst_wgmma::staged_bias_floats(hidden, L::kChunk, kSliceCols, L::kOwn);
+}
+template <class L> CONVLAB_HOST_DEVICE constexpr uint32_t cluster_bias_offset(const convfirst_wgmma::XStaging& s) {
+  return L::kXBase + uint32_t(L::kXBuffers) * s.buffer_bytes;
+}
+template <class L> std::size_t cluster_shared_bytes(const convfirst_wgmma::XStaging& s, int hidden) {
+  return gpu::hopper::kTmaSwizzleAtomBytes + cluster_bias_offset<L>(s) + 4 * cluster_bias_floats<L>(hidden);
 }
 
 // The halo staging of one CTA's channels for a tile of L's size.

@@ -131,9 +131,14 @@ inline XStaging x_staging(int C, int W, int64_t image_rows, int tile_rows = kBlo
   return s;
 }
 
+// Floats of a CTA's staged biases (gpu::stage_biases): `slice` columns of a per hidden
+// chunk of `chunk` (⌈hidden / chunk⌉ chunks), then `channels` of b and of conv_b.
+constexpr std::size_t staged_bias_floats(int hidden, int chunk, int slice, int channels) {
+  return (std::size_t(hidden) + chunk - 1) / chunk * slice + 2 * std::size_t(channels);
+}
 // The fp32 biases: a padded to whole chunks, then b, then conv_b.
 template <class L> constexpr std::size_t bias_floats(int hidden) {
-  return (std::size_t(hidden) + L::kChunk - 1) / L::kChunk * L::kChunk + 2 * std::size_t(L::kC);
+  return staged_bias_floats(hidden, L::kChunk, L::kChunk, L::kC);
 }
 template <class L> CONVLAB_HOST_DEVICE constexpr uint32_t bias_offset(const XStaging& s) {
   return L::kXBase + uint32_t(kXBuffers) * s.buffer_bytes;

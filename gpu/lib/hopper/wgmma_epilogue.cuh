@@ -1,8 +1,8 @@
 // gpu/lib/hopper/wgmma_epilogue.cuh — what the fused ConvFirst rungs on
 // Hopper (10c_fused_wgmma, 10e_fused_cluster) do to an expand product's
-// accumulators between two wgmma: the hidden bias a_r (packed 16-bit pairs
-// until used, or fp32 pairs staged in shared memory), and φ; plus the 32-bit
-// shared-memory accesses they share.
+// accumulators between two wgmma: the biases staged once per CTA as fp32 in
+// shared memory, a chunk's hidden bias pairs read from there, and φ; plus the
+// 32-bit shared-memory accesses they share.
 // CUDA only, header-only, registers nothing.
 #pragma once
 
@@ -22,23 +22,38 @@ template <class Element> __device__ __forceinline__ float2 unpack_pair(uint32_t 
   return float2{to_float(e[0]), to_float(e[1])};
 }
 
-// S[i] = φ(S[i] + bias); S[4j + c] is column 8j + 2t + (c & 1) of the chunk
-// (wgmma_d_coord), so bias pair j (two packed 16-bit values, kept packed to
-// save registers) serves S[4j .. 4j+3].
-template <class Element, bool kRelu, int kRegs>
-__device__ __forceinline__ void bias_activate(float (&s)[kRegs], const uint32_t (&bias)[kRegs / 4]) {
-#pragma unroll
-  for (int j = 0; j < kRegs / 4; ++j) {
-    const float2 bj = unpack_pair<Element>(bias[j]);
-#pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      const float v = s[4 * j + c] + ((c & 1) ? bj.y : bj.x);
-      s[4 * j + c] = kRelu ? fmaxf(v, 0.f) : v / (1.0f + expf(-v));
-    }
+// The biases of one CTA, staged once as fp32 in shared memory at `dst` by threads
+// tid, tid + threads, ...:
+//   dst[0 .. chunks·slice)   a: `slice` columns of each hidden chunk r of `chunk` columns,
+//                            from column r·chunk + first (0 at or past `hidden`),
+//   then `channels` of b, then `channels` of conv_b, both from channel c0.
+// 10c stages every column (slice = chunk, first = 0) and every channel; 10e only its
+// CTA's slice of each chunk and its CTA's channels. Readers need a barrier after it.
+template <class Element>
+__device__ __forceinline__ void stage_biases(float* dst, const Element* __restrict__ a, int hidden, int chunks,
+                                             int chunk, int slice, int first, const Element* __restrict__ b,
+                                             const Element* __restrict__ conv_b, int c0, int channels, int tid,
+                                             int threads) {
+  const int a_floats = chunks * slice;
+  for (int i = tid; i < a_floats + 2 * channels; i += threads) {
+    const int j = i - a_floats;
+    const int col = i / slice * chunk + first + i % slice;
+    dst[i] = j < 0 ? (col < hidden ? to_float(a[col]) : 0.f)
+                   : to_float(j < channels ? b[c0 + j] : conv_b[c0 + j - channels]);
   }
 }
 
-// The same with the bias pairs already in fp32 (10c stages a once per CTA as fp32).
+// This thread's bias pairs of the staged a: columns col0 + 8j, +1 (col0 = the chunk's
+// first staged column + 2t, even), one 8-byte shared load each, nothing to convert.
+template <int kPairs>
+__device__ __forceinline__ void load_bias(float2 (&bias)[kPairs], const float* a_s, int col0) {
+  const float2* const pairs = reinterpret_cast<const float2*>(a_s);
+#pragma unroll
+  for (int j = 0; j < kPairs; ++j) bias[j] = pairs[col0 / 2 + 4 * j];
+}
+
+// S[i] = φ(S[i] + bias) in fp32; S[4j + c] is column 8j + 2t + (c & 1) of the chunk
+// (wgmma_d_coord), so bias pair j serves S[4j .. 4j+3].
 template <class Element, bool kRelu, int kRegs>
 __device__ __forceinline__ void bias_activate(float (&s)[kRegs], const float2 (&bias)[kRegs / 4]) {
 #pragma unroll
@@ -48,17 +63,6 @@ __device__ __forceinline__ void bias_activate(float (&s)[kRegs], const float2 (&
       const float v = s[4 * j + c] + ((c & 1) ? bias[j].y : bias[j].x);
       s[4 * j + c] = kRelu ? fmaxf(v, 0.f) : v / (1.0f + expf(-v));
     }
-  }
-}
-
-// This thread's bias pairs of the columns col0 + 8j (col0 = first column + 2t;
-// 0 past `hidden`; hidden is a multiple of 8, so a pair is inside or outside).
-template <int kPairs>
-__device__ __forceinline__ void load_bias(uint32_t (&bias)[kPairs], const void* __restrict__ a, int hidden, int col0) {
-#pragma unroll
-  for (int j = 0; j < kPairs; ++j) {
-    const int col = col0 + 8 * j;
-    bias[j] = col < hidden ? __ldg(static_cast<const unsigned*>(a) + col / 2) : 0u;
   }
 }
 
