@@ -346,7 +346,8 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
         if (t.expand) {
           // E[k+1] = φ(X·We[:, chunk] + be): A from the x tile, B from the We chunk [c][j] (.trans).
           // Work unit (m tile, channel half of 16: two n8 tiles); warp w takes m tiles w/2, w/2 + 4, ...
-          // of channel half w % 2, so that a small tile (3 m tiles at 7 × 7) still keeps 6 warps busy.
+          // of channel half w % 2, so that a small tile (3 m tiles at 7 × 7) still keeps 6 warps busy,
+          // two at a time where it has two (two independent mma chains per k step, one B load for both).
           // Only the m tiles that hold this tile's input pixels (a clipped halo or a short last tile
           // has fewer). Per warp and chunk, uniform: the half, its liveness, its biases, φ.
           const int jh = 16 * (warp % 2), m_tiles = (in_pixels + 15) / 16;
@@ -361,34 +362,51 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
                   *reinterpret_cast<uint32_t*>(e_lane + (mt * 16 + 8 * half) * kLdChunk + nt * 8) = 0u;
           } else {
             const float* v = vs(kn % 3);
-            const float2 bias[2] = {*reinterpret_cast<const float2*>(&v[jh + c.col]),
-                                    *reinterpret_cast<const float2*>(&v[jh + 8 + c.col])};
-            const uint32_t a_base = shared_address(&xs[(lane % 16) * t.ldx + 8 * (lane / 16)]);
-            const uint32_t b_base = shared_address(&wes(kn % 2)[(lane % 16) * kLdChunk + jh + 8 * (lane / 16)]);
-            const auto units = [&](auto relu_tag) {
-              for (int mt = warp / 2; mt < m_tiles; mt += kWarps / 2) {
-                const uint32_t a_tile = a_base + mt * 16 * t.ldx * 2;
-                float acc[2][4] = {};
-                const auto step = [&](int k0) {  // one k16 step: channels jh..jh+7 and jh+8..jh+15
-                  uint32_t a[4], bq[4];
-                  ldmatrix_x4(a, a_tile + k0 * 2);
-                  ldmatrix_x4_trans(bq, b_base + k0 * kLdChunk * 2);
-                  const uint32_t b_lo[2] = {bq[0], bq[1]}, b_hi[2] = {bq[2], bq[3]};
-                  mma_m16n8k16<Element>(acc[0], a, b_lo);
-                  mma_m16n8k16<Element>(acc[1], a, b_hi);
-                };
-                int k0 = 0;
+            // A pass makes kTiles m tiles (mt, and mt + kWarps/2 for two) of the warp's channel half: per
+            // k16 step one B fragment pair (ldmatrix .trans) serves every tile, each tile has its own A
+            // fragments and accumulator pair, so a step issues 2·kTiles independent mma chains. The k loop
+            // walks the A and B row addresses (a_k, b_k: at channel k0) by 32 channels, two k16 steps, an
+            // iteration; be is read after it (fewer registers live in the loop: 128 at most, no spills).
+            const auto pass = [&](int mt, auto relu_tag, auto tiles_tag) {
+              constexpr int kTiles = decltype(tiles_tag)::value;
+              constexpr int kTileStep = kWarps / 2;  // the warp's next m tile
+              const uint32_t a_next = kTileStep * 16 * t.ldx * 2;  // bytes from tile i to tile i + 1
+              uint32_t a_k = shared_address(&xs[(mt * 16 + lane % 16) * t.ldx + 8 * (lane / 16)]);  // tile 0's A
+              uint32_t b_k = shared_address(&wes(kn % 2)[(lane % 16) * kLdChunk + jh + 8 * (lane / 16)]);
+              float acc[kTiles][2][4] = {};
+              const auto step = [&](int dk) {  // the k16 step at k0 + dk: channels jh..jh+7 and jh+8..jh+15
+                uint32_t a[kTiles][4], bq[4];
+                ldmatrix_x4_trans(bq, b_k + dk * kLdChunk * 2);
+#pragma unroll
+                for (int i = 0; i < kTiles; ++i) ldmatrix_x4(a[i], a_k + i * a_next + dk * 2);
+                const uint32_t b_lo[2] = {bq[0], bq[1]}, b_hi[2] = {bq[2], bq[3]};
+#pragma unroll
+                for (int i = 0; i < kTiles; ++i) {
+                  mma_m16n8k16<Element>(acc[i][0], a[i], b_lo);
+                  mma_m16n8k16<Element>(acc[i][1], a[i], b_hi);
+                }
+              };
+              const uint32_t b_end = b_k + (t.c_pad / 32) * 32 * kLdChunk * 2;  // B after the last pair of steps
 #pragma unroll 1
-                for (; k0 + 32 <= t.c_pad; k0 += 32) step(k0), step(k0 + 16);
-                if (k0 < t.c_pad) step(k0);
+              for (; b_k != b_end; a_k += 32 * 2, b_k += 32 * kLdChunk * 2) step(0), step(16);
+              if (t.c_pad % 32 != 0) step(0);
+              const float2 bias[2] = {*reinterpret_cast<const float2*>(&v[jh + c.col]),
+                                      *reinterpret_cast<const float2*>(&v[jh + 8 + c.col])};
+#pragma unroll
+              for (int i = 0; i < kTiles; ++i)
 #pragma unroll
                 for (int nt = 0; nt < 2; ++nt)
 #pragma unroll
                   for (int half = 0; half < 2; ++half)  // c0, c1: row c.row; c2, c3: row c.row + 8
-                    *reinterpret_cast<uint32_t*>(e_lane + (mt * 16 + 8 * half) * kLdChunk + nt * 8) =
-                        activate_pair<Element, decltype(relu_tag)::value>(acc[nt][2 * half] + bias[nt].x,
-                                                                          acc[nt][2 * half + 1] + bias[nt].y);
-              }
+                    *reinterpret_cast<uint32_t*>(e_lane + ((mt + i * kTileStep) * 16 + 8 * half) * kLdChunk + nt * 8) =
+                        activate_pair<Element, decltype(relu_tag)::value>(acc[i][nt][2 * half] + bias[nt].x,
+                                                                          acc[i][nt][2 * half + 1] + bias[nt].y);
+            };
+            // The warp's m tiles w/2, w/2 + 4, ... in passes of two (mt, mt + 4), then the odd last one alone.
+            const auto units = [&](auto relu_tag) {
+              int mt = warp / 2;
+              for (; mt + kWarps / 2 < m_tiles; mt += kWarps) pass(mt, relu_tag, std::integral_constant<int, 2>{});
+              if (mt < m_tiles) pass(mt, relu_tag, std::integral_constant<int, 1>{});
             };
             if (relu) units(std::true_type{});
             else units(std::false_type{});
