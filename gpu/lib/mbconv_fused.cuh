@@ -277,11 +277,12 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
 
   {
     // Chunk k's slices for making D: We (or E itself, with no expand layer) and the raw depthwise
-    // weights into buffer k % 2 (E without expand: k % e_buffers), be, bd, g into vs(k % 3).
+    // weights into buffer k % 2 (E without expand: k % 3, which is k % e_buffers: fewer than three
+    // E buffers only where the block has no more chunks than buffers), be, bd, g into vs(k % 3).
     const auto issue_slices = [&](int k) {
       const int c0 = chunk_start(k), cw = chunk_width(k);
       if (t.expand) stage_tile(wes(k % 2), t.ldwe, we + c0, t.hidden, t.c_pad, kChunk, t.C, cw, t.vec);
-      else stage_tile(es(k % t.e_buffers), t.lde, x_tile + c0, t.C, t.m_in, kChunk, in_pixels, cw, t.vec);
+      else stage_tile(es(k % 3), t.lde, x_tile + c0, t.C, t.m_in, kChunk, in_pixels, cw, t.vec);
       stage_tile(dws(k % 2), 0, dw + std::ptrdiff_t(c0) * kTaps, 0, 1, kChunk * kTaps, 1, cw * kTaps, t.vec);
       load_vectors(vs(k % 3), c0, cw);
     };
