@@ -518,10 +518,9 @@ TEST_CASE("hopper: the cluster ConvFirst block's T, U and V are read by wgmma wh
 }
 
 // A CTA's fp32 biases (its 64 columns of each chunk, then b and conv_b of its C/S channels)
-// follow its x buffers, 16-aligned, b and conv_b at even floats (float2 loads); every pair a
-// consumer reads (columns 64r + 2t + 8j, +1 of chunk r < chunks) lies in a; the region lies
-// inside the allocation whatever the 1024-alignment of its base costs. Returns the number of
-// violations.
+// start 16-aligned, with b and conv_b at even floats (float2 loads); every pair a consumer
+// reads (columns 64r + 2t + 8j, +1 of chunk r < chunks) lies in a; the region lies inside the
+// allocation whatever the 1024-alignment of its base costs. Returns the number of violations.
 template <class L> int convfirst_cluster_bias_mismatches(int W, int64_t image_rows, int hidden) {
   namespace cc = convfirst_cluster;
   const convfirst_wgmma::XStaging sg = cc::cluster_staging<L>(W, image_rows);
@@ -530,7 +529,6 @@ template <class L> int convfirst_cluster_bias_mismatches(int W, int64_t image_ro
   const int chunks = (hidden + L::kChunk - 1) / L::kChunk;
   const std::size_t a_floats = floats - 2 * L::kOwn;
   int wrong = 0;
-  wrong += offset < L::kXBase + uint32_t(L::kXBuffers) * sg.buffer_bytes;  // after the x buffers
   wrong += offset % 16 != 0;
   wrong += a_floats != std::size_t(chunks) * cc::kSliceCols || a_floats % 2 != 0 || L::kOwn % 2 != 0;
   const int last_pair = (chunks - 1) * cc::kSliceCols + 2 * 3 + 8 * (L::kSRegs / 4 - 1);  // t = 3, j last
