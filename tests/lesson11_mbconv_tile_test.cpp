@@ -29,6 +29,10 @@
 //      of the blocks per SM, and the choice at the goal shapes.
 //   8. The SE gate kernel: its block size from the chains of loads (replayed),
 //      and the shared memory of both FCs' partial sums.
+//   9. 11e's tensor-core depthwise: its diagonal B fragments against the mma's
+//      layout; its fp32-reciprocal splits of a tile's pixels against / and %;
+//      every tap's gathered E row against the x tile's pixel order; its room
+//      (fragments, zero row) and the images per tile its sums allow.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -87,7 +91,8 @@ TEST_CASE("mbconv tile: the shared layout is aligned, disjoint and bank-friendly
           {t.we_off, 2 * t.we_bytes},
           {t.wp_off, 2 * t.wp_bytes},
           {t.dw_off, 2 * t.dw_bytes},
-          {t.dwf_off, 2 * kChunk * taps * 4},
+          {t.dwf_off, 2 * (s == Stage::store ? std::max(kChunk * taps * 4, dw_fragment_bytes(p.kernel) + kZeroRowBytes)
+                                                : kChunk * taps * 4)},
           {t.v_off, 3 * std::size_t(2 + (s == Stage::project ? t.images : 1)) * kChunk * 4},
           {t.red_off, sums ? 2 * std::size_t(t.images) * kPixelGroups * kChunk * 4 : 0}};
       for (std::size_t i = 0; i < regions.size(); ++i) {
@@ -417,6 +422,64 @@ TEST_CASE("mbconv tile: ldmatrix .x2.trans on a [k][n] tile gives the mma B frag
         CHECK(supplier < 16);
         CHECK(got == mma_b_coord(lane, reg, half));
       }
+}
+
+TEST_CASE("mbconv tile: 11e's diagonal B fragments are diag(w) in the m16n8k8 layout", "[mbconv][lesson11][cpu]") {
+  // Lane 4g + t, register b0, half h holds B[k][n] with {k, n} = mma_b_coord(lane, 0, h); B = diag(w)
+  // of channels 8·nb .. 8·nb + 7, so the element is w[8·nb + n] where k == n, else 0.
+  for (int nb = 0; nb < 4; ++nb)
+    for (int lane = 0; lane < 32; ++lane) {
+      const int slot = dw_fragment_slot(lane);
+      const std::uint16_t weight = slot < 8 ? std::uint16_t(0x1000 + 8 * nb + slot) : 0;  // a distinct value per channel
+      const std::uint32_t word = dw_fragment_word(slot, weight);
+      for (int half = 0; half < 2; ++half) {
+        const MatrixCoord kn = mma_b_coord(lane, 0, half);
+        const std::uint16_t want = kn.row == kn.col ? std::uint16_t(0x1000 + 8 * nb + kn.col) : 0;
+        CHECK(std::uint16_t(word >> (16 * half)) == want);
+      }
+    }
+}
+
+TEST_CASE("mbconv tile: 11e's gathers read the x tile's pixel of every tap, splitting pixels without division",
+          "[mbconv][lesson11][cpu]") {
+  for (const MBConvProblem& p : fused_shapes())
+    for (int resident : {0, kH200Resident}) {
+      const Tile t = resident ? choose_tile(p, Stage::store, resident) : choose_tile(p, Stage::store);
+      INFO(OpTraits<MBConvProblem>::spec(p) << " images " << t.images);
+      CHECK(t.images <= kMaxImages);  // one row of the sums' m16 tile per image
+      CHECK(t.dwf_bytes >= dw_fragment_bytes(p.kernel) + kZeroRowBytes);
+      const float inv_q = 1.0f / t.Q;
+      // The first and last tile of an image, a full group of images and the batch's last (short) group.
+      for (int tile : {0, t.tiles - 1})
+        for (int images : {std::min(t.images, p.N), p.N - (t.groups - 1) * t.images}) {
+          const int p0 = tile * t.rows, p1 = std::min(t.P, p0 + t.rows);
+          const int h0 = std::max(0, p0 * t.stride - t.pad), h1 = std::min(t.H, (p1 - 1) * t.stride - t.pad + p.kernel);
+          const int image_out = (p1 - p0) * t.Q, image_in = (h1 - h0) * t.W;
+          const int out_pixels = images * image_out, in_pixels = images * image_in;
+          REQUIRE(out_pixels + 16 < (1 << 16));
+          const float inv_image_out = images > 1 ? 1.0f / t.image_out : 0.0f;
+          if (images > 1) REQUIRE(image_out == t.image_out);
+          for (int pl = 0; pl < out_pixels; ++pl) {
+            const TilePixel at = split_tile_pixel(t, pl, images, inv_image_out);
+            REQUIRE(at.image == pl / image_out);
+            REQUIRE(at.pix == pl % image_out);
+            const int oh = quotient_by_reciprocal(at.pix, inv_q), ow = at.pix - oh * t.Q;
+            REQUIRE(oh == at.pix / t.Q);
+            const int base = gather_row(t, at.image, oh, ow, p0, h0);
+            for (int r = 0; r < p.kernel; ++r)
+              for (int c = 0; c < p.kernel; ++c) {
+                const int ih = (p0 + oh) * t.stride - t.pad + r, iw = ow * t.stride - t.pad + c;
+                if (ih < 0 || ih >= t.H || iw < 0 || iw >= t.W) continue;  // the zero row
+                const int row = base + r * t.W + c;
+                // The x tile (and E) holds images · (h1 − h0) · W pixels, image by image, row by row.
+                REQUIRE((row >= 0 && row < in_pixels));
+                CHECK(row / image_in == at.image);
+                CHECK(row % image_in / t.W + h0 == ih);
+                CHECK(row % t.W == iw);
+              }
+          }
+        }
+    }
 }
 
 TEST_CASE("mbconv tile: the 16-byte copy path copies whole, aligned vectors", "[mbconv][lesson11][cpu]") {

@@ -130,8 +130,8 @@ __device__ __forceinline__ void ldmatrix_x2_trans(uint32_t (&r)[2], uint32_t row
 // the 16-bit type's own rounding; in the far negative tail (v < −8) the result
 // is a small number near 0 with an absolute error below 2^−10·|v|. ReLU is
 // max(v, 0) on the pair, exact. silu_packed and relu_packed take the packed pair;
-// activate_pair packs two fp32 values and applies φ, chosen at compile time, or at run
-// time with both computed and one selected (no branch).
+// activate_pair packs two fp32 values and applies φ, chosen at compile time (the
+// launcher instantiates the kernel once per activation: one copy of each hot loop).
 template <class Element> __device__ __forceinline__ uint32_t silu_packed(uint32_t v) {
   uint32_t h, t, out;
   if constexpr (std::is_same_v<Element, __half>) {
@@ -156,11 +156,6 @@ template <class Element, bool kRelu> __device__ __forceinline__ uint32_t activat
   if constexpr (kRelu) return relu_packed<Element>(v);
   else return silu_packed<Element>(v);
 }
-template <class Element> __device__ __forceinline__ uint32_t activate_pair(bool relu_act, float lo, float hi) {
-  const uint32_t v = pack_pair<Element>(lo, hi);
-  const uint32_t silu = silu_packed<Element>(v), relu = relu_packed<Element>(v);
-  return relu_act ? relu : silu;
-}
 
 // dst[r][c] = src[r·ld_src + c] for r < valid_rows, c < valid_cols, else 0,
 // over rows × cols (cols a multiple of 8). vec: one 16-byte cp.async per 8
@@ -184,6 +179,140 @@ __device__ __forceinline__ void stage_tile(Element* dst, int ld_dst, const Eleme
   }
 }
 
+// ---- the depthwise on the tensor cores (the store stage of 11e) --------------------------------
+// Per tap (r, s), a tile's D of one chunk gains E shifted by the tap times the tap's weights, one
+// weight per channel: a product with a diagonal matrix. Per m tile of 16 output pixels:
+//
+//   D[16 px][32 ch] = bd + Σ_{r,s} E(r,s)[16 px][32 ch] · diag(w[0..31][r][s])
+//                     four mma m16n8k8 per tap (8 channels each; 1 of each 8 products is useful),
+//   E(r,s)[m] = E[input pixel of output pixel m at tap (r, s)], or 0 outside the image:
+//                     ldmatrix gathers: each lane names the E row (or the zero row) of its pixel.
+//
+// The B operand of channels 8·nb .. 8·nb + 7 at a tap (dw_fragment_slot, dw_fragment_word):
+// build_dw_fragments writes a chunk's as [tap][slot][nb] words, so a lane loads its four n8
+// blocks' words of a tap with one 16-byte load.
+template <int K> __device__ __forceinline__ void build_dw_fragments(uint32_t* f, const uint16_t* raw) {
+  constexpr int kTaps = K * K;
+  for (int i = threadIdx.x; i < kTaps * 36; i += kThreads) {
+    const int tap = i / 36, slot = (i - tap * 36) / 4, nb = i % 4;
+    f[i] = dw_fragment_word(slot, slot < 8 ? raw[(8 * nb + slot) * kTaps + tap] : 0);
+  }
+}
+
+__device__ __forceinline__ uint4 ld_shared_16(uint32_t address) {
+  uint4 v;
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(address));
+  return v;
+}
+
+// D = φ(dw(E) + bd) of one chunk for the tile's out_pixels output pixels (images whole images, or
+// output rows p0.. of one), written to dbuf (d_chunk: the tile's block of the chunk), and its channel
+// sums per image into red. Warp w takes m tiles 7 − w, 15 − w, ... (the first warps, which take the
+// odd expand units, take fewer). The sums are an mma too: S[image][ch] += I[image][px] · D[px][ch],
+// I the indicator of each pixel's image (0 past the tile's pixels), D's accumulator rows packed to 16
+// bits and turned into the B operand by movmatrix; S stays in registers for the chunk, so the order of
+// the additions is fixed (no atomics) and one store per lane leaves it in red[image][warp][ch].
+// Needs images ≤ 16 (the rows of I).
+template <class Element, int K, int kStride, bool kRelu>
+__device__ __forceinline__ void depthwise_tensor_cores(const Tile& t, const Element* e_s, const uint32_t* frag,
+                                                       uint32_t zero_row, const float* v, Element* d_chunk, float* red,
+                                                       int images, int out_pixels, int p0, int h0, int c0) {
+  constexpr uint32_t kRowBytes = kLdChunk * 2;
+  constexpr uint32_t kOnes = std::is_same_v<Element, __half> ? 0x3C003C00u : 0x3F803F80u;  // 1.0 twice
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, tq = lane % 4;
+  const float inv_image_out = images > 1 ? 1.0f / t.image_out : 0.0f, inv_q = 1.0f / t.Q;
+  const uint32_t b_lane = shared_address(frag) + dw_fragment_slot(lane) * 16;
+  const uint32_t e_lane = shared_address(e_s) + (lane / 16) * 16;  // lanes 16-31: channels 8-15 (+32 B: 24-31)
+  const uint32_t zero_lane = zero_row + (lane / 16) * 16;
+  const uint32_t row_step = uint32_t(t.W) * kRowBytes;  // one input row down
+  float sums[4][4] = {};
+  const int m_tiles = (out_pixels + 15) / 16;
+  for (int mt = kWarps - 1 - warp; mt < m_tiles; mt += kWarps) {
+    const int m0 = 16 * mt;
+    // This lane's row of A: output pixel m0 + lane % 16; its input pixel at tap (0, 0), and the
+    // kernel rows and columns that fall inside the image (none past the tile's pixels).
+    const int pl = m0 + lane % 16;
+    const TilePixel at_pl = split_tile_pixel(t, pl, images, inv_image_out);
+    const int oh = quotient_by_reciprocal(at_pl.pix, inv_q), ow = at_pl.pix - oh * t.Q;
+    const int ih = (p0 + oh) * kStride - t.pad, iw = ow * kStride - t.pad;
+    uint32_t rows_in = 0, cols_in = 0;
+    if (pl < out_pixels) {
+#pragma unroll
+      for (int r = 0; r < K; ++r) rows_in |= unsigned(ih + r) < unsigned(t.H) ? 1u << r : 0u;
+#pragma unroll
+      for (int c = 0; c < K; ++c) cols_in |= unsigned(iw + c) < unsigned(t.W) ? 1u << c : 0u;
+    }
+    const uint32_t a_lane = e_lane + uint32_t(gather_row(t, at_pl.image, oh, ow, p0, h0) * int(kRowBytes));
+    float acc[4][4];  // bd (read per m tile: fewer registers live across the loop)
+#pragma unroll
+    for (int nb = 0; nb < 4; ++nb) {
+      const float2 bias = *reinterpret_cast<const float2*>(&v[kChunk + 8 * nb + 2 * tq]);
+      acc[nb][0] = acc[nb][2] = bias.x, acc[nb][1] = acc[nb][3] = bias.y;
+    }
+#pragma unroll 1
+    for (int r = 0; r < K; ++r)
+#pragma unroll
+      for (int c = 0; c < K; ++c) {
+        const bool inside = (rows_in >> r) & (cols_in >> c) & 1u;
+        const uint32_t at = inside ? a_lane + r * row_step + c * kRowBytes : zero_lane;
+        uint32_t lo[4], hi[4];  // matrices (pixels 0-7, 8-15) × (channels 0-7, 8-15) of channels 0-15 and 16-31
+        ldmatrix_x4(lo, at);
+        ldmatrix_x4(hi, at + 32);
+        const uint4 b = ld_shared_16(b_lane + (r * K + c) * 9 * 16);
+        mma_m16n8k8<Element>(acc[0], lo[0], lo[1], b.x);
+        mma_m16n8k8<Element>(acc[1], lo[2], lo[3], b.y);
+        mma_m16n8k8<Element>(acc[2], hi[0], hi[1], b.z);
+        mma_m16n8k8<Element>(acc[3], hi[2], hi[3], b.w);
+      }
+    // φ, and D to dbuf: this lane's rows g and g + 8, channels 8·nb + 2·tq, +1.
+    uint32_t dv[4][2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int pl_h = m0 + g + 8 * h;
+      const TilePixel at_h = split_tile_pixel(t, pl_h, images, inv_image_out);
+      Element* out = d_chunk + at_h.image * t.image_dbuf + at_h.pix * kChunk + 2 * tq;
+      const bool live = pl_h < out_pixels;
+#pragma unroll
+      for (int nb = 0; nb < 4; ++nb) {
+        dv[nb][h] = activate_pair<Element, kRelu>(acc[nb][2 * h], acc[nb][2 * h + 1]);
+        if (live && c0 + 8 * nb + 2 * tq < t.d_live) *reinterpret_cast<uint32_t*>(out + 8 * nb) = dv[nb][h];
+      }
+    }
+    // The sums: I's fragment (rows g, g + 8; pixels 2tq, 2tq + 1, and + 8), one image for the whole
+    // m tile in the common case.
+    uint32_t ind[4];
+    const int first = split_tile_pixel(t, m0, images, inv_image_out).image;
+    const int last = split_tile_pixel(t, min(m0 + 15, out_pixels - 1), images, inv_image_out).image;
+    if (m0 + 15 < out_pixels && first == last) {
+      ind[0] = ind[2] = g == first ? kOnes : 0u;
+      ind[1] = ind[3] = g + 8 == first ? kOnes : 0u;
+    } else {
+      const auto image_of = [&](int k) {
+        return m0 + k < out_pixels ? split_tile_pixel(t, m0 + k, images, inv_image_out).image : -1;
+      };
+      const int i0 = image_of(2 * tq), i1 = image_of(2 * tq + 1), i8 = image_of(2 * tq + 8), i9 = image_of(2 * tq + 9);
+      const auto row = [&](int lo_image, int hi_image, int image) {
+        return (lo_image == image ? kOnes & 0xFFFFu : 0u) | (hi_image == image ? kOnes & 0xFFFF0000u : 0u);
+      };
+      ind[0] = row(i0, i1, g), ind[1] = row(i0, i1, g + 8), ind[2] = row(i8, i9, g), ind[3] = row(i8, i9, g + 8);
+    }
+#pragma unroll
+    for (int nb = 0; nb < 4; ++nb) {
+      const uint32_t bt[2] = {movmatrix_trans(dv[nb][0]), movmatrix_trans(dv[nb][1])};  // B[px][ch]
+      mma_m16n8k16<Element>(sums[nb], ind, bt);
+    }
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int image = g + 8 * h;
+    if (image < images)
+#pragma unroll
+      for (int nb = 0; nb < 4; ++nb)
+        *reinterpret_cast<float2*>(&red[(image * kPixelGroups + warp) * kChunk + 8 * nb + 2 * tq]) =
+            make_float2(sums[nb][2 * h], sums[nb][2 * h + 1]);
+  }
+}
+
 // ---- the kernel ---------------------------------------------------------------------------
 //   x [N, H, W, C], we [C, hidden], be [hidden], dw [hidden, K, K], bd [hidden],
 //   gate [N, hidden] fp32 (project; nullptr = no SE), wp [hidden, C_out], bp [C_out],
@@ -192,12 +321,13 @@ __device__ __forceinline__ void stage_tile(Element* dst, int ld_dst, const Eleme
 // The register budget is cut for 2 CTAs per SM (16 warps): the depthwise run and the Y
 // accumulators share the registers.
 
-template <class Element, Stage kStage, int K, int kStride>
+template <class Element, Stage kStage, int K, int kStride, bool kRelu, bool kTensorDw>
 __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
     Tile t, const Element* __restrict__ x, const Element* __restrict__ we, const Element* __restrict__ be,
     const Element* __restrict__ dw, const Element* __restrict__ bd, const float* __restrict__ gate,
     const Element* __restrict__ wp, const Element* __restrict__ bp, Element* __restrict__ y, float* __restrict__ partial,
     Element* __restrict__ dbuf) {
+  static_assert(!kTensorDw || kStage == Stage::store, "the tensor-core depthwise writes dbuf: the store stage");
   constexpr bool kProject = kStage == Stage::project;
   constexpr bool kSums = kStage == Stage::sums || kStage == Stage::store;
   constexpr int kTaps = K * K;
@@ -310,6 +440,8 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
     if constexpr (kSums)  // the sums of chunks 0 and 1 start from zeros (reduce_sums zeroes what it reads)
       for (int b = 0; b < 2; ++b)
         for (int i = tid; i < t.images * kPixelGroups * kChunk; i += kThreads) reds(b)[i] = 0.0f;
+    if constexpr (kTensorDw)  // the zero row the depthwise's gathers read outside the image
+      if (tid < int(kZeroRowBytes / 4)) reinterpret_cast<uint32_t*>(dwfs(0) + dw_fragment_bytes(K) / 4)[tid] = 0u;
     if constexpr (kStage == Stage::project)  // D's rows past the tile's pixels: never written below, read by the mma
       for (int i = out_pixels * t.ldd + tid; i < t.m_out * t.ldd; i += kThreads) ds(0)[i] = from_float<Element>(0.0f);
 
@@ -318,7 +450,6 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
     // u = warp, warp + 8, ...) are the ones with one depthwise item fewer.
     const int rtid = kThreads - 1 - tid;
     const int pair = rtid % kPairs, j0 = 2 * pair;
-    const bool relu = t.act == FfnActivation::relu;
     const int valid_rows = p1 - p0, groups = (valid_rows + t.dw_rows - 1) / t.dw_rows;
     const DwRunWalk first_walk(rtid / kPairs, t.dw);  // every chunk walks the same items
     const int end_group = images > 1 ? images * t.dw.groups : groups;
@@ -336,7 +467,9 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
 
       if (k + 1 < chunks) {
         const int kn = k + 1, cw = chunk_width(kn);
-        {  // chunk k+1's depthwise weights [j][tap] -> fp32 [tap][j]
+        if constexpr (kTensorDw) {  // chunk k+1's taps as the mma's B fragments
+          build_dw_fragments<K>(reinterpret_cast<uint32_t*>(dwfs(kn % 2)), reinterpret_cast<const uint16_t*>(dws(kn % 2)));
+        } else {  // chunk k+1's depthwise weights [j][tap] -> fp32 [tap][j]
           const Element* raw = dws(kn % 2);
           float* f = dwfs(kn % 2);
           for (int i = tid; i < kChunk * kTaps; i += kThreads) {
@@ -368,7 +501,7 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
             // fragments and accumulator pair, so a step issues 2·kTiles independent mma chains. The k loop
             // walks the A and B row addresses (a_k, b_k: at channel k0) by 32 channels, two k16 steps, an
             // iteration; be is read after it (fewer registers live in the loop: 128 at most, no spills).
-            const auto pass = [&](int mt, auto relu_tag, auto tiles_tag) {
+            const auto pass = [&](int mt, auto tiles_tag) {
               constexpr int kTiles = decltype(tiles_tag)::value;
               constexpr int kTileStep = kWarps / 2;  // the warp's next m tile
               const uint32_t a_next = kTileStep * 16 * t.ldx * 2;  // bytes from tile i to tile i + 1
@@ -400,23 +533,20 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
 #pragma unroll
                   for (int half = 0; half < 2; ++half)  // c0, c1: row c.row; c2, c3: row c.row + 8
                     *reinterpret_cast<uint32_t*>(e_lane + ((mt + i * kTileStep) * 16 + 8 * half) * kLdChunk + nt * 8) =
-                        activate_pair<Element, decltype(relu_tag)::value>(acc[i][nt][2 * half] + bias[nt].x,
+                        activate_pair<Element, kRelu>(acc[i][nt][2 * half] + bias[nt].x,
                                                                           acc[i][nt][2 * half + 1] + bias[nt].y);
             };
             // The warp's m tiles w/2, w/2 + 4, ... in passes of two (mt, mt + 4), then the odd last one alone.
-            const auto units = [&](auto relu_tag) {
-              int mt = warp / 2;
-              for (; mt + kWarps / 2 < m_tiles; mt += kWarps) pass(mt, relu_tag, std::integral_constant<int, 2>{});
-              if (mt < m_tiles) pass(mt, relu_tag, std::integral_constant<int, 1>{});
-            };
-            if (relu) units(std::true_type{});
-            else units(std::false_type{});
+            int mt = warp / 2;
+            for (; mt + kWarps / 2 < m_tiles; mt += kWarps) pass(mt, std::integral_constant<int, 2>{});
+            if (mt < m_tiles) pass(mt, std::integral_constant<int, 1>{});
           }
         }
       }
 
       if (k >= 0) {
-        // D = φ(dw(E) + bd) (⊙ g) of chunk k. Item (image, group, run, pair): output rows og .. og + g_rows − 1
+        // D = φ(dw(E) + bd) (⊙ g) of chunk k: on the tensor cores (depthwise_tensor_cores), or on the FMA
+        // pipes as follows. Item (image, group, run, pair): output rows og .. og + g_rows − 1
         // of the tile's image `image`, columns q0..q0+kRun−1, channels j0, j0+1; that image's E rows are
         // e_s[image·image_in ...], its D pixels follow the earlier images' (image·image_out).
         //   plain loop:  for o in rows: for q in run: for r, s: d[o][q] += w[r][s] · e[o·stride + r − pad][q·stride + s − pad]
@@ -424,120 +554,127 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
         //                (0 outside the image), loaded once; for each output row g that row i feeds
         //                (r = i − g·stride in 0..K−1): for s: for q: d[g][q] += w[r][s] · win[q·stride + s]
         const int c0 = chunk_start(k);
-        const float* v = vs(k % 3);
-        const float* wf = dwfs(k % 2);
-        const Element* e_s = es(k % t.e_buffers);
-        const bool live_pair = c0 + j0 < t.d_live;  // store: pairs past dbuf_live are not written
-        Element* d_chunk = kStage == Stage::store ? dbuf + dbuf_offset(t, n, c0 / kChunk, std::ptrdiff_t(p0) * t.Q) + j0
-                                                  : nullptr;  // this tile's block of chunk k, channel pair j0 (image n)
-        // The pair's taps: in registers for the chunk at K = 3 without Y accumulators, else read from
-        // shared memory per use (also for sums at stride 2, whose 15-column window and taps together
-        // leave ptxas no room under 128 registers).
-        constexpr bool kTapsInRegisters = K == 3 && !kProject && !(kStage == Stage::sums && kStride == 2);
-        float2 wk[kTapsInRegisters ? kTaps : 1];
-        if constexpr (kTapsInRegisters)
+        if constexpr (kTensorDw) {
+          depthwise_tensor_cores<Element, K, kStride, kRelu>(
+              t, es(k % t.e_buffers), reinterpret_cast<const uint32_t*>(dwfs(k % 2)),
+              shared_address(dwfs(0)) + uint32_t(dw_fragment_bytes(K)), vs(k % 3),
+              dbuf + dbuf_offset(t, n, c0 / kChunk, std::ptrdiff_t(p0) * t.Q), reds(k % 2), images, out_pixels, p0, h0, c0);
+        } else {
+          const float* v = vs(k % 3);
+          const float* wf = dwfs(k % 2);
+          const Element* e_s = es(k % t.e_buffers);
+          const bool live_pair = c0 + j0 < t.d_live;  // store: pairs past dbuf_live are not written
+          Element* d_chunk = kStage == Stage::store ? dbuf + dbuf_offset(t, n, c0 / kChunk, std::ptrdiff_t(p0) * t.Q) + j0
+                                                    : nullptr;  // this tile's block of chunk k, channel pair j0 (image n)
+          // The pair's taps: in registers for the chunk at K = 3 without Y accumulators, else read from
+          // shared memory per use (also for sums at stride 2, whose 15-column window and taps together
+          // leave ptxas no room under 128 registers).
+          constexpr bool kTapsInRegisters = K == 3 && !kProject && !(kStage == Stage::sums && kStride == 2);
+          float2 wk[kTapsInRegisters ? kTaps : 1];
+          if constexpr (kTapsInRegisters)
 #pragma unroll
-          for (int tap = 0; tap < kTaps; ++tap) wk[tap] = *reinterpret_cast<const float2*>(&wf[tap * kChunk + j0]);
-        const auto weight = [&](int r, int s) {
-          if constexpr (kTapsInRegisters) return wk[r * K + s];
-          else return *reinterpret_cast<const float2*>(&wf[(r * K + s) * kChunk + j0]);
-        };
-        // The sums: red[image][rtid / kPairs][j0, j0 + 1] belongs to this thread alone (one thread per
-        // slot and pair), so each item adds its pixels' sums to its image's slot, without atomics and in
-        // item order, onto the zeros reduce_sums left there (0 where no item of the thread fell).
-        {
-          DwRunWalk walk = first_walk;
-          // Runs in increasing order, row groups counted across images (image·G + row): the last is before
-          // images·G with several images (every such tile has all G row groups), before `groups` with one
-          // (an image's last tile may have fewer).
-          for (; walk.image * t.dw.groups + walk.row < end_group; walk.next(t.dw)) {
-            const DwRun run = walk.run(t.dw);
-            const int og = run.row * t.dw_rows, g_rows = min(t.dw_rows, valid_rows - og);
-            const int w0 = run.q0 * kStride - t.pad;               // the window's first input column
-            const bool interior = w0 >= 0 && w0 + kWindow <= t.W;  // no column of the window outside the image
-            const int h_first = (p0 + og) * kStride - t.pad, in_rows = (g_rows - 1) * kStride + K;
-            float s0 = 0.0f, s1 = 0.0f;  // sums: this item's
-            const float2 bias = *reinterpret_cast<const float2*>(&v[kChunk + j0]);  // bd (read per item: fewer live registers)
-            float d[kG][kRun][2];
+            for (int tap = 0; tap < kTaps; ++tap) wk[tap] = *reinterpret_cast<const float2*>(&wf[tap * kChunk + j0]);
+          const auto weight = [&](int r, int s) {
+            if constexpr (kTapsInRegisters) return wk[r * K + s];
+            else return *reinterpret_cast<const float2*>(&wf[(r * K + s) * kChunk + j0]);
+          };
+          // The sums: red[image][rtid / kPairs][j0, j0 + 1] belongs to this thread alone (one thread per
+          // slot and pair), so each item adds its pixels' sums to its image's slot, without atomics and in
+          // item order, onto the zeros reduce_sums left there (0 where no item of the thread fell).
+          {
+            DwRunWalk walk = first_walk;
+            // Runs in increasing order, row groups counted across images (image·G + row): the last is before
+            // images·G with several images (every such tile has all G row groups), before `groups` with one
+            // (an image's last tile may have fewer).
+            for (; walk.image * t.dw.groups + walk.row < end_group; walk.next(t.dw)) {
+              const DwRun run = walk.run(t.dw);
+              const int og = run.row * t.dw_rows, g_rows = min(t.dw_rows, valid_rows - og);
+              const int w0 = run.q0 * kStride - t.pad;               // the window's first input column
+              const bool interior = w0 >= 0 && w0 + kWindow <= t.W;  // no column of the window outside the image
+              const int h_first = (p0 + og) * kStride - t.pad, in_rows = (g_rows - 1) * kStride + K;
+              float s0 = 0.0f, s1 = 0.0f;  // sums: this item's
+              const float2 bias = *reinterpret_cast<const float2*>(&v[kChunk + j0]);  // bd (read per item: fewer live registers)
+              float d[kG][kRun][2];
 #pragma unroll
-            for (int g = 0; g < kG; ++g)
+              for (int g = 0; g < kG; ++g)
 #pragma unroll
-              for (int q = 0; q < kRun; ++q) d[g][q][0] = bias.x, d[g][q][1] = bias.y;
+                for (int q = 0; q < kRun; ++q) d[g][q][0] = bias.x, d[g][q][1] = bias.y;
 #pragma unroll
-            for (int i = 0; i < kInRows; ++i) {
-              const int h = h_first + i;
-              if (i >= in_rows || h < 0 || h >= t.H) continue;  // zero padding of e (h0 <= h < h1 inside the image)
-              const Element* e_row = e_s + (run.image * t.image_in + (h - h0) * t.W) * kLdChunk + j0;
-              float2 win[kWindow];
-              if (interior) {  // most runs (dw_run pairs the two edge runs of a row in one warp)
-                const Element* e_w = e_row + w0 * kLdChunk;
+              for (int i = 0; i < kInRows; ++i) {
+                const int h = h_first + i;
+                if (i >= in_rows || h < 0 || h >= t.H) continue;  // zero padding of e (h0 <= h < h1 inside the image)
+                const Element* e_row = e_s + (run.image * t.image_in + (h - h0) * t.W) * kLdChunk + j0;
+                float2 win[kWindow];
+                if (interior) {  // most runs (dw_run pairs the two edge runs of a row in one warp)
+                  const Element* e_w = e_row + w0 * kLdChunk;
 #pragma unroll
-                for (int u = 0; u < kWindow; ++u) win[u] = load_pair(e_w + u * kLdChunk);
-              } else {
+                  for (int u = 0; u < kWindow; ++u) win[u] = load_pair(e_w + u * kLdChunk);
+                } else {
 #pragma unroll
-                for (int u = 0; u < kWindow; ++u) {
-                  const int w = w0 + u;
-                  win[u] = (w >= 0 && w < t.W) ? load_pair(e_row + w * kLdChunk) : make_float2(0.0f, 0.0f);
+                  for (int u = 0; u < kWindow; ++u) {
+                    const int w = w0 + u;
+                    win[u] = (w >= 0 && w < t.W) ? load_pair(e_row + w * kLdChunk) : make_float2(0.0f, 0.0f);
+                  }
+                }
+#pragma unroll
+                for (int g = 0; g < kG; ++g) {
+                  const int r = i - g * kStride;  // known at compile time once unrolled
+                  if (r < 0 || r >= K || g >= g_rows) continue;
+#pragma unroll
+                  for (int s = 0; s < K; ++s) {
+                    const float2 wt = weight(r, s);
+#pragma unroll
+                    for (int q = 0; q < kRun; ++q) {
+                      d[g][q][0] = fmaf(wt.x, win[q * kStride + s].x, d[g][q][0]);
+                      d[g][q][1] = fmaf(wt.y, win[q * kStride + s].y, d[g][q][1]);
+                    }
+                  }
                 }
               }
+              // φ, the sums and D's destination, row by row for the run's pixels q < valid (one address
+              // per row, then a constant step per pixel; a full run takes the path without per-pixel tests).
+              const int valid = min(kRun, t.Q - run.q0);
+              float g0 = 1.0f, g1 = 1.0f;  // project: the gate of the item's image
+              if constexpr (kStage == Stage::project)
+                g0 = v[(2 + run.image) * kChunk + j0], g1 = v[(2 + run.image) * kChunk + j0 + 1];
 #pragma unroll
               for (int g = 0; g < kG; ++g) {
-                const int r = i - g * kStride;  // known at compile time once unrolled
-                if (r < 0 || r >= K || g >= g_rows) continue;
-#pragma unroll
-                for (int s = 0; s < K; ++s) {
-                  const float2 wt = weight(r, s);
-#pragma unroll
-                  for (int q = 0; q < kRun; ++q) {
-                    d[g][q][0] = fmaf(wt.x, win[q * kStride + s].x, d[g][q][0]);
-                    d[g][q][1] = fmaf(wt.y, win[q * kStride + s].y, d[g][q][1]);
-                  }
-                }
-              }
-            }
-            // φ, the sums and D's destination, row by row for the run's pixels q < valid (one address
-            // per row, then a constant step per pixel; a full run takes the path without per-pixel tests).
-            const int valid = min(kRun, t.Q - run.q0);
-            float g0 = 1.0f, g1 = 1.0f;  // project: the gate of the item's image
-            if constexpr (kStage == Stage::project)
-              g0 = v[(2 + run.image) * kChunk + j0], g1 = v[(2 + run.image) * kChunk + j0 + 1];
-#pragma unroll
-            for (int g = 0; g < kG; ++g) {
-              if (g >= g_rows) break;
-              const int pix0 = (og + g) * t.Q + run.q0;  // within the image
-              Element* out = kStage == Stage::store
-                                 ? d_chunk + (run.image * t.image_dbuf + pix0 * kChunk)
-                                 : ds(0) + (run.image * t.image_out + pix0) * kLdChunk + j0;
-              const auto finish = [&](int q) {
-                const uint32_t a = activate_pair<Element>(relu, d[g][q][0], d[g][q][1]);  // channels j0, j0+1
-                if constexpr (kSums) {
-                  const float2 f = unpack_pair<Element>(a);
-                  s0 += f.x, s1 += f.y;
-                }
-                if constexpr (kStage == Stage::store)  // straight to dbuf: a half-warp writes one pixel's 64 bytes
-                  if (live_pair) *reinterpret_cast<uint32_t*>(out + q * kChunk) = a;
-                if constexpr (kStage == Stage::project) {
-                  uint32_t dd = a;
-                  if (gated) {
+                if (g >= g_rows) break;
+                const int pix0 = (og + g) * t.Q + run.q0;  // within the image
+                Element* out = kStage == Stage::store
+                                   ? d_chunk + (run.image * t.image_dbuf + pix0 * kChunk)
+                                   : ds(0) + (run.image * t.image_out + pix0) * kLdChunk + j0;
+                const auto finish = [&](int q) {
+                  const uint32_t a = activate_pair<Element, kRelu>(d[g][q][0], d[g][q][1]);  // channels j0, j0+1
+                  if constexpr (kSums) {
                     const float2 f = unpack_pair<Element>(a);
-                    dd = pack_pair<Element>(f.x * g0, f.y * g1);
+                    s0 += f.x, s1 += f.y;
                   }
-                  *reinterpret_cast<uint32_t*>(out + q * kLdChunk) = dd;
+                  if constexpr (kStage == Stage::store)  // straight to dbuf: a half-warp writes one pixel's 64 bytes
+                    if (live_pair) *reinterpret_cast<uint32_t*>(out + q * kChunk) = a;
+                  if constexpr (kStage == Stage::project) {
+                    uint32_t dd = a;
+                    if (gated) {
+                      const float2 f = unpack_pair<Element>(a);
+                      dd = pack_pair<Element>(f.x * g0, f.y * g1);
+                    }
+                    *reinterpret_cast<uint32_t*>(out + q * kLdChunk) = dd;
+                  }
+                };
+                if (valid == kRun) {
+#pragma unroll
+                  for (int q = 0; q < kRun; ++q) finish(q);
+                } else {
+#pragma unroll
+                  for (int q = 0; q < kRun; ++q)
+                    if (q < valid) finish(q);
                 }
-              };
-              if (valid == kRun) {
-#pragma unroll
-                for (int q = 0; q < kRun; ++q) finish(q);
-              } else {
-#pragma unroll
-                for (int q = 0; q < kRun; ++q)
-                  if (q < valid) finish(q);
               }
-            }
-            if constexpr (kSums) {
-              float2* r = reinterpret_cast<float2*>(reds(k % 2) + (run.image * kPixelGroups + rtid / kPairs) * kChunk + j0);
-              const float2 before = *r;
-              *r = make_float2(before.x + s0, before.y + s1);
+              if constexpr (kSums) {
+                float2* r = reinterpret_cast<float2*>(reds(k % 2) + (run.image * kPixelGroups + rtid / kPairs) * kChunk + j0);
+                const float2 before = *r;
+                *r = make_float2(before.x + s0, before.y + s1);
+              }
             }
           }
         }
@@ -595,8 +732,9 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
 // ---- launcher --------------------------------------------------------------------------------
 // One stage over the whole batch, on the stage's own tile: choose_tile's rows, images_for's
 // images per tile (from the one-image tile's resident CTAs: a tile of more images has no more),
-// split_tile's CTAs per tile.
-template <class Element, Stage kStage>
+// split_tile's CTAs per tile. One instantiation per kernel size, stride and φ; kTensorDw: the
+// store stage's depthwise on the tensor cores (11e) instead of the FMA pipes (11c).
+template <class Element, Stage kStage, bool kTensorDw = false>
 void launch_stage(const MBConvProblem& p, const Args<MBConvProblem>& a, const float* gate, float* partial, void* dbuf) {
   const Tile one = choose_tile(p, kStage);
   const void* wp = a.project_w;
@@ -614,10 +752,15 @@ void launch_stage(const MBConvProblem& p, const Args<MBConvProblem>& a, const fl
         static_cast<const Element*>(a.project_b), static_cast<Element*>(a.y), partial, static_cast<Element*>(dbuf));
     check_launch(name);
   };
-  if (p.kernel == 3 && p.stride == 1) go(mbconv_tile_kernel<Element, kStage, 3, 1>, "mbconv_tile_kernel<k=3,s=1>");
-  else if (p.kernel == 3) go(mbconv_tile_kernel<Element, kStage, 3, 2>, "mbconv_tile_kernel<k=3,s=2>");
-  else if (p.stride == 1) go(mbconv_tile_kernel<Element, kStage, 5, 1>, "mbconv_tile_kernel<k=5,s=1>");
-  else go(mbconv_tile_kernel<Element, kStage, 5, 2>, "mbconv_tile_kernel<k=5,s=2>");
+  const auto with = [&](auto relu) {
+    constexpr bool kRelu = decltype(relu)::value;
+    if (p.kernel == 3 && p.stride == 1) go(mbconv_tile_kernel<Element, kStage, 3, 1, kRelu, kTensorDw>, "mbconv_tile_kernel<k=3,s=1>");
+    else if (p.kernel == 3) go(mbconv_tile_kernel<Element, kStage, 3, 2, kRelu, kTensorDw>, "mbconv_tile_kernel<k=3,s=2>");
+    else if (p.stride == 1) go(mbconv_tile_kernel<Element, kStage, 5, 1, kRelu, kTensorDw>, "mbconv_tile_kernel<k=5,s=1>");
+    else go(mbconv_tile_kernel<Element, kStage, 5, 2, kRelu, kTensorDw>, "mbconv_tile_kernel<k=5,s=2>");
+  };
+  if (p.activation == MBConvActivation::relu) with(std::true_type{});
+  else with(std::false_type{});
 }
 
 }  // namespace convlab::gpu::mbconv

@@ -17,7 +17,8 @@
 //   wes  [c_pad][ldwe] ×2      We chunk, global layout [c][j]         (expand, stages that make D)
 //   wps  [32][ldwp]   ×2       Wp chunk, global layout [j][o]         (project stages)
 //   dws  [32·K²]      ×2       depthwise weights of the chunk, as copied (stages that make D)
-//   dwf  [K²][32] fp32 ×2      the same, converted for the depthwise's 8-byte pair loads
+//   dwf  [K²][32] fp32 ×2      the same, converted for the depthwise's 8-byte pair loads; the store stage
+//                              reserves room for the tensor-core depthwise's form instead (dw_fragment_bytes)
 //   vs   [2+g][32] fp32 ×3     be, bd, and the chunk's gate of each image (g = images: project; else 1)
 //   red  [images][16][32] fp32 ×2  the channel sums' reduction, per image  (sums, store)
 //
@@ -60,6 +61,7 @@ inline constexpr int kChunk = 32;          // hidden channels per step: 2 k16 st
 inline constexpr int kMaxAccTiles = 8;     // m16n8 Y tiles per warp: 32 fp32 registers (with the depthwise run: ≤ 128 in all, 2 CTAs/SM)
 inline constexpr int kTargetPixels = 512;  // output pixels a tile may reach (halo recompute (rows−1+K)/rows falls as it grows;
                                            // shared memory and the Y accumulators bound it first)
+inline constexpr int kMaxImages = 16;      // whole images per tile at most (images_for)
 inline constexpr int kRun = 7;             // output pixels of one row a depthwise thread makes (EfficientNet's Q: 112, 56, 28, 14, 7)
 // Output rows one depthwise item makes at most (a column run of kRun pixels on each): the
 // input rows it loads serve up to K of them, so a window row is loaded and converted
@@ -81,6 +83,19 @@ inline constexpr std::size_t kMaxShared = 227 * 1024;         // H200 opt-in sha
 inline constexpr std::size_t kSharedTwoCtas = 113 * 1024;     // two CTAs per SM (228 KB less 1 KB reserved per CTA)
 
 enum class Stage { sums, store, project };
+
+// The tensor-core depthwise (gpu/lib/mbconv_fused.cuh, store stage): a chunk's taps as mma
+// B fragments, [K²][9][4] words (tap, lane slot: 8 live and one of zeros, n8 block), then
+// kZeroRowBytes of zeros, the row the gathers outside the image read.
+inline constexpr std::size_t kZeroRowBytes = 64;
+CONVLAB_HOST_DEVICE constexpr std::size_t dw_fragment_bytes(int K) { return std::size_t(K) * K * 9 * 16; }
+// B = diag(w) of 8 channels as an m16n8k8 B fragment: lane 4g + t holds B[2t][g] (low half) and
+// B[2t + 1][g] (high half), non-zero only where g / 2 == t: lane (g, g / 2) reads slot g, whose word
+// is channel g's weight in half g % 2; the other lanes read slot 8, zeros.
+CONVLAB_HOST_DEVICE constexpr int dw_fragment_slot(int lane) { return lane / 4 / 2 == lane % 4 ? lane / 4 : 8; }
+CONVLAB_HOST_DEVICE constexpr std::uint32_t dw_fragment_word(int slot, std::uint16_t weight_bits) {
+  return slot >= 8 ? 0u : slot % 2 ? std::uint32_t(weight_bits) << 16 : std::uint32_t(weight_bits);
+}
 
 // Output rows per depthwise item for a tile of `images` images of `rows` rows and `runs`
 // column runs per row. A thread's time per chunk is about (items it takes) × (rows per item
@@ -223,11 +238,31 @@ inline Tile tile_for(const MBConvProblem& p, int rows, Stage stage, int images =
   t.we_off = region(t.expand ? std::size_t(t.c_pad) * t.ldwe * e : 0, 2, t.we_bytes);
   t.wp_off = region(project ? std::size_t(kChunk) * t.ldwp * e : 0, 2, t.wp_bytes);
   t.dw_off = region(kChunk * taps * e, 2, t.dw_bytes);
-  t.dwf_off = region(kChunk * taps * sizeof(float), 2, t.dwf_bytes);
+  const std::size_t dwf_one = kChunk * taps * sizeof(float);
+  t.dwf_off = region(stage == Stage::store ? std::max(dwf_one, dw_fragment_bytes(p.kernel) + kZeroRowBytes) : dwf_one, 2,
+                     t.dwf_bytes);
   t.v_off = region(std::size_t(2 + (stage == Stage::project ? t.images : 1)) * kChunk * sizeof(float), 3, t.v_bytes);
   t.red_off = region(sums ? std::size_t(t.images) * kPixelGroups * kChunk * sizeof(float) : 0, 2, t.red_bytes);
   t.bytes = off;
   return t;
+}
+
+// The tensor-core depthwise's index maps (gpu/lib/mbconv_fused.cuh), each output pixel of a tile
+// per lane and m tile, without integer division: fp32 reciprocals, exact for the tile's sizes
+// (numerators below 2^16, so (v + 0.5)·(1/d) never crosses an integer by rounding).
+struct TilePixel {
+  int image, pix;  // the tile's image, and the pixel (p·Q + q, p from the tile's first row) in it
+};
+CONVLAB_HOST_DEVICE inline TilePixel split_tile_pixel(const Tile& t, int pl, int images, float inv_image_out) {
+  const int image = images > 1 ? int((float(pl) + 0.5f) * inv_image_out) : 0;
+  return {image, pl - image * t.image_out};
+}
+CONVLAB_HOST_DEVICE inline int quotient_by_reciprocal(int v, float inv_d) { return int((float(v) + 0.5f) * inv_d); }
+// E's row (in the tile's E buffer) of the input pixel at tap (0, 0) of output pixel (oh, ow) of
+// image `image` (rows from the tile's first output row p0; h0: the tile's first input row). Tap
+// (r, c) is that row + r·W + c, where it falls inside the image.
+CONVLAB_HOST_DEVICE inline int gather_row(const Tile& t, int image, int oh, int ow, int p0, int h0) {
+  return image * t.image_in + ((p0 + oh) * t.stride - t.pad - h0) * t.W + ow * t.stride - t.pad;
 }
 
 // Element offset in dbuf of image n's hidden chunk `chunk` at pixel `pixel` (p·Q + q) of that image.
@@ -284,13 +319,14 @@ inline Tile choose_tile(const MBConvProblem& p, Stage stage) {
 //           grouping raises it. project does not split (each split would make
 //           D again): m ≤ N / (2·resident);
 //   memory  two CTAs per SM (kSharedTwoCtas) and the Y accumulators (tile_fits).
+// And m ≤ kMaxImages: the tensor-core depthwise's sums give each image one row of an m16 tile.
 inline int images_for(const MBConvProblem& p, Stage stage, const Tile& one, int resident) {
   if (one.rows == 0 || one.rows != one.P || one.bytes > kSharedTwoCtas) return 1;
   const long long want = 2LL * std::max(1, resident);
   const long long chunks = (p.hidden() + kChunk - 1) / kChunk;
   const long long units = stage == Stage::project ? p.N : p.N * chunks;  // the most CTAs the grid can have
   const int by_grid = int(std::min<long long>(p.N, std::max(1LL, units / want)));
-  const int by_pixels = std::max(1, kTargetPixels / std::max(1, one.P * one.Q));
+  const int by_pixels = std::min(kMaxImages, std::max(1, kTargetPixels / std::max(1, one.P * one.Q)));
   for (int m = std::min(by_grid, by_pixels); m > 1; --m)
     if (tile_fits(tile_for(p, one.rows, stage, m), kSharedTwoCtas)) return m;
   return 1;

@@ -213,6 +213,31 @@ __device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[
   }
 }
 
+// D += A · B for one m16n8k8 tile (A: a0 rows g, a1 rows g + 8, k = 2t, 2t + 1; B: one
+// register, k = 2t, 2t + 1 of column g), fp32 accumulators; Element as for m16n8k16.
+template <class Element>
+__device__ __forceinline__ void mma_m16n8k8(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t b) {
+  if constexpr (std::is_same_v<Element, __half>) {
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a0), "r"(a1), "r"(b));
+  } else {
+    static_assert(std::is_same_v<Element, __nv_bfloat16>, "mma_m16n8k8: f16 or bf16 inputs");
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a0), "r"(a1), "r"(b));
+  }
+}
+
+// One 8x8 b16 matrix transposed across the warp: lane 4·g + t holds elements (g, 2t) and
+// (g, 2t + 1) and gets (2t, g) and (2t + 1, g). An accumulator's rows, packed to 16 bits,
+// become the B operand of an mma that contracts over them.
+__device__ __forceinline__ uint32_t movmatrix_trans(uint32_t v) {
+  uint32_t r;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(r) : "r"(v));
+  return r;
+}
+
 // Four 8x8 b16 matrices from shared memory; lane l passes the address of the
 // row it supplies (ldmatrix_x4_row_address). Register m = matrix m, row
 // lane / 4, elements 2·(lane % 4) and +1. The "memory" clobber keeps the

@@ -15,57 +15,23 @@
 // and 11c wins depends on whether the recompute's MACs or the stored D's bytes
 // are dearer at the shape: lesson 11's NOTES.md measures it.
 // Supported: f16, bf16, with SE; the sizes of fused_support.
-// Workspace: dbuf, the per-tile sums, the gates, and Wp padded to rows of 16-byte pieces where needed.
+// Workspace: dbuf, the per-tile sums, the gates, and Wp padded to rows of 16-byte pieces where needed
+// (gpu/lib/mbconv_store_plan.cuh, shared with 11e).
 // Run just this: build/convlab run mbconv/gpu/11c_fused_store --shape N=128,H=56,C=24,dtype=f16
-#include "gpu/lib/mbconv_fused.cuh"
-#include "gpu/lib/mbconv_layers.cuh"
-#include "gpu/lib/mbconv_project.cuh"
-#include "ops/mbconv.hpp"
+#include "gpu/lib/mbconv_store_plan.cuh"
 
 namespace convlab {
 namespace {
 
 using namespace gpu::mbconv;
 
-bool supports(const MBConvProblem& p) { return p.has_se() && se_gate_fits(p) && fused_support(p); }
-
-struct Layout {
-  std::size_t partial, gate16, dbuf, wp;  // bytes
-  explicit Layout(const MBConvProblem& p) {
-    const Tile t = choose_tile(p, Stage::store);  // pass 1's tiles: one row of sums each
-    const auto up = [](std::size_t b) { return (b + 255) / 256 * 256; };
-    partial = up(std::size_t(p.N) * t.tiles * p.hidden() * sizeof(float));
-    gate16 = up(std::size_t(p.N) * dbuf_live(p.hidden()) * 2);
-    dbuf = up(dbuf_elems(p) * 2);
-    wp = up(project_workspace_bytes(p));
-  }
-  std::size_t bytes() const { return partial + gate16 + dbuf + wp; }
-};
-
-std::size_t workspace_bytes(const MBConvProblem& p) { return Layout(p).bytes(); }
-
-void run(const MBConvProblem& p, const Args<MBConvProblem>& a) {
-  const Tile t = choose_tile(p, Stage::store);
-  const Layout l(p);
-  unsigned char* base = static_cast<unsigned char*>(a.workspace);
-  float* partial = reinterpret_cast<float*>(base);
-  void* gate16 = base + l.partial;
-  void* dbuf = base + l.partial + l.gate16;
-  gpu::visit_dtype<__half, __nv_bfloat16>(p.dtype, [&](auto tag) {
-    using E = typename decltype(tag)::type;
-    launch_stage<E, Stage::store>(p, a, nullptr, partial, dbuf);
-    se_gate<E>(p, t.tiles, partial, a.se1_w, a.se1_b, a.se2_w, a.se2_b, nullptr, gate16, dbuf_live(p.hidden()));
-    launch_project<E>(p, a, dbuf, gate16, base + l.partial + l.gate16 + l.dbuf);
-  });
-}
-
 const Register<MBConvProblem> reg{{
     .name = "11c_fused_store",
     .device = Device::gpu,
     .lesson = 11,
-    .supports = supports,
-    .run = run,
-    .workspace_bytes = workspace_bytes,
+    .supports = store_plan_supported,
+    .run = run_store_plan<false>,
+    .workspace_bytes = [](const MBConvProblem& p) { return StorePlanLayout(p).bytes(); },
     .idea = "two fused passes; pass 1 stores the depthwise output in 16 bits, pass 2 is one GEMM over the batch that gates it and projects",
     .model_bytes = [](const MBConvProblem& p) { return p.two_pass_store_bytes(); },
 }};

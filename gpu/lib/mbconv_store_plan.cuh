@@ -1,0 +1,46 @@
+// gpu/lib/mbconv_store_plan.cuh — lesson 11's store plan, the three launches that 11c and 11e
+// share: pass 1 (the tile kernel's store stage: D and its per-tile channel sums), the SE gate,
+// and pass 2 (one GEMM over the batch that gates D and projects). The two rungs differ only in
+// pass 1's depthwise: on the FMA pipes (11c) or on the tensor cores (11e).
+//
+//   workspace  partial [N][tiles][hidden] fp32 | gate16 [N][dbuf_live] | dbuf (dbuf_elems) | Wp padded
+#pragma once
+
+#include "gpu/lib/mbconv_fused.cuh"
+#include "gpu/lib/mbconv_layers.cuh"
+#include "gpu/lib/mbconv_project.cuh"
+#include "ops/mbconv.hpp"
+
+namespace convlab::gpu::mbconv {
+
+inline bool store_plan_supported(const MBConvProblem& p) { return p.has_se() && se_gate_fits(p) && fused_support(p); }
+
+struct StorePlanLayout {
+  std::size_t partial, gate16, dbuf, wp;  // bytes
+  explicit StorePlanLayout(const MBConvProblem& p) {
+    const Tile t = choose_tile(p, Stage::store);  // pass 1's tiles: one row of sums each
+    const auto up = [](std::size_t b) { return (b + 255) / 256 * 256; };
+    partial = up(std::size_t(p.N) * t.tiles * p.hidden() * sizeof(float));
+    gate16 = up(std::size_t(p.N) * dbuf_live(p.hidden()) * 2);
+    dbuf = up(dbuf_elems(p) * 2);
+    wp = up(project_workspace_bytes(p));
+  }
+  std::size_t bytes() const { return partial + gate16 + dbuf + wp; }
+};
+
+template <bool kTensorDw> void run_store_plan(const MBConvProblem& p, const Args<MBConvProblem>& a) {
+  const Tile t = choose_tile(p, Stage::store);
+  const StorePlanLayout l(p);
+  unsigned char* base = static_cast<unsigned char*>(a.workspace);
+  float* partial = reinterpret_cast<float*>(base);
+  void* gate16 = base + l.partial;
+  void* dbuf = base + l.partial + l.gate16;
+  visit_dtype<__half, __nv_bfloat16>(p.dtype, [&](auto tag) {
+    using E = typename decltype(tag)::type;
+    launch_stage<E, Stage::store, kTensorDw>(p, a, nullptr, partial, dbuf);
+    se_gate<E>(p, t.tiles, partial, a.se1_w, a.se1_b, a.se2_w, a.se2_b, nullptr, gate16, dbuf_live(p.hidden()));
+    launch_project<E>(p, a, dbuf, gate16, base + l.partial + l.gate16 + l.dbuf);
+  });
+}
+
+}  // namespace convlab::gpu::mbconv
