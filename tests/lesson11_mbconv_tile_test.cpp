@@ -30,7 +30,7 @@
 //   8. The SE gate kernel: its block size from the chains of loads (replayed),
 //      and the shared memory of both FCs' partial sums.
 //   9. 11e's tensor-core depthwise: its diagonal B fragments against the mma's
-//      layout; its fp32-reciprocal splits of a tile's pixels against / and %;
+//      layout; its multiply-high splits of a tile's pixels against / and %;
 //      every tap's gathered E row against the x tile's pixel order; its room
 //      (fragments, zero row) and the images per tile its sums allow.
 #include <algorithm>
@@ -440,7 +440,7 @@ TEST_CASE("mbconv tile: 11e's diagonal B fragments are diag(w) in the m16n8k8 la
     }
 }
 
-TEST_CASE("mbconv tile: 11e's gathers read the x tile's pixel of every tap, splitting pixels without division",
+TEST_CASE("mbconv tile: 11e's gathers read the x tile's pixel of every tap, splitting pixels by multiply-high",
           "[mbconv][lesson11][cpu]") {
   for (const MBConvProblem& p : fused_shapes())
     for (int resident : {0, kH200Resident}) {
@@ -448,7 +448,6 @@ TEST_CASE("mbconv tile: 11e's gathers read the x tile's pixel of every tap, spli
       INFO(OpTraits<MBConvProblem>::spec(p) << " images " << t.images);
       CHECK(t.images <= kMaxImages);  // one row of the sums' m16 tile per image
       CHECK(t.dwf_bytes >= dw_fragment_bytes(p.kernel) + kZeroRowBytes);
-      const float inv_q = 1.0f / t.Q;
       // The first and last tile of an image, a full group of images and the batch's last (short) group.
       for (int tile : {0, t.tiles - 1})
         for (int images : {std::min(t.images, p.N), p.N - (t.groups - 1) * t.images}) {
@@ -456,14 +455,12 @@ TEST_CASE("mbconv tile: 11e's gathers read the x tile's pixel of every tap, spli
           const int h0 = std::max(0, p0 * t.stride - t.pad), h1 = std::min(t.H, (p1 - 1) * t.stride - t.pad + p.kernel);
           const int image_out = (p1 - p0) * t.Q, image_in = (h1 - h0) * t.W;
           const int out_pixels = images * image_out, in_pixels = images * image_in;
-          REQUIRE(out_pixels + 16 < (1 << 16));
-          const float inv_image_out = images > 1 ? 1.0f / t.image_out : 0.0f;
           if (images > 1) REQUIRE(image_out == t.image_out);
           for (int pl = 0; pl < out_pixels; ++pl) {
-            const TilePixel at = split_tile_pixel(t, pl, images, inv_image_out);
+            const TilePixel at = split_tile_pixel(t, pl);
             REQUIRE(at.image == pl / image_out);
             REQUIRE(at.pix == pl % image_out);
-            const int oh = quotient_by_reciprocal(at.pix, inv_q), ow = at.pix - oh * t.Q;
+            const int oh = fast_quotient(t.q_div, at.pix), ow = at.pix - oh * t.Q;
             REQUIRE(oh == at.pix / t.Q);
             const int base = gather_row(t, at.image, oh, ow, p0, h0);
             for (int r = 0; r < p.kernel; ++r)

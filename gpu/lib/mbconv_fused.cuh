@@ -220,76 +220,77 @@ __device__ __forceinline__ void depthwise_tensor_cores(const Tile& t, const Elem
   constexpr uint32_t kRowBytes = kLdChunk * 2;
   constexpr uint32_t kOnes = std::is_same_v<Element, __half> ? 0x3C003C00u : 0x3F803F80u;  // 1.0 twice
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, tq = lane % 4;
-  const float inv_image_out = images > 1 ? 1.0f / t.image_out : 0.0f, inv_q = 1.0f / t.Q;
   const uint32_t b_lane = shared_address(frag) + dw_fragment_slot(lane) * 16;
   const uint32_t e_lane = shared_address(e_s) + (lane / 16) * 16;  // lanes 16-31: channels 8-15 (+32 B: 24-31)
   const uint32_t zero_lane = zero_row + (lane / 16) * 16;
   const uint32_t row_step = uint32_t(t.W) * kRowBytes;  // one input row down
+  uint32_t nb_live = 0;  // bit nb: channels 8·nb + 2·tq, +1 are stored (below dbuf_live)
+#pragma unroll
+  for (int nb = 0; nb < 4; ++nb) nb_live |= c0 + 8 * nb + 2 * tq < t.d_live ? 1u << nb : 0u;
   float sums[4][4] = {};
   const int m_tiles = (out_pixels + 15) / 16;
   for (int mt = kWarps - 1 - warp; mt < m_tiles; mt += kWarps) {
     const int m0 = 16 * mt;
-    // This lane's row of A: output pixel m0 + lane % 16; its input pixel at tap (0, 0), and the
-    // kernel rows and columns that fall inside the image (none past the tile's pixels).
+    // This lane's row of A: output pixel m0 + lane % 16; its input pixel at tap (0, 0), and the taps
+    // (bit r·K + c) that fall inside the image (none past the tile's pixels).
     const int pl = m0 + lane % 16;
-    const TilePixel at_pl = split_tile_pixel(t, pl, images, inv_image_out);
-    const int oh = quotient_by_reciprocal(at_pl.pix, inv_q), ow = at_pl.pix - oh * t.Q;
+    const TilePixel at_pl = split_tile_pixel(t, pl);
+    const int oh = fast_quotient(t.q_div, at_pl.pix), ow = at_pl.pix - oh * t.Q;
     const int ih = (p0 + oh) * kStride - t.pad, iw = ow * kStride - t.pad;
-    uint32_t rows_in = 0, cols_in = 0;
+    uint32_t taps_in = 0;
     if (pl < out_pixels) {
-#pragma unroll
-      for (int r = 0; r < K; ++r) rows_in |= unsigned(ih + r) < unsigned(t.H) ? 1u << r : 0u;
+      uint32_t cols_in = 0;
 #pragma unroll
       for (int c = 0; c < K; ++c) cols_in |= unsigned(iw + c) < unsigned(t.W) ? 1u << c : 0u;
+#pragma unroll
+      for (int r = 0; r < K; ++r) taps_in |= unsigned(ih + r) < unsigned(t.H) ? cols_in << (r * K) : 0u;
     }
-    const uint32_t a_lane = e_lane + uint32_t(gather_row(t, at_pl.image, oh, ow, p0, h0) * int(kRowBytes));
+    uint32_t row_at = e_lane + uint32_t(gather_row(t, at_pl.image, oh, ow, p0, h0) * int(kRowBytes));
     float acc[4][4];  // bd (read per m tile: fewer registers live across the loop)
 #pragma unroll
     for (int nb = 0; nb < 4; ++nb) {
       const float2 bias = *reinterpret_cast<const float2*>(&v[kChunk + 8 * nb + 2 * tq]);
       acc[nb][0] = acc[nb][2] = bias.x, acc[nb][1] = acc[nb][3] = bias.y;
     }
-#pragma unroll 1
-    for (int r = 0; r < K; ++r)
+    uint32_t b_at = b_lane;
+#pragma unroll(K == 3 ? 3 : 1)  // K = 5 unrolled would not fit the 128 registers
+    for (int r = 0; r < K; ++r, row_at += row_step, taps_in >>= K, b_at += K * 9 * 16) {
 #pragma unroll
       for (int c = 0; c < K; ++c) {
-        const bool inside = (rows_in >> r) & (cols_in >> c) & 1u;
-        const uint32_t at = inside ? a_lane + r * row_step + c * kRowBytes : zero_lane;
+        const uint32_t at = taps_in & (1u << c) ? row_at + c * kRowBytes : zero_lane;
         uint32_t lo[4], hi[4];  // matrices (pixels 0-7, 8-15) × (channels 0-7, 8-15) of channels 0-15 and 16-31
         ldmatrix_x4(lo, at);
         ldmatrix_x4(hi, at + 32);
-        const uint4 b = ld_shared_16(b_lane + (r * K + c) * 9 * 16);
+        const uint4 b = ld_shared_16(b_at + c * 9 * 16);
         mma_m16n8k8<Element>(acc[0], lo[0], lo[1], b.x);
         mma_m16n8k8<Element>(acc[1], lo[2], lo[3], b.y);
         mma_m16n8k8<Element>(acc[2], hi[0], hi[1], b.z);
         mma_m16n8k8<Element>(acc[3], hi[2], hi[3], b.w);
       }
+    }
     // φ, and D to dbuf: this lane's rows g and g + 8, channels 8·nb + 2·tq, +1.
     uint32_t dv[4][2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int pl_h = m0 + g + 8 * h;
-      const TilePixel at_h = split_tile_pixel(t, pl_h, images, inv_image_out);
-      Element* out = d_chunk + at_h.image * t.image_dbuf + at_h.pix * kChunk + 2 * tq;
-      const bool live = pl_h < out_pixels;
+      const TilePixel at_h = split_tile_pixel(t, pl_h);
+      Element* out = d_chunk + (at_h.image * t.image_dbuf + at_h.pix * kChunk + 2 * tq);
+      const uint32_t live = pl_h < out_pixels ? nb_live : 0u;
 #pragma unroll
       for (int nb = 0; nb < 4; ++nb) {
         dv[nb][h] = activate_pair<Element, kRelu>(acc[nb][2 * h], acc[nb][2 * h + 1]);
-        if (live && c0 + 8 * nb + 2 * tq < t.d_live) *reinterpret_cast<uint32_t*>(out + 8 * nb) = dv[nb][h];
+        if (live & (1u << nb)) *reinterpret_cast<uint32_t*>(out + 8 * nb) = dv[nb][h];
       }
     }
     // The sums: I's fragment (rows g, g + 8; pixels 2tq, 2tq + 1, and + 8), one image for the whole
     // m tile in the common case.
     uint32_t ind[4];
-    const int first = split_tile_pixel(t, m0, images, inv_image_out).image;
-    const int last = split_tile_pixel(t, min(m0 + 15, out_pixels - 1), images, inv_image_out).image;
+    const int first = split_tile_pixel(t, m0).image, last = split_tile_pixel(t, min(m0 + 15, out_pixels - 1)).image;
     if (m0 + 15 < out_pixels && first == last) {
       ind[0] = ind[2] = g == first ? kOnes : 0u;
       ind[1] = ind[3] = g + 8 == first ? kOnes : 0u;
     } else {
-      const auto image_of = [&](int k) {
-        return m0 + k < out_pixels ? split_tile_pixel(t, m0 + k, images, inv_image_out).image : -1;
-      };
+      const auto image_of = [&](int k) { return m0 + k < out_pixels ? split_tile_pixel(t, m0 + k).image : -1; };
       const int i0 = image_of(2 * tq), i1 = image_of(2 * tq + 1), i8 = image_of(2 * tq + 8), i9 = image_of(2 * tq + 9);
       const auto row = [&](int lo_image, int hi_image, int image) {
         return (lo_image == image ? kOnes & 0xFFFFu : 0u) | (hi_image == image ? kOnes & 0xFFFF0000u : 0u);

@@ -156,6 +156,29 @@ struct DwRunWalk {
 };
 CONVLAB_HOST_DEVICE inline DwRun dw_run(int run, const DwSteps& s) { return DwRunWalk(run, s).run(s); }
 
+// Division of 0 ≤ n < 2^31 by a divisor d ≥ 1 fixed at launch, as a multiply-high, an add and a
+// shift (Granlund & Montgomery; CUTLASS's FastDivmod): with l = ⌈log2 d⌉ and
+// magic = ⌊2^32·(2^l − d)/d⌋ + 1, n / d = (umulhi(n, magic) + n) >> l. The host computes magic
+// once; the kernel's row → image maps then take three instructions instead of a division loop.
+struct FastDiv {
+  std::uint32_t d = 1, magic = 1, shift = 0;
+};
+constexpr FastDiv fast_div(std::uint32_t d) {
+  FastDiv f;
+  f.d = d;
+  while ((std::uint64_t(1) << f.shift) < d) ++f.shift;
+  f.magic = std::uint32_t(((std::uint64_t(1) << 32) * ((std::uint64_t(1) << f.shift) - d)) / d + 1);
+  return f;
+}
+CONVLAB_HOST_DEVICE inline int fast_quotient(const FastDiv& f, int n) {
+#if defined(__CUDA_ARCH__)
+  const std::uint32_t hi = __umulhi(std::uint32_t(n), f.magic);
+#else
+  const std::uint32_t hi = std::uint32_t((std::uint64_t(std::uint32_t(n)) * f.magic) >> 32);
+#endif
+  return int((hi + std::uint32_t(n)) >> f.shift);
+}
+
 // The tile geometry, computed on the host and passed by value.
 struct Tile {
   int N, H, W, C, hidden, P, Q, C_out, stride, pad;
@@ -171,6 +194,8 @@ struct Tile {
   // input pixels in xs and E (H·W), output pixels in D (P·Q), elements in dbuf (dbuf_offset(t, 1, 0, 0)).
   // Kernel parameters, so the depthwise's per-item offsets take them from the constant bank.
   int image_in, image_out, image_dbuf;
+  // The tensor-core depthwise's pixel maps: a tile's output pixel → image (÷ rows·Q) → row (÷ Q).
+  FastDiv image_div, q_div;
   int c_pad, cout_pad;            // C to 16, C_out to 8
   int ldx, lde, ldd, ldwe, ldwp;  // shared row strides, elements
   bool expand, residual;
@@ -217,6 +242,7 @@ inline Tile tile_for(const MBConvProblem& p, int rows, Stage stage, int images =
   t.image_in = several ? t.in_rows * p.W : 0;
   t.image_out = several ? rows * t.Q : 0;
   t.image_dbuf = several ? t.d_chunks * t.P * t.Q * kChunk : 0;
+  t.image_div = fast_div(std::uint32_t(rows * t.Q)), t.q_div = fast_div(std::uint32_t(t.Q));
   t.dw_rows = dw_rows_for(rows, (t.Q + kRun - 1) / kRun, dw_group_max(p.kernel, p.stride, project), t.images);
   t.dw = dw_steps((t.Q + kRun - 1) / kRun, (rows + t.dw_rows - 1) / t.dw_rows);
   const std::size_t e = 2;  // 16-bit elements
@@ -247,17 +273,16 @@ inline Tile tile_for(const MBConvProblem& p, int rows, Stage stage, int images =
   return t;
 }
 
-// The tensor-core depthwise's index maps (gpu/lib/mbconv_fused.cuh), each output pixel of a tile
-// per lane and m tile, without integer division: fp32 reciprocals, exact for the tile's sizes
-// (numerators below 2^16, so (v + 0.5)·(1/d) never crosses an integer by rounding).
+// The tensor-core depthwise's index maps (gpu/lib/mbconv_fused.cuh), per lane and m tile: a
+// tile's output pixel pl (images after one another, rows·Q pixels each) -> its image and its pixel
+// (p·Q + q, p from the tile's first row) in that image, by multiply-high (image_div).
 struct TilePixel {
-  int image, pix;  // the tile's image, and the pixel (p·Q + q, p from the tile's first row) in it
+  int image, pix;
 };
-CONVLAB_HOST_DEVICE inline TilePixel split_tile_pixel(const Tile& t, int pl, int images, float inv_image_out) {
-  const int image = images > 1 ? int((float(pl) + 0.5f) * inv_image_out) : 0;
-  return {image, pl - image * t.image_out};
+CONVLAB_HOST_DEVICE inline TilePixel split_tile_pixel(const Tile& t, int pl) {
+  const int image = fast_quotient(t.image_div, pl);
+  return {image, pl - image * int(t.image_div.d)};
 }
-CONVLAB_HOST_DEVICE inline int quotient_by_reciprocal(int v, float inv_d) { return int((float(v) + 0.5f) * inv_d); }
 // E's row (in the tile's E buffer) of the input pixel at tap (0, 0) of output pixel (oh, ow) of
 // image `image` (rows from the tile's first output row p0; h0: the tile's first input row). Tap
 // (r, c) is that row + r·W + c, where it falls inside the image.
@@ -382,29 +407,6 @@ struct ProjectShape {
 // 64-channel stages only where the stage stays small: bm = 64.)
 inline constexpr ProjectShape kProjectTiles[] = {{256, 32, 32}, {128, 32, 32}, {128, 64, 32}, {64, 64, 32},
                                                  {64, 128, 32}, {64, 64, 64},  {64, 128, 64}};
-
-// Division of 0 ≤ n < 2^31 by a divisor d ≥ 1 fixed at launch, as a multiply-high, an add and a
-// shift (Granlund & Montgomery; CUTLASS's FastDivmod): with l = ⌈log2 d⌉ and
-// magic = ⌊2^32·(2^l − d)/d⌋ + 1, n / d = (umulhi(n, magic) + n) >> l. The host computes magic
-// once; the kernel's row → image maps then take three instructions instead of a division loop.
-struct FastDiv {
-  std::uint32_t d = 1, magic = 1, shift = 0;
-};
-constexpr FastDiv fast_div(std::uint32_t d) {
-  FastDiv f;
-  f.d = d;
-  while ((std::uint64_t(1) << f.shift) < d) ++f.shift;
-  f.magic = std::uint32_t(((std::uint64_t(1) << 32) * ((std::uint64_t(1) << f.shift) - d)) / d + 1);
-  return f;
-}
-CONVLAB_HOST_DEVICE inline int fast_quotient(const FastDiv& f, int n) {
-#if defined(__CUDA_ARCH__)
-  const std::uint32_t hi = __umulhi(std::uint32_t(n), f.magic);
-#else
-  const std::uint32_t hi = std::uint32_t((std::uint64_t(std::uint32_t(n)) * f.magic) >> 32);
-#endif
-  return int((hi + std::uint32_t(n)) >> f.shift);
-}
 
 struct ProjectTile {
   int bm = 0, bn = 0, ks = 0;         // block: bm rows (pixels, across images) × bn output columns; ks channels a stage
