@@ -1,6 +1,7 @@
 // gpu/lib/mbconv_fused.cuh — the fused MBConv tile kernel of lesson 11, one
-// template for every stage of the three fused plans (11b two-pass recompute,
-// 11c two-pass store, 11d single pass without SE). Header-only, registers
+// template for every stage of the fused plans (11b two-pass recompute, 11c
+// two-pass store, 11d single pass without SE; 11e is 11c with the depthwise on
+// the tensor cores: depthwise_tensor_cores below). Header-only, registers
 // nothing; each rung launches the stages of its plan. The tile geometry and
 // its index maps (host code, tested on the host) are in gpu/lib/mbconv_tile.hpp.
 //
@@ -19,7 +20,7 @@
 //
 //   plain loops (ref::mbconv_block)             one chunk c0..c0+31 here
 //     e = φ(x·We + be)   whole image             E[in_pixels, 32] = φ(X_tile·We[:, c0:] + be)   mma.sync, smem
-//     d = φ(dw(e) + bd)  whole image             D[pixels, 32]    = φ(dw(E) + bd)               FMA, registers
+//     d = φ(dw(e) + bd)  whole image             D[pixels, 32]    = φ(dw(E) + bd)               FMA, registers (11e: mma)
 //     sums, gate                                  (stage sums/store: per-tile channel sums of D)
 //     y = (d ⊙ g)·Wp + bp + x                     Y[pixels, C_out] += (D ⊙ g)·Wp[c0:, :]         mma.sync, registers
 //
