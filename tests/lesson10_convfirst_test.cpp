@@ -11,10 +11,11 @@
 //   3. `convlab run convfirst --in` takes 7 files, or 9 for a projecting
 //      stride-2 block, and refuses other counts and mismatches with one line.
 //   4. `convlab plans convfirst` prints the three plans; --json parses.
-//   5. 10d_fused_blurpool's index arithmetic (gpu/lib/blurpool_s2_indexing.cuh),
-//      run on the host over staged rows built as the kernel builds them,
-//      reproduces blurpool(gconv3x3(x) + b) and blurpool(x), and reads only
-//      staged rows and columns inside the image.
+//   5. The stride-2 rungs' index arithmetic (gpu/lib/blurpool_s2_indexing.cuh),
+//      run on the host over staged rows built as the kernel builds them:
+//      10d's 81 combos and 10f's composed 5×5 slots with their edge terms both
+//      reproduce blurpool(gconv3x3(x) + b), the shortcut blurpool(x), and read
+//      only staged rows and columns inside the image.
 #include <unistd.h>
 
 #include <algorithm>
@@ -171,7 +172,7 @@ TEST_CASE("convfirst: convlab plans prints the three tensor machines", "[convfir
   CHECK(testing::run_convlab("plans convfirst --sms 0").status == 2);
 }
 
-TEST_CASE("convfirst: 10d_fused_blurpool's combos and staged rows reproduce blurpool(gconv3x3) and blurpool(x)",
+TEST_CASE("convfirst: 10d's combos, 10f's composed slots and the staged rows reproduce blurpool(gconv3x3) and blurpool(x)",
           "[convfirst][lesson10][cpu]") {
   namespace s2 = convlab::gpu::blurpool_s2;
   constexpr int C = 16, G = 8;  // two groups: the group offset is exercised
@@ -268,6 +269,22 @@ TEST_CASE("convfirst: 10d_fused_blurpool's combos and staged rows reproduce blur
                               2 * o.q + s2::combo_col_offset(c), (k / G) * G + ci);
             }
             CHECK(std::abs(acc / 16 - tp[std::size_t(m) * C + k]) < 1e-12);
+            // 10f's composed form: 50 slots (25 taps of the 5×5 kernel, the edge terms), the same staged reads.
+            double composed = s2::bias_weight(rm, cm) * b[k];
+            for (int sl = 0; sl < s2::kComposedSlots; ++sl) {
+              if (!s2::slot_valid(sl, rm, cm)) continue;
+              const int dr = s2::slot_row_offset(sl), dc = s2::slot_col_offset(sl);
+              REQUIRE(2 * o.p + dr >= 0);  // a valid slot reads a pixel of its own image
+              REQUIRE(2 * o.p + dr < H);
+              for (int ci = 0; ci < G; ++ci) {
+                double weight = 0;
+                for (int r = 0; r < 3; ++r)
+                  for (int s = 0; s < 3; ++s) weight += s2::slot_factor(sl, r, s) * w[(k * 9 + r * 3 + s) * G + ci];
+                composed += weight * staged(centre + dr, s2::column_slot(2 * o.q, W) + s2::column_slot_offset(dc, W),
+                                            2 * o.q + dc, (k / G) * G + ci);
+              }
+            }
+            CHECK(std::abs(composed / 16 - tp[std::size_t(m) * C + k]) < 1e-12);
             double s = 0;
             for (int i = 0; i < 3; ++i)
               for (int j = 0; j < 3; ++j)
@@ -288,4 +305,20 @@ TEST_CASE("convfirst: 10d_fused_blurpool's combos and staged rows reproduce blur
     CHECK(total == 16);
   }
   CHECK(s2::kComboSteps == 41);
+  // The composed slots: the 25 main taps' factors are the 81 combos' scales regrouped (they sum to 16 per
+  // conv tap), the zero slot is empty, and the steps the kernel skips as a unit hold only their own terms.
+  for (int r = 0; r < 3; ++r)
+    for (int s = 0; s < 3; ++s) {
+      int total = 0;
+      for (int sl = 0; sl < 25; ++sl) total += s2::slot_factor(sl, r, s);
+      CHECK(total == 16);
+    }
+  for (int r = 0; r < 3; ++r)
+    for (int s = 0; s < 3; ++s) CHECK(s2::slot_factor(25, r, s) == 0);
+  CHECK(s2::kComposedSteps == 25);
+  CHECK(2 * s2::kMainSteps == 26);
+  for (int sl = 26; sl < s2::kComposedSlots; ++sl) {
+    const s2::Slot k = s2::composed_slot(sl);
+    CHECK((k.row_term >= 5 || k.col_term >= 5));  // every slot past the main steps has an edge term
+  }
 }

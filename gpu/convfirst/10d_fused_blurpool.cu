@@ -37,16 +37,9 @@
 //                                                                  mma(acc[grp], a, b)
 //                                                     T[rows, 8·grp ..] ← round(acc / 16)
 //
-// Tiles: a CTA owns kBlockRows = 128 consecutive output pixels of the
-// flattened N·P·Q index (tiles may span rows and images), 8 warps of 16. It
-// stages the flattened x rows n0·H + 2p0 − 2 .. n1·H + 2p1 + 2 of its first and
-// last output pixels: contiguous in NHWC memory (rows of other images inside
-// that range are never read, the masks see to it), at most 2k + 3 rows for k
-// output rows touched; pixels kPixelBytes = 2·C + 16 apart (an odd number of
-// 16-byte chunks), each row's even columns first and then its odd ones
-// (s2::column_slot): consecutive output pixels read x columns two apart, which
-// are then neighbouring slots, so ldmatrix's 8 rows fall in 8 different bank groups.
-// T and S rows are written and read by the same warp: no block barrier.
+// Tiles, staging, S, Z's start, the hidden loop and the store are the block's
+// (gpu/lib/convfirst_blurpool.cuh, shared with 10f); this file is the conv.
+// A CTA owns 128 consecutive output pixels of the flattened N·P·Q index, 8 warps of 16.
 //
 // ---- the floor (H200 probe: cuBLAS f16 GEMM 760 TFLOP/s, device copy 4.23 TB/s)
 // N=128 56x56 C=64 → C_out=128 α=4 f16: 7.60 GMAC = 15.2 GFLOP (conv 24 %,
@@ -56,80 +49,22 @@
 // 0.9 M at full resolution), 10.0 G MAC-equivalents in all. The prediction and the
 // measurements are in lessons/10-convfirst/NOTES.md.
 //
-// Tunables: per (C, C_out) an S2Config (warps, rows per warp, hidden chunk, blocks per SM), below.
+// Tunables: per (C, C_out) an S2Config (warps, rows per warp, hidden chunk, blocks per SM), in the
+// block's header; here kPassGroups, the groups whose weights sit in registers at once.
 // Supported: f16 and bf16; stride 2; group width 8; C ∈ {16, 32, 64, 128} with C_out ∈ {C, 2·C};
 // hidden a multiple of 8; ReLU or SiLU; any N, H, W whose staged rows fit shared memory
 // (at C = 64 → 128: W up to about 60; at C = 128 → 256 only a few pixels wide);
 // 16-byte-aligned x, U, V, Wsc and y. Everything else is refused by supports().
 // Run just this: build/convlab run convfirst/gpu/10d_fused_blurpool --shape N=128,H=56,C=64,C_out=128,stride=2,dtype=f16
-#include <algorithm>
-#include <climits>
 #include <cstdint>
+#include <type_traits>
 
-#include "ops/convfirst.hpp"
-#include "gpu/lib/blurpool_s2_indexing.cuh"
-#include "gpu/lib/check.cuh"
-#include "gpu/lib/element.cuh"
-#include "gpu/lib/ffn_hidden_loop.cuh"
-#include "gpu/lib/mma.cuh"
+#include "gpu/lib/convfirst_blurpool.cuh"
 
 namespace convlab {
 namespace {
 
 namespace s2 = gpu::blurpool_s2;
-
-// Fixed by the hardware and the block.
-constexpr int kMmaM = 16, kMmaN = 8, kMmaK = 16;
-constexpr int kChunkElems = 8;  // 16 bytes = 8 f16/bf16: one cp.async, one ldmatrix row, one group
-constexpr int kElemBytes = 2;
-constexpr int kGroupWidth = 8;  // one group = one ldmatrix row = one n8 tile of the conv
-constexpr int kMaxShared = 227 * 1024;
-
-// ---- tunables, one configuration per (C, C_out) -----------------------------------------
-//   Warps      warps per CTA; each owns WarpRows consecutive output pixels of the tile
-//   WarpRows   output pixels per warp (whole m16 tiles)
-//   Chunk      TH, hidden channels per loop step
-//   MinBlocks  CTAs per SM promised to ptxas
-// The hidden loop is gpu::FfnLoopConfig's (with C_out columns); this rung adds the T tile
-// (the loop's A tile), the S tile (the projection's A operand), Wsc and the staged x rows.
-template <int C, int COut, int Warps, int WarpRows, int Chunk, int MinBlocks>
-struct S2Config : gpu::FfnLoopConfig<C, Warps, WarpRows, Chunk, MinBlocks, COut> {
-  using Loop = gpu::FfnLoopConfig<C, Warps, WarpRows, Chunk, MinBlocks, COut>;
-  static constexpr bool kProjection = COut != C;
-  static constexpr int kGroups = C / kGroupWidth;
-  static constexpr int kPassGroups = kGroups < 8 ? kGroups : 8;  // groups whose weights sit in registers at once
-  static constexpr int kPasses = kGroups / kPassGroups;
-  static constexpr int kPixelBytes = C * kElemBytes + 16;  // staged x pixel
-  static constexpr int kPixelChunks = C / kChunkElems;     // 16-byte chunks of a pixel's channels
-  static constexpr int kTileBytes = Loop::kATileBytes;     // T and S: [kBlockRows][kRowElems], swizzled
-  static constexpr int kWscBytes = kProjection ? C * Loop::kVRowElems * kElemBytes : 0;  // [C][COut], swizzled as V
-  // [stage 0 | stage 1 | T tile | S tile | Wsc | zero pixel | staged x rows (run-time size)]
-  static constexpr int kFixedBytes = 2 * Loop::kStageBytes + 2 * kTileBytes + kWscBytes + kPixelBytes;
-
-  static_assert(COut == C || COut == 2 * C, "the shortcut is the identity or a projection to 2·C");
-  static_assert(kGroups % kPassGroups == 0, "whole passes of groups");
-  static_assert((kPixelBytes / 16) % 2 == 1, "odd number of 16-byte chunks per staged pixel: no bank conflicts");
-  static_assert((kPixelChunks & (kPixelChunks - 1)) == 0, "staging divides by the chunks per pixel with a shift");
-  static_assert(Loop::kStageBytes % 128 == 0 && kTileBytes % 128 == 0 && kWscBytes % 128 == 0,
-                "swizzled tiles start on 128-byte lines");
-  static_assert(kFixedBytes % 16 == 0, "the staged rows start 16-byte aligned");
-  static_assert(Loop::kMTiles == 1 || Loop::kMTiles == 2, "one or two m16 tiles per warp");
-};
-
-// 8 warps × 16 output pixels: Z is kZTiles·4 = C_out/2 registers per lane, H_r TH/2.
-using Config16x16 = S2Config<16, 16, 8, 16, 64, 1>;
-using Config16x32 = S2Config<16, 32, 8, 16, 64, 1>;
-using Config32x32 = S2Config<32, 32, 8, 16, 64, 1>;
-using Config32x64 = S2Config<32, 64, 8, 16, 64, 1>;
-using Config64x64 = S2Config<64, 64, 8, 16, 64, 1>;
-using Config64x128 = S2Config<64, 128, 8, 16, 64, 1>;
-using Config128x128 = S2Config<128, 128, 8, 16, 64, 1>;
-using Config128x256 = S2Config<128, 256, 8, 16, 32, 1>;  // Z 128 registers: a 32-wide chunk
-
-template <class Cfg> std::size_t shared_bytes(const ConvFirstProblem& p) {
-  const int64_t rows = s2::staged_rows_bound(Cfg::kBlockRows, p.N, p.P(), p.Q());
-  return std::size_t(Cfg::kFixedBytes) + std::size_t(rows) * std::size_t(p.W) * Cfg::kPixelBytes;
-}
 
 // A packed pair of Element times 1, 2 or 4 (exact: a power of two).
 template <class Element> __device__ __forceinline__ uint32_t scale_pair(uint32_t pair, int factor) {
@@ -144,120 +79,41 @@ template <class Element> __device__ __forceinline__ uint32_t scale_pair(uint32_t
   }
 }
 
-// Where output pixel m's combos point: the staged address of x pixel (2p, 2q) and the axis
-// masks (s2::axis_mask); a pixel ≥ M gets empty masks (every combo reads the zero pixel).
-struct PixelSite {
-  uint32_t centre;
-  unsigned row_mask, col_mask;
-};
-__device__ __forceinline__ PixelSite site_of(int m, int M, int P, int Q, int H, int W, int first_row,
-                                             uint32_t x_base, int pixel_bytes) {
-  if (m >= M) return {x_base, 0u, 0u};
-  const s2::OutPixel o = s2::decode(m, P, Q);
-  const int row = o.n * H + 2 * o.p - first_row;  // staged row of x row 2p
-  // column 2q sits at slot q (s2::column_slot: even columns first)
-  return {x_base + uint32_t((row * W + o.q) * pixel_bytes), s2::axis_mask(2 * o.p, H), s2::axis_mask(2 * o.q, W)};
-}
-
-// ---- the kernel ------------------------------------------------------------------------
-//
-// Contract. x [N, H, W, C], conv_w [C, 3, 3, 8], conv_b [C], U [C, hidden], a [hidden],
-// V [hidden, C_out], b [C_out], Wsc [C, C_out] and bsc [C_out] when C_out ≠ C (else unused),
-// y [N, P, Q, C_out]; Element = __half or __nv_bfloat16; 16-byte-aligned x, U, V, Wsc, y;
-// fp32 accumulation; T and S rounded to Element once (they are GEMM A operands), H_r once,
-// y once. Grid: ceil(M / kBlockRows) CTAs, M = N·P·Q; shared_bytes<Cfg>(p) dynamic shared.
-// Edge duties: staged rows outside [0, N·H) and hidden columns ≥ hidden are zero-filled
-// (cp.async source size 0); output pixels ≥ M compute on the zero pixel and are never
-// stored; combos and blur taps outside the image read the zero pixel or are skipped.
-template <class Cfg, class Element>
-__global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
-    convfirst_blurpool_kernel(int M, int NH, int P, int Q, int H, int W, int hidden, ConvFirstActivation act,
-                              const Element* __restrict__ X, const Element* __restrict__ Wc,
-                              const Element* __restrict__ Bc, const Element* __restrict__ U,
-                              const Element* __restrict__ A, const Element* __restrict__ V,
-                              const Element* __restrict__ B, const Element* __restrict__ Wsc,
-                              const Element* __restrict__ Bsc, Element* __restrict__ Y) {
-  constexpr int C = Cfg::kC, COut = Cfg::kCOut, kPixelBytes = Cfg::kPixelBytes;
-  using SwizzleT = gpu::ChunkSwizzle<Cfg::kARowChunks>;  // T and S tiles
-  using SwizzleW = gpu::ChunkSwizzle<Cfg::kVRowChunks>;  // Wsc, laid out as a V stage
-
-  extern __shared__ __align__(128) unsigned char shared[];
-  const uint32_t stages_base = gpu::shared_address(shared);
-  const uint32_t t_base = stages_base + 2 * Cfg::kStageBytes;
-  const uint32_t s_base = t_base + Cfg::kTileBytes;
-  const uint32_t wsc_base = s_base + Cfg::kTileBytes;
-  const uint32_t zero_pixel = wsc_base + Cfg::kWscBytes;
-  const uint32_t x_base = zero_pixel + kPixelBytes;
-
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int g = lane / 4, t = lane % 4;
-  const int block_pixel0 = blockIdx.x * Cfg::kBlockRows;  // M < 2^31
-  const int warp_row0 = warp * Cfg::kWarpRows;
-  const int chunks = gpu::ceil_div(hidden, Cfg::kChunk);
-  const int last_pixel = min(block_pixel0 + Cfg::kBlockRows, M) - 1;
-  const int first_row = s2::first_staged_row(block_pixel0, P, Q, H);  // flattened x row of staged row 0 (may be < 0)
-  const int rows_staged = s2::staged_rows(block_pixel0, last_pixel, P, Q, H);  // ≤ the host's bound
-  const int row_bytes = W * kPixelBytes;
-
-  // ---- stage the x rows (one contiguous range of NHWC memory), Wsc and the zero pixel ----
-  {
-    const int pieces = rows_staged * W * Cfg::kPixelChunks;
-    const int64_t x_first = int64_t(first_row) * W * C;  // element offset of staged row 0 (negative: above image 0)
-    for (int idx = threadIdx.x; idx < pieces; idx += Cfg::kThreads) {
-      const int pixel = idx / Cfg::kPixelChunks, piece = idx % Cfg::kPixelChunks;
-      const int staged_row = pixel / W, w = pixel - staged_row * W;
-      const int row = first_row + staged_row;
-      const bool in = row >= 0 && row < NH;
-      gpu::cp_async_16(x_base + (staged_row * W + s2::column_slot(w, W)) * kPixelBytes + piece * 16,
-                       in ? X + (x_first + int64_t(pixel) * C + piece * kChunkElems) : X, in);
-    }
-    if constexpr (Cfg::kProjection) {
-      constexpr int kPiecesPerRow = COut / kChunkElems;
-      for (int idx = threadIdx.x; idx < C * kPiecesPerRow; idx += Cfg::kThreads) {
-        const int c = idx / kPiecesPerRow, piece = idx % kPiecesPerRow;
-        gpu::cp_async_16(wsc_base + SwizzleW::byte_offset(c, piece), Wsc + c * COut + piece * kChunkElems, true);
-      }
-    }
-    for (int i = threadIdx.x; i < kPixelBytes / 4; i += Cfg::kThreads)
-      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(zero_pixel + 4 * i), "r"(0u) : "memory");
-  }
-  // Commit groups: [x + Wsc + chunk 0] [chunk 1 or empty], as the hidden loop expects.
-  gpu::load_ffn_chunk<Cfg>(stages_base, 0, 0, hidden, U, V);
-  gpu::cp_async_commit();
-  if (chunks > 1) gpu::load_ffn_chunk<Cfg>(stages_base, 1, 1, hidden, U, V);
-  gpu::cp_async_commit();
-  gpu::cp_async_wait<1>();  // my x, Wsc and chunk-0 pieces have landed
-  __syncthreads();          // everyone's have, and the zero pixel is written
-
-  // ---- 1. T = blurpool(gconv3x3(x) + conv_b), rows of this warp, in passes of ≤ 8 groups ------
-  {
+// T = blurpool(gconv3x3(x) + conv_b) as 81 (blur tap, conv tap) combos, from conv_w [C][3][3][8].
+struct CombosConv {
+  template <class Cfg, class Element>
+  static __device__ void run(const s2::BlurpoolTile& tile, const void* weights, const Element* Bc) {
+    constexpr int kPassGroups = Cfg::kGroups < 8 ? Cfg::kGroups : 8;  // groups whose weights sit in registers
+    constexpr int kPasses = Cfg::kGroups / kPassGroups;
+    static_assert(Cfg::kGroups % kPassGroups == 0, "whole passes of groups");
+    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     const gpu::MatrixCoord a_row = gpu::ldmatrix_x4_row_address(lane);  // pixel row lane % 16, combo half lane / 16
     const bool upper = a_row.col != 0;                                   // lanes 16-31 supply the odd combo
-    PixelSite a_site[Cfg::kMTiles];  // the pixel whose address this lane hands ldmatrix
-    int bias_w[Cfg::kMTiles][2];     // Σ β_iβ_j (× 16) of the valid blur taps, accumulator rows g and g + 8
+    s2::PixelSite a_site[Cfg::kMTiles];  // the pixel whose address this lane hands ldmatrix
+    int bias_w[Cfg::kMTiles][2];         // Σ β_iβ_j (× 16) of the valid blur taps, accumulator rows g and g + 8
 #pragma unroll
     for (int mi = 0; mi < Cfg::kMTiles; ++mi) {
-      const int m_tile = block_pixel0 + warp_row0 + mi * kMmaM;
-      a_site[mi] = site_of(m_tile + a_row.row, M, P, Q, H, W, first_row, x_base, kPixelBytes);
+      const int m_tile = tile.block_pixel0 + tile.warp_row0 + mi * s2::kMmaM;
+      a_site[mi] = tile.site_of(m_tile + a_row.row);
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        const PixelSite acc_site = site_of(m_tile + g + 8 * half, M, P, Q, H, W, first_row, x_base, kPixelBytes);
+        const s2::PixelSite acc_site = tile.site_of(m_tile + g + 8 * half);
         bias_w[mi][half] = s2::bias_weight(acc_site.row_mask, acc_site.col_mask);
       }
     }
-    const uint32_t* w_words = reinterpret_cast<const uint32_t*>(Wc);  // [C][9][8] as pairs of channels
+    const uint32_t* w_words = static_cast<const uint32_t*>(weights);  // [C][9][8] as pairs of channels
 #pragma unroll 1
-    for (int pass = 0; pass < Cfg::kPasses; ++pass) {
-      const int group0 = pass * Cfg::kPassGroups;
+    for (int pass = 0; pass < kPasses; ++pass) {
+      const int group0 = pass * kPassGroups;
       // B of combo c for group grp, lane (g, t): w[8·grp + g][tap(c)][2t, 2t+1] · β(c): one word of KRSC w.
-      uint32_t wreg[Cfg::kPassGroups][9];
-      float acc[Cfg::kMTiles][Cfg::kPassGroups][4];
+      uint32_t wreg[kPassGroups][9];
+      float acc[Cfg::kMTiles][kPassGroups][4];
 #pragma unroll
-      for (int grp = 0; grp < Cfg::kPassGroups; ++grp) {
-        const int k = (group0 + grp) * kGroupWidth + g;
+      for (int grp = 0; grp < kPassGroups; ++grp) {
+        const int k = (group0 + grp) * s2::kGroupWidth + g;
 #pragma unroll
         for (int tap = 0; tap < 9; ++tap) wreg[grp][tap] = __ldg(w_words + (k * 72 + tap * 8 + 2 * t) / 2);
-        const int channel = (group0 + grp) * kGroupWidth + 2 * t;
+        const int channel = (group0 + grp) * s2::kGroupWidth + 2 * t;
         const float bias0 = gpu::to_float(Bc[channel]), bias1 = gpu::to_float(Bc[channel + 1]);
 #pragma unroll
         for (int mi = 0; mi < Cfg::kMTiles; ++mi) {
@@ -272,22 +128,20 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       for (int j = 0; j < s2::kComboSteps; ++j) {
         constexpr int kNone = s2::kCombos;  // the 82nd combo: zero
         const int c_lo = 2 * j, c_hi = 2 * j + 1;
-        const int off_lo = s2::combo_row_offset(c_lo) * row_bytes +
-                           s2::column_slot_offset(s2::combo_col_offset(c_lo), W) * kPixelBytes;
-        const int off_hi = c_hi < kNone ? s2::combo_row_offset(c_hi) * row_bytes +
-                                              s2::column_slot_offset(s2::combo_col_offset(c_hi), W) * kPixelBytes
-                                        : 0;
+        const uint32_t off_lo = tile.offset(s2::combo_row_offset(c_lo), s2::combo_col_offset(c_lo));
+        const uint32_t off_hi =
+            c_hi < kNone ? tile.offset(s2::combo_row_offset(c_hi), s2::combo_col_offset(c_hi)) : 0u;
         uint32_t a_addr[Cfg::kMTiles];
 #pragma unroll
         for (int mi = 0; mi < Cfg::kMTiles; ++mi) {
-          const PixelSite& st = a_site[mi];
+          const s2::PixelSite& st = a_site[mi];
           const bool valid_lo = s2::combo_valid(c_lo, st.row_mask, st.col_mask);
           const bool valid_hi = c_hi < kNone && s2::combo_valid(c_hi, st.row_mask, st.col_mask);
           const bool valid = upper ? valid_hi : valid_lo;
-          a_addr[mi] = valid ? st.centre + uint32_t(upper ? off_hi : off_lo) : zero_pixel;
+          a_addr[mi] = valid ? st.centre + (upper ? off_hi : off_lo) : tile.zero_pixel;
         }
 #pragma unroll
-        for (int grp = 0; grp < Cfg::kPassGroups; ++grp) {
+        for (int grp = 0; grp < kPassGroups; ++grp) {
           uint32_t b[2];
           b[0] = scale_pair<Element>(wreg[grp][s2::combo_tap(c_lo)], s2::combo_scale(c_lo));
           b[1] = c_hi < kNone ? scale_pair<Element>(wreg[grp][s2::combo_tap(c_hi)], s2::combo_scale(c_hi)) : 0u;
@@ -298,172 +152,28 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           for (int mi = 0; mi < Cfg::kMTiles; ++mi) gpu::mma_m16n8k16<Element>(acc[mi][grp], a[mi], b);
         }
       }
-      // acc[mi][grp] / 16: rows g and g+8 of m-tile mi, channels 8·grp + 2t, +1 → T, one 32-bit store each.
+      // acc[mi][grp] / 16: rows g and g+8 of m-tile mi, channels 8·grp + 2t, +1 → T.
 #pragma unroll
       for (int mi = 0; mi < Cfg::kMTiles; ++mi)
 #pragma unroll
-        for (int grp = 0; grp < Cfg::kPassGroups; ++grp) {
-          const int row = warp_row0 + mi * kMmaM + g;
-          const uint32_t lo = t_base + SwizzleT::byte_offset(row, group0 + grp) + 4 * t;
-          const uint32_t hi = t_base + SwizzleT::byte_offset(row + 8, group0 + grp) + 4 * t;
-          const float k16 = 1.0f / 16.0f;
-          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(lo),
-                       "r"(gpu::pack_pair<Element>(acc[mi][grp][0] * k16, acc[mi][grp][1] * k16))
-                       : "memory");
-          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(hi),
-                       "r"(gpu::pack_pair<Element>(acc[mi][grp][2] * k16, acc[mi][grp][3] * k16))
-                       : "memory");
-        }
+        for (int grp = 0; grp < kPassGroups; ++grp)
+          s2::store_t_tile<Cfg, Element>(tile, tile.warp_row0 + mi * s2::kMmaM + g, group0 + grp, t, acc[mi][grp]);
     }
   }
+};
 
-  // ---- 2. S = blurpool(x), rows of this warp: one (pixel, 8-channel piece) per lane and step ----
-  for (int idx = lane; idx < Cfg::kWarpRows * Cfg::kPixelChunks; idx += 32) {
-    const int row = idx / Cfg::kPixelChunks, piece = idx % Cfg::kPixelChunks;
-    const PixelSite st = site_of(block_pixel0 + warp_row0 + row, M, P, Q, H, W, first_row, x_base, kPixelBytes);
-    float s[kChunkElems] = {};
-#pragma unroll
-    for (int i = 0; i < 3; ++i)
-#pragma unroll
-      for (int j = 0; j < 3; ++j) {
-        if (!s2::blur_tap_valid(i, j, st.row_mask, st.col_mask)) continue;
-        const float beta = float(s2::binomial(i) * s2::binomial(j));
-        const uint32_t address =
-            st.centre + uint32_t((i - 1) * row_bytes + s2::column_slot_offset(j - 1, W) * kPixelBytes) + piece * 16;
-        uint32_t words[4];
-        asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
-                     : "=r"(words[0]), "=r"(words[1]), "=r"(words[2]), "=r"(words[3])
-                     : "r"(address)
-                     : "memory");
-        const Element* e = reinterpret_cast<const Element*>(words);
-#pragma unroll
-        for (int c = 0; c < kChunkElems; ++c) s[c] += beta * gpu::to_float(e[c]);
-      }
-    uint32_t packed[4];
-#pragma unroll
-    for (int w = 0; w < 4; ++w) packed[w] = gpu::pack_pair<Element>(s[2 * w] / 16.0f, s[2 * w + 1] / 16.0f);
-    gpu::st_shared_16(s_base + SwizzleT::byte_offset(warp_row0 + row, piece), packed);
-  }
-  __syncwarp();  // this warp's rows of T and S are written (only this warp reads them)
-
-  // ---- 3. Z starts as the shortcut plus b ---------------------------------------------------
-  float z_acc[Cfg::kMTiles][Cfg::kZTiles][4];
-  if constexpr (Cfg::kProjection) {
-    // Z = S·Wsc + bsc + b: the expand step of the hidden loop with U^r → Wsc, one k16 step per 16 channels.
-#pragma unroll
-    for (int ni = 0; ni < Cfg::kZTiles; ++ni) {
-      const int col = ni * kMmaN + 2 * t;
-      const float b0 = gpu::to_float(B[col]) + gpu::to_float(Bsc[col]);
-      const float b1 = gpu::to_float(B[col + 1]) + gpu::to_float(Bsc[col + 1]);
-#pragma unroll
-      for (int mi = 0; mi < Cfg::kMTiles; ++mi) {
-        z_acc[mi][ni][0] = b0, z_acc[mi][ni][1] = b1;
-        z_acc[mi][ni][2] = b0, z_acc[mi][ni][3] = b1;
-      }
-    }
-    const gpu::MatrixCoord lane_row = gpu::ldmatrix_x4_row_address(lane);
-#pragma unroll
-    for (int s = 0; s < Cfg::kKSteps1; ++s) {
-      uint32_t a_frag[Cfg::kMTiles][4];
-#pragma unroll
-      for (int mi = 0; mi < Cfg::kMTiles; ++mi)
-        gpu::ldmatrix_x4(a_frag[mi], s_base + SwizzleT::byte_offset(warp_row0 + mi * kMmaM + lane_row.row,
-                                                                    (s * kMmaK + lane_row.col) / kChunkElems));
-#pragma unroll
-      for (int nj = 0; nj < Cfg::kZTiles / 2; ++nj) {
-        uint32_t w_frag[4];  // B fragments of Z's n8 tiles 2nj (regs 0, 1) and 2nj+1 (regs 2, 3)
-        gpu::ldmatrix_x4_trans(w_frag, wsc_base + SwizzleW::byte_offset(s * kMmaK + lane_row.row,
-                                                                        (nj * 16 + lane_row.col) / kChunkElems));
-        const uint32_t b_lo[2] = {w_frag[0], w_frag[1]}, b_hi[2] = {w_frag[2], w_frag[3]};
-#pragma unroll
-        for (int mi = 0; mi < Cfg::kMTiles; ++mi) {
-          gpu::mma_m16n8k16<Element>(z_acc[mi][2 * nj], a_frag[mi], b_lo);
-          gpu::mma_m16n8k16<Element>(z_acc[mi][2 * nj + 1], a_frag[mi], b_hi);
-        }
-      }
-    }
-  } else {
-    // Z = S + b: element (row, 8·ni + 2t + e) is word t of chunk ni of S's row.
-#pragma unroll
-    for (int mi = 0; mi < Cfg::kMTiles; ++mi)
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int row = warp_row0 + mi * kMmaM + g + 8 * half;
-#pragma unroll
-        for (int ni = 0; ni < Cfg::kZTiles; ++ni) {
-          const int col = ni * kMmaN + 2 * t;
-          uint32_t pair;
-          asm volatile("ld.shared.b32 %0, [%1];\n"
-                       : "=r"(pair)
-                       : "r"(s_base + SwizzleT::byte_offset(row, ni) + 4 * t)
-                       : "memory");
-          const Element* e = reinterpret_cast<const Element*>(&pair);
-          z_acc[mi][ni][2 * half] = gpu::to_float(e[0]) + gpu::to_float(B[col]);
-          z_acc[mi][ni][2 * half + 1] = gpu::to_float(e[1]) + gpu::to_float(B[col + 1]);
-        }
-      }
-  }
-
-  // ---- 4. Eq. 32 over hidden chunks: the shared loop with A = T --------------------------------
-  gpu::ffn_hidden_loop<Cfg>(z_acc, t_base, stages_base, warp_row0, hidden, A, U, V,
-                            gpu::ReluOrSilu{act == ConvFirstActivation::relu});
-
-  // ---- 5. one store of y (b and the shortcut are already in Z) ---------------------------------
-  gpu::store_z<Cfg>(Y, z_acc, block_pixel0 + warp_row0, M);
-}
-
-// ---- launcher ------------------------------------------------------------------------------
-
-template <class Cfg> bool fits(const ConvFirstProblem& p) { return shared_bytes<Cfg>(p) <= std::size_t(kMaxShared); }
-
-// Calls f(Cfg{}) with the configuration of p's (C, C_out); false when there is none.
-template <class F> bool with_config(const ConvFirstProblem& p, F&& f) {
-  const bool wide = p.C_out == 2 * p.C;
-  if (p.C_out != p.C && !wide) return false;
-  switch (p.C) {
-    case 16: return wide ? f(Config16x32{}) : f(Config16x16{});
-    case 32: return wide ? f(Config32x64{}) : f(Config32x32{});
-    case 64: return wide ? f(Config64x128{}) : f(Config64x64{});
-    case 128: return wide ? f(Config128x256{}) : f(Config128x128{});
-    default: return false;
-  }
-}
-
-bool supports(const ConvFirstProblem& p) {
-  return (p.dtype == DType::f16 || p.dtype == DType::bf16) && p.stride == 2 && p.group_width == kGroupWidth &&
-         p.hidden % kChunkElems == 0 && p.output_pixels() + 256 < double(INT_MAX) &&
-         double(p.N) * p.H + 4 < double(INT_MAX) &&
-         with_config(p, [&](auto cfg) { return fits<decltype(cfg)>(p); });
-}
-
-template <class Cfg, class Element> void launch(const ConvFirstProblem& p, const Args<ConvFirstProblem>& a) {
-  const auto kernel = convfirst_blurpool_kernel<Cfg, Element>;
-  const std::size_t shared = shared_bytes<Cfg>(p);
-  gpu::allow_dynamic_shared(kernel, shared, "convfirst_blurpool_kernel");
-  const int M = int(p.output_pixels());
-  const int blocks = gpu::ceil_div(M, Cfg::kBlockRows);
-  kernel<<<blocks, Cfg::kThreads, shared>>>(
-      M, p.N * p.H, p.P(), p.Q(), p.H, p.W, p.hidden, p.activation, static_cast<const Element*>(a.x),
-      static_cast<const Element*>(a.conv_w), static_cast<const Element*>(a.conv_b), static_cast<const Element*>(a.u),
-      static_cast<const Element*>(a.a), static_cast<const Element*>(a.v), static_cast<const Element*>(a.b),
-      static_cast<const Element*>(a.shortcut_w), static_cast<const Element*>(a.shortcut_b),
-      static_cast<Element*>(a.y));
-  gpu::check_launch("convfirst_blurpool_kernel");
-}
+bool supports(const ConvFirstProblem& p) { return s2::supports_block(p); }
 
 void run(const ConvFirstProblem& p, const Args<ConvFirstProblem>& a) {
-  if (!gpu::aligned_16(a.x) || !gpu::aligned_16(a.u) || !gpu::aligned_16(a.v) || !gpu::aligned_16(a.y) ||
-      (p.has_projection() && !gpu::aligned_16(a.shortcut_w)) || reinterpret_cast<uintptr_t>(a.conv_w) % 4 != 0)
-    throw Unsupported(
-        "convfirst/gpu/10d_fused_blurpool: x, u, v, shortcut_w and y must be 16-byte aligned, conv_w 4-byte aligned");
+  constexpr const char* kName = "convfirst/gpu/10d_fused_blurpool";
+  s2::check_block_alignment(p, a, kName);
   gpu::visit_dtype<__half, __nv_bfloat16>(p.dtype, [&](auto tag) {
     using Element = typename decltype(tag)::type;
-    const bool launched = with_config(p, [&](auto cfg) {
-      launch<decltype(cfg), Element>(p, a);
+    const bool launched = s2::with_config(p, [&](auto cfg) {
+      s2::launch_block<decltype(cfg), Element, CombosConv>(p, a, a.conv_w, kName);
       return true;
     });
-    if (!launched)
-      throw Unsupported("convfirst/gpu/10d_fused_blurpool: C must be 16, 32, 64 or 128 and C_out C or 2·C");
+    if (!launched) throw Unsupported(std::string(kName) + ": C must be 16, 32, 64 or 128 and C_out C or 2·C");
   });
 }
 

@@ -84,6 +84,82 @@ CONVLAB_HOST_DEVICE constexpr bool blur_tap_valid(int i, int j, unsigned row_mas
   return ((row_mask >> (i + 1)) & (col_mask >> (j + 1)) & 1u) != 0;
 }
 
+// ---- the composed form (10f_fused_blurpool_composed) ---------------------------------------
+// Where all nine blur taps of an output pixel are inside the image, blur∘conv is ONE 5×5 kernel
+// at stride 2: x tap (u, v) of the pixel (x pixel (2p + u − 2, 2q + v − 2)) gets the weight
+// Σ_{i + r = u, j + s = v} β_i β_j w[r][s]: 25 taps instead of 81 combos. At the image's edges the
+// blur zero-pads the conv OUTPUT, which a fixed 5×5 kernel cannot see; those pixels subtract the
+// missing blur taps (inclusion–exclusion). Along one axis (rows; columns alike) a pixel has
+// up to 7 terms, a = 0 .. 6:
+//   a = 0..4  main: x row 2p + a − 2, conv row r with the factor β_{a−r} (0 when a − r ∉ 0..2);
+//   a = 5     start, when blur tap i = 0 is outside (2p − 1 < 0, i.e. p = 0): the conv output at
+//             row −1 it would have added, whose only x row inside the image is 2p (conv row 2);
+//   a = 6     end, when blur tap i = 2 is outside (2p + 1 ≥ H): x row 2p with conv row 0.
+// A slot is a (row term, column term) pair: it reads the 8 channels of one x pixel (the zero
+// pixel when a term is absent or the pixel outside) with the weight
+//   sign · Σ_{r,s} f_row(r) · f_col(s) · w[r][s],   sign = (−1)^(number of edge terms)
+// (the missing row taps and the missing column taps are subtracted, their corner added back once).
+// The slots in k16-step order, two per step (the kernel's fragments, 8 channels each):
+//   slots  0..24  main × main (steps 0..12; slot 25 is zero)
+//   slots 26..35  start × main, end × main (row-edge steps 13..17: start 13..15, end 15..17)
+//   slots 36..45  main × start, main × end (column-edge steps 18..22: start 18..20, end 20..22)
+//   slots 46..49  the corners start/end × start/end (steps 23, 24)
+inline constexpr int kAxisTerms = 7, kStartTerm = 5, kEndTerm = 6;
+inline constexpr int kComposedSlots = 50;
+inline constexpr int kComposedSteps = kComposedSlots / 2;  // 25
+inline constexpr int kMainSteps = 13;                      // steps 0..12 run for every pixel
+
+CONVLAB_HOST_DEVICE constexpr int term_offset(int a) { return a < 5 ? a - 2 : 0; }
+CONVLAB_HOST_DEVICE constexpr int term_factor(int a, int r) {
+  if (a == kStartTerm) return r == 2 ? 1 : 0;
+  if (a == kEndTerm) return r == 0 ? 1 : 0;
+  return a - r >= 0 && a - r <= 2 ? binomial(a - r) : 0;
+}
+// Is term a present for the centre whose axis mask is `mask`? (bit 1: 2p − 1 inside, bit 3: 2p + 1 inside)
+CONVLAB_HOST_DEVICE constexpr bool term_present(int a, unsigned mask) {
+  if (a == kStartTerm) return ((mask >> 1) & 1u) == 0;
+  if (a == kEndTerm) return ((mask >> 3) & 1u) == 0;
+  return true;
+}
+struct Slot {
+  int row_term, col_term;  // −1, −1: the zero slot
+};
+CONVLAB_HOST_DEVICE constexpr Slot composed_slot(int k) {
+  if (k < 25) return {k / 5, k % 5};
+  if (k == 25) return {-1, -1};
+  if (k < 36) return {k < 31 ? kStartTerm : kEndTerm, (k - 26) % 5};
+  if (k < 46) return {(k - 36) % 5, k < 41 ? kStartTerm : kEndTerm};
+  return {(k - 46) / 2 == 0 ? kStartTerm : kEndTerm, (k - 46) % 2 == 0 ? kStartTerm : kEndTerm};
+}
+// The integer coefficient of w[r][s] in slot k's weight (the kernel divides the sum by 16).
+CONVLAB_HOST_DEVICE constexpr int slot_factor(int k, int r, int s) {
+  const Slot sl = composed_slot(k);
+  if (sl.row_term < 0) return 0;
+  const int sign = ((sl.row_term >= 5) != (sl.col_term >= 5)) ? -1 : 1;
+  return sign * term_factor(sl.row_term, r) * term_factor(sl.col_term, s);
+}
+// Does slot k read its pixel for the output pixel with these axis masks? (both terms present and
+// the x pixel inside the image)
+CONVLAB_HOST_DEVICE constexpr bool slot_valid(int k, unsigned row_mask, unsigned col_mask) {
+  const Slot sl = composed_slot(k);
+  if (sl.row_term < 0) return false;
+  return term_present(sl.row_term, row_mask) && term_present(sl.col_term, col_mask) &&
+         ((row_mask >> (term_offset(sl.row_term) + 2)) & (col_mask >> (term_offset(sl.col_term) + 2)) & 1u) != 0;
+}
+CONVLAB_HOST_DEVICE constexpr int slot_row_offset(int k) {
+  return composed_slot(k).row_term < 0 ? 0 : term_offset(composed_slot(k).row_term);
+}
+CONVLAB_HOST_DEVICE constexpr int slot_col_offset(int k) {
+  return composed_slot(k).col_term < 0 ? 0 : term_offset(composed_slot(k).col_term);
+}
+// The composed weights in the order the kernel's lanes read them: word (group, step, lane, half)
+// holds, for output channel 8·group + lane / 4, input channels 2·(lane % 4) and + 1 of slot
+// 2·step + half (an mma m16n8k16 B fragment: k 0..7 the even slot, 8..15 the odd one).
+CONVLAB_HOST_DEVICE constexpr int64_t composed_word(int group, int step, int lane, int half) {
+  return ((int64_t(group) * kComposedSteps + step) * 32 + lane) * 2 + half;
+}
+CONVLAB_HOST_DEVICE constexpr int64_t composed_words(int C) { return composed_word(C / 8, 0, 0, 0); }
+
 // ---- staged columns: even columns first, then odd -----------------------------------------
 // Consecutive output pixels q, q+1 read x columns two apart; staged in that order, the 8 rows
 // of one ldmatrix phase would fall in 4 bank groups (2-way conflicts). A staged row holds x
