@@ -293,6 +293,15 @@ TEST_CASE("convfirst: 10d's combos, 10f's composed slots and the staged rows rep
                        staged(centre + i - 1, s2::column_slot(2 * o.q, W) + s2::column_slot_offset(j - 1, W),
                               2 * o.q + j - 1, k);
             CHECK(std::abs(s / 16 - sp[std::size_t(m) * C + k]) < 1e-12);
+            // 10f makes S from the conv's main slots (their A fragments) with B = β·I.
+            double s_slots = 0;
+            for (int sl = 0; sl < s2::kComposedSlots; ++sl)
+              if (s2::shortcut_factor(sl) != 0 && s2::slot_valid(sl, rm, cm))
+                s_slots += s2::shortcut_factor(sl) *
+                           staged(centre + s2::slot_row_offset(sl),
+                                  s2::column_slot(2 * o.q, W) + s2::column_slot_offset(s2::slot_col_offset(sl), W),
+                                  2 * o.q + s2::slot_col_offset(sl), k);
+            CHECK(std::abs(s_slots / 16 - sp[std::size_t(m) * C + k]) < 1e-12);
           }
         }
       }

@@ -81,6 +81,7 @@ template <class Element> __device__ __forceinline__ uint32_t scale_pair(uint32_t
 
 // T = blurpool(gconv3x3(x) + conv_b) as 81 (blur tap, conv tap) combos, from conv_w [C][3][3][8].
 struct CombosConv {
+  static constexpr bool kMakesS = false;  // the block computes S = blurpool(x) after it
   template <class Cfg, class Element>
   static __device__ void run(const s2::BlurpoolTile& tile, const void* weights, const Element* Bc) {
     constexpr int kPassGroups = Cfg::kGroups < 8 ? Cfg::kGroups : 8;  // groups whose weights sit in registers
@@ -157,7 +158,7 @@ struct CombosConv {
       for (int mi = 0; mi < Cfg::kMTiles; ++mi)
 #pragma unroll
         for (int grp = 0; grp < kPassGroups; ++grp)
-          s2::store_t_tile<Cfg, Element>(tile, tile.warp_row0 + mi * s2::kMmaM + g, group0 + grp, t, acc[mi][grp]);
+          s2::store_blurred<Cfg, Element>(tile.t_base, tile.warp_row0 + mi * s2::kMmaM + g, group0 + grp, t, acc[mi][grp]);
     }
   }
 };

@@ -72,7 +72,10 @@ __global__ void compose_weights_kernel(const Element* __restrict__ w, uint32_t* 
 }
 
 // T = blurpool(gconv3x3(x) + conv_b) from the composed slots (weights: the workspace's fragments).
+// S = blurpool(x) is made in the same loop: the blur's nine taps are main slots (u, v in 1..3), so
+// a step that holds one runs a second mma on the same A fragment with B = β·I (exact; fp32 sums).
 struct ComposedConv {
+  static constexpr bool kMakesS = true;
   template <class Cfg, class Element>
   static __device__ void run(const s2::BlurpoolTile& tile, const void* weights, const Element* Bc) {
     constexpr int kPassGroups = Cfg::kGroups < 8 ? Cfg::kGroups : 8;  // accumulators of ≤ 8 groups at once
@@ -94,10 +97,18 @@ struct ComposedConv {
       }
     }
     const uint2* frags = static_cast<const uint2*>(weights);  // s2::composed_word order, one uint2 per lane and step
+    // B = β·I for the shortcut's blur: lane (g, t) holds rows 2t, 2t + 1 of column g (mma_b layout), one word
+    // per factor β ∈ {1, 2, 4}; the odd slot's half of a step uses the same words.
+    uint32_t diag[3];
+#pragma unroll
+    for (int f = 0; f < 3; ++f)
+      diag[f] = gpu::pack_pair<Element>(2 * t == g ? float(1 << f) : 0.0f, 2 * t + 1 == g ? float(1 << f) : 0.0f);
+    const auto diag_word = [&](int factor) { return factor == 0 ? 0u : diag[factor == 1 ? 0 : factor == 2 ? 1 : 2]; };
 #pragma unroll 1
     for (int pass = 0; pass < kPasses; ++pass) {
       const int group0 = pass * kPassGroups;
       float acc[Cfg::kMTiles][kPassGroups][4];
+      float acc_s[Cfg::kMTiles][kPassGroups][4] = {};  // S, no bias
 #pragma unroll
       for (int grp = 0; grp < kPassGroups; ++grp) {
         const int channel = (group0 + grp) * s2::kGroupWidth + 2 * t;
@@ -136,13 +147,21 @@ struct ComposedConv {
           for (int mi = 0; mi < Cfg::kMTiles; ++mi) gpu::ldmatrix_x4(a[mi], a_addr[mi] + (group0 + grp) * 16);
 #pragma unroll
           for (int mi = 0; mi < Cfg::kMTiles; ++mi) gpu::mma_m16n8k16<Element>(acc[mi][grp], a[mi], b);
+          if (s2::shortcut_factor(2 * j) != 0 || s2::shortcut_factor(2 * j + 1) != 0) {  // folded: j is unrolled
+            const uint32_t bs[2] = {diag_word(s2::shortcut_factor(2 * j)), diag_word(s2::shortcut_factor(2 * j + 1))};
+#pragma unroll
+            for (int mi = 0; mi < Cfg::kMTiles; ++mi) gpu::mma_m16n8k16<Element>(acc_s[mi][grp], a[mi], bs);
+          }
         }
       }
 #pragma unroll
       for (int mi = 0; mi < Cfg::kMTiles; ++mi)
 #pragma unroll
-        for (int grp = 0; grp < kPassGroups; ++grp)
-          s2::store_t_tile<Cfg, Element>(tile, tile.warp_row0 + mi * s2::kMmaM + g, group0 + grp, t, acc[mi][grp]);
+        for (int grp = 0; grp < kPassGroups; ++grp) {
+          const int row = tile.warp_row0 + mi * s2::kMmaM + g;
+          s2::store_blurred<Cfg, Element>(tile.t_base, row, group0 + grp, t, acc[mi][grp]);
+          s2::store_blurred<Cfg, Element>(tile.s_base, row, group0 + grp, t, acc_s[mi][grp]);
+        }
     }
   }
 };

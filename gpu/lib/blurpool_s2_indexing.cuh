@@ -152,6 +152,12 @@ CONVLAB_HOST_DEVICE constexpr int slot_row_offset(int k) {
 CONVLAB_HOST_DEVICE constexpr int slot_col_offset(int k) {
   return composed_slot(k).col_term < 0 ? 0 : term_offset(composed_slot(k).col_term);
 }
+// The shortcut's blur reads x pixels (2p + i − 1, 2q + j − 1): main slots u = i + 1, v = j + 1, valid
+// exactly when the blur tap is inside the image. β_{u−1} β_{v−1} for those slots, 0 for every other.
+CONVLAB_HOST_DEVICE constexpr int shortcut_factor(int k) {
+  const int u = k / 5, v = k % 5;
+  return k < 25 && u >= 1 && u <= 3 && v >= 1 && v <= 3 ? binomial(u - 1) * binomial(v - 1) : 0;
+}
 // The composed weights in the order the kernel's lanes read them: word (group, step, lane, half)
 // holds, for output channel 8·group + lane / 4, input channels 2·(lane % 4) and + 1 of slot
 // 2·step + half (an mma m16n8k16 B fragment: k 0..7 the even slot, 8..15 the odd one).

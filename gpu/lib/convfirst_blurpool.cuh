@@ -140,7 +140,7 @@ struct BlurpoolTile {
   int pixel_bytes;   // kPixelBytes
   int block_pixel0;  // the CTA's first output pixel
   int warp_row0;     // this warp's first row of the tile
-  uint32_t x_base, zero_pixel, t_base;  // shared addresses: staged row 0, the zero pixel, the T tile
+  uint32_t x_base, zero_pixel, t_base, s_base;  // shared addresses: staged row 0, the zero pixel, the T and S tiles
 
   __device__ __forceinline__ PixelSite site_of(int m) const {
     if (m >= M) return {x_base, 0u, 0u};
@@ -155,18 +155,61 @@ struct BlurpoolTile {
   }
 };
 
-// T's rows g and g + 8 of an m16n8 accumulator (channels 8·group + 2t, +1), divided by 16
-// (the blur's normalisation), rounded once, one 32-bit store each.
+// Rows g and g + 8 of an m16n8 accumulator (channels 8·group + 2t, +1) into the T or S tile at
+// `base`, divided by 16 (the blur's normalisation), rounded once, one 32-bit store each.
 template <class Cfg, class Element>
-__device__ __forceinline__ void store_t_tile(const BlurpoolTile& tile, int row, int group, int t, const float acc[4]) {
+__device__ __forceinline__ void store_blurred(uint32_t base, int row, int group, int t, const float acc[4]) {
   using SwizzleT = gpu::ChunkSwizzle<Cfg::kARowChunks>;
-  const uint32_t lo = tile.t_base + SwizzleT::byte_offset(row, group) + 4 * t;
-  const uint32_t hi = tile.t_base + SwizzleT::byte_offset(row + 8, group) + 4 * t;
+  const uint32_t lo = base + SwizzleT::byte_offset(row, group) + 4 * t;
+  const uint32_t hi = base + SwizzleT::byte_offset(row + 8, group) + 4 * t;
   const float k16 = 1.0f / 16.0f;
   asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(lo), "r"(gpu::pack_pair<Element>(acc[0] * k16, acc[1] * k16))
                : "memory");
   asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(hi), "r"(gpu::pack_pair<Element>(acc[2] * k16, acc[3] * k16))
                : "memory");
+}
+
+// y's rows of this warp, Z rounded once, through shared memory so that the global stores are
+// whole 16-byte vectors of consecutive output rows (a warp's rows are one contiguous run of y):
+// Z rows 0..7 go to the warp's (dead) rows of the T tile, rows 8..15 to its rows of the S tile,
+// each as [8][COut] with ChunkSwizzle<COut/8> (an n8 tile of Z is one 16-byte chunk of a row;
+// lane (g, t) writes word t of row g's chunk: the eight rows of a store fall in eight bank groups). Needs one m16 tile per warp and COut ≥ 32; T and S
+// rows are written and read only by their warp, and the warp's last reads of them are done.
+template <class Cfg> inline constexpr bool kStoreThroughShared = Cfg::kMTiles == 1 && Cfg::kCOut >= 32;
+template <class Cfg, class Element>
+__device__ __forceinline__ void store_y(Element* __restrict__ Y, const float (&z_acc)[Cfg::kMTiles][Cfg::kZTiles][4],
+                                        uint32_t t_base, uint32_t s_base, int warp_row0, int row0, int M) {
+  if constexpr (!kStoreThroughShared<Cfg>) {
+    gpu::store_z<Cfg>(Y, z_acc, row0, M);
+  } else {
+    constexpr int kChunks = Cfg::kCOut / kChunkElems;  // 16-byte chunks of a y row
+    using SwizzleY = gpu::ChunkSwizzle<kChunks>;
+    static_assert(8 * Cfg::kCOut <= Cfg::kWarpRows * Cfg::kRowElems, "eight y rows fit a warp's rows of T (and S)");
+    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    const uint32_t warp_bytes = uint32_t(warp_row0 * Cfg::kRowElems * kElemBytes);
+    const uint32_t half_base[2] = {t_base + warp_bytes, s_base + warp_bytes};
+    __syncwarp();  // every lane's last reads of T and S are behind us
+#pragma unroll
+    for (int half = 0; half < 2; ++half)
+#pragma unroll
+      for (int ni = 0; ni < Cfg::kZTiles; ++ni)
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(half_base[half] + SwizzleY::byte_offset(g, ni) + 4 * t),
+                     "r"(gpu::pack_pair<Element>(z_acc[0][ni][2 * half], z_acc[0][ni][2 * half + 1]))
+                     : "memory");
+    __syncwarp();
+#pragma unroll
+    for (int i = 0; i < 16 * kChunks / 32; ++i) {
+      const int idx = i * 32 + lane, row = idx / kChunks, chunk = idx % kChunks;
+      if (row0 + row >= M) continue;
+      uint32_t v[4];
+      asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                   : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3])
+                   : "r"(half_base[row / 8] + SwizzleY::byte_offset(row % 8, chunk))
+                   : "memory");
+      *reinterpret_cast<uint4*>(Y + (int64_t(row0 + row) * Cfg::kCOut + chunk * kChunkElems)) =
+          make_uint4(v[0], v[1], v[2], v[3]);
+    }
+  }
 }
 
 // ---- the kernel ------------------------------------------------------------------------
@@ -198,20 +241,25 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   const int last_pixel = min(block_pixel0 + Cfg::kBlockRows, M) - 1;
   const int first_row = first_staged_row(block_pixel0, P, Q, H);
   const int rows_staged = staged_rows(block_pixel0, last_pixel, P, Q, H);  // ≤ the host's bound
-  const BlurpoolTile tile{M,         P, Q, H, W, first_row, W * kPixelBytes, kPixelBytes, block_pixel0, warp_row0,
-                          x_base, zero_pixel, t_base};
+  const BlurpoolTile tile{M,      P,          Q,      H,      W, first_row, W * kPixelBytes, kPixelBytes, block_pixel0,
+                          warp_row0, x_base, zero_pixel, t_base, s_base};
 
   // ---- stage the x rows (one contiguous range of NHWC memory), Wsc and the zero pixel ----
   {
-    const int pieces = rows_staged * W * Cfg::kPixelChunks;
+    // A thread copies one 16-byte piece of every kPixelStep-th pixel of the staged range; the
+    // pixel's (row, column) moves by additions (one division per thread, none per piece).
+    constexpr int kPixelStep = Cfg::kThreads / Cfg::kPixelChunks;
+    static_assert(Cfg::kThreads % Cfg::kPixelChunks == 0, "a thread keeps one piece of its pixels");
+    const int pixels = rows_staged * W, piece = threadIdx.x % Cfg::kPixelChunks;
     const int64_t x_first = int64_t(first_row) * W * C;  // element offset of staged row 0 (negative: above image 0)
-    for (int idx = threadIdx.x; idx < pieces; idx += Cfg::kThreads) {
-      const int pixel = idx / Cfg::kPixelChunks, piece = idx % Cfg::kPixelChunks;
-      const int staged_row = pixel / W, w = pixel - staged_row * W;
+    int pixel = threadIdx.x / Cfg::kPixelChunks;
+    int staged_row = pixel / W, w = pixel - staged_row * W;
+    for (; pixel < pixels; pixel += kPixelStep) {
       const int row = first_row + staged_row;
       const bool in = row >= 0 && row < NH;
       gpu::cp_async_16(x_base + (staged_row * W + column_slot(w, W)) * kPixelBytes + piece * 16,
                        in ? X + (x_first + int64_t(pixel) * C + piece * kChunkElems) : X, in);
+      for (w += kPixelStep; w >= W; w -= W) ++staged_row;
     }
     if constexpr (Cfg::kProjection) {
       constexpr int kPiecesPerRow = COut / kChunkElems;
@@ -235,6 +283,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   Conv::template run<Cfg, Element>(tile, conv_weights, Bc);
 
   // ---- 2. S = blurpool(x), rows of this warp: one (pixel, 8-channel piece) per lane and step ----
+  //         (unless the rung's conv made S beside T from the same fragments)
+  if constexpr (!Conv::kMakesS)
   for (int idx = lane; idx < Cfg::kWarpRows * Cfg::kPixelChunks; idx += 32) {
     const int row = idx / Cfg::kPixelChunks, piece = idx % Cfg::kPixelChunks;
     const PixelSite st = tile.site_of(block_pixel0 + warp_row0 + row);
@@ -325,7 +375,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
                             gpu::ReluOrSilu{act == ConvFirstActivation::relu});
 
   // ---- 5. one store of y (b and the shortcut are already in Z) ---------------------------------
-  gpu::store_z<Cfg>(Y, z_acc, block_pixel0 + warp_row0, M);
+  store_y<Cfg, Element>(Y, z_acc, t_base, s_base, warp_row0, block_pixel0 + warp_row0, M);
 }
 
 // Launches the block with the rung's conv on the stream's default (the harness's) stream.
