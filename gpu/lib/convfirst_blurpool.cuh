@@ -17,8 +17,9 @@
 //   S  = blurpool(x)                      fp32 sums of 9 staged pixels    shared memory [pixels × C], f16/bf16
 //   Z  = S·Wsc + bsc + b  (C_out ≠ C)     mma.sync, A = S, B = Wsc        registers, fp32
 //   Z  = S + b            (C_out = C)
-//   for r in chunks of TH hidden channels: H_r = φ(T·U^r + a_r); Z += H_r·V_r   (gpu/lib/ffn_hidden_loop.cuh)
-//   y[tile] = Z                           one rounding, one store
+//   for r in chunks of TH hidden channels: H_r = φ(T·U^r + a_r); Z += H_r·V_r   (gpu/lib/ffn_hidden_loop.cuh,
+//                                         a staged once per CTA as fp32 in shared memory)
+//   y[tile] = Z                           one rounding, through the warp's dead T/S rows, 16-byte stores
 //
 // Tiles: a CTA owns kBlockRows = Warps·WarpRows consecutive output pixels of the flattened
 // N·P·Q index (tiles may span rows and images). It stages the flattened x rows
@@ -75,8 +76,11 @@ struct S2Config : gpu::FfnLoopConfig<C, Warps, WarpRows, Chunk, MinBlocks, COut>
   static constexpr int kPixelChunks = C / kChunkElems;     // 16-byte chunks of a pixel's channels
   static constexpr int kTileBytes = Loop::kATileBytes;     // T and S: [kBlockRows][kRowElems], swizzled
   static constexpr int kWscBytes = kProjection ? C * Loop::kVRowElems * kElemBytes : 0;  // [C][COut], swizzled as V
-  // [stage 0 | stage 1 | T tile | S tile | Wsc | zero pixel | staged x rows (run-time size)]
+  // [stage 0 | stage 1 | T tile | S tile | Wsc | zero pixel | a as fp32, whole chunks | staged x rows]
+  // (the last two have run-time sizes: bias_bytes(hidden), the rows' shared_bytes)
   static constexpr int kFixedBytes = 2 * Loop::kStageBytes + 2 * kTileBytes + kWscBytes + kPixelBytes;
+  static CONVLAB_HOST_DEVICE constexpr int bias_bytes(int hidden) { return (hidden + Chunk - 1) / Chunk * Chunk * 4; }
+  static_assert(Chunk % 4 == 0, "the staged bias keeps the x rows 16-byte aligned");
 
   static_assert(COut == C || COut == 2 * C, "the shortcut is the identity or a projection to 2·C");
   static_assert((kPixelBytes / 16) % 2 == 1, "odd number of 16-byte chunks per staged pixel: no bank conflicts");
@@ -99,7 +103,8 @@ using Config128x256 = S2Config<128, 256, 8, 16, 32, 1>;  // Z 128 registers: a 3
 
 template <class Cfg> std::size_t shared_bytes(const ConvFirstProblem& p) {
   const int64_t rows = staged_rows_bound(Cfg::kBlockRows, p.N, p.P(), p.Q());
-  return std::size_t(Cfg::kFixedBytes) + std::size_t(rows) * std::size_t(p.W) * Cfg::kPixelBytes;
+  return std::size_t(Cfg::kFixedBytes) + std::size_t(Cfg::bias_bytes(p.hidden)) +
+         std::size_t(rows) * std::size_t(p.W) * Cfg::kPixelBytes;
 }
 template <class Cfg> bool fits(const ConvFirstProblem& p) { return shared_bytes<Cfg>(p) <= std::size_t(kMaxShared); }
 
@@ -231,7 +236,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   const uint32_t s_base = t_base + Cfg::kTileBytes;
   const uint32_t wsc_base = s_base + Cfg::kTileBytes;
   const uint32_t zero_pixel = wsc_base + Cfg::kWscBytes;
-  const uint32_t x_base = zero_pixel + kPixelBytes;
+  const uint32_t bias_base = zero_pixel + kPixelBytes;
+  const uint32_t x_base = bias_base + Cfg::bias_bytes(hidden);
 
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int g = lane / 4, t = lane % 4;
@@ -246,20 +252,25 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 
   // ---- stage the x rows (one contiguous range of NHWC memory), Wsc and the zero pixel ----
   {
-    // A thread copies one 16-byte piece of every kPixelStep-th pixel of the staged range; the
-    // pixel's (row, column) moves by additions (one division per thread, none per piece).
+    // A thread copies one 16-byte piece of every kPixelStep-th pixel of the staged range (contiguous
+    // in NHWC memory); the source moves by a constant, the destination row and column by additions
+    // (two divisions per thread, none per piece), rows outside [0, N·H) by a compare of the index.
     constexpr int kPixelStep = Cfg::kThreads / Cfg::kPixelChunks;
     static_assert(Cfg::kThreads % Cfg::kPixelChunks == 0, "a thread keeps one piece of its pixels");
     const int pixels = rows_staged * W, piece = threadIdx.x % Cfg::kPixelChunks;
-    const int64_t x_first = int64_t(first_row) * W * C;  // element offset of staged row 0 (negative: above image 0)
+    const int in_first = max(0, -first_row) * W, in_end = min(rows_staged, NH - first_row) * W;  // pixels in [0, N·H)
+    const int step_rows = kPixelStep / W, step_cols = kPixelStep - step_rows * W, half = (W + 1) / 2;
     int pixel = threadIdx.x / Cfg::kPixelChunks;
-    int staged_row = pixel / W, w = pixel - staged_row * W;
-    for (; pixel < pixels; pixel += kPixelStep) {
-      const int row = first_row + staged_row;
-      const bool in = row >= 0 && row < NH;
-      gpu::cp_async_16(x_base + (staged_row * W + column_slot(w, W)) * kPixelBytes + piece * 16,
-                       in ? X + (x_first + int64_t(pixel) * C + piece * kChunkElems) : X, in);
-      for (w += kPixelStep; w >= W; w -= W) ++staged_row;
+    int w = pixel % W;
+    uint32_t row_dst = x_base + uint32_t(pixel / W * W * kPixelBytes + piece * 16);  // staged row's first slot
+    int64_t src = int64_t(first_row) * W * C + int64_t(pixel) * C + piece * kChunkElems;  // < 0 above image 0
+    for (; pixel < pixels; pixel += kPixelStep, src += kPixelStep * C) {
+      const bool in = pixel >= in_first && pixel < in_end;
+      const int slot = (w & 1) ? half + (w >> 1) : (w >> 1);  // column_slot(w, W)
+      gpu::cp_async_16(row_dst + slot * kPixelBytes, in ? X + src : X, in);
+      w += step_cols;
+      row_dst += step_rows * W * kPixelBytes;
+      if (w >= W) w -= W, row_dst += W * kPixelBytes;
     }
     if constexpr (Cfg::kProjection) {
       constexpr int kPiecesPerRow = COut / kChunkElems;
@@ -270,6 +281,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     }
     for (int i = threadIdx.x; i < kPixelBytes / 4; i += Cfg::kThreads)
       asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(zero_pixel + 4 * i), "r"(0u) : "memory");
+    // a as fp32, zero past hidden: the hidden loop reads a chunk's pairs with one 8-byte load each.
+    for (int i = threadIdx.x; i < Cfg::bias_bytes(hidden) / 4; i += Cfg::kThreads)
+      asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(bias_base + 4 * i), "f"(i < hidden ? gpu::to_float(A[i]) : 0.0f)
+                   : "memory");
   }
   // Commit groups: [x + Wsc + chunk 0] [chunk 1 or empty], as the hidden loop expects.
   gpu::load_ffn_chunk<Cfg>(stages_base, 0, 0, hidden, U, V);
@@ -371,7 +386,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   }
 
   // ---- 4. Eq. 32 over hidden chunks: the shared loop with A = T --------------------------------
-  gpu::ffn_hidden_loop<Cfg>(z_acc, t_base, stages_base, warp_row0, hidden, A, U, V,
+  gpu::ffn_hidden_loop<Cfg>(z_acc, t_base, stages_base, warp_row0, hidden,
+                            gpu::SharedBias{reinterpret_cast<const float*>(shared + (bias_base - stages_base))}, U, V,
                             gpu::ReluOrSilu{act == ConvFirstActivation::relu});
 
   // ---- 5. one store of y (b and the shortcut are already in Z) ---------------------------------

@@ -138,11 +138,29 @@ __device__ __forceinline__ void load_ffn_chunk(uint32_t stages_base, int stage, 
 // chunk; past the end the groups are empty). The first barrier publishes
 // everyone's copies of chunk r; the second certifies that every warp is done
 // reading stage r % 2, and only then is chunk r+2 copied into it.
-template <class Cfg, class Element, class Phi>
+//
+// Where the loop reads the bias a_r: `bias.pair(col)` returns a[col], a[col + 1] (col even) as fp32.
+// GlobalBias reads a [hidden] from global memory (two 16-bit loads per pair, 0 past hidden);
+// SharedBias reads an fp32 copy the caller staged in shared memory, zero-padded to whole chunks
+// (one 8-byte load, nothing to convert: lesson 10's stride-2 block, after 10c's finding that the
+// global loads at the top of every chunk cost a quarter of its time).
+template <class Element> struct GlobalBias {
+  const Element* __restrict__ a;
+  int hidden;
+  __device__ __forceinline__ float2 pair(int col) const {
+    return float2{col < hidden ? to_float(a[col]) : 0.0f, col < hidden ? to_float(a[col + 1]) : 0.0f};
+  }
+};
+struct SharedBias {
+  const float* a;  // generic pointer into shared memory, 8-byte aligned
+  __device__ __forceinline__ float2 pair(int col) const { return *reinterpret_cast<const float2*>(a + col); }
+};
+
+template <class Cfg, class Bias, class Element, class Phi>
 __device__ __forceinline__ void ffn_hidden_loop(float (&z_acc)[Cfg::kMTiles][Cfg::kZTiles][4], uint32_t a_base,
-                                                uint32_t stages_base, int warp_row0, int hidden,
-                                                const Element* __restrict__ A, const Element* __restrict__ U,
-                                                const Element* __restrict__ V, Phi&& phi) {
+                                                uint32_t stages_base, int warp_row0, int hidden, const Bias& bias,
+                                                const Element* __restrict__ U, const Element* __restrict__ V,
+                                                Phi&& phi) {
   constexpr int TH = Cfg::kChunk;
   constexpr int kMmaM = Cfg::kMmaM, kMmaN = Cfg::kMmaN, kMmaK = Cfg::kMmaK, kChunkElems = Cfg::kChunkElems;
   using SwizzleA = ChunkSwizzle<Cfg::kARowChunks>;
@@ -164,13 +182,11 @@ __device__ __forceinline__ void ffn_hidden_loop(float (&z_acc)[Cfg::kMTiles][Cfg
     float h[Cfg::kMTiles][Cfg::kHTiles][4];
 #pragma unroll
     for (int ni = 0; ni < Cfg::kHTiles; ++ni) {
-      const int col = h0 + ni * kMmaN + 2 * t;  // even; hidden even, so col < hidden covers col + 1
-      const float a0 = col < hidden ? to_float(A[col]) : 0.0f;
-      const float a1 = col < hidden ? to_float(A[col + 1]) : 0.0f;
+      const float2 a = bias.pair(h0 + ni * kMmaN + 2 * t);  // even column; hidden even: the pair is whole
 #pragma unroll
       for (int mi = 0; mi < Cfg::kMTiles; ++mi) {
-        h[mi][ni][0] = a0, h[mi][ni][1] = a1;  // row g
-        h[mi][ni][2] = a0, h[mi][ni][3] = a1;  // row g + 8
+        h[mi][ni][0] = a.x, h[mi][ni][1] = a.y;  // row g
+        h[mi][ni][2] = a.x, h[mi][ni][3] = a.y;  // row g + 8
       }
     }
 
@@ -227,6 +243,14 @@ __device__ __forceinline__ void ffn_hidden_loop(float (&z_acc)[Cfg::kMTiles][Cfg
     cp_async_commit();
   }
   cp_async_wait<0>();  // only empty groups can be pending; leave none behind
+}
+// The loop with a [hidden] read from global memory (lesson 08's FFN, 10b).
+template <class Cfg, class Element, class Phi>
+__device__ __forceinline__ void ffn_hidden_loop(float (&z_acc)[Cfg::kMTiles][Cfg::kZTiles][4], uint32_t a_base,
+                                                uint32_t stages_base, int warp_row0, int hidden,
+                                                const Element* __restrict__ A, const Element* __restrict__ U,
+                                                const Element* __restrict__ V, Phi&& phi) {
+  ffn_hidden_loop<Cfg>(z_acc, a_base, stages_base, warp_row0, hidden, GlobalBias<Element>{A, hidden}, U, V, phi);
 }
 
 // φ for lesson 10's fused blocks: ReLU or SiLU over the warp's H_r accumulators in place, chosen
