@@ -88,20 +88,7 @@ struct CombosConv {
     constexpr int kPasses = Cfg::kGroups / kPassGroups;
     static_assert(Cfg::kGroups % kPassGroups == 0, "whole passes of groups");
     const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-    const gpu::MatrixCoord a_row = gpu::ldmatrix_x4_row_address(lane);  // pixel row lane % 16, combo half lane / 16
-    const bool upper = a_row.col != 0;                                   // lanes 16-31 supply the odd combo
-    s2::PixelSite a_site[Cfg::kMTiles];  // the pixel whose address this lane hands ldmatrix
-    int bias_w[Cfg::kMTiles][2];         // Σ β_iβ_j (× 16) of the valid blur taps, accumulator rows g and g + 8
-#pragma unroll
-    for (int mi = 0; mi < Cfg::kMTiles; ++mi) {
-      const int m_tile = tile.block_pixel0 + tile.warp_row0 + mi * s2::kMmaM;
-      a_site[mi] = tile.site_of(m_tile + a_row.row);
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const s2::PixelSite acc_site = tile.site_of(m_tile + g + 8 * half);
-        bias_w[mi][half] = s2::bias_weight(acc_site.row_mask, acc_site.col_mask);
-      }
-    }
+    const s2::ConvSites<Cfg::kMTiles> sites(tile);
     const uint32_t* w_words = static_cast<const uint32_t*>(weights);  // [C][9][8] as pairs of channels
 #pragma unroll 1
     for (int pass = 0; pass < kPasses; ++pass) {
@@ -114,14 +101,8 @@ struct CombosConv {
         const int k = (group0 + grp) * s2::kGroupWidth + g;
 #pragma unroll
         for (int tap = 0; tap < 9; ++tap) wreg[grp][tap] = __ldg(w_words + (k * 72 + tap * 8 + 2 * t) / 2);
-        const int channel = (group0 + grp) * s2::kGroupWidth + 2 * t;
-        const float bias0 = gpu::to_float(Bc[channel]), bias1 = gpu::to_float(Bc[channel + 1]);
-#pragma unroll
-        for (int mi = 0; mi < Cfg::kMTiles; ++mi) {
-          acc[mi][grp][0] = float(bias_w[mi][0]) * bias0, acc[mi][grp][1] = float(bias_w[mi][0]) * bias1;
-          acc[mi][grp][2] = float(bias_w[mi][1]) * bias0, acc[mi][grp][3] = float(bias_w[mi][1]) * bias1;
-        }
       }
+      sites.start(acc, Bc, group0);
       // TUTORIAL: the plain order is "for blur tap: for conv tap: acc += β·w·x"; here two
       // (blur, conv) combos share one k16 step, the combo index is a compile-time constant
       // of the unrolled loop, and only the pixel's masks and address are run-time values.
@@ -135,11 +116,11 @@ struct CombosConv {
         uint32_t a_addr[Cfg::kMTiles];
 #pragma unroll
         for (int mi = 0; mi < Cfg::kMTiles; ++mi) {
-          const s2::PixelSite& st = a_site[mi];
+          const s2::PixelSite& st = sites.a_site[mi];
           const bool valid_lo = s2::combo_valid(c_lo, st.row_mask, st.col_mask);
           const bool valid_hi = c_hi < kNone && s2::combo_valid(c_hi, st.row_mask, st.col_mask);
-          const bool valid = upper ? valid_hi : valid_lo;
-          a_addr[mi] = valid ? st.centre + (upper ? off_hi : off_lo) : tile.zero_pixel;
+          const bool valid = sites.upper ? valid_hi : valid_lo;
+          a_addr[mi] = valid ? st.centre + (sites.upper ? off_hi : off_lo) : tile.zero_pixel;
         }
 #pragma unroll
         for (int grp = 0; grp < kPassGroups; ++grp) {

@@ -82,20 +82,7 @@ struct ComposedConv {
     constexpr int kPasses = Cfg::kGroups / kPassGroups;
     static_assert(Cfg::kGroups % kPassGroups == 0, "whole passes of groups");
     const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-    const gpu::MatrixCoord a_row = gpu::ldmatrix_x4_row_address(lane);  // pixel row lane % 16, slot half lane / 16
-    const bool upper = a_row.col != 0;                                   // lanes 16-31 supply the odd slot
-    s2::PixelSite a_site[Cfg::kMTiles];
-    int bias_w[Cfg::kMTiles][2];  // Σ β_iβ_j (× 16) of the valid blur taps, accumulator rows g and g + 8
-#pragma unroll
-    for (int mi = 0; mi < Cfg::kMTiles; ++mi) {
-      const int m_tile = tile.block_pixel0 + tile.warp_row0 + mi * s2::kMmaM;
-      a_site[mi] = tile.site_of(m_tile + a_row.row);
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const s2::PixelSite acc_site = tile.site_of(m_tile + g + 8 * half);
-        bias_w[mi][half] = s2::bias_weight(acc_site.row_mask, acc_site.col_mask);
-      }
-    }
+    const s2::ConvSites<Cfg::kMTiles> sites(tile);
     const uint2* frags = static_cast<const uint2*>(weights);  // s2::composed_word order, one uint2 per lane and step
     // B = β·I for the shortcut's blur: lane (g, t) holds rows 2t, 2t + 1 of column g (mma_b layout), one word
     // per factor β ∈ {1, 2, 4}; the odd slot's half of a step uses the same words.
@@ -109,16 +96,7 @@ struct ComposedConv {
       const int group0 = pass * kPassGroups;
       float acc[Cfg::kMTiles][kPassGroups][4];
       float acc_s[Cfg::kMTiles][kPassGroups][4] = {};  // S, no bias
-#pragma unroll
-      for (int grp = 0; grp < kPassGroups; ++grp) {
-        const int channel = (group0 + grp) * s2::kGroupWidth + 2 * t;
-        const float bias0 = gpu::to_float(Bc[channel]), bias1 = gpu::to_float(Bc[channel + 1]);
-#pragma unroll
-        for (int mi = 0; mi < Cfg::kMTiles; ++mi) {
-          acc[mi][grp][0] = float(bias_w[mi][0]) * bias0, acc[mi][grp][1] = float(bias_w[mi][0]) * bias1;
-          acc[mi][grp][2] = float(bias_w[mi][1]) * bias0, acc[mi][grp][3] = float(bias_w[mi][1]) * bias1;
-        }
-      }
+      sites.start(acc, Bc, group0);
       // TUTORIAL: step j's two slots are compile-time constants of the unrolled loop (their x
       // offsets and the mask bits they test); only the pixel's masks and address are run-time
       // values. Steps past kMainSteps are the edge terms: skipped unless a pixel of the warp needs one.
@@ -131,10 +109,10 @@ struct ComposedConv {
         bool any = false;
 #pragma unroll
         for (int mi = 0; mi < Cfg::kMTiles; ++mi) {
-          const s2::PixelSite& st = a_site[mi];
-          const bool valid = upper ? s2::slot_valid(k_hi, st.row_mask, st.col_mask)
-                                   : s2::slot_valid(k_lo, st.row_mask, st.col_mask);
-          a_addr[mi] = valid ? st.centre + (upper ? off_hi : off_lo) : tile.zero_pixel;
+          const s2::PixelSite& st = sites.a_site[mi];
+          const bool valid = sites.upper ? s2::slot_valid(k_hi, st.row_mask, st.col_mask)
+                                         : s2::slot_valid(k_lo, st.row_mask, st.col_mask);
+          a_addr[mi] = valid ? st.centre + (sites.upper ? off_hi : off_lo) : tile.zero_pixel;
           any = any || valid;
         }
         if (j >= s2::kMainSteps && !__any_sync(0xffffffffu, any)) continue;  // warp-uniform

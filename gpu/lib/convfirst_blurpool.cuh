@@ -160,6 +160,46 @@ struct BlurpoolTile {
   }
 };
 
+// What a warp's conv needs of its pixels, per m16 tile: the pixel whose staged address this lane
+// hands ldmatrix (row lane % 16; lanes 16-31 supply a step's odd tap), and the conv bias's factor
+// Σ β_iβ_j (× 16) over the valid blur taps of the accumulator rows g and g + 8.
+template <int kMTiles> struct ConvSites {
+  PixelSite a_site[kMTiles];
+  int bias_w[kMTiles][2];
+  bool upper;  // this lane supplies the odd tap of a step
+
+  __device__ __forceinline__ explicit ConvSites(const BlurpoolTile& tile) {
+    const int lane = threadIdx.x % 32, g = lane / 4;
+    const gpu::MatrixCoord a_row = gpu::ldmatrix_x4_row_address(lane);
+    upper = a_row.col != 0;
+#pragma unroll
+    for (int mi = 0; mi < kMTiles; ++mi) {
+      const int m_tile = tile.block_pixel0 + tile.warp_row0 + mi * kMmaM;
+      a_site[mi] = tile.site_of(m_tile + a_row.row);
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const PixelSite acc_site = tile.site_of(m_tile + g + 8 * half);
+        bias_w[mi][half] = bias_weight(acc_site.row_mask, acc_site.col_mask);
+      }
+    }
+  }
+  // acc[mi][grp] starts as the weighted conv bias of channels 8·(group0 + grp) + 2t, +1.
+  template <int kGroups, class Element>
+  __device__ __forceinline__ void start(float (&acc)[kMTiles][kGroups][4], const Element* Bc, int group0) const {
+    const int t = threadIdx.x % 4;
+#pragma unroll
+    for (int grp = 0; grp < kGroups; ++grp) {
+      const int channel = (group0 + grp) * kGroupWidth + 2 * t;
+      const float bias0 = gpu::to_float(Bc[channel]), bias1 = gpu::to_float(Bc[channel + 1]);
+#pragma unroll
+      for (int mi = 0; mi < kMTiles; ++mi) {
+        acc[mi][grp][0] = float(bias_w[mi][0]) * bias0, acc[mi][grp][1] = float(bias_w[mi][0]) * bias1;
+        acc[mi][grp][2] = float(bias_w[mi][1]) * bias0, acc[mi][grp][3] = float(bias_w[mi][1]) * bias1;
+      }
+    }
+  }
+};
+
 // Rows g and g + 8 of an m16n8 accumulator (channels 8·group + 2t, +1) into the T or S tile at
 // `base`, divided by 16 (the blur's normalisation), rounded once, one 32-bit store each.
 template <class Cfg, class Element>
