@@ -14,6 +14,8 @@
 // factors are gpu/lib/blurpool_s2_indexing.cuh's, checked against the plain loops on the host.
 // A warp runs an edge step only when one of its pixels needs it (a vote): at 56 → 28 about
 // 16/28 of the m16 tiles hold a column-0 pixel (3 steps more), a few % a row-0 pixel.
+// The shortcut's blur reads nine of the 25 main taps, so S comes out of the same loop: a step
+// that holds one runs a second mma on the same A fragment with B = β·I (exact; no S pass).
 //
 //   plain loops (ref::convfirst_block)              here:
 //     for pixel (n, p, q), k:                         once per launch: W5 and the edge slots' weights,
@@ -25,7 +27,8 @@
 //                                                         a ← ldmatrix.x4(slot's x pixel or the zero pixel)
 //                                                         b ← the step's fragment (8 bytes per lane, L1)
 //                                                         mma(acc[grp], a, b)
-//                                                       T[rows, 8·grp ..] ← round(acc / 16)
+//                                                         mma(acc_s[grp], a, β·I)   (blur taps only)
+//                                                       T, S[rows, 8·grp ..] ← round(acc / 16), round(acc_s / 16)
 //
 // Everything else (tiles of 128 output pixels, the staged x rows, S, Z's start, the hidden
 // loop, the store) is the block's, shared with 10d: gpu/lib/convfirst_blurpool.cuh.
@@ -35,7 +38,8 @@
 // work falls from 41 to ≈ 13 + 0.6·3 ≈ 15 k16 steps per pixel and group (1.2 G instead of
 // 4.2 G MAC-equivalents), its shared-memory reads (one ldmatrix.x4 per step) likewise.
 // Rounding: W5 is rounded to the element type once (10d's β-scaled weights were exact); the
-// sum stays fp32 and T is rounded once, as before.
+// sum stays fp32 and T is rounded once, as before. Measured, with the profile of what is left:
+// lessons/10-convfirst/NOTES.md.
 //
 // Contract: as 10d (gpu/lib/convfirst_blurpool.cuh), plus the workspace: workspace_bytes(p) bytes,
 // 8-byte aligned, rewritten by every run. Tunables: S2Config in the block's header; kPassGroups.

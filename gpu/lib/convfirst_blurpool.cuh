@@ -6,8 +6,10 @@
 // hidden-chunk loop and the store. A rung hands the kernel its conv as a type:
 //
 //   struct MyConv {
+//     static constexpr bool kMakesS = false;  // true: run() also writes the warp's rows of S (tile.s_base)
 //     // Writes this warp's rows of T (T tile at tile.t_base, rows tile.warp_row0 .. + kWarpRows,
-//     // ChunkSwizzle<kARowChunks>) from the staged x; may read only its own weights and the staged rows.
+//     // ChunkSwizzle<kARowChunks>, store_blurred) from the staged x; may read only its own weights
+//     // and the staged rows.
 //     template <class Cfg, class Element>
 //     static __device__ void run(const BlurpoolTile& tile, const void* weights, const Element* conv_b);
 //   };
@@ -15,6 +17,7 @@
 //   stage x[2 rows above .. 2 below the tile's rows] in shared memory    cp.async, once (with Wsc, U/V chunk 0)
 //   T  = the rung's conv                                                   shared memory [pixels × C], f16/bf16
 //   S  = blurpool(x)                      fp32 sums of 9 staged pixels    shared memory [pixels × C], f16/bf16
+//                                         (unless the conv made it: kMakesS)
 //   Z  = S·Wsc + bsc + b  (C_out ≠ C)     mma.sync, A = S, B = Wsc        registers, fp32
 //   Z  = S + b            (C_out = C)
 //   for r in chunks of TH hidden channels: H_r = φ(T·U^r + a_r); Z += H_r·V_r   (gpu/lib/ffn_hidden_loop.cuh,
