@@ -194,8 +194,8 @@ __device__ __forceinline__ void stage_tile(Element* dst, int ld_dst, const Eleme
 // blocks' words of a tap with one 16-byte load.
 template <int K> __device__ __forceinline__ void build_dw_fragments(uint32_t* f, const uint16_t* raw) {
   constexpr int kTaps = K * K;
-  for (int i = threadIdx.x; i < kTaps * 36; i += kThreads) {
-    const int tap = i / 36, slot = (i - tap * 36) / 4, nb = i % 4;
+  for (int i = threadIdx.x; i < kTaps * kDwTapWords; i += kThreads) {
+    const int tap = i / kDwTapWords, slot = (i - tap * kDwTapWords) / kDwBlocks, nb = i % kDwBlocks;
     f[i] = dw_fragment_word(slot, slot < 8 ? raw[(8 * nb + slot) * kTaps + tap] : 0);
   }
 }
@@ -221,7 +221,7 @@ __device__ __forceinline__ void depthwise_tensor_cores(const Tile& t, const Elem
   constexpr uint32_t kRowBytes = kLdChunk * 2;
   constexpr uint32_t kOnes = std::is_same_v<Element, __half> ? 0x3C003C00u : 0x3F803F80u;  // 1.0 twice
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, tq = lane % 4;
-  const uint32_t b_lane = shared_address(frag) + dw_fragment_slot(lane) * 16;
+  const uint32_t b_lane = shared_address(frag) + dw_fragment_slot(lane) * 4 * kDwBlocks;  // the slot's 16 bytes
   const uint32_t e_lane = shared_address(e_s) + (lane / 16) * 16;  // lanes 16-31: channels 8-15 (+32 B: 24-31)
   const uint32_t zero_lane = zero_row + (lane / 16) * 16;
   const uint32_t row_step = uint32_t(t.W) * kRowBytes;  // one input row down
@@ -255,14 +255,14 @@ __device__ __forceinline__ void depthwise_tensor_cores(const Tile& t, const Elem
     }
     uint32_t b_at = b_lane;
 #pragma unroll(K == 3 ? 3 : 1)  // K = 5 unrolled would not fit the 128 registers
-    for (int r = 0; r < K; ++r, row_at += row_step, taps_in >>= K, b_at += K * 9 * 16) {
+    for (int r = 0; r < K; ++r, row_at += row_step, taps_in >>= K, b_at += K * kDwTapBytes) {
 #pragma unroll
       for (int c = 0; c < K; ++c) {
         const uint32_t at = taps_in & (1u << c) ? row_at + c * kRowBytes : zero_lane;
         uint32_t lo[4], hi[4];  // matrices (pixels 0-7, 8-15) × (channels 0-7, 8-15) of channels 0-15 and 16-31
         ldmatrix_x4(lo, at);
         ldmatrix_x4(hi, at + 32);
-        const uint4 b = ld_shared_16(b_at + c * 9 * 16);
+        const uint4 b = ld_shared_16(b_at + c * kDwTapBytes);
         mma_m16n8k8<Element>(acc[0], lo[0], lo[1], b.x);
         mma_m16n8k8<Element>(acc[1], lo[2], lo[3], b.y);
         mma_m16n8k8<Element>(acc[2], hi[0], hi[1], b.z);

@@ -88,7 +88,11 @@ enum class Stage { sums, store, project };
 // B fragments, [K²][9][4] words (tap, lane slot: 8 live and one of zeros, n8 block), then
 // kZeroRowBytes of zeros, the row the gathers outside the image read.
 inline constexpr std::size_t kZeroRowBytes = 64;
-CONVLAB_HOST_DEVICE constexpr std::size_t dw_fragment_bytes(int K) { return std::size_t(K) * K * 9 * 16; }
+inline constexpr int kDwSlots = 9;                         // lane slots of a tap: 8 live, 1 of zeros
+inline constexpr int kDwBlocks = 4;                        // n8 blocks of a 32-channel chunk
+inline constexpr int kDwTapWords = kDwSlots * kDwBlocks;   // 36 words of one tap
+inline constexpr int kDwTapBytes = 4 * kDwTapWords;        // 144: one lane's four words are 16 bytes of it
+CONVLAB_HOST_DEVICE constexpr std::size_t dw_fragment_bytes(int K) { return std::size_t(K) * K * kDwTapBytes; }
 // B = diag(w) of 8 channels as an m16n8k8 B fragment: lane 4g + t holds B[2t][g] (low half) and
 // B[2t + 1][g] (high half), non-zero only where g / 2 == t: lane (g, g / 2) reads slot g, whose word
 // is channel g's weight in half g % 2; the other lanes read slot 8, zeros.

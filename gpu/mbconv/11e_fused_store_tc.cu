@@ -17,6 +17,9 @@
 // Plain loop it replaces: ref::mbconv_block. Cost: as 11c (MBConvProblem::two_pass_store_bytes());
 // the depthwise's tensor work is 8× its MACs, beside the expand's on the same pipe.
 // Supported: as 11c (f16, bf16, with SE; the sizes of fused_support).
+// Status: faster than 11c at stride 2, not at stride 1 (the gathers' shared wavefronts and one
+// HMMA chain per channel block); the measurements, the stall profile and the next steps are in
+// lessons/11-mbconv/NOTES.md.
 // Run just this: build/convlab run mbconv/gpu/11e_fused_store_tc --shape N=128,H=56,C=24,dtype=f16
 #include "gpu/lib/mbconv_store_plan.cuh"
 
