@@ -221,8 +221,9 @@ __device__ __forceinline__ void store_blurred(uint32_t base, int row, int group,
 // whole 16-byte vectors of consecutive output rows (a warp's rows are one contiguous run of y):
 // Z rows 0..7 go to the warp's (dead) rows of the T tile, rows 8..15 to its rows of the S tile,
 // each as [8][COut] with ChunkSwizzle<COut/8> (an n8 tile of Z is one 16-byte chunk of a row;
-// lane (g, t) writes word t of row g's chunk: the eight rows of a store fall in eight bank groups). Needs one m16 tile per warp and COut ≥ 32; T and S
-// rows are written and read only by their warp, and the warp's last reads of them are done.
+// lane (g, t) writes word t of row g's chunk: the eight rows of a store fall in eight bank
+// groups). Needs one m16 tile per warp and COut ≥ 32; T and S rows are written and read only by
+// their warp, and the warp's last reads of them are done.
 template <class Cfg> inline constexpr bool kStoreThroughShared = Cfg::kMTiles == 1 && Cfg::kCOut >= 32;
 template <class Cfg, class Element>
 __device__ __forceinline__ void store_y(Element* __restrict__ Y, const float (&z_acc)[Cfg::kMTiles][Cfg::kZTiles][4],
