@@ -34,6 +34,9 @@
 //   U [C, hidden], V [hidden, COut] row-major, a [hidden]; hidden % 8 == 0 (whole 16-byte pieces): columns
 //     and rows ≥ hidden are zero-filled, and φ(0 + 0)·0 adds nothing, so a partial last chunk is exact
 //     for any φ with φ(0) finite (the bias of a missing column is read as 0).
+//   The bias a: a pointer to a [hidden] in global memory (GlobalBias), or a SharedBias whose fp32 copy
+//     the caller staged in shared memory, zero-padded to whole chunks and published by a barrier
+//     before the loop (the loop's first __syncthreads does that for copies made before it).
 //   Commit groups on entry to ffn_hidden_loop: the caller has issued two, in this order:
 //       [its A-tile copies, if any, + load_ffn_chunk(stage 0, chunk 0)]  [load_ffn_chunk(stage 1, chunk 1) or nothing]
 //     and nothing after them. On return no copy is pending.
