@@ -305,6 +305,11 @@ std::vector<MBConvProblem> test_shapes() {
       block(401, 5, 5, 96, 1, 3, 1, 0.25, 24, silu, f16),   // e = 1: E copied from x
       block(401, 3, 3, 20, 4, 3, 1, 0.25, 12, relu, f16),   // C, C_out not multiples of 8: the plain copies
       block(1, 5, 5, 16, 6, 3, 1, 0.25, 16, silu, f16),     // N = 1: one image, hidden chunks split
+      // 11f, one CTA per image: 6 chunks of 64 with a short last one (hidden 328); two project
+      // blocks along C_out (264 > 256 channels); three along the pixels (169 pixels, C_out 136)
+      block(3, 7, 7, 82, 4, 3, 1, 0.25, 82, silu, f16),
+      block(2, 5, 5, 16, 2, 3, 1, 0.25, 264, silu, f16),
+      block(1, 13, 13, 24, 2, 5, 1, 0.5, 136, relu, bf16),
   };
 }
 

@@ -33,6 +33,9 @@
 //      layout; its multiply-high splits of a tile's pixels against / and %;
 //      every tap's gathered E row against the x tile's pixel order; its room
 //      (fragments, zero row) and the images per tile its sums allow.
+//  10. 11f's one-image layout (mbconv_image_layout.hpp): regions disjoint and aligned inside the
+//      limit, odd row strides, the project's blocks covering every output once, and which goal
+//      and EfficientNet-B0 shapes fit.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -41,6 +44,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpu/lib/mbconv_image_layout.hpp"
 #include "gpu/lib/mbconv_tile.hpp"
 #include "ops/mbconv.hpp"
 #include "tests/catch_compat.hpp"
@@ -812,4 +816,70 @@ TEST_CASE("mbconv tile: the SE gate kernel's block size and shared memory", "[mb
   CHECK(se_gate_threads(1152, 48) == 512);
   CHECK(se_gate_threads(672, 28) == 512);
   CHECK(se_gate_threads(480, 20) == 256);
+}
+
+TEST_CASE("mbconv image (11f): the one-image layout is aligned, disjoint, and its project covers every output once",
+          "[mbconv][lesson11][cpu]") {
+  int fitting = 0;
+  for (const MBConvProblem& p : fused_shapes()) {
+    const ImageLayout l(p);
+    if (!l.fits()) continue;
+    ++fitting;
+    INFO(OpTraits<MBConvProblem>::spec(p));
+    const std::pair<std::size_t, std::size_t> regions[] = {
+        {l.xs, std::size_t(l.HW) * l.ldx * 2},
+        {l.es, p.has_expand() ? std::size_t(l.HW) * kImageLde * 2 : 0},
+        {l.ds, std::size_t(l.PQ) * l.ldd * 2},
+        {l.wbuf, std::max(p.has_expand() ? 2 * std::size_t(l.ck) * kImageLde * 2 : 0,
+                          std::size_t(kProjectStages) * kProjectK * l.ldwp * 2)},
+        {l.pooled, std::size_t(l.hidden_p) * 4},
+        {l.red, std::size_t(std::max(kImageWarps * l.red_cols, 8 * kImageThreads)) * 4},
+        {l.z, std::size_t(l.cr_p) * 4}};
+    for (std::size_t i = 0; i < std::size(regions); ++i) {
+      CHECK(regions[i].first % 128 == 0);
+      CHECK(regions[i].first + regions[i].second <= l.bytes);
+      if (i + 1 < std::size(regions)) CHECK(regions[i].first + regions[i].second <= regions[i + 1].first);
+    }
+    for (int stride : {l.ldx, kImageLde, l.ldd, l.ldwp}) CHECK((stride * 2 / 16) % 2 == 1);
+    CHECK(l.ldx - 8 >= (p.has_expand() ? p.C : l.hidden_p));  // x's columns, and E's without an expand
+    CHECK(l.hidden_p >= p.hidden());
+    CHECK(l.hidden_p % kProjectK == 0);
+    CHECK(l.red_cols >= kImageChunk);
+    CHECK(l.red_cols >= p.se_channels());
+    CHECK(l.red_cols % 32 == 0);
+    CHECK(l.wm * l.wn == kImageWarps);
+    // Replay the project's blocks: warp (i, j) of block b owns 64 pixels × 32 channels.
+    std::vector<int> hits(std::size_t(l.PQ) * p.C_out, 0);
+    for (int b = 0; b < l.m_blocks * l.n_blocks; ++b)
+      for (int w = 0; w < kImageWarps; ++w) {
+        const int m0 = (b / l.n_blocks) * 64 * l.wm + 64 * (w / l.wn);
+        const int n0 = (b % l.n_blocks) * 32 * l.wn + 32 * (w % l.wn);
+        for (int r = m0; r < std::min(m0 + 64, l.PQ); ++r)
+          for (int c = n0; c < std::min(n0 + 32, p.C_out); ++c) ++hits[std::size_t(r) * p.C_out + c];
+      }
+    CHECK(std::count(hits.begin(), hits.end(), 1) == std::ptrdiff_t(hits.size()));
+  }
+  CHECK(fitting > 20);
+}
+
+TEST_CASE("mbconv image (11f): which goal and EfficientNet-B0 shapes one CTA can hold", "[mbconv][lesson11][cpu]") {
+  const auto fits = [](int H, int C, int k, int s, int C_out) {
+    MBConvProblem p;
+    p.N = 128, p.H = p.W = H, p.C = C, p.expand = 6, p.kernel = k, p.stride = s, p.se = 0.25, p.C_out = C_out;
+    p.dtype = DType::f16;
+    return ImageLayout(p).fits();
+  };
+  CHECK(fits(7, 192, 3, 1, 192));    // D: 49 × 1160 × 2 B = 111 KB
+  CHECK(fits(7, 192, 5, 1, 192));
+  CHECK(fits(7, 192, 3, 1, 320));
+  CHECK(fits(14, 112, 5, 2, 192));   // stride 2: D is 7 × 7
+  CHECK_FALSE(fits(14, 80, 3, 1, 80));   // D alone 196 × 488 × 2 B = 187 KB, with x past 227 KB
+  CHECK_FALSE(fits(14, 112, 3, 1, 112));
+  CHECK_FALSE(fits(28, 40, 3, 1, 40));
+  MBConvProblem p;
+  p.N = 128, p.H = p.W = 7, p.C = 192, p.expand = 6, p.se = 0.25, p.C_out = 320, p.dtype = DType::f16;
+  const ImageLayout l(p);
+  CHECK(l.wm == 1);  // 4 m16 tiles: one warp row; 40 n8 tiles in two blocks of 32
+  CHECK(l.n_blocks == 2);
+  CHECK(l.m_blocks == 1);
 }

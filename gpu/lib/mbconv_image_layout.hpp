@@ -1,0 +1,92 @@
+// gpu/lib/mbconv_image_layout.hpp — the shared-memory layout and the project's warp grid of
+// lesson 11's one-kernel MBConv (gpu/mbconv/11f_fused_image.cu): one CTA holds one whole image,
+// so the SE's pool, its two small layers and the gate happen on chip, between the depthwise and
+// the project, with no second pass. Plain C++ (host code), so that
+// tests/lesson11_mbconv_tile_test.cpp checks it on the host.
+//
+// A CTA's shared memory, in this order (16-bit elements unless marked fp32):
+//
+//   xs      [H·W][ldx]          the image's x; columns past C are zero (the expand's K padding;
+//                               without an expand they stand in for E's pad channels)
+//   es      [H·W][kImageLde]    E of one 64-channel chunk (absent without an expand)
+//   ds      [P·Q][ldd]          D of every hidden channel: the whole image's depthwise output,
+//                               gated in place once the SE is known; columns past hidden are 0
+//   wbuf                        two We chunks [ck][kImageLde] while the chunks are made, then
+//                               three Wp stages [kProjectK][ldwp] during the project
+//   pooled  [hidden_p] fp32     the channel sums of D, then the gate
+//   red     fp32                per-warp partial sums of the pool ([8][red_cols]), then the SE
+//                               layers' partial sums (8 per thread: [256][8])
+//   z       [cr_p] fp32         the SE's hidden vector
+//
+// Every 16-bit row stride is an odd number of 16-byte units (ldmatrix reads eight rows without a
+// bank conflict). The project's tile of warp (i, j) of a wm × wn warp grid is 4 m16 tiles × 4 n8
+// tiles; a block of the project is the grid's (64·wm) × (32·wn) outputs, walked over every hidden
+// channel; blocks run one after another. The grid is the one with the fewest blocks (ties: the
+// narrower m side, since every warp of a row of the grid reloads the same A fragments).
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+
+#include "ops/mbconv.hpp"
+
+namespace convlab::gpu::mbconv {
+
+inline constexpr int kImageThreads = 256;  // 8 warps
+inline constexpr int kImageWarps = kImageThreads / 32;
+inline constexpr int kImageChunk = 64;       // hidden channels made per step (expand n, depthwise lanes × 2)
+inline constexpr int kImageLde = kImageChunk + 8;  // E and We chunk rows: 9 units of 16 bytes
+inline constexpr int kProjectK = 32;         // hidden rows of Wp per pipeline stage (two k16 steps)
+inline constexpr int kProjectStages = 3;
+inline constexpr int kWarpMTiles = 4, kWarpNTiles = 4;  // a warp's project tile: 64 pixels × 32 channels
+inline constexpr std::size_t kImageSharedLimit = 227 * 1024;  // H200 opt-in shared memory per block
+
+struct ImageLayout {
+  int HW = 0, PQ = 0;
+  int ck = 0;        // the expand's K: C rounded up to 16
+  int ldx = 0;       // xs row stride
+  int chunks = 0;    // hidden in 64-channel chunks
+  int hidden_p = 0;  // chunks · 64
+  int ldd = 0;       // ds row stride
+  int wm = 1, wn = 8;  // the project's warp grid
+  int ldwp = 0;      // a Wp stage's row stride: 32·wn columns + 8
+  int m_blocks = 0, n_blocks = 0;
+  int red_cols = 0, cr_p = 0;
+  std::size_t xs = 0, es = 0, ds = 0, wbuf = 0, pooled = 0, red = 0, z = 0, bytes = 0;  // byte offsets, total
+
+  ImageLayout() = default;
+  explicit ImageLayout(const MBConvProblem& p) {
+    const auto up = [](int v, int m) { return (v + m - 1) / m * m; };
+    HW = p.H * p.W, PQ = p.P() * p.Q();
+    ck = up(p.C, 16);
+    chunks = (p.hidden() + kImageChunk - 1) / kImageChunk;
+    hidden_p = chunks * kImageChunk;
+    ldx = (p.has_expand() ? ck : hidden_p) + 8;
+    ldd = hidden_p + 8;
+    const int mt = (PQ + 15) / 16, nt = (p.C_out + 7) / 8;
+    int best = 1 << 30;
+    for (int m = 1; m <= kImageWarps; m *= 2) {  // fewest blocks; on a tie the smaller m
+      const int n = kImageWarps / m;
+      const int mb = (mt + kWarpMTiles * m - 1) / (kWarpMTiles * m), nb = (nt + kWarpNTiles * n - 1) / (kWarpNTiles * n);
+      if (mb * nb < best) best = mb * nb, wm = m, wn = n, m_blocks = mb, n_blocks = nb;
+    }
+    ldwp = 8 * kWarpNTiles * wn + 8;
+    red_cols = std::max(kImageChunk, up(std::max(p.se_channels(), 1), 32));
+    cr_p = up(std::max(p.se_channels(), 1), 4);
+    const auto align = [](std::size_t b) { return (b + 127) / 128 * 128; };
+    std::size_t at = 0;
+    xs = at, at = align(at + std::size_t(HW) * ldx * 2);
+    es = at, at = align(at + (p.has_expand() ? std::size_t(HW) * kImageLde * 2 : 0));
+    ds = at, at = align(at + std::size_t(PQ) * ldd * 2);
+    const std::size_t we_bytes = 2 * std::size_t(ck) * kImageLde * 2 * (p.has_expand() ? 1 : 0);
+    const std::size_t wp_bytes = std::size_t(kProjectStages) * kProjectK * ldwp * 2;
+    wbuf = at, at = align(at + std::max(we_bytes, wp_bytes));
+    pooled = at, at = align(at + std::size_t(hidden_p) * 4);
+    red = at, at = align(at + std::size_t(std::max(kImageWarps * red_cols, 8 * kImageThreads)) * 4);
+    z = at, at = align(at + std::size_t(cr_p) * 4);
+    bytes = at;
+  }
+  bool fits(std::size_t limit = kImageSharedLimit) const { return bytes <= limit; }
+};
+
+}  // namespace convlab::gpu::mbconv

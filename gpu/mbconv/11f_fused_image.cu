@@ -1,0 +1,389 @@
+// gpu/mbconv/11f_fused_image.cu — lesson 11, GPU rung f: the whole block with its SE in ONE kernel,
+// one CTA per image.
+//
+// Idea over 11c_fused_store: the SE's pool is what splits the block into passes, because no
+// pixel can be gated before its whole image has been through the depthwise. When one image's
+// depthwise output D fits in a CTA's shared memory (49 pixels × 1152 channels at 7²: 113 KB),
+// the CTA can wait for itself: it makes D chunk by chunk, keeps it, pools it, runs the SE's two
+// small layers, gates D in place and projects it. D never leaves the chip, and there is one
+// launch instead of three.
+//
+//   plain loops (ref::mbconv_block)               here, per CTA = image n
+//   e = φ(x·We + be)                              per 64-channel chunk: E = φ(X·We[:, chunk] + be)  mma.sync -> es
+//   d = φ(dw(e) + bd)                             D[:, chunk] = φ(dw(E) + bd)                         FMA -> ds; sums
+//   g = sigmoid(ψ(mean(d)·W1 + b1)·W2 + b2)       after the last chunk, from the sums                 FMA, one CTA
+//   y = (d ⊙ g)·Wp + bp (+ x)                     ds *= g; Y = ds·Wp + bp (+ x), Wp in 32-row stages  mma.sync -> y
+//
+// Cost: the block's MACs, with the expand's M rounded up to m16 tiles of the image's pixels;
+// DRAM: x, y and the weights once per image — the weights are read by every CTA, from L2
+// (N·|weights| of L2 traffic: 113 MB at N = 128, 7², C = 192, the figure that bounds this rung;
+// lesson 11's NOTES.md counts it). A CTA has one image's worth of parallelism, so the grid is N
+// CTAs of 8 warps, one per SM: the rung is for batches of small images (7², 14² at stride 2).
+// Contract: f16/bf16, SE or none, e ≥ 1, K = 3 or 5, stride 1 or 2, any C, C_out, H, W whose
+// layout (gpu/lib/mbconv_image_layout.hpp) fits 227 KB of shared memory. No workspace.
+// Tunables: the chunk (64 channels), the project's stage depth and warp tile (the layout header).
+// Run just this: build/convlab run mbconv/gpu/11f_fused_image --shape N=128,H=7,C=192,dtype=f16
+#include "gpu/lib/mbconv_fused.cuh"  // stage_tile, activate_pair, load_pair, ldmatrix helpers
+#include "gpu/lib/mbconv_layers.cuh"  // load_eight
+#include "gpu/lib/mbconv_image_layout.hpp"
+#include "ops/mbconv.hpp"
+
+namespace convlab {
+namespace {
+
+using namespace gpu;
+using namespace gpu::mbconv;
+
+static_assert(kImageThreads == kThreads, "stage_tile strides by the tile kernel's thread count");
+
+struct ImageParams {
+  int H, W, C, hidden, cr, C_out, P, Q, stride, pad;
+  bool has_se, residual, vec_x, vec_we, vec_wp, vec_w1, vec_w2, pairs_y;
+  ImageLayout l;
+};
+
+__device__ __forceinline__ float sigmoid_f(float v) { return 1.0f / (1.0f + __expf(-v)); }
+template <bool kRelu> __device__ __forceinline__ float act_f(float v) {
+  if constexpr (kRelu) return fmaxf(v, 0.0f);
+  else return v * sigmoid_f(v);
+}
+
+// Grid: N CTAs (one per image), kImageThreads threads, l.bytes of dynamic shared memory.
+template <class Element, int K, bool kRelu, bool kExpand>
+__global__ void __launch_bounds__(kImageThreads, 1)
+    mbconv_image_kernel(ImageParams prm, const Element* __restrict__ x, const Element* __restrict__ we,
+                        const Element* __restrict__ be, const Element* __restrict__ dw, const Element* __restrict__ bd,
+                        const Element* __restrict__ w1, const Element* __restrict__ b1,
+                        const Element* __restrict__ w2, const Element* __restrict__ b2,
+                        const Element* __restrict__ wp, const Element* __restrict__ bp, Element* __restrict__ y) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  const ImageLayout& l = prm.l;
+  Element* xs = reinterpret_cast<Element*>(smem + l.xs);
+  Element* es = reinterpret_cast<Element*>(smem + l.es);
+  Element* ds = reinterpret_cast<Element*>(smem + l.ds);
+  Element* wbuf = reinterpret_cast<Element*>(smem + l.wbuf);
+  float* pooled = reinterpret_cast<float*>(smem + l.pooled);
+  float* red = reinterpret_cast<float*>(smem + l.red);
+  float* z = reinterpret_cast<float*>(smem + l.z);
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, g = lane / 4, tq = lane % 4;
+  const int n = blockIdx.x, HW = l.HW, PQ = l.PQ, hidden = prm.hidden;
+  const Element* xn = x + std::ptrdiff_t(n) * HW * prm.C;
+  const uint32_t row16 = lane % 16, col8 = 8 * (lane / 16);  // ldmatrix x4: this lane's row and column offset
+
+  // ---- x, and the first We chunk ---------------------------------------------------------
+  const int xcols = l.ldx - 8;
+  stage_tile(xs, l.ldx, xn, prm.C, HW, xcols, HW, prm.C, prm.vec_x);
+  const auto we_slot = [&](int c) { return wbuf + (c % 2) * l.ck * kImageLde; };
+  const auto issue_we = [&](int c) {
+    if constexpr (kExpand) {
+      const int h0 = c * kImageChunk;
+      stage_tile(we_slot(c), kImageLde, we + h0, hidden, l.ck, kImageChunk, prm.C, min(kImageChunk, hidden - h0),
+                 prm.vec_we);
+    }
+  };
+  issue_we(0);
+  cp_async_commit();
+
+  // ---- the chunks: E = φ(X·We + be) -> es; D = φ(dw(E) + bd) -> ds; channel sums ------------
+  const int m_tiles_in = (HW + 15) / 16;
+  for (int c = 0; c < l.chunks; ++c) {
+    const int h0 = c * kImageChunk;
+    // This lane's two channels of the depthwise and their weights (global, L2; issued before the wait).
+    const int ch = h0 + 2 * lane;
+    float wk[2][K * K], bias_d[2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const bool live = ch + i < hidden;
+#pragma unroll
+      for (int t = 0; t < K * K; ++t) wk[i][t] = live ? to_float(dw[std::ptrdiff_t(ch + i) * K * K + t]) : 0.0f;
+      bias_d[i] = live ? to_float(bd[ch + i]) : 0.0f;
+    }
+    cp_async_wait<0>();
+    __syncthreads();  // We chunk c (and x) landed; es and red free (the last chunk's depthwise is done)
+    if (c > 0 && tid < kImageChunk) {  // the previous chunk's sums, added in warp order
+      float s = 0.0f;
+      for (int w = 0; w < kImageWarps; ++w) s += red[w * l.red_cols + tid];
+      pooled[h0 - kImageChunk + tid] = s;
+    }
+    if (c + 1 < l.chunks) issue_we(c + 1);
+    cp_async_commit();
+
+    const Element* e_src;  // E of this chunk: es, or x's channels without an expand
+    int lde;
+    if constexpr (kExpand) {
+      // units: (m16 tile of input pixels, 32 channels of the chunk), 4 n8 tiles each
+      const uint32_t we_base = shared_address(we_slot(c));
+      for (int u = warp; u < m_tiles_in * 2; u += kImageWarps) {
+        const int mt = u / 2, nh = u % 2;
+        const int arow = min(16 * mt + int(row16), HW - 1);  // rows past the image repeat the last one
+        const uint32_t a_at = shared_address(xs + arow * l.ldx + col8);
+        const uint32_t b_at = we_base + (row16 * kImageLde + 32 * nh + col8) * 2;
+        float bias_e[4][2];  // loaded before the k loop: its latency hides under the mma chain
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const int hc = h0 + 32 * nh + 8 * j + 2 * tq;
+          bias_e[j][0] = hc < hidden ? to_float(be[hc]) : 0.0f;
+          bias_e[j][1] = hc + 1 < hidden ? to_float(be[hc + 1]) : 0.0f;
+        }
+        float acc[4][4] = {};
+        for (int k = 0; k < l.ck; k += 16) {
+          uint32_t a[4], b0[4], b1v[4];
+          ldmatrix_x4(a, a_at + k * 2);
+          ldmatrix_x4_trans(b0, b_at + k * kImageLde * 2);
+          ldmatrix_x4_trans(b1v, b_at + (k * kImageLde + 16) * 2);
+          mma_m16n8k16<Element>(acc[0], a, {b0[0], b0[1]});
+          mma_m16n8k16<Element>(acc[1], a, {b0[2], b0[3]});
+          mma_m16n8k16<Element>(acc[2], a, {b1v[0], b1v[1]});
+          mma_m16n8k16<Element>(acc[3], a, {b1v[2], b1v[3]});
+        }
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const int col = 32 * nh + 8 * j + 2 * tq;
+          const float be0 = bias_e[j][0], be1 = bias_e[j][1];
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int row = 16 * mt + g + 8 * h;
+            if (row < HW)
+              *reinterpret_cast<uint32_t*>(es + row * kImageLde + col) =
+                  activate_pair<Element, kRelu>(acc[j][2 * h] + be0, acc[j][2 * h + 1] + be1);
+          }
+        }
+      }
+      e_src = es + 2 * lane, lde = kImageLde;
+    } else {
+      e_src = xs + h0 + 2 * lane, lde = l.ldx;
+    }
+    __syncthreads();  // E of the chunk is whole, and the sums above have left red
+
+    // The depthwise: lane = channel pair, warp w takes output pixels w, w + 8, ...
+    float sum0 = 0.0f, sum1 = 0.0f;
+    int p = warp / prm.Q, q = warp - p * prm.Q;
+    for (int pix = warp; pix < PQ; pix += kImageWarps) {
+      const int ih0 = p * prm.stride - prm.pad, iw0 = q * prm.stride - prm.pad;
+      float a0 = bias_d[0], a1 = bias_d[1];
+#pragma unroll
+      for (int r = 0; r < K; ++r) {
+        const int ih = ih0 + r;
+        if (unsigned(ih) < unsigned(prm.H)) {
+          const Element* row = e_src + (ih * prm.W) * lde;
+#pragma unroll
+          for (int s = 0; s < K; ++s) {
+            const int iw = iw0 + s;
+            if (unsigned(iw) < unsigned(prm.W)) {
+              const float2 v = load_pair(row + iw * lde);
+              a0 = fmaf(v.x, wk[0][r * K + s], a0);
+              a1 = fmaf(v.y, wk[1][r * K + s], a1);
+            }
+          }
+        }
+      }
+      const uint32_t d = activate_pair<Element, kRelu>(a0, a1);
+      *reinterpret_cast<uint32_t*>(ds + pix * l.ldd + ch) = d;
+      const float2 df = unpack_pair<Element>(d);
+      sum0 += df.x, sum1 += df.y;
+      q += kImageWarps;
+      while (q >= prm.Q) q -= prm.Q, ++p;
+    }
+    *reinterpret_cast<float2*>(&red[warp * l.red_cols + 2 * lane]) = make_float2(sum0, sum1);
+  }
+  __syncthreads();
+  if (tid < kImageChunk) {
+    float s = 0.0f;
+    for (int w = 0; w < kImageWarps; ++w) s += red[w * l.red_cols + tid];
+    pooled[(l.chunks - 1) * kImageChunk + tid] = s;
+  }
+
+  // ---- the project's first stages go out now, under the SE -----------------------------------
+  const int wi = warp / l.wn, wj = warp % l.wn;
+  const int block_cols = kWarpNTiles * 8 * l.wn;
+  const int k_stages = l.hidden_p / kProjectK;
+  const auto issue_wp = [&](int block, int kk) {
+    if (kk < k_stages) {
+      const int n0 = (block % l.n_blocks) * block_cols, k0 = kk * kProjectK;
+      stage_tile(wbuf + (kk % kProjectStages) * kProjectK * l.ldwp, l.ldwp, wp + std::ptrdiff_t(k0) * prm.C_out + n0,
+                 prm.C_out, kProjectK, block_cols, hidden - k0, prm.C_out - n0, prm.vec_wp);
+    }
+    cp_async_commit();
+  };
+  __syncthreads();  // pooled whole; the We slots are free
+  issue_wp(0, 0);
+  issue_wp(0, 1);
+
+  // ---- the SE: mean, z = ψ(mean·W1 + b1), g = sigmoid(z·W2 + b2); D *= g ---------------------
+  if (prm.has_se) {
+    // Both layers read their weights 8 at a time (16 bytes along a row) and split the reduction
+    // over the block, so that each thread has a short chain of independent L2 loads in flight.
+    // FC1, W1 [hidden][Cr]: task (u, jj) makes outputs 8u .. 8u + 7 over rows jj, jj + groups, ...
+    const int cr = prm.cr, units = (cr + 7) / 8, groups = max(1, kImageThreads / units);
+    for (int task = tid; task < units * groups; task += kImageThreads) {
+      const int u = task % units, jj = task / units;
+      float acc[8] = {};
+#pragma unroll 4
+      for (int r = jj; r < hidden; r += groups) {
+        float w[8];
+        load_eight(w1 + std::ptrdiff_t(r) * cr, 8 * u, cr, prm.vec_w1, w);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) acc[i] = fmaf(pooled[r], w[i], acc[i]);
+      }
+#pragma unroll
+      for (int i = 0; i < 8; ++i) red[jj * 8 * units + 8 * u + i] = acc[i];
+    }
+    __syncthreads();
+    const float inv = 1.0f / float(PQ);
+    for (int j = tid; j < cr; j += kImageThreads) {
+      float s = 0.0f;
+      for (int jj = 0; jj < groups; ++jj) s += red[jj * 8 * units + j];
+      z[j] = act_f<kRelu>(s * inv + to_float(b1[j]));
+    }
+    __syncthreads();
+    // FC2, W2 [Cr][hidden]: task (v, rr) makes channels 8v .. 8v + 7 over rows rr, rr + splits, ...
+    const int pieces = (hidden + 7) / 8, splits = max(1, kImageThreads / pieces);
+    for (int task = tid; task < pieces * splits; task += kImageThreads) {
+      const int v = task % pieces, rr = task / pieces;
+      float acc[8] = {};
+#pragma unroll 4
+      for (int r = rr; r < cr; r += splits) {
+        float w[8];
+        load_eight(w2 + std::ptrdiff_t(r) * hidden, 8 * v, hidden, prm.vec_w2, w);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) acc[i] = fmaf(z[r], w[i], acc[i]);
+      }
+#pragma unroll
+      for (int i = 0; i < 8; ++i) red[rr * 8 * pieces + 8 * v + i] = acc[i];
+    }
+    __syncthreads();
+    for (int h = tid; h < hidden; h += kImageThreads) {
+      float s = to_float(b2[h]);
+      for (int rr = 0; rr < splits; ++rr) s += red[rr * 8 * pieces + h];
+      pooled[h] = sigmoid_f(s);  // the gate, where the sums were
+    }
+    __syncthreads();
+    const int pairs = l.hidden_p / 2;
+    for (int i = tid; i < PQ * pairs; i += kImageThreads) {
+      const int r = i / pairs, hc = 2 * (i - r * pairs);
+      uint32_t* at = reinterpret_cast<uint32_t*>(ds + r * l.ldd + hc);
+      const float2 d = unpack_pair<Element>(*at);
+      *at = pack_pair<Element>(d.x * pooled[hc], d.y * pooled[hc + 1]);  // pad channels: 0 · anything
+    }
+  }
+
+  // ---- the project: Y = D·Wp + bp (+ x), block by block, Wp in three 32-row stages -------------
+  const uint32_t ds_base = shared_address(ds), wbuf_base = shared_address(wbuf);
+  for (int block = 0; block < l.m_blocks * l.n_blocks; ++block) {
+    if (block > 0) issue_wp(block, 0), issue_wp(block, 1);
+    const int m0 = (block / l.n_blocks) * (64 * l.wm) + 64 * wi;  // this warp's 64 pixels
+    const int nl = 32 * wj, n0 = (block % l.n_blocks) * block_cols + nl;  // and 32 channels
+    const bool busy = m0 < PQ && n0 < prm.C_out;
+    uint32_t a_at[kWarpMTiles];
+#pragma unroll
+    for (int i = 0; i < kWarpMTiles; ++i)
+      a_at[i] = ds_base + (min(m0 + 16 * i + int(row16), PQ - 1) * l.ldd + col8) * 2;
+    float acc[kWarpMTiles][kWarpNTiles][4] = {};
+    for (int kk = 0; kk < k_stages; ++kk) {
+      cp_async_wait<1>();
+      __syncthreads();  // stage kk landed (and, at kk = 0, the gated D is whole); stage kk - 1's slot is free
+      issue_wp(block, kk + 2);
+      if (busy) {
+        const uint32_t b_at = wbuf_base + ((kk % kProjectStages) * kProjectK * l.ldwp + row16 * l.ldwp + nl + col8) * 2;
+#pragma unroll
+        for (int ks = 0; ks < kProjectK; ks += 16) {
+          uint32_t b[2][4];
+          ldmatrix_x4_trans(b[0], b_at + ks * l.ldwp * 2);
+          ldmatrix_x4_trans(b[1], b_at + (ks * l.ldwp + 16) * 2);
+#pragma unroll
+          for (int i = 0; i < kWarpMTiles; ++i) {
+            uint32_t a[4];
+            ldmatrix_x4(a, a_at[i] + (kk * kProjectK + ks) * 2);
+#pragma unroll
+            for (int j = 0; j < kWarpNTiles; ++j) mma_m16n8k16<Element>(acc[i][j], a, {b[j / 2][2 * (j % 2)], b[j / 2][2 * (j % 2) + 1]});
+          }
+        }
+      }
+    }
+    cp_async_wait<0>();
+    if (busy) {
+      Element* yn = y + std::ptrdiff_t(n) * PQ * prm.C_out;
+#pragma unroll
+      for (int j = 0; j < kWarpNTiles; ++j) {
+        const int col = n0 + 8 * j + 2 * tq;
+        if (col >= prm.C_out) continue;
+        const bool two = col + 1 < prm.C_out;
+        const float bp0 = to_float(bp[col]), bp1 = two ? to_float(bp[col + 1]) : 0.0f;
+#pragma unroll
+        for (int i = 0; i < kWarpMTiles; ++i)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int row = m0 + 16 * i + g + 8 * h;
+            if (row >= PQ) continue;
+            float v0 = acc[i][j][2 * h] + bp0, v1 = acc[i][j][2 * h + 1] + bp1;
+            if (prm.residual) {
+              v0 += to_float(xs[row * l.ldx + col]);
+              if (two) v1 += to_float(xs[row * l.ldx + col + 1]);
+            }
+            Element* out = yn + std::ptrdiff_t(row) * prm.C_out + col;
+            if (two && prm.pairs_y) *reinterpret_cast<uint32_t*>(out) = pack_pair<Element>(v0, v1);
+            else {
+              out[0] = from_float<Element>(v0);
+              if (two) out[1] = from_float<Element>(v1);
+            }
+          }
+      }
+    }
+    __syncthreads();  // every warp is done with the Wp slots before the next block's copies
+  }
+}
+
+bool supports(const MBConvProblem& p) {
+  return (p.dtype == DType::f16 || p.dtype == DType::bf16) && (p.kernel == 3 || p.kernel == 5) &&
+         (p.stride == 1 || p.stride == 2) && p.N <= (1 << 30) && p.se_channels() <= 2048 && ImageLayout(p).fits();
+}
+
+void run(const MBConvProblem& p, const Args<MBConvProblem>& a) {
+  ImageParams prm{};
+  prm.H = p.H, prm.W = p.W, prm.C = p.C, prm.hidden = p.hidden(), prm.cr = p.se_channels(), prm.C_out = p.C_out;
+  prm.P = p.P(), prm.Q = p.Q(), prm.stride = p.stride, prm.pad = p.kernel / 2;
+  prm.has_se = p.has_se(), prm.residual = p.has_residual();
+  prm.vec_x = p.C % 8 == 0 && aligned_to(a.x, 16);
+  prm.vec_we = p.hidden() % 8 == 0 && (!p.has_expand() || aligned_to(a.expand_w, 16));
+  prm.vec_wp = p.C_out % 8 == 0 && aligned_to(a.project_w, 16);
+  prm.vec_w1 = p.has_se() && p.se_channels() % 8 == 0 && aligned_to(a.se1_w, 16);
+  prm.vec_w2 = p.has_se() && p.hidden() % 8 == 0 && aligned_to(a.se2_w, 16);
+  prm.pairs_y = p.C_out % 2 == 0 && aligned_to(a.y, 4);
+  prm.l = ImageLayout(p);
+  visit_dtype<__half, __nv_bfloat16>(p.dtype, [&](auto tag) {
+    using E = typename decltype(tag)::type;
+    const auto go = [&](auto kernel, const char* name) {
+      allow_dynamic_shared(kernel, prm.l.bytes, name);
+      kernel<<<unsigned(p.N), kImageThreads, prm.l.bytes>>>(
+          prm, static_cast<const E*>(a.x), static_cast<const E*>(a.expand_w), static_cast<const E*>(a.expand_b),
+          static_cast<const E*>(a.dw_w), static_cast<const E*>(a.dw_b), static_cast<const E*>(a.se1_w),
+          static_cast<const E*>(a.se1_b), static_cast<const E*>(a.se2_w), static_cast<const E*>(a.se2_b),
+          static_cast<const E*>(a.project_w), static_cast<const E*>(a.project_b), static_cast<E*>(a.y));
+      check_launch(name);
+    };
+    const auto with = [&](auto relu, auto expand) {
+      constexpr bool kRelu = decltype(relu)::value, kExp = decltype(expand)::value;
+      if (p.kernel == 3) go(mbconv_image_kernel<E, 3, kRelu, kExp>, "mbconv_image_kernel<k=3>");
+      else go(mbconv_image_kernel<E, 5, kRelu, kExp>, "mbconv_image_kernel<k=5>");
+    };
+    const auto with_act = [&](auto expand) {
+      if (p.activation == MBConvActivation::relu) with(std::true_type{}, expand);
+      else with(std::false_type{}, expand);
+    };
+    if (p.has_expand()) with_act(std::true_type{});
+    else with_act(std::false_type{});
+  });
+}
+
+const Register<MBConvProblem> reg{{
+    .name = "11f_fused_image",
+    .device = Device::gpu,
+    .lesson = 11,
+    .supports = supports,
+    .run = run,
+    .idea = "one kernel, one CTA per image: D of the whole image stays in shared memory, the SE runs on chip, then the project",
+    .model_bytes = [](const MBConvProblem& p) { return p.min_bytes(); },
+}};
+
+}  // namespace
+}  // namespace convlab
