@@ -828,12 +828,14 @@ TEST_CASE("mbconv image (11f): the one-image layout is aligned, disjoint, and it
     INFO(OpTraits<MBConvProblem>::spec(p));
     const std::pair<std::size_t, std::size_t> regions[] = {
         {l.xs, std::size_t(l.HW) * l.ldx * 2},
-        {l.es, p.has_expand() ? std::size_t(l.HW) * kImageLde * 2 : 0},
+        {l.es, p.has_expand() ? std::size_t(l.hp) * l.wp * kImageLde * 2 : 0},
+        {l.dws, 2 * std::size_t(kImageChunk) * p.kernel * p.kernel * 2},
+        {l.bias, 2 * std::size_t(l.hidden_p) * 2},
         {l.ds, std::size_t(l.PQ) * l.ldd * 2},
         {l.wbuf, std::max(p.has_expand() ? 2 * std::size_t(l.ck) * kImageLde * 2 : 0,
                           std::size_t(kProjectStages) * kProjectK * l.ldwp * 2)},
         {l.pooled, std::size_t(l.hidden_p) * 4},
-        {l.red, std::size_t(std::max(kImageWarps * l.red_cols, 8 * kImageThreads)) * 4},
+        {l.red, std::size_t(std::max(kImageWarps * l.red_cols, 8 * kSeTasks)) * 4},
         {l.z, std::size_t(l.cr_p) * 4}};
     for (std::size_t i = 0; i < std::size(regions); ++i) {
       CHECK(regions[i].first % 128 == 0);
@@ -848,12 +850,20 @@ TEST_CASE("mbconv image (11f): the one-image layout is aligned, disjoint, and it
     CHECK(l.red_cols >= p.se_channels());
     CHECK(l.red_cols % 32 == 0);
     CHECK(l.wm * l.wn == kImageWarps);
+    CHECK(l.block_cols <= 32 * l.wn);
+    CHECK(l.block_cols * l.n_blocks >= p.C_out);
+    // The depthwise's taps of every output pixel fall inside E's bordered rows (stride 1 and 2).
+    for (int q : {0, p.Q() - 1}) {
+      CHECK((q * p.stride + p.kernel - 1) < l.wp);
+      CHECK(((p.P() - 1) * p.stride + p.kernel - 1) < l.hp);
+    }
     // Replay the project's blocks: warp (i, j) of block b owns 64 pixels × 32 channels.
     std::vector<int> hits(std::size_t(l.PQ) * p.C_out, 0);
     for (int b = 0; b < l.m_blocks * l.n_blocks; ++b)
       for (int w = 0; w < kImageWarps; ++w) {
         const int m0 = (b / l.n_blocks) * 64 * l.wm + 64 * (w / l.wn);
-        const int n0 = (b % l.n_blocks) * 32 * l.wn + 32 * (w % l.wn);
+        const int n0 = (b % l.n_blocks) * l.block_cols + 32 * (w % l.wn);
+        if (32 * (w % l.wn) >= l.block_cols) continue;  // a warp past a narrow block's columns idles
         for (int r = m0; r < std::min(m0 + 64, l.PQ); ++r)
           for (int c = n0; c < std::min(n0 + 32, p.C_out); ++c) ++hits[std::size_t(r) * p.C_out + c];
       }

@@ -8,14 +8,19 @@
 //
 //   xs      [H·W][ldx]          the image's x; columns past C are zero (the expand's K padding;
 //                               without an expand they stand in for E's pad channels)
-//   es      [H·W][kImageLde]    E of one 64-channel chunk (absent without an expand)
+//   es      [(H+2·pad)·(W+2·pad)][kImageLde]   E of one 64-channel chunk inside a zero border of
+//                               K/2 pixels, so that the depthwise reads every tap without a bounds
+//                               test (absent without an expand)
+//   dws     [2][64·K²]          the depthwise weights of two chunks, as in global memory
+//   bias    [2][hidden_p]       be and bd, zero past hidden
 //   ds      [P·Q][ldd]          D of every hidden channel: the whole image's depthwise output,
 //                               gated in place once the SE is known; columns past hidden are 0
 //   wbuf                        two We chunks [ck][kImageLde] while the chunks are made, then
-//                               three Wp stages [kProjectK][ldwp] during the project
+//                               three Wp stages [kProjectK][ldwp] during the project (ldwp: the
+//                               block's columns + 8; a block of one is only C_out rounded to 32 wide)
 //   pooled  [hidden_p] fp32     the channel sums of D, then the gate
 //   red     fp32                per-warp partial sums of the pool ([8][red_cols]), then the SE
-//                               layers' partial sums (8 per thread: [256][8])
+//                               layers' partial sums (8 per task: [kSeTasks][8])
 //   z       [cr_p] fp32         the SE's hidden vector
 //
 // Every 16-bit row stride is an odd number of 16-byte units (ldmatrix reads eight rows without a
@@ -39,6 +44,7 @@ inline constexpr int kImageLde = kImageChunk + 8;  // E and We chunk rows: 9 uni
 inline constexpr int kProjectK = 32;         // hidden rows of Wp per pipeline stage (two k16 steps)
 inline constexpr int kProjectStages = 3;
 inline constexpr int kWarpMTiles = 4, kWarpNTiles = 4;  // a warp's project tile: 64 pixels × 32 channels
+inline constexpr int kSeTasks = 128;  // the SE layers' tasks of 8 outputs (their partial sums: 4 KB)
 inline constexpr std::size_t kImageSharedLimit = 227 * 1024;  // H200 opt-in shared memory per block
 
 struct ImageLayout {
@@ -49,10 +55,12 @@ struct ImageLayout {
   int hidden_p = 0;  // chunks · 64
   int ldd = 0;       // ds row stride
   int wm = 1, wn = 8;  // the project's warp grid
-  int ldwp = 0;      // a Wp stage's row stride: 32·wn columns + 8
+  int block_cols = 0;  // the project block's columns: 32·wn, or C_out rounded up to 32 if one block
+  int ldwp = 0;      // a Wp stage's row stride: block_cols + 8
+  int pad = 0, hp = 0, wp = 0;  // E's zero border (K/2) and its padded height and width
   int m_blocks = 0, n_blocks = 0;
   int red_cols = 0, cr_p = 0;
-  std::size_t xs = 0, es = 0, ds = 0, wbuf = 0, pooled = 0, red = 0, z = 0, bytes = 0;  // byte offsets, total
+  std::size_t xs = 0, es = 0, dws = 0, bias = 0, ds = 0, wbuf = 0, pooled = 0, red = 0, z = 0, bytes = 0;  // offsets, total
 
   ImageLayout() = default;
   explicit ImageLayout(const MBConvProblem& p) {
@@ -70,19 +78,23 @@ struct ImageLayout {
       const int mb = (mt + kWarpMTiles * m - 1) / (kWarpMTiles * m), nb = (nt + kWarpNTiles * n - 1) / (kWarpNTiles * n);
       if (mb * nb < best) best = mb * nb, wm = m, wn = n, m_blocks = mb, n_blocks = nb;
     }
-    ldwp = 8 * kWarpNTiles * wn + 8;
+    block_cols = n_blocks > 1 ? 8 * kWarpNTiles * wn : up(p.C_out, 32);
+    ldwp = block_cols + 8;
+    pad = p.kernel / 2, hp = p.H + 2 * pad, wp = p.W + 2 * pad;
     red_cols = std::max(kImageChunk, up(std::max(p.se_channels(), 1), 32));
     cr_p = up(std::max(p.se_channels(), 1), 4);
     const auto align = [](std::size_t b) { return (b + 127) / 128 * 128; };
     std::size_t at = 0;
     xs = at, at = align(at + std::size_t(HW) * ldx * 2);
-    es = at, at = align(at + (p.has_expand() ? std::size_t(HW) * kImageLde * 2 : 0));
+    es = at, at = align(at + (p.has_expand() ? std::size_t(hp) * wp * kImageLde * 2 : 0));
+    dws = at, at = align(at + 2 * std::size_t(kImageChunk) * p.kernel * p.kernel * 2);
+    bias = at, at = align(at + 2 * std::size_t(hidden_p) * 2);
     ds = at, at = align(at + std::size_t(PQ) * ldd * 2);
     const std::size_t we_bytes = 2 * std::size_t(ck) * kImageLde * 2 * (p.has_expand() ? 1 : 0);
     const std::size_t wp_bytes = std::size_t(kProjectStages) * kProjectK * ldwp * 2;
     wbuf = at, at = align(at + std::max(we_bytes, wp_bytes));
     pooled = at, at = align(at + std::size_t(hidden_p) * 4);
-    red = at, at = align(at + std::size_t(std::max(kImageWarps * red_cols, 8 * kImageThreads)) * 4);
+    red = at, at = align(at + std::size_t(std::max(kImageWarps * red_cols, 8 * kSeTasks)) * 4);
     z = at, at = align(at + std::size_t(cr_p) * 4);
     bytes = at;
   }

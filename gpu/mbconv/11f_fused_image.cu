@@ -38,7 +38,7 @@ static_assert(kImageThreads == kThreads, "stage_tile strides by the tile kernel'
 
 struct ImageParams {
   int H, W, C, hidden, cr, C_out, P, Q, stride, pad;
-  bool has_se, residual, vec_x, vec_we, vec_wp, vec_w1, vec_w2, pairs_y;
+  bool has_se, residual, vec_x, vec_we, vec_wp, vec_w1, vec_w2, vec_dw, pairs_y;
   ImageLayout l;
 };
 
@@ -46,6 +46,31 @@ __device__ __forceinline__ float sigmoid_f(float v) { return 1.0f / (1.0f + __ex
 template <bool kRelu> __device__ __forceinline__ float act_f(float v) {
   if constexpr (kRelu) return fmaxf(v, 0.0f);
   else return v * sigmoid_f(v);
+}
+
+// A thread's walk over the 16-byte pieces of a [rows][8·per_row] tile: pieces tid, tid + 256, ...
+// as (row, piece) pairs, stepped by additions (the one division is the walk's start).
+struct PieceWalk {
+  int r0, c0, dr, dc, per_row;
+  __device__ explicit PieceWalk(int pieces_per_row)
+      : r0(int(threadIdx.x) / pieces_per_row), c0(int(threadIdx.x) % pieces_per_row),
+        dr(kImageThreads / pieces_per_row), dc(kImageThreads % pieces_per_row), per_row(pieces_per_row) {}
+};
+
+// dst[r][c] = src[r·ld_src + c] for r < valid_rows, c < valid_cols, else 0, over rows × 8·per_row
+// elements: 16-byte cp.async (vec: src rows 16-byte aligned, valid_cols a multiple of 8), or
+// stage_tile's element copies.
+template <class Element>
+__device__ __forceinline__ void copy_tile(const PieceWalk& w, Element* dst, int ld_dst, const Element* src,
+                                          std::ptrdiff_t ld_src, int rows, int valid_rows, int valid_cols, bool vec) {
+  if (!vec) return stage_tile(dst, ld_dst, src, ld_src, rows, 8 * w.per_row, valid_rows, valid_cols, false);
+  for (int r = w.r0, c = w.c0; r < rows;) {
+    const int col = 8 * c;
+    const bool in = r < valid_rows && col < valid_cols;
+    cp_async_16(shared_address(dst + r * ld_dst + col), in ? src + r * ld_src + col : src, in);
+    r += w.dr, c += w.dc;
+    if (c >= w.per_row) c -= w.per_row, ++r;
+  }
 }
 
 // Grid: N CTAs (one per image), kImageThreads threads, l.bytes of dynamic shared memory.
@@ -60,6 +85,9 @@ __global__ void __launch_bounds__(kImageThreads, 1)
   const ImageLayout& l = prm.l;
   Element* xs = reinterpret_cast<Element*>(smem + l.xs);
   Element* es = reinterpret_cast<Element*>(smem + l.es);
+  Element* dws = reinterpret_cast<Element*>(smem + l.dws);
+  Element* bes = reinterpret_cast<Element*>(smem + l.bias);
+  Element* bds = bes + l.hidden_p;
   Element* ds = reinterpret_cast<Element*>(smem + l.ds);
   Element* wbuf = reinterpret_cast<Element*>(smem + l.wbuf);
   float* pooled = reinterpret_cast<float*>(smem + l.pooled);
@@ -73,12 +101,31 @@ __global__ void __launch_bounds__(kImageThreads, 1)
   // ---- x, and the first We chunk ---------------------------------------------------------
   const int xcols = l.ldx - 8;
   stage_tile(xs, l.ldx, xn, prm.C, HW, xcols, HW, prm.C, prm.vec_x);
+  for (int h = tid; h < l.hidden_p; h += kImageThreads) {
+    bes[h] = kExpand && h < hidden ? be[h] : from_float<Element>(0.0f);
+    bds[h] = h < hidden ? bd[h] : from_float<Element>(0.0f);
+  }
+  if constexpr (kExpand)  // E's border stays zero: the expand writes only the image's pixels
+    for (int i = tid; i < l.hp * l.wp * kImageLde / 8; i += kImageThreads)
+      reinterpret_cast<uint4*>(es)[i] = make_uint4(0, 0, 0, 0);
+  constexpr int kTaps = K * K, kDwChunk = kImageChunk * kTaps;  // a chunk's depthwise weights, contiguous
   const auto we_slot = [&](int c) { return wbuf + (c % 2) * l.ck * kImageLde; };
+  const PieceWalk we_walk(kImageChunk / 8);
   const auto issue_we = [&](int c) {
+    {  // the chunk's depthwise weights: 16-byte copies of whole pieces, element loads for a short tail
+      const int h0 = c * kImageChunk, valid = min(kImageChunk, hidden - h0) * kTaps;
+      Element* dst = dws + (c % 2) * kDwChunk;
+      const Element* src = dw + std::ptrdiff_t(h0) * kTaps;
+      for (int i = 8 * tid; i < kDwChunk; i += 8 * kImageThreads) {
+        if (prm.vec_dw && i + 8 <= valid) cp_async_16(shared_address(dst + i), src + i, true);
+        else
+          for (int k = i; k < i + 8; ++k) dst[k] = k < valid ? src[k] : from_float<Element>(0.0f);
+      }
+    }
     if constexpr (kExpand) {
       const int h0 = c * kImageChunk;
-      stage_tile(we_slot(c), kImageLde, we + h0, hidden, l.ck, kImageChunk, prm.C, min(kImageChunk, hidden - h0),
-                 prm.vec_we);
+      copy_tile(we_walk, we_slot(c), kImageLde, we + h0, hidden, l.ck, prm.C, min(kImageChunk, hidden - h0),
+                prm.vec_we);
     }
   };
   issue_we(0);
@@ -88,16 +135,7 @@ __global__ void __launch_bounds__(kImageThreads, 1)
   const int m_tiles_in = (HW + 15) / 16;
   for (int c = 0; c < l.chunks; ++c) {
     const int h0 = c * kImageChunk;
-    // This lane's two channels of the depthwise and their weights (global, L2; issued before the wait).
-    const int ch = h0 + 2 * lane;
-    float wk[2][K * K], bias_d[2];
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      const bool live = ch + i < hidden;
-#pragma unroll
-      for (int t = 0; t < K * K; ++t) wk[i][t] = live ? to_float(dw[std::ptrdiff_t(ch + i) * K * K + t]) : 0.0f;
-      bias_d[i] = live ? to_float(bd[ch + i]) : 0.0f;
-    }
+    const int ch = h0 + 2 * lane;  // this lane's two channels in the depthwise
     cp_async_wait<0>();
     __syncthreads();  // We chunk c (and x) landed; es and red free (the last chunk's depthwise is done)
     if (c > 0 && tid < kImageChunk) {  // the previous chunk's sums, added in warp order
@@ -118,12 +156,12 @@ __global__ void __launch_bounds__(kImageThreads, 1)
         const int arow = min(16 * mt + int(row16), HW - 1);  // rows past the image repeat the last one
         const uint32_t a_at = shared_address(xs + arow * l.ldx + col8);
         const uint32_t b_at = we_base + (row16 * kImageLde + 32 * nh + col8) * 2;
-        float bias_e[4][2];  // loaded before the k loop: its latency hides under the mma chain
+        float bias_e[4][2];
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
           const int hc = h0 + 32 * nh + 8 * j + 2 * tq;
-          bias_e[j][0] = hc < hidden ? to_float(be[hc]) : 0.0f;
-          bias_e[j][1] = hc + 1 < hidden ? to_float(be[hc + 1]) : 0.0f;
+          const float2 b = load_pair(bes + hc);
+          bias_e[j][0] = b.x, bias_e[j][1] = b.y;
         }
         float acc[4][4] = {};
         for (int k = 0; k < l.ck; k += 16) {
@@ -136,17 +174,20 @@ __global__ void __launch_bounds__(kImageThreads, 1)
           mma_m16n8k16<Element>(acc[2], a, {b1v[0], b1v[1]});
           mma_m16n8k16<Element>(acc[3], a, {b1v[2], b1v[3]});
         }
+        int at[2];  // rows g and g + 8 of the tile, as bordered E rows (-1: past the image)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int row = 16 * mt + g + 8 * h, ih = row / prm.W;
+          at[h] = row < HW ? (ih + l.pad) * l.wp + row - ih * prm.W + l.pad : -1;
+        }
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
           const int col = 32 * nh + 8 * j + 2 * tq;
-          const float be0 = bias_e[j][0], be1 = bias_e[j][1];
 #pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int row = 16 * mt + g + 8 * h;
-            if (row < HW)
-              *reinterpret_cast<uint32_t*>(es + row * kImageLde + col) =
-                  activate_pair<Element, kRelu>(acc[j][2 * h] + be0, acc[j][2 * h + 1] + be1);
-          }
+          for (int h = 0; h < 2; ++h)
+            if (at[h] >= 0)
+              *reinterpret_cast<uint32_t*>(es + at[h] * kImageLde + col) =
+                  activate_pair<Element, kRelu>(acc[j][2 * h] + bias_e[j][0], acc[j][2 * h + 1] + bias_e[j][1]);
         }
       }
       e_src = es + 2 * lane, lde = kImageLde;
@@ -155,22 +196,28 @@ __global__ void __launch_bounds__(kImageThreads, 1)
     }
     __syncthreads();  // E of the chunk is whole, and the sums above have left red
 
-    // The depthwise: lane = channel pair, warp w takes output pixels w, w + 8, ...
+    // The depthwise: lane = channel pair, warp w takes output pixels w, w + 8, ... With an expand,
+    // E's zero border makes every tap a plain load; without one, E is x and taps are tested.
+    float wk[2][kTaps];
+    const Element* wsrc = dws + (c % 2) * kDwChunk + 2 * lane * kTaps;
+#pragma unroll
+    for (int t = 0; t < kTaps; ++t) wk[0][t] = to_float(wsrc[t]), wk[1][t] = to_float(wsrc[kTaps + t]);
+    const float2 bias_d = load_pair(bds + ch);
+    const int ew = kExpand ? l.wp : prm.W;  // E's row length in pixels
     float sum0 = 0.0f, sum1 = 0.0f;
     int p = warp / prm.Q, q = warp - p * prm.Q;
     for (int pix = warp; pix < PQ; pix += kImageWarps) {
-      const int ih0 = p * prm.stride - prm.pad, iw0 = q * prm.stride - prm.pad;
-      float a0 = bias_d[0], a1 = bias_d[1];
+      const int ih0 = p * prm.stride - (kExpand ? 0 : prm.pad), iw0 = q * prm.stride - (kExpand ? 0 : prm.pad);
+      float a0 = bias_d.x, a1 = bias_d.y;
 #pragma unroll
       for (int r = 0; r < K; ++r) {
         const int ih = ih0 + r;
-        if (unsigned(ih) < unsigned(prm.H)) {
-          const Element* row = e_src + (ih * prm.W) * lde;
+        if (kExpand || unsigned(ih) < unsigned(prm.H)) {
+          const Element* row = e_src + (ih * ew + iw0) * lde;
 #pragma unroll
           for (int s = 0; s < K; ++s) {
-            const int iw = iw0 + s;
-            if (unsigned(iw) < unsigned(prm.W)) {
-              const float2 v = load_pair(row + iw * lde);
+            if (kExpand || unsigned(iw0 + s) < unsigned(prm.W)) {
+              const float2 v = load_pair(row + s * lde);
               a0 = fmaf(v.x, wk[0][r * K + s], a0);
               a1 = fmaf(v.y, wk[1][r * K + s], a1);
             }
@@ -195,13 +242,14 @@ __global__ void __launch_bounds__(kImageThreads, 1)
 
   // ---- the project's first stages go out now, under the SE -----------------------------------
   const int wi = warp / l.wn, wj = warp % l.wn;
-  const int block_cols = kWarpNTiles * 8 * l.wn;
+  const int block_cols = l.block_cols;
   const int k_stages = l.hidden_p / kProjectK;
+  const PieceWalk wp_walk(block_cols / 8);
   const auto issue_wp = [&](int block, int kk) {
     if (kk < k_stages) {
       const int n0 = (block % l.n_blocks) * block_cols, k0 = kk * kProjectK;
-      stage_tile(wbuf + (kk % kProjectStages) * kProjectK * l.ldwp, l.ldwp, wp + std::ptrdiff_t(k0) * prm.C_out + n0,
-                 prm.C_out, kProjectK, block_cols, hidden - k0, prm.C_out - n0, prm.vec_wp);
+      copy_tile(wp_walk, wbuf + (kk % kProjectStages) * kProjectK * l.ldwp, l.ldwp, wp + std::ptrdiff_t(k0) * prm.C_out + n0,
+                prm.C_out, kProjectK, hidden - k0, prm.C_out - n0, prm.vec_wp);
     }
     cp_async_commit();
   };
@@ -214,11 +262,11 @@ __global__ void __launch_bounds__(kImageThreads, 1)
     // Both layers read their weights 8 at a time (16 bytes along a row) and split the reduction
     // over the block, so that each thread has a short chain of independent L2 loads in flight.
     // FC1, W1 [hidden][Cr]: task (u, jj) makes outputs 8u .. 8u + 7 over rows jj, jj + groups, ...
-    const int cr = prm.cr, units = (cr + 7) / 8, groups = max(1, kImageThreads / units);
+    const int cr = prm.cr, units = (cr + 7) / 8, groups = max(1, kSeTasks / units);
     for (int task = tid; task < units * groups; task += kImageThreads) {
       const int u = task % units, jj = task / units;
       float acc[8] = {};
-#pragma unroll 4
+#pragma unroll 12  // twelve 16-byte loads in flight per thread
       for (int r = jj; r < hidden; r += groups) {
         float w[8];
         load_eight(w1 + std::ptrdiff_t(r) * cr, 8 * u, cr, prm.vec_w1, w);
@@ -237,33 +285,41 @@ __global__ void __launch_bounds__(kImageThreads, 1)
     }
     __syncthreads();
     // FC2, W2 [Cr][hidden]: task (v, rr) makes channels 8v .. 8v + 7 over rows rr, rr + splits, ...
-    const int pieces = (hidden + 7) / 8, splits = max(1, kImageThreads / pieces);
+    const int pieces = (hidden + 7) / 8, splits = max(1, kSeTasks / pieces);
     for (int task = tid; task < pieces * splits; task += kImageThreads) {
       const int v = task % pieces, rr = task / pieces;
       float acc[8] = {};
-#pragma unroll 4
+#pragma unroll 12  // twelve 16-byte loads in flight per thread
       for (int r = rr; r < cr; r += splits) {
         float w[8];
         load_eight(w2 + std::ptrdiff_t(r) * hidden, 8 * v, hidden, prm.vec_w2, w);
 #pragma unroll
         for (int i = 0; i < 8; ++i) acc[i] = fmaf(z[r], w[i], acc[i]);
       }
+      if (splits == 1) {  // one task per 8 channels: the gate directly, where the sums were
 #pragma unroll
-      for (int i = 0; i < 8; ++i) red[rr * 8 * pieces + 8 * v + i] = acc[i];
+        for (int i = 0; i < 8; ++i)
+          if (8 * v + i < hidden) pooled[8 * v + i] = sigmoid_f(acc[i] + to_float(b2[8 * v + i]));
+      } else {
+#pragma unroll
+        for (int i = 0; i < 8; ++i) red[rr * 8 * pieces + 8 * v + i] = acc[i];
+      }
     }
     __syncthreads();
-    for (int h = tid; h < hidden; h += kImageThreads) {
-      float s = to_float(b2[h]);
-      for (int rr = 0; rr < splits; ++rr) s += red[rr * 8 * pieces + h];
-      pooled[h] = sigmoid_f(s);  // the gate, where the sums were
-    }
+    if (splits > 1)
+      for (int h = tid; h < hidden; h += kImageThreads) {
+        float s = to_float(b2[h]);
+        for (int rr = 0; rr < splits; ++rr) s += red[rr * 8 * pieces + h];
+        pooled[h] = sigmoid_f(s);
+      }
     __syncthreads();
-    const int pairs = l.hidden_p / 2;
-    for (int i = tid; i < PQ * pairs; i += kImageThreads) {
-      const int r = i / pairs, hc = 2 * (i - r * pairs);
-      uint32_t* at = reinterpret_cast<uint32_t*>(ds + r * l.ldd + hc);
-      const float2 d = unpack_pair<Element>(*at);
-      *at = pack_pair<Element>(d.x * pooled[hc], d.y * pooled[hc + 1]);  // pad channels: 0 · anything
+    for (int hc = 2 * tid; hc < l.hidden_p; hc += 2 * kImageThreads) {  // pad channels: 0 · a finite sum
+      const float2 gate = *reinterpret_cast<const float2*>(&pooled[hc]);
+      for (int r = 0; r < PQ; ++r) {
+        uint32_t* at = reinterpret_cast<uint32_t*>(ds + r * l.ldd + hc);
+        const float2 d = unpack_pair<Element>(*at);
+        *at = pack_pair<Element>(d.x * gate.x, d.y * gate.y);
+      }
     }
   }
 
@@ -335,7 +391,7 @@ __global__ void __launch_bounds__(kImageThreads, 1)
 
 bool supports(const MBConvProblem& p) {
   return (p.dtype == DType::f16 || p.dtype == DType::bf16) && (p.kernel == 3 || p.kernel == 5) &&
-         (p.stride == 1 || p.stride == 2) && p.N <= (1 << 30) && p.se_channels() <= 2048 && ImageLayout(p).fits();
+         (p.stride == 1 || p.stride == 2) && p.N <= (1 << 30) && p.se_channels() <= 8 * kSeTasks && ImageLayout(p).fits();
 }
 
 void run(const MBConvProblem& p, const Args<MBConvProblem>& a) {
@@ -348,6 +404,7 @@ void run(const MBConvProblem& p, const Args<MBConvProblem>& a) {
   prm.vec_wp = p.C_out % 8 == 0 && aligned_to(a.project_w, 16);
   prm.vec_w1 = p.has_se() && p.se_channels() % 8 == 0 && aligned_to(a.se1_w, 16);
   prm.vec_w2 = p.has_se() && p.hidden() % 8 == 0 && aligned_to(a.se2_w, 16);
+  prm.vec_dw = aligned_to(a.dw_w, 16);
   prm.pairs_y = p.C_out % 2 == 0 && aligned_to(a.y, 4);
   prm.l = ImageLayout(p);
   visit_dtype<__half, __nv_bfloat16>(p.dtype, [&](auto tag) {
