@@ -310,6 +310,7 @@ std::vector<MBConvProblem> test_shapes() {
       block(3, 7, 7, 82, 4, 3, 1, 0.25, 82, silu, f16),
       block(2, 5, 5, 16, 2, 3, 1, 0.25, 264, silu, f16),
       block(1, 13, 13, 24, 2, 5, 1, 0.5, 136, relu, bf16),
+      block(2, 7, 7, 64, 6, 3, 1, 0.25, 64, silu, f16),  // 6 chunks with Cr = 16: the SE's 16-byte path
   };
 }
 
