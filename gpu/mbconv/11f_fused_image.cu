@@ -131,58 +131,11 @@ __global__ void __launch_bounds__(kImageThreads, 1)
   issue_we(0);
   cp_async_commit();
 
-  // The SE's first layer, z = ψ(mean·W1 + b1), is linear in the sums until ψ: each chunk's rows of
-  // W1 are applied as soon as the chunk's sums are whole (during the next chunk), so that only the
-  // last chunk's rows are left for after the loop. Task (u, jj) of the first units·groups threads
-  // makes outputs 8u .. 8u + 7 over rows jj, jj + groups, ... of each chunk; the first kFc1Ahead
-  // of its rows in a chunk are loaded before the chunk's wait, the rest where they are used.
-  const int cr = prm.cr, units = max(1, (cr + 7) / 8), groups = max(1, kSeTasks / units);
-  const int fc_u = tid % units, fc_jj = tid / units;
-  const bool fc_task = prm.has_se && tid < units * groups;
-  float fc1[8] = {};
-  constexpr int kFc1Ahead = 4;
-  const auto fc1_rows = [&](int r0, const uint4 (&ahead)[kFc1Ahead]) {  // rows r0 .. r0 + 63 of W1
-    if (!fc_task) return;
-    const int r_end = min(r0 + kImageChunk, hidden);
-#pragma unroll
-    for (int k = 0; k < kFc1Ahead; ++k) {
-      const int r = r0 + fc_jj + k * groups;
-      if (r < r_end && prm.vec_w1) {
-        float w[8];
-        const uint32_t words[4] = {ahead[k].x, ahead[k].y, ahead[k].z, ahead[k].w};
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const float2 f = unpack_pair<Element>(words[i]);
-          w[2 * i] = f.x, w[2 * i + 1] = f.y;
-        }
-#pragma unroll
-        for (int i = 0; i < 8; ++i) fc1[i] = fmaf(pooled[r], w[i], fc1[i]);
-      }
-    }
-    for (int r = r0 + fc_jj + (prm.vec_w1 ? kFc1Ahead : 0) * groups; r < r_end; r += groups) {
-      float w[8];
-      load_eight(w1 + std::ptrdiff_t(r) * cr, 8 * fc_u, cr, prm.vec_w1, w);
-#pragma unroll
-      for (int i = 0; i < 8; ++i) fc1[i] = fmaf(pooled[r], w[i], fc1[i]);
-    }
-  };
-  const auto fc1_ahead = [&](int r0, uint4 (&ahead)[kFc1Ahead]) {
-#pragma unroll
-    for (int k = 0; k < kFc1Ahead; ++k) {
-      const int r = r0 + fc_jj + k * groups;
-      ahead[k] = fc_task && prm.vec_w1 && r < min(r0 + kImageChunk, hidden)
-                     ? *reinterpret_cast<const uint4*>(w1 + std::ptrdiff_t(r) * cr + 8 * fc_u)
-                     : make_uint4(0, 0, 0, 0);
-    }
-  };
-
   // ---- the chunks: E = φ(X·We + be) -> es; D = φ(dw(E) + bd) -> ds; channel sums ------------
   const int m_tiles_in = (HW + 15) / 16;
   for (int c = 0; c < l.chunks; ++c) {
     const int h0 = c * kImageChunk;
     const int ch = h0 + 2 * lane;  // this lane's two channels in the depthwise
-    uint4 ahead[kFc1Ahead];
-    if (c > 0) fc1_ahead(h0 - kImageChunk, ahead);  // W1's rows of the previous chunk
     cp_async_wait<0>();
     __syncthreads();  // We chunk c (and x) landed; es and red free (the last chunk's depthwise is done)
     if (c > 0 && tid < kImageChunk) {  // the previous chunk's sums, added in warp order
@@ -210,27 +163,16 @@ __global__ void __launch_bounds__(kImageThreads, 1)
           const float2 b = load_pair(bes + hc);
           bias_e[j][0] = b.x, bias_e[j][1] = b.y;
         }
-        // The k loop two steps at a time, each step's fragments loaded while the other's mma run.
         float acc[4][4] = {};
-        uint32_t frag[2][3][4];  // [step parity][A, B of n 0-15, B of n 16-31]
-        const auto load = [&](uint32_t (&f)[3][4], int k) {
-          ldmatrix_x4(f[0], a_at + k * 2);
-          ldmatrix_x4_trans(f[1], b_at + k * kImageLde * 2);
-          ldmatrix_x4_trans(f[2], b_at + (k * kImageLde + 16) * 2);
-        };
-        const auto mma4 = [&](const uint32_t (&f)[3][4]) {
-          mma_m16n8k16<Element>(acc[0], f[0], {f[1][0], f[1][1]});
-          mma_m16n8k16<Element>(acc[1], f[0], {f[1][2], f[1][3]});
-          mma_m16n8k16<Element>(acc[2], f[0], {f[2][0], f[2][1]});
-          mma_m16n8k16<Element>(acc[3], f[0], {f[2][2], f[2][3]});
-        };
-        load(frag[0], 0);
-        for (int k = 0; k < l.ck; k += 32) {
-          if (k + 16 < l.ck) load(frag[1], k + 16);
-          mma4(frag[0]);
-          if (k + 16 >= l.ck) break;
-          if (k + 32 < l.ck) load(frag[0], k + 32);
-          mma4(frag[1]);
+        for (int k = 0; k < l.ck; k += 16) {
+          uint32_t a[4], b0[4], b1v[4];
+          ldmatrix_x4(a, a_at + k * 2);
+          ldmatrix_x4_trans(b0, b_at + k * kImageLde * 2);
+          ldmatrix_x4_trans(b1v, b_at + (k * kImageLde + 16) * 2);
+          mma_m16n8k16<Element>(acc[0], a, {b0[0], b0[1]});
+          mma_m16n8k16<Element>(acc[1], a, {b0[2], b0[3]});
+          mma_m16n8k16<Element>(acc[2], a, {b1v[0], b1v[1]});
+          mma_m16n8k16<Element>(acc[3], a, {b1v[2], b1v[3]});
         }
         int at[2];  // rows g and g + 8 of the tile, as bordered E rows (-1: past the image)
 #pragma unroll
@@ -253,7 +195,6 @@ __global__ void __launch_bounds__(kImageThreads, 1)
       e_src = xs + h0 + 2 * lane, lde = l.ldx;
     }
     __syncthreads();  // E of the chunk is whole, and the sums above have left red
-    if (c > 0) fc1_rows(h0 - kImageChunk, ahead);  // the previous chunk's sums are in pooled now
 
     // The depthwise: lane = channel pair, warp w takes output pixels w, w + 8, ... With an expand,
     // E's zero border makes every tap a plain load; without one, E is x and taps are tested.
@@ -318,17 +259,23 @@ __global__ void __launch_bounds__(kImageThreads, 1)
 
   // ---- the SE: mean, z = ψ(mean·W1 + b1), g = sigmoid(z·W2 + b2); D *= g ---------------------
   if (prm.has_se) {
-    // FC1: the last chunk's rows (the others were applied in the chunk loop), then the tasks'
-    // partial sums added in task order. FC2, W2 [Cr][hidden]: 8 weights per 16-byte load, the
-    // reduction split over the block where the channels leave threads to spare.
-    {
-      uint4 ahead[kFc1Ahead];
-      fc1_ahead((l.chunks - 1) * kImageChunk, ahead);
-      fc1_rows((l.chunks - 1) * kImageChunk, ahead);
-    }
-    if (fc_task)
+    // Both layers read their weights 8 at a time (16 bytes along a row) and split the reduction
+    // over the block, so that each thread has a short chain of independent L2 loads in flight.
+    // FC1, W1 [hidden][Cr]: task (u, jj) makes outputs 8u .. 8u + 7 over rows jj, jj + groups, ...
+    const int cr = prm.cr, units = (cr + 7) / 8, groups = max(1, kSeTasks / units);
+    for (int task = tid; task < units * groups; task += kImageThreads) {
+      const int u = task % units, jj = task / units;
+      float acc[8] = {};
+#pragma unroll 12  // twelve 16-byte loads in flight per thread
+      for (int r = jj; r < hidden; r += groups) {
+        float w[8];
+        load_eight(w1 + std::ptrdiff_t(r) * cr, 8 * u, cr, prm.vec_w1, w);
 #pragma unroll
-      for (int i = 0; i < 8; ++i) red[fc_jj * 8 * units + 8 * fc_u + i] = fc1[i];
+        for (int i = 0; i < 8; ++i) acc[i] = fmaf(pooled[r], w[i], acc[i]);
+      }
+#pragma unroll
+      for (int i = 0; i < 8; ++i) red[jj * 8 * units + 8 * u + i] = acc[i];
+    }
     __syncthreads();
     const float inv = 1.0f / float(PQ);
     for (int j = tid; j < cr; j += kImageThreads) {
