@@ -33,6 +33,8 @@
 #   CONVLAB_TORCH_TIMEOUT (240, per script)  CONVLAB_TORCH_BUDGET (180: --budget-s of the scripts
 #     that take one; they leave out the slowest baselines rather than overrun)
 #   CONVLAB_TORCH_SCRIPTS ("convfirst mbconv sdpa": which bench/<name>_torch.py run)
+#   CONVLAB_TORCH_SHAPES (unset: each script's bench table; else passed as --shapes to the scripts
+#     that take it, in their own format: name one script with CONVLAB_TORCH_SCRIPTS)
 #   CONVLAB_SANITIZE_TIMEOUT (420: the whole sanitizer stage; tests not started by then are
 #     reported "not run")  CONVLAB_SANITIZE_TEST_TIMEOUT (300: one test under one tool)
 #   CONVLAB_SANITIZE_JOBS (8 processes at a time)  CONVLAB_SANITIZE_TOOLS ("memcheck racecheck
@@ -344,6 +346,7 @@ EOF
         # The block scripts check PyTorch's output against convlab's own before timing.
         grep -q -- '--convlab' <<<"$help" && args+=(--convlab "$build/convlab")
         grep -q -- '--budget-s' <<<"$help" && args+=(--budget-s "$torch_budget")
+        [[ -n ${CONVLAB_TORCH_SHAPES:-} ]] && grep -q -- '--shapes' <<<"$help" && args+=(--shapes "$CONVLAB_TORCH_SHAPES")
         status=0
         run_logged "$work/torch/$name.log" "$torch_timeout" "$python" "$script" "${args[@]}" || status=$?
         if ((status == 0)) && [[ -f $work/torch/$name.json ]]; then
