@@ -15,10 +15,12 @@
 //   y = (d ⊙ g)·Wp + bp (+ x)                     ds *= g; Y = ds·Wp + bp (+ x), Wp in 32-row stages  mma.sync -> y
 //
 // Cost: the block's MACs, with the expand's M rounded up to m16 tiles of the image's pixels;
-// DRAM: x, y and the weights once per image — the weights are read by every CTA, from L2
-// (N·|weights| of L2 traffic: 113 MB at N = 128, 7², C = 192, the figure that bounds this rung;
-// lesson 11's NOTES.md counts it). A CTA has one image's worth of parallelism, so the grid is N
-// CTAs of 8 warps, one per SM: the rung is for batches of small images (7², 14² at stride 2).
+// DRAM: x, y and the weights once; every CTA reads all the weights from L2 (N·|weights|: 113 MB
+// at N = 128, 7², C = 192). A CTA has one image's worth of parallelism, so the grid is N CTAs of
+// 8 warps, one per SM: the rung is for batches of small images (7², 14² at stride 2).
+// Where it stands (lesson 11's NOTES.md, session wave-2k): the fastest rung at the stride-2 block
+// on 14², slower than 11c at 7²; bound by latency (one image's phases in series on eight warps),
+// not by the L2 bytes or the tensor cores.
 // Contract: f16/bf16, SE or none, e ≥ 1, K = 3 or 5, stride 1 or 2, any C, C_out, H, W whose
 // layout (gpu/lib/mbconv_image_layout.hpp) fits 227 KB of shared memory. No workspace.
 // Tunables: the chunk (64 channels), the project's stage depth and warp tile (the layout header).
