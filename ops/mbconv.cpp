@@ -147,6 +147,22 @@ std::vector<MBConvPlan> mbconv_plans(const MBConvProblem& p, int tile_pixels) {
     s.kernels.push_back({"pass 2: read d, gate, project, + x", p.project_macs(), 2.0 * d + b * (wp + pooled + res + y)});
     s.global_bytes = b * (tile_in * p.C + 2 * tiles * weights + res + y) + 4.0 * d + 8.0 * pooled;
     plans.push_back(s);
+
+    // One CTA per image (11f): only where one image's d fits one SM's shared memory.
+    if (d / p.N * b <= kImageOnChipBytes) {
+      MBConvPlan o{"one_kernel_per_image", "one pass",
+                   "one kernel, one CTA per image: expand + depthwise chunk by chunk, the image's whole d kept on "
+                   "chip, pooled, SE, d * g in place, project + x, store y",
+                   {}, {}, 0};
+      o.tensors = {{"x", Place::dram, x, "read once"},
+                   {"e, d", Place::local, e + d, "the image's whole d in shared memory, e one chunk at a time"},
+                   {"sums, g", Place::local, 2 * pooled, "per image, on chip"},
+                   {"weights", Place::global, p.N * weights, "every CTA (image) reads them from L2"},
+                   {"y", Place::dram, y, "written once"}};
+      o.kernels.push_back({"mbconv block, one CTA per image", p.macs(), p.min_bytes()});
+      o.global_bytes = b * (x + p.N * weights + y);
+      plans.push_back(o);
+    }
   } else {
     MBConvPlan f{"single_pass", "one pass",
                  "one kernel, per tile: expand + depthwise + project + x on chip, store y (no SE: nothing waits for "

@@ -19,7 +19,9 @@
 //   two_pass_recompute  pass 1 expand+depthwise on chip -> per-image channel sums;
 //                    pass 2 recomputes them, gates, projects, stores y: x read twice;
 //   two_pass_store   pass 1 stores d (f16) and the sums; pass 2 reads d, gates, projects;
-//   single_pass      the block without SE (se = 0): one kernel, x in, y out.
+//   single_pass      the block without SE (se = 0): one kernel, x in, y out;
+//   one_kernel_per_image  with SE, where one image's d fits one SM's shared memory
+//                    (kImageOnChipBytes): one CTA per image keeps d, pools it, gates it, projects.
 #pragma once
 
 #include <cstdint>
@@ -111,6 +113,10 @@ struct MBConvProblem {
   bool valid() const;
   std::string invalid_reason() const;  // "" when valid
 };
+
+// The shared memory one CTA may hold on the suite's GPU (an H200: 227 KB per block), the bound of
+// the one-kernel-per-image plan's d of one image.
+inline constexpr double kImageOnChipBytes = 227.0 * 1024;
 
 // Every plan of p that exists for it: layer by layer, then (with SE) the
 // two-pass recompute and store plans, (without SE) the single pass. Tiles of

@@ -89,7 +89,8 @@ TEST_CASE("mbconv: every plan adds up to the descriptor", "[mbconv][lesson11][cp
     INFO(OpTraits<MBConvProblem>::spec(p));
     const std::vector<MBConvPlan> plans = mbconv_plans(p);
     const auto close = [](double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(std::abs(b), 1.0); };
-    REQUIRE(plans.size() == (p.has_se() ? 3u : 2u));
+    const bool per_image = p.has_se() && p.d_elems() / p.N * dtype_size(p.dtype) <= kImageOnChipBytes;
+    REQUIRE(plans.size() == (p.has_se() ? (per_image ? 4u : 3u) : 2u));
     CHECK(plans[0].name == "layer_by_layer");
     CHECK(close(plans[0].dram_bytes(), p.layer_by_layer_bytes()));
     CHECK(close(plans[0].macs(), p.macs()));
@@ -101,6 +102,12 @@ TEST_CASE("mbconv: every plan adds up to the descriptor", "[mbconv][lesson11][cp
       CHECK(close(plans[2].dram_bytes(), p.two_pass_store_bytes()));
       CHECK(close(plans[2].macs(), p.macs()));
       CHECK(p.two_pass_recompute_bytes() < p.layer_by_layer_bytes());
+      if (per_image) {
+        CHECK(plans[3].name == "one_kernel_per_image");
+        CHECK(close(plans[3].dram_bytes(), p.min_bytes()));
+        CHECK(close(plans[3].macs(), p.macs()));
+        CHECK(close(plans[3].global_bytes, dtype_size(p.dtype) * (p.x_elems() + p.N * p.weight_elems() + p.y_elems())));
+      }
     } else {
       CHECK(plans[1].name == "single_pass");
       CHECK(close(plans[1].dram_bytes(), p.min_bytes()));
@@ -108,6 +115,19 @@ TEST_CASE("mbconv: every plan adds up to the descriptor", "[mbconv][lesson11][cp
     }
     CHECK(p.suite_layer_by_layer_bytes() > p.layer_by_layer_bytes());
   }
+}
+
+TEST_CASE("mbconv: the one-kernel-per-image plan exists where one image's d fits a CTA", "[mbconv][lesson11][cpu]") {
+  const auto has = [](const MBConvProblem& p) {
+    for (const MBConvPlan& plan : mbconv_plans(p))
+      if (plan.name == "one_kernel_per_image") return true;
+    return false;
+  };
+  CHECK(has(block(128, 7, 7, 192, 6, 3, 1, 0.25, 192, DType::f16)));    // d of one image: 113 KB
+  CHECK(has(block(128, 14, 14, 112, 6, 5, 2, 0.25, 192, DType::f16)));  // stride 2: d is 7 × 7
+  CHECK_FALSE(has(block(128, 14, 14, 112, 6, 3, 1, 0.25, 112, DType::f16)));  // 263 KB
+  CHECK_FALSE(has(block(128, 56, 56, 24, 6, 3, 1, 0.25, 24, DType::f16)));    // 903 KB
+  CHECK_FALSE(has(block(128, 7, 7, 192, 6, 3, 1, 0.0, 192, DType::f16)));     // no SE: the single pass
 }
 
 TEST_CASE("mbconv: every CPU rung pools the SE per image", "[mbconv][lesson11][cpu]") {
