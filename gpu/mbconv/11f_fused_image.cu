@@ -15,7 +15,7 @@
 //   y = (d ⊙ g)·Wp + bp (+ x)                     ds *= g; Y = ds·Wp + bp (+ x), Wp in 32-row stages  mma.sync -> y
 //
 // Cost: the block's MACs, with the expand's M rounded up to m16 tiles of the image's pixels;
-// DRAM: x, y and the weights once; every CTA reads all the weights from L2 (N·|weights|: 113 MB
+// DRAM: x, y and the weights once; every CTA reads all the weights from L2 (N·|weights|: 145 MB
 // at N = 128, 7², C = 192). A CTA has one image's worth of parallelism, so the grid is N CTAs of
 // 8 warps, one per SM: the rung is for batches of small images (7², 14² at stride 2).
 // Where it stands (lesson 11's NOTES.md, session wave-2k): the fastest rung at the stride-2 block
