@@ -19,8 +19,8 @@
 //                               three Wp stages [kProjectK][ldwp] during the project (ldwp: the
 //                               block's columns + 8; a block of one is only C_out rounded to 32 wide)
 //   pooled  [hidden_p] fp32     the channel sums of D, then the gate
-//   red     fp32                per-warp partial sums of the pool ([8][red_cols]), then the SE
-//                               layers' partial sums (8 per task: [kSeTasks][8])
+//   red     [16][64] fp32       per-warp partial sums: the pool's of a chunk, then the SE's first
+//                               layer's (64 outputs a pass)
 //   z       [cr_p] fp32         the SE's hidden vector
 //
 // Every 16-bit row stride is an odd number of 16-byte units (ldmatrix reads eight rows without a
@@ -44,7 +44,6 @@ inline constexpr int kImageLde = kImageChunk + 8;  // E and We chunk rows: 9 uni
 inline constexpr int kProjectK = 32;         // hidden rows of Wp per pipeline stage (two k16 steps)
 inline constexpr int kProjectStages = 3;
 inline constexpr int kWarpMTiles = 2, kWarpNTiles = 4;  // a warp's project tile: 32 pixels × 32 channels
-inline constexpr int kSeTasks = 128;  // the SE layers' tasks of 8 outputs (their partial sums: 4 KB)
 inline constexpr std::size_t kImageSharedLimit = 227 * 1024;  // H200 opt-in shared memory per block
 
 struct ImageLayout {
@@ -82,7 +81,7 @@ struct ImageLayout {
     block_cols = n_blocks > 1 ? 8 * kWarpNTiles * wn : up(p.C_out, 32);
     ldwp = block_cols + 8;
     pad = p.kernel / 2, hp = p.H + 2 * pad, wp = p.W + 2 * pad;
-    red_cols = std::max(kImageChunk, up(std::max(p.se_channels(), 1), 32));
+    red_cols = kImageChunk;
     cr_p = up(std::max(p.se_channels(), 1), 4);
     const auto align = [](std::size_t b) { return (b + 127) / 128 * 128; };
     std::size_t at = 0;
@@ -95,7 +94,7 @@ struct ImageLayout {
     const std::size_t wp_bytes = std::size_t(kProjectStages) * kProjectK * ldwp * 2;
     wbuf = at, at = align(at + std::max(we_bytes, wp_bytes));
     pooled = at, at = align(at + std::size_t(hidden_p) * 4);
-    red = at, at = align(at + std::size_t(std::max(kImageWarps * red_cols, 8 * kSeTasks)) * 4);
+    red = at, at = align(at + std::size_t(kImageWarps) * red_cols * 4);
     z = at, at = align(at + std::size_t(cr_p) * 4);
     bytes = at;
   }

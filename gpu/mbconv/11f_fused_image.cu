@@ -275,59 +275,69 @@ __global__ void __launch_bounds__(kImageThreads, 1)
 
   // ---- the SE: mean, z = ψ(mean·W1 + b1), g = sigmoid(z·W2 + b2); D *= g ---------------------
   if (prm.has_se) {
-    // Both layers read their weights 8 at a time (16 bytes along a row) and split the reduction
-    // over the block, so that each thread has a short chain of independent L2 loads in flight.
-    // FC1, W1 [hidden][Cr]: task (u, jj) makes outputs 8u .. 8u + 7 over rows jj, jj + groups, ...
-    const int cr = prm.cr, units = (cr + 7) / 8, groups = max(1, kSeTasks / units);
-    for (int task = tid; task < units * groups; task += kImageThreads) {
-      const int u = task % units, jj = task / units;
-      float acc[8] = {};
-#pragma unroll 12  // twelve 16-byte loads in flight per thread
-      for (int r = jj; r < hidden; r += groups) {
-        float w[8];
-        load_eight(w1 + std::ptrdiff_t(r) * cr, 8 * u, cr, prm.vec_w1, w);
-#pragma unroll
-        for (int i = 0; i < 8; ++i) acc[i] = fmaf(pooled[r], w[i], acc[i]);
-      }
-#pragma unroll
-      for (int i = 0; i < 8; ++i) red[jj * 8 * units + 8 * u + i] = acc[i];
-    }
-    __syncthreads();
+    // Both layers read their weights 8 at a time (16 bytes along a row), spread over all sixteen
+    // warps so that each thread has a few independent L2 loads in flight, and reduce their partial
+    // sums by warp shuffles in a fixed order (deterministic, no atomics).
+    // FC1, W1 [hidden][Cr]: thread tid takes rows tid, tid + 512, ... and up to 64 outputs (eight
+    // 16-byte pieces of a row); the warp's 32 partials of each output meet by shuffles, the 16
+    // warps' in red [16][64]. More than 64 outputs take further passes.
+    const int cr = prm.cr;
     const float inv = 1.0f / float(PQ);
-    for (int j = tid; j < cr; j += kImageThreads) {
-      float s = 0.0f;
-      for (int jj = 0; jj < groups; ++jj) s += red[jj * 8 * units + j];
-      z[j] = act_f<kRelu>(s * inv + to_float(b1[j]));
-    }
-    __syncthreads();
-    // FC2, W2 [Cr][hidden]: task (v, rr) makes channels 8v .. 8v + 7 over rows rr, rr + splits, ...
-    const int pieces = (hidden + 7) / 8, splits = max(1, kSeTasks / pieces);
-    for (int task = tid; task < pieces * splits; task += kImageThreads) {
-      const int v = task % pieces, rr = task / pieces;
-      float acc[8] = {};
-#pragma unroll 12  // twelve 16-byte loads in flight per thread
-      for (int r = rr; r < cr; r += splits) {
-        float w[8];
-        load_eight(w2 + std::ptrdiff_t(r) * hidden, 8 * v, hidden, prm.vec_w2, w);
+    for (int c0 = 0; c0 < cr; c0 += 64) {
+      float acc[8][8] = {};
+      for (int r = tid; r < hidden; r += kImageThreads) {
+        const float m = pooled[r];
 #pragma unroll
-        for (int i = 0; i < 8; ++i) acc[i] = fmaf(z[r], w[i], acc[i]);
+        for (int u = 0; u < 8; ++u)
+          if (c0 + 8 * u < cr) {
+            float w[8];
+            load_eight(w1 + std::ptrdiff_t(r) * cr, c0 + 8 * u, cr, prm.vec_w1, w);
+#pragma unroll
+            for (int i = 0; i < 8; ++i) acc[u][i] = fmaf(m, w[i], acc[u][i]);
+          }
       }
-      if (splits == 1) {  // one task per 8 channels: the gate directly, where the sums were
+#pragma unroll
+      for (int u = 0; u < 8; ++u)
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+#pragma unroll
+          for (int off = 16; off > 0; off /= 2) acc[u][i] += __shfl_xor_sync(0xffffffffu, acc[u][i], off);
+          if (lane == 0) red[warp * 64 + 8 * u + i] = acc[u][i];
+        }
+      __syncthreads();
+      for (int j = tid; j < min(64, cr - c0); j += kImageThreads) {
+        float s = 0.0f;
+        for (int w = 0; w < kImageWarps; ++w) s += red[w * 64 + j];
+        z[c0 + j] = act_f<kRelu>(s * inv + to_float(b1[c0 + j]));
+      }
+      __syncthreads();
+    }
+    // FC2, W2 [Cr][hidden]: task (v, rr) makes channels 8v .. 8v + 7 over rows rr, rr + 4, ...; the
+    // four tasks of a piece are neighbouring lanes, added by two shuffles. Whole warps iterate
+    // together (the task count rounded up to 32), so that every lane takes part in the shuffles.
+    constexpr int kSplits = 4;
+    const int pieces = (hidden + 7) / 8, tasks = pieces * kSplits, padded = (tasks + 31) / 32 * 32;
+    for (int t = tid; t < padded; t += kImageThreads) {
+      const int v = t / kSplits, rr = t % kSplits;
+      float acc[8] = {};
+      if (v < pieces)
+#pragma unroll 12  // twelve 16-byte loads in flight per thread
+        for (int r = rr; r < cr; r += kSplits) {
+          float w[8];
+          load_eight(w2 + std::ptrdiff_t(r) * hidden, 8 * v, hidden, prm.vec_w2, w);
+#pragma unroll
+          for (int i = 0; i < 8; ++i) acc[i] = fmaf(z[r], w[i], acc[i]);
+        }
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        acc[i] += __shfl_xor_sync(0xffffffffu, acc[i], 1);
+        acc[i] += __shfl_xor_sync(0xffffffffu, acc[i], 2);
+      }
+      if (rr == 0 && v < pieces)
 #pragma unroll
         for (int i = 0; i < 8; ++i)
-          if (8 * v + i < hidden) pooled[8 * v + i] = sigmoid_f(acc[i] + to_float(b2[8 * v + i]));
-      } else {
-#pragma unroll
-        for (int i = 0; i < 8; ++i) red[rr * 8 * pieces + 8 * v + i] = acc[i];
-      }
+          if (8 * v + i < hidden) pooled[8 * v + i] = sigmoid_f(acc[i] + to_float(b2[8 * v + i]));  // the gate
     }
-    __syncthreads();
-    if (splits > 1)
-      for (int h = tid; h < hidden; h += kImageThreads) {
-        float s = to_float(b2[h]);
-        for (int rr = 0; rr < splits; ++rr) s += red[rr * 8 * pieces + h];
-        pooled[h] = sigmoid_f(s);
-      }
     __syncthreads();
     for (int hc = 2 * tid; hc < l.hidden_p; hc += 2 * kImageThreads) {  // pad channels: 0 · a finite sum
       const float2 gate = *reinterpret_cast<const float2*>(&pooled[hc]);
@@ -408,7 +418,7 @@ __global__ void __launch_bounds__(kImageThreads, 1)
 
 bool supports(const MBConvProblem& p) {
   return (p.dtype == DType::f16 || p.dtype == DType::bf16) && (p.kernel == 3 || p.kernel == 5) &&
-         (p.stride == 1 || p.stride == 2) && p.N <= (1 << 30) && p.se_channels() <= 8 * kSeTasks && ImageLayout(p).fits();
+         (p.stride == 1 || p.stride == 2) && p.N <= (1 << 30) && ImageLayout(p).fits();
 }
 
 void run(const MBConvProblem& p, const Args<MBConvProblem>& a) {
