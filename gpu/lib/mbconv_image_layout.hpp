@@ -19,15 +19,15 @@
 //                               three Wp stages [kProjectK][ldwp] during the project (ldwp: the
 //                               block's columns + 8; a block of one is only C_out rounded to 32 wide)
 //   pooled  [hidden_p] fp32     the channel sums of D, then the gate
-//   red     fp32                per-warp partial sums of the pool ([8][red_cols]), then the SE
-//                               layers' partial sums (8 per task: [kSeTasks][8])
+//   red     [16][64] fp32       per-warp partial sums: the pool's of a chunk, then the SE's first
+//                               layer's (64 outputs a pass)
 //   z       [cr_p] fp32         the SE's hidden vector
 //
 // Every 16-bit row stride is an odd number of 16-byte units (ldmatrix reads eight rows without a
-// bank conflict). The project's tile of warp (i, j) of a wm × wn warp grid is 4 m16 tiles × 4 n8
-// tiles; a block of the project is the grid's (64·wm) × (32·wn) outputs, walked over every hidden
+// bank conflict). The project's tile of warp (i, j) of a wm × wn warp grid is 2 m16 tiles × 4 n8
+// tiles; a block of the project is the grid's (32·wm) × (32·wn) outputs, walked over every hidden
 // channel; blocks run one after another. The grid is the one with the fewest blocks (ties: the
-// narrower m side, since every warp of a row of the grid reloads the same A fragments).
+// fewest blocks along the pixels, each of which streams all of Wp again).
 #pragma once
 
 #include <algorithm>
@@ -37,14 +37,13 @@
 
 namespace convlab::gpu::mbconv {
 
-inline constexpr int kImageThreads = 256;  // 8 warps
+inline constexpr int kImageThreads = 512;  // 16 warps: four per scheduler to hide each phase's latency
 inline constexpr int kImageWarps = kImageThreads / 32;
 inline constexpr int kImageChunk = 64;       // hidden channels made per step (expand n, depthwise lanes × 2)
 inline constexpr int kImageLde = kImageChunk + 8;  // E and We chunk rows: 9 units of 16 bytes
 inline constexpr int kProjectK = 32;         // hidden rows of Wp per pipeline stage (two k16 steps)
 inline constexpr int kProjectStages = 3;
-inline constexpr int kWarpMTiles = 4, kWarpNTiles = 4;  // a warp's project tile: 64 pixels × 32 channels
-inline constexpr int kSeTasks = 128;  // the SE layers' tasks of 8 outputs (their partial sums: 4 KB)
+inline constexpr int kWarpMTiles = 2, kWarpNTiles = 4;  // a warp's project tile: 32 pixels × 32 channels
 inline constexpr std::size_t kImageSharedLimit = 227 * 1024;  // H200 opt-in shared memory per block
 
 struct ImageLayout {
@@ -73,15 +72,16 @@ struct ImageLayout {
     ldd = hidden_p + 8;
     const int mt = (PQ + 15) / 16, nt = (p.C_out + 7) / 8;
     int best = 1 << 30;
-    for (int m = 1; m <= kImageWarps; m *= 2) {  // fewest blocks; on a tie the smaller m
+    for (int m = 1; m <= kImageWarps; m *= 2) {  // fewest blocks; on a tie the fewest Wp passes (m blocks)
       const int n = kImageWarps / m;
       const int mb = (mt + kWarpMTiles * m - 1) / (kWarpMTiles * m), nb = (nt + kWarpNTiles * n - 1) / (kWarpNTiles * n);
-      if (mb * nb < best) best = mb * nb, wm = m, wn = n, m_blocks = mb, n_blocks = nb;
+      if (mb * nb < best || (mb * nb == best && mb < m_blocks))
+        best = mb * nb, wm = m, wn = n, m_blocks = mb, n_blocks = nb;
     }
     block_cols = n_blocks > 1 ? 8 * kWarpNTiles * wn : up(p.C_out, 32);
     ldwp = block_cols + 8;
     pad = p.kernel / 2, hp = p.H + 2 * pad, wp = p.W + 2 * pad;
-    red_cols = std::max(kImageChunk, up(std::max(p.se_channels(), 1), 32));
+    red_cols = kImageChunk;
     cr_p = up(std::max(p.se_channels(), 1), 4);
     const auto align = [](std::size_t b) { return (b + 127) / 128 * 128; };
     std::size_t at = 0;
@@ -94,7 +94,7 @@ struct ImageLayout {
     const std::size_t wp_bytes = std::size_t(kProjectStages) * kProjectK * ldwp * 2;
     wbuf = at, at = align(at + std::max(we_bytes, wp_bytes));
     pooled = at, at = align(at + std::size_t(hidden_p) * 4);
-    red = at, at = align(at + std::size_t(std::max(kImageWarps * red_cols, 8 * kSeTasks)) * 4);
+    red = at, at = align(at + std::size_t(kImageWarps) * red_cols * 4);
     z = at, at = align(at + std::size_t(cr_p) * 4);
     bytes = at;
   }

@@ -17,10 +17,10 @@
 // Cost: the block's MACs, with the expand's M rounded up to m16 tiles of the image's pixels;
 // DRAM: x, y and the weights once; every CTA reads all the weights from L2 (N·|weights|: 145 MB
 // at N = 128, 7², C = 192). A CTA has one image's worth of parallelism, so the grid is N CTAs of
-// 8 warps, one per SM: the rung is for batches of small images (7², 14² at stride 2).
-// Where it stands (lesson 11's NOTES.md, session wave-2k): the fastest rung at the stride-2 block
-// on 14², slower than 11c at 7²; bound by latency (one image's phases in series on eight warps),
-// not by the L2 bytes or the tensor cores.
+// 16 warps, one per SM: the rung is for batches of small images (7², 14² at stride 2).
+// Where it stands: THIS BRANCH (16 warps, 128 registers) IS NOT MEASURED. Main's 11f (8 warps) is
+// the fastest rung at the stride-2 block on 14² and slower than 11c at 7², bound by latency (lesson
+// 11's NOTES.md, session wave-2k); this form doubles the warps per scheduler to hide it.
 // Contract: f16/bf16, SE or none, e ≥ 1, K = 3 or 5, stride 1 or 2, any C, C_out, H, W whose
 // layout (gpu/lib/mbconv_image_layout.hpp) fits 227 KB of shared memory. No workspace.
 // Tunables: the chunk (64 channels), the project's stage depth and warp tile (the layout header).
@@ -35,8 +35,6 @@ namespace {
 
 using namespace gpu;
 using namespace gpu::mbconv;
-
-static_assert(kImageThreads == kThreads, "stage_tile strides by the tile kernel's thread count");
 
 struct ImageParams {
   int H, W, C, hidden, cr, C_out, P, Q, stride, pad;
@@ -61,11 +59,18 @@ struct PieceWalk {
 
 // dst[r][c] = src[r·ld_src + c] for r < valid_rows, c < valid_cols, else 0, over rows × 8·per_row
 // elements: 16-byte cp.async (vec: src rows 16-byte aligned, valid_cols a multiple of 8), or
-// stage_tile's element copies.
+// element copies (visible after the next barrier).
 template <class Element>
 __device__ __forceinline__ void copy_tile(const PieceWalk& w, Element* dst, int ld_dst, const Element* src,
                                           std::ptrdiff_t ld_src, int rows, int valid_rows, int valid_cols, bool vec) {
-  if (!vec) return stage_tile(dst, ld_dst, src, ld_src, rows, 8 * w.per_row, valid_rows, valid_cols, false);
+  if (!vec) {
+    const int cols = 8 * w.per_row;
+    for (int i = threadIdx.x; i < rows * cols; i += kImageThreads) {
+      const int r = i / cols, c = i - r * cols;
+      dst[r * ld_dst + c] = r < valid_rows && c < valid_cols ? src[r * ld_src + c] : from_float<Element>(0.0f);
+    }
+    return;
+  }
   for (int r = w.r0, c = w.c0; r < rows;) {
     const int col = 8 * c;
     const bool in = r < valid_rows && col < valid_cols;
@@ -101,8 +106,7 @@ __global__ void __launch_bounds__(kImageThreads, 1)
   const uint32_t row16 = lane % 16, col8 = 8 * (lane / 16);  // ldmatrix x4: this lane's row and column offset
 
   // ---- x, and the first We chunk ---------------------------------------------------------
-  const int xcols = l.ldx - 8;
-  stage_tile(xs, l.ldx, xn, prm.C, HW, xcols, HW, prm.C, prm.vec_x);
+  copy_tile(PieceWalk((l.ldx - 8) / 8), xs, l.ldx, xn, prm.C, HW, HW, prm.C, prm.vec_x);
   for (int h = tid; h < l.hidden_p; h += kImageThreads) {
     bes[h] = kExpand && h < hidden ? be[h] : from_float<Element>(0.0f);
     bds[h] = h < hidden ? bd[h] : from_float<Element>(0.0f);
@@ -151,31 +155,41 @@ __global__ void __launch_bounds__(kImageThreads, 1)
     const Element* e_src;  // E of this chunk: es, or x's channels without an expand
     int lde;
     if constexpr (kExpand) {
-      // units: (m16 tile of input pixels, 32 channels of the chunk), 4 n8 tiles each
+      // units: (m16 tile of input pixels, 16 channels of the chunk), 2 n8 tiles each
       const uint32_t we_base = shared_address(we_slot(c));
-      for (int u = warp; u < m_tiles_in * 2; u += kImageWarps) {
-        const int mt = u / 2, nh = u % 2;
+      for (int u = warp; u < m_tiles_in * 4; u += kImageWarps) {
+        const int mt = u / 4, nq = u % 4;
         const int arow = min(16 * mt + int(row16), HW - 1);  // rows past the image repeat the last one
         const uint32_t a_at = shared_address(xs + arow * l.ldx + col8);
-        const uint32_t b_at = we_base + (row16 * kImageLde + 32 * nh + col8) * 2;
-        float bias_e[4][2];
+        const uint32_t b_at = we_base + (row16 * kImageLde + 16 * nq + col8) * 2;
+        float bias_e[2][2];
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const int hc = h0 + 32 * nh + 8 * j + 2 * tq;
+        for (int j = 0; j < 2; ++j) {
+          const int hc = h0 + 16 * nq + 8 * j + 2 * tq;
           const float2 b = load_pair(bes + hc);
           bias_e[j][0] = b.x, bias_e[j][1] = b.y;
         }
-        float acc[4][4] = {};
-        for (int k = 0; k < l.ck; k += 16) {
-          uint32_t a[4], b0[4], b1v[4];
+        // Two chains over k (even and odd k16 steps), added at the end: each mma waits for the one
+        // before it in its chain, and a unit is only 2 n8 tiles wide.
+        float acc[2][4] = {}, odd[2][4] = {};
+        for (int k = 0; k < l.ck; k += 32) {
+          uint32_t a[4], b[4];
           ldmatrix_x4(a, a_at + k * 2);
-          ldmatrix_x4_trans(b0, b_at + k * kImageLde * 2);
-          ldmatrix_x4_trans(b1v, b_at + (k * kImageLde + 16) * 2);
-          mma_m16n8k16<Element>(acc[0], a, {b0[0], b0[1]});
-          mma_m16n8k16<Element>(acc[1], a, {b0[2], b0[3]});
-          mma_m16n8k16<Element>(acc[2], a, {b1v[0], b1v[1]});
-          mma_m16n8k16<Element>(acc[3], a, {b1v[2], b1v[3]});
+          ldmatrix_x4_trans(b, b_at + k * kImageLde * 2);
+          mma_m16n8k16<Element>(acc[0], a, {b[0], b[1]});
+          mma_m16n8k16<Element>(acc[1], a, {b[2], b[3]});
+          if (k + 16 < l.ck) {
+            uint32_t a2[4], b2[4];
+            ldmatrix_x4(a2, a_at + (k + 16) * 2);
+            ldmatrix_x4_trans(b2, b_at + (k + 16) * kImageLde * 2);
+            mma_m16n8k16<Element>(odd[0], a2, {b2[0], b2[1]});
+            mma_m16n8k16<Element>(odd[1], a2, {b2[2], b2[3]});
+          }
         }
+#pragma unroll
+        for (int j = 0; j < 2; ++j)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) acc[j][i] += odd[j][i];
         int at[2];  // rows g and g + 8 of the tile, as bordered E rows (-1: past the image)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
@@ -183,8 +197,8 @@ __global__ void __launch_bounds__(kImageThreads, 1)
           at[h] = row < HW ? (ih + l.pad) * l.wp + row - ih * prm.W + l.pad : -1;
         }
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const int col = 32 * nh + 8 * j + 2 * tq;
+        for (int j = 0; j < 2; ++j) {
+          const int col = 16 * nq + 8 * j + 2 * tq;
 #pragma unroll
           for (int h = 0; h < 2; ++h)
             if (at[h] >= 0)
@@ -261,59 +275,69 @@ __global__ void __launch_bounds__(kImageThreads, 1)
 
   // ---- the SE: mean, z = ψ(mean·W1 + b1), g = sigmoid(z·W2 + b2); D *= g ---------------------
   if (prm.has_se) {
-    // Both layers read their weights 8 at a time (16 bytes along a row) and split the reduction
-    // over the block, so that each thread has a short chain of independent L2 loads in flight.
-    // FC1, W1 [hidden][Cr]: task (u, jj) makes outputs 8u .. 8u + 7 over rows jj, jj + groups, ...
-    const int cr = prm.cr, units = (cr + 7) / 8, groups = max(1, kSeTasks / units);
-    for (int task = tid; task < units * groups; task += kImageThreads) {
-      const int u = task % units, jj = task / units;
-      float acc[8] = {};
-#pragma unroll 12  // twelve 16-byte loads in flight per thread
-      for (int r = jj; r < hidden; r += groups) {
-        float w[8];
-        load_eight(w1 + std::ptrdiff_t(r) * cr, 8 * u, cr, prm.vec_w1, w);
-#pragma unroll
-        for (int i = 0; i < 8; ++i) acc[i] = fmaf(pooled[r], w[i], acc[i]);
-      }
-#pragma unroll
-      for (int i = 0; i < 8; ++i) red[jj * 8 * units + 8 * u + i] = acc[i];
-    }
-    __syncthreads();
+    // Both layers read their weights 8 at a time (16 bytes along a row), spread over all sixteen
+    // warps so that each thread has a few independent L2 loads in flight, and reduce their partial
+    // sums by warp shuffles in a fixed order (deterministic, no atomics).
+    // FC1, W1 [hidden][Cr]: thread tid takes rows tid, tid + 512, ... and up to 64 outputs (eight
+    // 16-byte pieces of a row); the warp's 32 partials of each output meet by shuffles, the 16
+    // warps' in red [16][64]. More than 64 outputs take further passes.
+    const int cr = prm.cr;
     const float inv = 1.0f / float(PQ);
-    for (int j = tid; j < cr; j += kImageThreads) {
-      float s = 0.0f;
-      for (int jj = 0; jj < groups; ++jj) s += red[jj * 8 * units + j];
-      z[j] = act_f<kRelu>(s * inv + to_float(b1[j]));
-    }
-    __syncthreads();
-    // FC2, W2 [Cr][hidden]: task (v, rr) makes channels 8v .. 8v + 7 over rows rr, rr + splits, ...
-    const int pieces = (hidden + 7) / 8, splits = max(1, kSeTasks / pieces);
-    for (int task = tid; task < pieces * splits; task += kImageThreads) {
-      const int v = task % pieces, rr = task / pieces;
-      float acc[8] = {};
-#pragma unroll 12  // twelve 16-byte loads in flight per thread
-      for (int r = rr; r < cr; r += splits) {
-        float w[8];
-        load_eight(w2 + std::ptrdiff_t(r) * hidden, 8 * v, hidden, prm.vec_w2, w);
+    for (int c0 = 0; c0 < cr; c0 += 64) {
+      float acc[8][8] = {};
+      for (int r = tid; r < hidden; r += kImageThreads) {
+        const float m = pooled[r];
 #pragma unroll
-        for (int i = 0; i < 8; ++i) acc[i] = fmaf(z[r], w[i], acc[i]);
+        for (int u = 0; u < 8; ++u)
+          if (c0 + 8 * u < cr) {
+            float w[8];
+            load_eight(w1 + std::ptrdiff_t(r) * cr, c0 + 8 * u, cr, prm.vec_w1, w);
+#pragma unroll
+            for (int i = 0; i < 8; ++i) acc[u][i] = fmaf(m, w[i], acc[u][i]);
+          }
       }
-      if (splits == 1) {  // one task per 8 channels: the gate directly, where the sums were
+#pragma unroll
+      for (int u = 0; u < 8; ++u)
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+#pragma unroll
+          for (int off = 16; off > 0; off /= 2) acc[u][i] += __shfl_xor_sync(0xffffffffu, acc[u][i], off);
+          if (lane == 0) red[warp * 64 + 8 * u + i] = acc[u][i];
+        }
+      __syncthreads();
+      for (int j = tid; j < min(64, cr - c0); j += kImageThreads) {
+        float s = 0.0f;
+        for (int w = 0; w < kImageWarps; ++w) s += red[w * 64 + j];
+        z[c0 + j] = act_f<kRelu>(s * inv + to_float(b1[c0 + j]));
+      }
+      __syncthreads();
+    }
+    // FC2, W2 [Cr][hidden]: task (v, rr) makes channels 8v .. 8v + 7 over rows rr, rr + 4, ...; the
+    // four tasks of a piece are neighbouring lanes, added by two shuffles. Whole warps iterate
+    // together (the task count rounded up to 32), so that every lane takes part in the shuffles.
+    constexpr int kSplits = 4;
+    const int pieces = (hidden + 7) / 8, tasks = pieces * kSplits, padded = (tasks + 31) / 32 * 32;
+    for (int t = tid; t < padded; t += kImageThreads) {
+      const int v = t / kSplits, rr = t % kSplits;
+      float acc[8] = {};
+      if (v < pieces)
+#pragma unroll 12  // twelve 16-byte loads in flight per thread
+        for (int r = rr; r < cr; r += kSplits) {
+          float w[8];
+          load_eight(w2 + std::ptrdiff_t(r) * hidden, 8 * v, hidden, prm.vec_w2, w);
+#pragma unroll
+          for (int i = 0; i < 8; ++i) acc[i] = fmaf(z[r], w[i], acc[i]);
+        }
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        acc[i] += __shfl_xor_sync(0xffffffffu, acc[i], 1);
+        acc[i] += __shfl_xor_sync(0xffffffffu, acc[i], 2);
+      }
+      if (rr == 0 && v < pieces)
 #pragma unroll
         for (int i = 0; i < 8; ++i)
-          if (8 * v + i < hidden) pooled[8 * v + i] = sigmoid_f(acc[i] + to_float(b2[8 * v + i]));
-      } else {
-#pragma unroll
-        for (int i = 0; i < 8; ++i) red[rr * 8 * pieces + 8 * v + i] = acc[i];
-      }
+          if (8 * v + i < hidden) pooled[8 * v + i] = sigmoid_f(acc[i] + to_float(b2[8 * v + i]));  // the gate
     }
-    __syncthreads();
-    if (splits > 1)
-      for (int h = tid; h < hidden; h += kImageThreads) {
-        float s = to_float(b2[h]);
-        for (int rr = 0; rr < splits; ++rr) s += red[rr * 8 * pieces + h];
-        pooled[h] = sigmoid_f(s);
-      }
     __syncthreads();
     for (int hc = 2 * tid; hc < l.hidden_p; hc += 2 * kImageThreads) {  // pad channels: 0 · a finite sum
       const float2 gate = *reinterpret_cast<const float2*>(&pooled[hc]);
@@ -329,7 +353,8 @@ __global__ void __launch_bounds__(kImageThreads, 1)
   const uint32_t ds_base = shared_address(ds), wbuf_base = shared_address(wbuf);
   for (int block = 0; block < l.m_blocks * l.n_blocks; ++block) {
     if (block > 0) issue_wp(block, 0), issue_wp(block, 1);
-    const int m0 = (block / l.n_blocks) * (64 * l.wm) + 64 * wi;  // this warp's 64 pixels
+    constexpr int kWarpPixels = 16 * kWarpMTiles;
+    const int m0 = (block / l.n_blocks) * (kWarpPixels * l.wm) + kWarpPixels * wi;  // this warp's pixels
     const int nl = 32 * wj, n0 = (block % l.n_blocks) * block_cols + nl;  // and 32 channels
     const bool busy = m0 < PQ && n0 < prm.C_out;
     uint32_t a_at[kWarpMTiles];
@@ -393,7 +418,7 @@ __global__ void __launch_bounds__(kImageThreads, 1)
 
 bool supports(const MBConvProblem& p) {
   return (p.dtype == DType::f16 || p.dtype == DType::bf16) && (p.kernel == 3 || p.kernel == 5) &&
-         (p.stride == 1 || p.stride == 2) && p.N <= (1 << 30) && p.se_channels() <= 8 * kSeTasks && ImageLayout(p).fits();
+         (p.stride == 1 || p.stride == 2) && p.N <= (1 << 30) && ImageLayout(p).fits();
 }
 
 void run(const MBConvProblem& p, const Args<MBConvProblem>& a) {
