@@ -24,8 +24,9 @@ model holds it, BN folded, channels-last:
              program (--convlab) it says so and the rows are marked unchecked.
   checked    every timed result against a float64 evaluation of the same weights on the first
              image of the batch; relative L2 over 1e-2 marks the row an error
-  timing     CUDA events around one call, L2 flushed (256 MB written) before each repetition,
-             warm-up calls first, median of --reps
+  timing     bench/torch_timing.py, as convlab_bench times: CUDA events around one call, L2
+             flushed before each repetition, warm-up calls first, rounds from --reps repetitions
+             until the median settles; the row carries min_ms, max_ms, cv and noisy
   FLOPs      convlab's count (MBConvProblem::flops): 2 per MAC of expand, depthwise, the SE's two
              FC layers and project; compulsory bytes: x, the weights and y once
 
@@ -44,11 +45,12 @@ import json
 import math
 import os
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+from torch_timing import row_fields, time_gpu_call  # bench/torch_timing.py
 
 # N,H,W,C,e,k,stride,se,Cout — the order of OpTraits<MBConvProblem>::shapes(bench, gpu)
 DEFAULT_SHAPES = ";".join([
@@ -211,24 +213,6 @@ def check_against_convlab(torch, F, convlab, act):
             fail(f"PyTorch's block and convlab's disagree on {label(s, act, 'f32')}: rel L2 {rel:.3g}", 1)
 
 
-def time_call(torch, fn, x, reps, warmup):
-    flush = torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device="cuda")
-    with torch.inference_mode():
-        y = fn(x)
-        for _ in range(warmup):
-            fn(x)
-        times = []
-        for _ in range(reps):
-            flush.zero_()
-            start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            y = fn(x)
-            stop.record()
-            stop.synchronize()
-            times.append(start.elapsed_time(stop))
-    return times, y
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True)
@@ -256,7 +240,8 @@ def main():
         "host_name": socket.gethostname(), "executable": "bench/mbconv_torch.py", "gpu_name": props.name,
         "torch_version": torch.__version__, "cuda_version": str(torch.version.cuda),
         "cudnn_version": str(torch.backends.cudnn.version()), "library_build_type": "release",
-        "timing": f"CUDA events, L2 flushed, median of {args.reps} after {args.warmup} warm-up calls",
+        "timing": f"CUDA events, L2 flushed, {args.warmup} warm-up calls, then rounds from {args.reps} "
+                  "repetitions until the median settles (bench/torch_timing.py); the median",
         "agreement_with_convlab": "checked" if checked else "not checked",
     }
     rows = []
@@ -290,7 +275,8 @@ def main():
                 torch._dynamo.reset()
                 fn = build(forward)
                 t0 = time.time()
-                times, y = time_call(torch, fn, x, args.reps, args.warmup)
+                with torch.inference_mode():
+                    stats, y = time_gpu_call(torch, lambda: fn(x), args.reps, args.warmup)
                 setup = time.time() - t0
             except Exception as error:  # a compile failure is a row, not the end of the run
                 first = (str(error).strip().splitlines() or ["unknown error"])[0]
@@ -299,15 +285,16 @@ def main():
                 write()
                 continue
             rel = float((y[:1].double() - ref).norm() / ref.norm())
-            ms = statistics.median(times)
+            ms = stats["median"]
             rate = 2.0 * macs(s) / (ms / 1e3)
-            row.update({"iterations": len(times), "real_time": ms, "cpu_time": ms, "time_unit": "ms",
-                        "FLOP/s": rate, "bytes/s": min_bytes(s) / (ms / 1e3), "intensity": 2.0 * macs(s) / min_bytes(s),
-                        "rel_l2": rel, "min_ms": min(times), "max_ms": max(times), "baseline": 1.0,
+            row.update(row_fields(stats))
+            row.update({"FLOP/s": rate, "bytes/s": min_bytes(s) / (ms / 1e3), "intensity": 2.0 * macs(s) / min_bytes(s),
+                        "rel_l2": rel, "baseline": 1.0,
                         "setup_s": setup, "workspace_bytes": 0.0})
             if not rel <= 1e-2:
                 row.update({"error_occurred": True, "error_message": f"rel L2 {rel:.3g} against float64"})
-            print(f"{row_name}: {ms:.3f} ms, {rate / 1e12:.1f} TFLOP/s, rel L2 {rel:.2g} (setup {setup:.0f} s)")
+            print(f"{row_name}: {ms:.3f} ms (cv {stats['cv']:.1%}{' noisy' if stats['noisy'] else ''}), "
+                  f"{rate / 1e12:.1f} TFLOP/s, rel L2 {rel:.2g} (setup {setup:.0f} s)")
             rows.append(row)
             write()
     write()

@@ -20,9 +20,9 @@ cuBLAS baseline:
   inputs     q, k, v [B, H, N, d] uniform(-1, 1), as convlab's harness draws them;
              scale = 1/sqrt(d). PyTorch's is_causal is top-left aligned (its mask is
              ones(L, S).tril()), like convlab's reference; at Nq == Nk all agree.
-  timing     CUDA events around one call, the L2 flushed (256 MB written)
-             before each repetition like convlab_bench; warm-up calls first; the
-             median of --reps repetitions is real_time.
+  timing     bench/torch_timing.py, as convlab_bench times: CUDA events around one call,
+             the L2 flushed before each repetition, warm-up calls first, rounds from --reps
+             repetitions until the median settles (real_time); min_ms, max_ms, cv, noisy.
   FLOPs      convlab's convention (ops/attention.hpp): 4*d per visible
              (query, key) pair: 4*B*H*N^2*d non-causal, about half of it causal.
   check      each result is compared, on its first and last (b, h) head, with
@@ -49,8 +49,9 @@ import datetime
 import json
 import math
 import socket
-import statistics
 import sys
+
+from torch_timing import row_fields, time_gpu_call  # bench/torch_timing.py
 
 DEFAULT_SHAPES = "4,16,4096,128,0,f16;4,16,4096,128,1,f16;4,16,4096,64,0,f16"
 BACKENDS = {  # our --backends name -> (SDPBackend attribute, convlab variant name)
@@ -145,21 +146,9 @@ def measure(torch, sdpa_kernel, backend, s, reps, warmup):
                for _ in range(3))
     scale = 1.0 / math.sqrt(s["d"])
     sdpa = torch.nn.functional.scaled_dot_product_attention
-    flush = torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device="cuda")
-    with torch.inference_mode(), sdpa_kernel([backend]):
-        o = sdpa(q, k, v, is_causal=s["causal"], scale=scale)  # raises if the back end cannot run this
-        for _ in range(warmup):
-            sdpa(q, k, v, is_causal=s["causal"], scale=scale)
-        times = []
-        for _ in range(reps):
-            flush.zero_()
-            start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            o = sdpa(q, k, v, is_causal=s["causal"], scale=scale)
-            stop.record()
-            stop.synchronize()
-            times.append(start.elapsed_time(stop))  # ms
-    return times, reference_error(torch, q, k, v, o, s["causal"], scale)
+    with torch.inference_mode(), sdpa_kernel([backend]):  # the first call raises if the back end cannot run this
+        stats, o = time_gpu_call(torch, lambda: sdpa(q, k, v, is_causal=s["causal"], scale=scale), reps, warmup)
+    return stats, reference_error(torch, q, k, v, o, s["causal"], scale)
 
 
 def main():
@@ -190,7 +179,8 @@ def main():
         "cuda_version": str(torch.version.cuda),
         "cudnn_version": str(torch.backends.cudnn.version()),
         "library_build_type": "release",
-        "timing": f"CUDA events, L2 flushed, median of {args.reps} after {args.warmup} warm-up calls",
+        "timing": f"CUDA events, L2 flushed, {args.warmup} warm-up calls, then rounds from {args.reps} "
+                  "repetitions until the median settles (bench/torch_timing.py); the median",
     }
     rows = []
     for s in shapes:
@@ -200,21 +190,21 @@ def main():
             row = {"name": row_name, "run_name": row_name, "run_type": "iteration", "repetitions": 1,
                    "repetition_index": 0, "threads": 1, "label": spec(s)}
             try:
-                times, (rel_l2, max_abs) = measure(torch, sdpa_kernel, getattr(SDPBackend, attr), s, args.reps, args.warmup)
+                stats, (rel_l2, max_abs) = measure(torch, sdpa_kernel, getattr(SDPBackend, attr), s, args.reps, args.warmup)
             except (RuntimeError, AttributeError) as error:  # back end not built in, or shape not supported
                 first_line = (str(error).strip().splitlines() or ["unknown error"])[0]
                 row.update({"error_occurred": True, "error_message": f"{name}: {first_line}"})
                 print(f"{row_name}: {first_line}", file=sys.stderr)
                 rows.append(row)
                 continue
-            ms = statistics.median(times)
+            ms = stats["median"]
             seconds = ms / 1e3
             rate = flops(s) / seconds
+            row.update(row_fields(stats))
             row.update({
-                "iterations": len(times), "real_time": ms, "cpu_time": ms, "time_unit": "ms",
                 "FLOP/s": rate, "bytes/s": min_bytes(s) / seconds, "intensity": flops(s) / min_bytes(s),
                 "pct_peak": 100.0 * rate / (args.peak_tflops * 1e12) if args.peak_tflops > 0 else 0.0,
-                "rel_l2": rel_l2, "workspace_bytes": 0.0, "min_ms": min(times), "max_ms": max(times),
+                "rel_l2": rel_l2, "workspace_bytes": 0.0,
                 "baseline": 1.0,  # a library, as convlab_bench flags its cuBLAS/cuDNN variants
             })
             bound_l2, bound_abs = tolerance(s["dtype"], s["d"] + s["N"])

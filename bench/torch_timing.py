@@ -1,0 +1,145 @@
+"""How the PyTorch side scripts time one call: the way core/timing.hpp times convlab's variants.
+
+bench/convfirst_torch.py, bench/mbconv_torch.py and bench/sdpa_torch.py import it, so that a
+PyTorch row and a convlab row in one table were measured alike:
+
+  one repetition  the L2 flushed (256 MB written), then CUDA events around the call alone
+  warm-up         untimed calls first (compilation, autotuning, caches)
+  rounds          a first round of `reps`; then the sample doubles until the median of all the
+                  samples agrees with the previous round's median within 2 %, or a cap
+                  (max_reps samples, max_total_ms of measured time)
+  summary         median, min, max, cv (standard deviation / mean), rounds, settled, and
+                  noisy = cv above 5 % (the suite's kNoisyCv), so a table can say how far to
+                  trust a PyTorch time as it does a convlab one
+
+Why rounds: the calls of eager PyTorch and of Inductor's default mode are launched from Python
+one kernel at a time, so a busy host stretches some repetitions. A fixed 20 repetitions once
+gave an Inductor median of 0.182 ms whose samples spread from 0.155 to 0.296 ms (lesson 11's
+NOTES, run 66dbe5a).
+
+    python3 bench/torch_timing.py --self-test    the rounds' logic on made-up samples (no torch)
+"""
+import statistics
+import sys
+
+NOISY_CV = 0.05          # core/timing.hpp: kNoisyCv
+SETTLE_TOLERANCE = 0.02  # core/timing.hpp: TimingOptions::settle_tolerance
+
+
+def summarize(samples):
+    mean = statistics.fmean(samples)
+    cv = statistics.pstdev(samples) / mean if mean > 0 else 0.0
+    return {"median": statistics.median(samples), "min": min(samples), "max": max(samples), "cv": cv}
+
+
+def in_rounds(repeat, reps, max_reps=320, max_total_ms=3000.0):
+    """repeat(k) returns k new samples in ms. Measures in rounds as the module says; returns the
+    summary (with iterations, rounds, settled, noisy)."""
+    samples = list(repeat(reps))
+    rounds, settled = 1, False
+    while len(samples) < max_reps and sum(samples) < max_total_ms:
+        previous = statistics.median(samples)
+        samples += list(repeat(min(len(samples), max_reps - len(samples))))
+        rounds += 1
+        if abs(statistics.median(samples) - previous) <= SETTLE_TOLERANCE * previous:
+            settled = True
+            break
+    stats = summarize(samples)
+    stats.update({"iterations": len(samples), "rounds": rounds, "settled": settled, "noisy": stats["cv"] > NOISY_CV})
+    return stats
+
+
+def time_gpu_call(torch, call, reps, warmup):
+    """Times call() (no arguments; it returns the output) on the current CUDA device. Returns
+    (summary, the last output)."""
+    flush = torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device="cuda")
+    out = [call()]
+    for _ in range(warmup):
+        call()
+
+    def repeat(k):
+        times = []
+        for _ in range(k):
+            flush.zero_()
+            start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            out[0] = call()
+            stop.record()
+            stop.synchronize()
+            times.append(start.elapsed_time(stop))
+        return times
+
+    return in_rounds(repeat, reps), out[0]
+
+
+def row_fields(stats):
+    """The summary as a bench row's fields (the convlab rows' names: min_ms, max_ms, cv, noisy)."""
+    return {"iterations": stats["iterations"], "real_time": stats["median"], "cpu_time": stats["median"],
+            "time_unit": "ms", "min_ms": stats["min"], "max_ms": stats["max"], "cv": stats["cv"],
+            "noisy": 1.0 if stats["noisy"] else 0.0, "rounds": float(stats["rounds"]),
+            "settled": 1.0 if stats["settled"] else 0.0}
+
+
+def self_test():
+    def source(values):
+        it = iter(values)
+        return lambda k: [next(it) for _ in range(k)]
+
+    # steady samples settle after the second round
+    s = in_rounds(source([1.0] * 40), 20)
+    assert (s["iterations"], s["rounds"], s["settled"], s["noisy"]) == (40, 2, True, False), s
+    # a burst in the first round moves the median by more than 2 %: the sample grows until it settles
+    burst = [2.0] * 12 + [1.0] * 8 + [1.0] * 20 + [1.0] * 40
+    s = in_rounds(source(burst), 20)
+    assert s["rounds"] == 3 and s["settled"] and s["median"] == 1.0 and s["iterations"] == 80, s
+    assert s["noisy"] and s["max"] == 2.0 and abs(s["cv"] - statistics.pstdev(burst) / statistics.fmean(burst)) < 1e-12, s
+    # a drift (each round slower) never settles: the cap on repetitions ends it, and the row says so
+    s = in_rounds(source([1.0] * 20 + [1.5] * 20 + [2.0] * 40 + [2.5] * 80), 20, max_reps=80)
+    assert s["iterations"] == 80 and not s["settled"], s
+    # the cap on measured time ends it too
+    s = in_rounds(source([100.0 + i for i in range(400)]), 20, max_total_ms=3000.0)
+    assert s["iterations"] == 40 and s["rounds"] == 2, s
+    f = row_fields(s)
+    assert f["real_time"] == s["median"] and f["noisy"] in (0.0, 1.0) and f["time_unit"] == "ms", f
+    # time_gpu_call's plumbing, on a stand-in for torch whose events read a made-up clock
+    class FakeTorch:
+        clock = [0.0]
+        calls = [0]
+
+        class cuda:
+            class Event:
+                def __init__(self, enable_timing):
+                    self.t = None
+
+                def record(self):
+                    self.t = FakeTorch.clock[0]
+
+                def synchronize(self):
+                    pass
+
+                def elapsed_time(self, other):
+                    return other.t - self.t
+
+        @staticmethod
+        def empty(n, dtype, device):
+            return type("Flush", (), {"zero_": lambda self: None})()
+
+        uint8 = None
+
+    def call():
+        FakeTorch.calls[0] += 1
+        FakeTorch.clock[0] += 0.5
+        return FakeTorch.calls[0]
+
+    s, last = time_gpu_call(FakeTorch, call, 10, 3)
+    assert s["median"] == 0.5 and s["iterations"] == 20 and s["settled"], s
+    assert FakeTorch.calls[0] == 1 + 3 + 20 and last == FakeTorch.calls[0], (FakeTorch.calls, last)
+    print("torch_timing self-test: ok")
+    return 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--self-test"]:
+        sys.exit(self_test())
+    print(__doc__)
+    sys.exit(2)
