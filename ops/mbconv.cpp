@@ -321,12 +321,14 @@ std::vector<MBConvProblem> test_shapes() {
       block(401, 5, 5, 96, 1, 3, 1, 0.25, 24, silu, f16),   // e = 1: E copied from x
       block(401, 3, 3, 20, 4, 3, 1, 0.25, 12, relu, f16),   // C, C_out not multiples of 8: the plain copies
       block(1, 5, 5, 16, 6, 3, 1, 0.25, 16, silu, f16),     // N = 1: one image, hidden chunks split
-      // 11f, one CTA per image: 6 chunks of 64 with a short last one (hidden 328); two project
-      // blocks along C_out (264 > 256 channels); three along the pixels (169 pixels, C_out 136)
+      // 11f, one CTA per image: 6 chunks of 64 with a short last one (hidden 328); project grids of
+      // several blocks (gpu/lib/mbconv_image_layout.hpp at 16 warps): three along C_out (169 pixels,
+      // C_out 136), two along the pixels (529 pixels)
       block(3, 7, 7, 82, 4, 3, 1, 0.25, 82, silu, f16),
       block(2, 5, 5, 16, 2, 3, 1, 0.25, 264, silu, f16),
       block(1, 13, 13, 24, 2, 5, 1, 0.5, 136, relu, bf16),
       block(2, 7, 7, 64, 6, 3, 1, 0.25, 64, silu, f16),  // 6 chunks with Cr = 16: the SE's 16-byte path
+      block(1, 23, 23, 8, 2, 3, 1, 0.25, 8, silu, f16),
   };
 }
 
