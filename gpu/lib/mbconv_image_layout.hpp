@@ -22,6 +22,9 @@
 //   red     [16][64] fp32       per-warp partial sums: the pool's of a chunk, then the SE's first
 //                               layer's (64 outputs a pass)
 //   z       [cr_p] fp32         the SE's hidden vector
+//   rows    [16·m tiles + P·Q] int   where things sit in E, worked out once per CTA: the bordered E
+//                               row of each of the expand's rows (-1 past the image), then the E
+//                               row of each output pixel's top-left tap
 //
 // Every 16-bit row stride is an odd number of 16-byte units (ldmatrix reads eight rows without a
 // bank conflict). The project's tile of warp (i, j) of a wm × wn warp grid is 2 m16 tiles × 4 n8
@@ -59,7 +62,8 @@ struct ImageLayout {
   int pad = 0, hp = 0, wp = 0;  // E's zero border (K/2) and its padded height and width
   int m_blocks = 0, n_blocks = 0;
   int red_cols = 0, cr_p = 0;
-  std::size_t xs = 0, es = 0, dws = 0, bias = 0, ds = 0, wbuf = 0, pooled = 0, red = 0, z = 0, bytes = 0;  // offsets, total
+  std::size_t xs = 0, es = 0, dws = 0, bias = 0, ds = 0, wbuf = 0, pooled = 0, red = 0, z = 0, rows = 0, bytes = 0;  // offsets, total
+  int rows_in = 0;   // the row table's entries for the expand's rows (16·m tiles), then PQ for the depthwise
 
   ImageLayout() = default;
   explicit ImageLayout(const MBConvProblem& p) {
@@ -96,6 +100,8 @@ struct ImageLayout {
     pooled = at, at = align(at + std::size_t(hidden_p) * 4);
     red = at, at = align(at + std::size_t(kImageWarps) * red_cols * 4);
     z = at, at = align(at + std::size_t(cr_p) * 4);
+    rows_in = (HW + 15) / 16 * 16;
+    rows = at, at = align(at + std::size_t(rows_in + PQ) * 4);
     bytes = at;
   }
   bool fits(std::size_t limit = kImageSharedLimit) const { return bytes <= limit; }

@@ -100,6 +100,8 @@ __global__ void __launch_bounds__(kImageThreads, 1)
   float* pooled = reinterpret_cast<float*>(smem + l.pooled);
   float* red = reinterpret_cast<float*>(smem + l.red);
   float* z = reinterpret_cast<float*>(smem + l.z);
+  int* erow = reinterpret_cast<int*>(smem + l.rows);  // the expand's rows in bordered E (-1: past the image)
+  int* tap0 = erow + l.rows_in;                        // each output pixel's top-left tap in E
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, g = lane / 4, tq = lane % 4;
   const int n = blockIdx.x, HW = l.HW, PQ = l.PQ, hidden = prm.hidden;
   const Element* xn = x + std::ptrdiff_t(n) * HW * prm.C;
@@ -114,6 +116,16 @@ __global__ void __launch_bounds__(kImageThreads, 1)
   if constexpr (kExpand)  // E's border stays zero: the expand writes only the image's pixels
     for (int i = tid; i < l.hp * l.wp * kImageLde / 8; i += kImageThreads)
       reinterpret_cast<uint4*>(es)[i] = make_uint4(0, 0, 0, 0);
+  if constexpr (kExpand) {  // the divisions by W and Q, done once here instead of in every chunk
+    for (int row = tid; row < l.rows_in; row += kImageThreads) {
+      const int ih = row / prm.W;
+      erow[row] = row < HW ? (ih + l.pad) * l.wp + row - ih * prm.W + l.pad : -1;
+    }
+    for (int pix = tid; pix < PQ; pix += kImageThreads) {
+      const int p = pix / prm.Q, q = pix - p * prm.Q;
+      tap0[pix] = p * prm.stride * l.wp + q * prm.stride;
+    }
+  }
   constexpr int kTaps = K * K, kDwChunk = kImageChunk * kTaps;  // a chunk's depthwise weights, contiguous
   const auto we_slot = [&](int c) { return wbuf + (c % 2) * l.ck * kImageLde; };
   const PieceWalk we_walk(kImageChunk / 8);
@@ -190,12 +202,7 @@ __global__ void __launch_bounds__(kImageThreads, 1)
         for (int j = 0; j < 2; ++j)
 #pragma unroll
           for (int i = 0; i < 4; ++i) acc[j][i] += odd[j][i];
-        int at[2];  // rows g and g + 8 of the tile, as bordered E rows (-1: past the image)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int row = 16 * mt + g + 8 * h, ih = row / prm.W;
-          at[h] = row < HW ? (ih + l.pad) * l.wp + row - ih * prm.W + l.pad : -1;
-        }
+        const int at[2] = {erow[16 * mt + g], erow[16 * mt + g + 8]};  // rows g, g + 8 of the tile in E
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
           const int col = 16 * nq + 8 * j + 2 * tq;
@@ -221,31 +228,49 @@ __global__ void __launch_bounds__(kImageThreads, 1)
     const float2 bias_d = load_pair(bds + ch);
     const int ew = kExpand ? l.wp : prm.W;  // E's row length in pixels
     float sum0 = 0.0f, sum1 = 0.0f;
-    int p = warp / prm.Q, q = warp - p * prm.Q;
-    for (int pix = warp; pix < PQ; pix += kImageWarps) {
-      const int ih0 = p * prm.stride - (kExpand ? 0 : prm.pad), iw0 = q * prm.stride - (kExpand ? 0 : prm.pad);
-      float a0 = bias_d.x, a1 = bias_d.y;
-#pragma unroll
-      for (int r = 0; r < K; ++r) {
-        const int ih = ih0 + r;
-        if (kExpand || unsigned(ih) < unsigned(prm.H)) {
-          const Element* row = e_src + (ih * ew + iw0) * lde;
-#pragma unroll
-          for (int s = 0; s < K; ++s) {
-            if (kExpand || unsigned(iw0 + s) < unsigned(prm.W)) {
-              const float2 v = load_pair(row + s * lde);
-              a0 = fmaf(v.x, wk[0][r * K + s], a0);
-              a1 = fmaf(v.y, wk[1][r * K + s], a1);
-            }
-          }
-        }
-      }
+    const auto finish = [&](int pix, float a0, float a1) {
       const uint32_t d = activate_pair<Element, kRelu>(a0, a1);
       *reinterpret_cast<uint32_t*>(ds + pix * l.ldd + ch) = d;
       const float2 df = unpack_pair<Element>(d);
       sum0 += df.x, sum1 += df.y;
-      q += kImageWarps;
-      while (q >= prm.Q) q -= prm.Q, ++p;
+    };
+    if constexpr (kExpand) {
+      for (int pix = warp; pix < PQ; pix += kImageWarps) {
+        const Element* at = e_src + tap0[pix] * lde;
+        float a0 = bias_d.x, a1 = bias_d.y;
+#pragma unroll
+        for (int r = 0; r < K; ++r)
+#pragma unroll
+          for (int s = 0; s < K; ++s) {
+            const float2 v = load_pair(at + (r * ew + s) * lde);
+            a0 = fmaf(v.x, wk[0][r * K + s], a0);
+            a1 = fmaf(v.y, wk[1][r * K + s], a1);
+          }
+        finish(pix, a0, a1);
+      }
+    } else {
+      int p = warp / prm.Q, q = warp - p * prm.Q;
+      for (int pix = warp; pix < PQ; pix += kImageWarps) {
+        const int ih0 = p * prm.stride - prm.pad, iw0 = q * prm.stride - prm.pad;
+        float a0 = bias_d.x, a1 = bias_d.y;
+#pragma unroll
+        for (int r = 0; r < K; ++r) {
+          const int ih = ih0 + r;
+          if (unsigned(ih) < unsigned(prm.H)) {
+            const Element* row = e_src + (ih * ew + iw0) * lde;
+#pragma unroll
+            for (int s = 0; s < K; ++s)
+              if (unsigned(iw0 + s) < unsigned(prm.W)) {
+                const float2 v = load_pair(row + s * lde);
+                a0 = fmaf(v.x, wk[0][r * K + s], a0);
+                a1 = fmaf(v.y, wk[1][r * K + s], a1);
+              }
+          }
+        }
+        finish(pix, a0, a1);
+        q += kImageWarps;
+        while (q >= prm.Q) q -= prm.Q, ++p;
+      }
     }
     *reinterpret_cast<float2*>(&red[warp * l.red_cols + 2 * lane]) = make_float2(sum0, sum1);
   }
