@@ -11,6 +11,7 @@ way a model would hold it, BN folded, channels-last:
              y = Conv1x1(φ(Conv1x1(t'))) + (Conv1x1(C -> Cout)(s) if Cout != C else s)
 
   baselines  torch_eager (the module as is), torch_inductor (torch.compile, default mode),
+             torch_inductor_graphs (mode="reduce-overhead": Inductor's kernels as one CUDA graph),
              torch_inductor_max_autotune (mode="max-autotune", only while the time budget lasts)
   shapes     the GPU bench table of the convfirst op: N=128, f16, α=4, ReLU at C=64@56²,
              128@28², 256@14², 512@7², and the stride-2 block 64@56² -> 128@28²
@@ -247,7 +248,9 @@ def main():
         with torch.inference_mode():
             ref = forward64(x[:1].double())  # the first image
         blocks[s] = (forward, x, ref)
-    variants = [("torch_eager", lambda f: f), ("torch_inductor", lambda f: torch.compile(f))]
+    # As in mbconv_torch.py: Inductor replayed as one CUDA graph, its kernels without the host's launches.
+    variants = [("torch_eager", lambda f: f), ("torch_inductor", lambda f: torch.compile(f)),
+                ("torch_inductor_graphs", lambda f: torch.compile(f, mode="reduce-overhead"))]
     if not args.no_max_autotune:
         variants.append(("torch_inductor_max_autotune", lambda f: torch.compile(f, mode="max-autotune")))
     for name, build in variants:
