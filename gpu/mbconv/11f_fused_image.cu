@@ -48,7 +48,7 @@ template <bool kRelu> __device__ __forceinline__ float act_f(float v) {
   else return v * sigmoid_f(v);
 }
 
-// A thread's walk over the 16-byte pieces of a [rows][8·per_row] tile: pieces tid, tid + 256, ...
+// A thread's walk over the 16-byte pieces of a [rows][8·per_row] tile: pieces tid, tid + kImageThreads, ...
 // as (row, piece) pairs, stepped by additions (the one division is the walk's start).
 struct PieceWalk {
   int r0, c0, dr, dc, per_row;
@@ -219,7 +219,7 @@ __global__ void __launch_bounds__(kImageThreads, 1)
     }
     __syncthreads();  // E of the chunk is whole, and the sums above have left red
 
-    // The depthwise: lane = channel pair, warp w takes output pixels w, w + 8, ... With an expand,
+    // The depthwise: lane = channel pair, warp w takes output pixels w, w + 16, ... With an expand,
     // E's zero border makes every tap a plain load; without one, E is x and taps are tested.
     float wk[2][kTaps];
     const Element* wsrc = dws + (c % 2) * kDwChunk + 2 * lane * kTaps;
