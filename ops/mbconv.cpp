@@ -329,6 +329,14 @@ std::vector<MBConvProblem> test_shapes() {
       block(1, 13, 13, 24, 2, 5, 1, 0.5, 136, relu, bf16),
       block(2, 7, 7, 64, 6, 3, 1, 0.25, 64, silu, f16),  // 6 chunks with Cr = 16: the SE's 16-byte path
       block(1, 23, 23, 8, 2, 3, 1, 0.25, 8, silu, f16),
+      // 11g, one CTA per image on wgmma: 64 input pixels (a full m64 tile) at stride 1 and 2 with two
+      // chunks (the last 32 wide) and one; C padded to 64 in x's panel; x in four 64-column panels
+      // (C = 200) with hidden 400 (7 chunks, the last 16 wide, odd chunk count for the E slots) and
+      // C_out in four blocks; C_out 320 (five n64 blocks: warpgroups 0 and 1 take two)
+      block(2, 8, 8, 16, 6, 3, 1, 0.25, 16, silu, f16),
+      block(3, 8, 8, 24, 2, 5, 2, 0.0, 40, relu, bf16),
+      block(2, 7, 7, 200, 2, 3, 1, 0.25, 200, silu, bf16),
+      block(2, 7, 7, 64, 6, 3, 1, 0.25, 320, silu, f16),
   };
 }
 

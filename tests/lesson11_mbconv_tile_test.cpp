@@ -45,6 +45,8 @@
 #include <vector>
 
 #include "gpu/lib/mbconv_image_layout.hpp"
+#include "gpu/lib/mbconv_image_wgmma_layout.hpp"
+#include "gpu/lib/wgmma.cuh"  // Sw128Tile
 #include "gpu/lib/mbconv_tile.hpp"
 #include "ops/mbconv.hpp"
 #include "tests/catch_compat.hpp"
@@ -891,4 +893,75 @@ TEST_CASE("mbconv image (11f): which goal and EfficientNet-B0 shapes one CTA can
   CHECK(l.wm == 2);  // 4 m16 tiles: two warp rows of 2; 40 n8 tiles in two blocks of 32
   CHECK(l.n_blocks == 2);
   CHECK(l.m_blocks == 1);
+}
+
+TEST_CASE("mbconv image on wgmma (11g): the layout's tiles start on swizzle atoms, are disjoint, and hold the Wp stages",
+          "[mbconv][lesson11][cpu]") {
+  int fitting = 0;
+  for (const MBConvProblem& p : fused_shapes()) {
+    const WgImageLayout l(p);
+    if (!l.fits()) continue;
+    ++fitting;
+    INFO(OpTraits<MBConvProblem>::spec(p));
+    CHECK(p.has_expand());
+    CHECK(l.HW <= 64);
+    CHECK(l.PQ <= 64);
+    // wgmma reads 128-byte-swizzled tiles from 1024-byte boundaries: every panel and slot.
+    for (std::size_t at : {l.ds, l.xs, l.wes, l.x_panel, l.d_panel, l.we_slot, l.wp_stage, l.wp_panel})
+      CHECK(at % 1024 == 0);
+    CHECK(l.e_slot % 128 == 0);  // E is read by the depthwise's loads, not by wgmma
+    const std::pair<std::size_t, std::size_t> regions[] = {
+        {l.ds, std::size_t(l.chunks) * l.d_panel},
+        {l.xs, std::size_t(l.cp / 64) * l.x_panel},
+        {l.wes, 2 * l.we_slot},
+        {l.es, std::size_t(l.e_slots) * l.e_slot},
+        {l.pooled, std::size_t(l.hidden_p) * 4},
+        {l.red, std::size_t(kWgImageThreads / 32) * 64 * 4},
+        {l.z, std::size_t(l.cr_p) * 4},
+        {l.rows, std::size_t(64 + l.PQ) * 2}};
+    CHECK((l.hp * l.wp) < (1 << 15));  // the row table's int16 entries
+    for (std::size_t i = 0; i < std::size(regions); ++i) {
+      CHECK(regions[i].first % 16 == 0);
+      CHECK(regions[i].first + regions[i].second + 1024 <= l.bytes);  // the base's alignment slack
+      if (i + 1 < std::size(regions)) CHECK(regions[i].first + regions[i].second <= regions[i + 1].first);
+    }
+    CHECK(l.bytes <= kWgSharedLimit);
+    // An m64 read of x or D past its rows stays inside the layout (it lands in the next region).
+    CHECK(l.xs + std::size_t(l.cp / 64 - 1) * l.x_panel + 64 * 128 <= l.bytes - 1024);
+    CHECK(l.ds + std::size_t(l.chunks - 1) * l.d_panel + 64 * 128 <= l.bytes - 1024);
+    CHECK(l.cp >= p.C);
+    CHECK(l.rx >= l.HW);
+    CHECK(l.rd >= l.PQ);
+    CHECK(l.hidden_p >= p.hidden());
+    CHECK(l.hidden_p % kWgProjectK == 0);
+    CHECK(64 * l.nb >= p.C_out);
+    // The Wp stages fit the room of x, We and E, which are dead by the project.
+    CHECK(kWgProjectStages * l.wp_stage <= l.wp_room());
+    CHECK(l.xs + kWgProjectStages * l.wp_stage <= l.es + l.e_slots * l.e_slot);
+    // The depthwise's taps of every output pixel fall inside E's bordered rows.
+    CHECK(((p.Q() - 1) * p.stride + p.kernel - 1) < l.wp);
+    CHECK(((p.P() - 1) * p.stride + p.kernel - 1) < l.hp);
+  }
+  CHECK(fitting > 10);
+}
+
+TEST_CASE("mbconv image on wgmma (11g): its swizzled offsets are Sw128Tile's, and which shapes fit", "[mbconv][lesson11][cpu]") {
+  using Tile = gpu::Sw128Tile<56, 192>;
+  for (int r = 0; r < 56; ++r)
+    for (int c = 0; c < 192; ++c) REQUIRE(sw128_offset(r, c, Tile::kPanelBytes) == std::size_t(Tile::byte_offset(r, c)));
+  const auto layout = [](int H, int C, int k, int s, int C_out) {
+    MBConvProblem p;
+    p.N = 128, p.H = p.W = H, p.C = C, p.expand = 6, p.kernel = k, p.stride = s, p.se = 0.25, p.C_out = C_out;
+    p.dtype = DType::f16;
+    return WgImageLayout(p);
+  };
+  CHECK(layout(7, 192, 3, 1, 192).fits());
+  CHECK(layout(7, 192, 3, 1, 192).e_slots == 2);  // E double-buffered: the expand runs a chunk ahead
+  CHECK(layout(7, 192, 5, 1, 192).fits());
+  CHECK(layout(7, 192, 5, 1, 192).e_slots == 1);  // K = 5's bordered E: one slot
+  CHECK(layout(7, 192, 3, 1, 320).fits());
+  CHECK(layout(8, 128, 3, 2, 192).fits());        // 64 input pixels, stride 2
+  CHECK_FALSE(layout(9, 64, 3, 1, 64).fits());    // 81 pixels: more than one m64 tile
+  CHECK_FALSE(layout(14, 112, 5, 2, 192).fits()); // 196 input pixels
+  CHECK_FALSE(layout(7, 192, 3, 1, 448).fits());  // C_out past six n64 blocks
 }

@@ -26,7 +26,7 @@
 // Tunables: the chunk (64 channels), the project's stage depth and warp tile (the layout header).
 // Run just this: build/convlab run mbconv/gpu/11f_fused_image --shape N=128,H=7,C=192,dtype=f16
 #include "gpu/lib/mbconv_fused.cuh"  // stage_tile, activate_pair, load_pair, ldmatrix helpers
-#include "gpu/lib/mbconv_layers.cuh"  // load_eight
+#include "gpu/lib/mbconv_image_se.cuh"
 #include "gpu/lib/mbconv_image_layout.hpp"
 #include "ops/mbconv.hpp"
 
@@ -41,12 +41,6 @@ struct ImageParams {
   bool has_se, residual, vec_x, vec_we, vec_wp, vec_w1, vec_w2, vec_dw, pairs_y;
   ImageLayout l;
 };
-
-__device__ __forceinline__ float sigmoid_f(float v) { return 1.0f / (1.0f + __expf(-v)); }
-template <bool kRelu> __device__ __forceinline__ float act_f(float v) {
-  if constexpr (kRelu) return fmaxf(v, 0.0f);
-  else return v * sigmoid_f(v);
-}
 
 // A thread's walk over the 16-byte pieces of a [rows][8·per_row] tile: pieces tid, tid + kImageThreads, ...
 // as (row, piece) pairs, stepped by additions (the one division is the walk's start).
@@ -300,70 +294,8 @@ __global__ void __launch_bounds__(kImageThreads, 1)
 
   // ---- the SE: mean, z = ψ(mean·W1 + b1), g = sigmoid(z·W2 + b2); D *= g ---------------------
   if (prm.has_se) {
-    // Both layers read their weights 8 at a time (16 bytes along a row), spread over all sixteen
-    // warps so that each thread has a few independent L2 loads in flight, and reduce their partial
-    // sums by warp shuffles in a fixed order (deterministic, no atomics).
-    // FC1, W1 [hidden][Cr]: thread tid takes rows tid, tid + 512, ... and up to 64 outputs (eight
-    // 16-byte pieces of a row); the warp's 32 partials of each output meet by shuffles, the 16
-    // warps' in red [16][64]. More than 64 outputs take further passes.
-    const int cr = prm.cr;
-    const float inv = 1.0f / float(PQ);
-    for (int c0 = 0; c0 < cr; c0 += 64) {
-      float acc[8][8] = {};
-      for (int r = tid; r < hidden; r += kImageThreads) {
-        const float m = pooled[r];
-#pragma unroll
-        for (int u = 0; u < 8; ++u)
-          if (c0 + 8 * u < cr) {
-            float w[8];
-            load_eight(w1 + std::ptrdiff_t(r) * cr, c0 + 8 * u, cr, prm.vec_w1, w);
-#pragma unroll
-            for (int i = 0; i < 8; ++i) acc[u][i] = fmaf(m, w[i], acc[u][i]);
-          }
-      }
-#pragma unroll
-      for (int u = 0; u < 8; ++u)
-#pragma unroll
-        for (int i = 0; i < 8; ++i) {
-#pragma unroll
-          for (int off = 16; off > 0; off /= 2) acc[u][i] += __shfl_xor_sync(0xffffffffu, acc[u][i], off);
-          if (lane == 0) red[warp * 64 + 8 * u + i] = acc[u][i];
-        }
-      __syncthreads();
-      for (int j = tid; j < min(64, cr - c0); j += kImageThreads) {
-        float s = 0.0f;
-        for (int w = 0; w < kImageWarps; ++w) s += red[w * 64 + j];
-        z[c0 + j] = act_f<kRelu>(s * inv + to_float(b1[c0 + j]));
-      }
-      __syncthreads();
-    }
-    // FC2, W2 [Cr][hidden]: task (v, rr) makes channels 8v .. 8v + 7 over rows rr, rr + 4, ...; the
-    // four tasks of a piece are neighbouring lanes, added by two shuffles. Whole warps iterate
-    // together (the task count rounded up to 32), so that every lane takes part in the shuffles.
-    constexpr int kSplits = 4;
-    const int pieces = (hidden + 7) / 8, tasks = pieces * kSplits, padded = (tasks + 31) / 32 * 32;
-    for (int t = tid; t < padded; t += kImageThreads) {
-      const int v = t / kSplits, rr = t % kSplits;
-      float acc[8] = {};
-      if (v < pieces)
-#pragma unroll 12  // twelve 16-byte loads in flight per thread
-        for (int r = rr; r < cr; r += kSplits) {
-          float w[8];
-          load_eight(w2 + std::ptrdiff_t(r) * hidden, 8 * v, hidden, prm.vec_w2, w);
-#pragma unroll
-          for (int i = 0; i < 8; ++i) acc[i] = fmaf(z[r], w[i], acc[i]);
-        }
-#pragma unroll
-      for (int i = 0; i < 8; ++i) {
-        acc[i] += __shfl_xor_sync(0xffffffffu, acc[i], 1);
-        acc[i] += __shfl_xor_sync(0xffffffffu, acc[i], 2);
-      }
-      if (rr == 0 && v < pieces)
-#pragma unroll
-        for (int i = 0; i < 8; ++i)
-          if (8 * v + i < hidden) pooled[8 * v + i] = sigmoid_f(acc[i] + to_float(b2[8 * v + i]));  // the gate
-    }
-    __syncthreads();
+    image_se_gate<kImageThreads, Element, kRelu>(pooled, red, z, hidden, prm.cr, PQ, w1, b1, w2, b2, prm.vec_w1,
+                                                 prm.vec_w2);
     for (int hc = 2 * tid; hc < l.hidden_p; hc += 2 * kImageThreads) {  // pad channels: 0 · a finite sum
       const float2 gate = *reinterpret_cast<const float2*>(&pooled[hc]);
       for (int r = 0; r < PQ; ++r) {

@@ -1,0 +1,95 @@
+// gpu/lib/mbconv_image_se.cuh — the SE of lesson 11's one-CTA-per-image kernels (11f, 11g):
+// from the pooled channel sums of one image, the gate g = sigmoid(ψ(mean·W1 + b1)·W2 + b2),
+// computed by the whole CTA while every other phase waits for it.
+//
+//   pooled [hidden] fp32   in: the image's channel sums of D; out: the gate (channels < hidden)
+//   red    [kThreads/32][64] fp32, z [cr] fp32: scratch
+//
+// Both layers read their weights 8 at a time (16 bytes along a row), spread over every warp so
+// that each thread has a few independent L2 loads in flight, and reduce the partial sums by warp
+// shuffles in a fixed order (deterministic, no atomics).
+// FC1, W1 [hidden][Cr]: thread tid takes rows tid, tid + kThreads, ... and up to 64 outputs (eight
+// 16-byte pieces of a row); the warp's 32 partials of each output meet by shuffles, the warps' in
+// red [warps][64]. More than 64 outputs take further passes.
+// FC2, W2 [Cr][hidden]: task (v, rr) makes channels 8v .. 8v + 7 over rows rr, rr + 4, ...; the
+// four tasks of a piece are neighbouring lanes, added by two shuffles. Whole warps iterate
+// together (the task count rounded up to 32), so that every lane takes part in the shuffles.
+// Every thread of the CTA calls it; it starts and ends with the CTA in step (the caller's
+// barrier before, one inside at the end).
+#pragma once
+
+#include "gpu/lib/element.cuh"
+#include "gpu/lib/mbconv_layers.cuh"  // load_eight
+
+namespace convlab::gpu::mbconv {
+
+__device__ __forceinline__ float sigmoid_f(float v) { return 1.0f / (1.0f + __expf(-v)); }
+template <bool kRelu> __device__ __forceinline__ float act_f(float v) {
+  if constexpr (kRelu) return fmaxf(v, 0.0f);
+  else return v * sigmoid_f(v);
+}
+
+template <int kThreads, class Element, bool kRelu>
+__device__ __forceinline__ void image_se_gate(float* pooled, float* red, float* z, int hidden, int cr, int PQ,
+                                              const Element* __restrict__ w1, const Element* __restrict__ b1,
+                                              const Element* __restrict__ w2, const Element* __restrict__ b2,
+                                              bool vec_w1, bool vec_w2) {
+  constexpr int kWarps = kThreads / 32;
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const float inv = 1.0f / float(PQ);
+  for (int c0 = 0; c0 < cr; c0 += 64) {
+    float acc[8][8] = {};
+    for (int r = tid; r < hidden; r += kThreads) {
+      const float m = pooled[r];
+#pragma unroll
+      for (int u = 0; u < 8; ++u)
+        if (c0 + 8 * u < cr) {
+          float w[8];
+          load_eight(w1 + std::ptrdiff_t(r) * cr, c0 + 8 * u, cr, vec_w1, w);
+#pragma unroll
+          for (int i = 0; i < 8; ++i) acc[u][i] = fmaf(m, w[i], acc[u][i]);
+        }
+    }
+#pragma unroll
+    for (int u = 0; u < 8; ++u)
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+#pragma unroll
+        for (int off = 16; off > 0; off /= 2) acc[u][i] += __shfl_xor_sync(0xffffffffu, acc[u][i], off);
+        if (lane == 0) red[warp * 64 + 8 * u + i] = acc[u][i];
+      }
+    __syncthreads();
+    for (int j = tid; j < min(64, cr - c0); j += kThreads) {
+      float s = 0.0f;
+      for (int w = 0; w < kWarps; ++w) s += red[w * 64 + j];
+      z[c0 + j] = act_f<kRelu>(s * inv + to_float(b1[c0 + j]));
+    }
+    __syncthreads();
+  }
+  constexpr int kSplits = 4;
+  const int pieces = (hidden + 7) / 8, tasks = pieces * kSplits, padded = (tasks + 31) / 32 * 32;
+  for (int t = tid; t < padded; t += kThreads) {
+    const int v = t / kSplits, rr = t % kSplits;
+    float acc[8] = {};
+    if (v < pieces)
+#pragma unroll 12  // twelve 16-byte loads in flight per thread
+      for (int r = rr; r < cr; r += kSplits) {
+        float w[8];
+        load_eight(w2 + std::ptrdiff_t(r) * hidden, 8 * v, hidden, vec_w2, w);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) acc[i] = fmaf(z[r], w[i], acc[i]);
+      }
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      acc[i] += __shfl_xor_sync(0xffffffffu, acc[i], 1);
+      acc[i] += __shfl_xor_sync(0xffffffffu, acc[i], 2);
+    }
+    if (rr == 0 && v < pieces)
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        if (8 * v + i < hidden) pooled[8 * v + i] = sigmoid_f(acc[i] + to_float(b2[8 * v + i]));  // the gate
+  }
+  __syncthreads();
+}
+
+}  // namespace convlab::gpu::mbconv

@@ -1,0 +1,97 @@
+// gpu/lib/mbconv_image_wgmma_layout.hpp — the shared-memory layout of lesson 11's one-kernel
+// MBConv on Hopper's warpgroup MMA (gpu/mbconv/11g_fused_image_wgmma.cu): one CTA holds one whole
+// small image (at most 64 input and 64 output pixels: one m64 tile), three warpgroups. Plain C++,
+// so that tests/lesson11_mbconv_tile_test.cpp checks it on the host.
+//
+// From a 1024-byte-aligned base, in this order (16-bit elements unless marked fp32):
+//
+//   ds   chunks panels of [rd][64]   D of every hidden channel, K-major for wgmma's A operand:
+//                                    panel c holds chunk c's 64 channels, one 128-byte row a
+//                                    pixel, 128-byte swizzle (sw128_offset); rd = P·Q rounded up
+//                                    to 8. The project reads 64 rows a k step: rows past rd fall
+//                                    into the next panel (or xs), rows it discards.
+//   xs   C/64 panels of [rx][64]     the image's x, K-major, zero in the columns past C (the
+//                                    expand's K padding); rx = H·W rounded up to 8
+//   wes  2 slots of [cp][64]         We[:, chunk] MN-major (a row of 64 hidden channels per k):
+//                                    the expand's B operand, copied two chunks ahead
+//   es   e_slots of [hp·wp][72]      E of one chunk inside a zero border of K/2 pixels (what the
+//                                    depthwise reads); two slots where they fit, else one
+//   pooled [hidden_p] fp32           the channel sums of D, then the gate
+//   red [12][64] fp32, z [cr_p] fp32 the SE's scratch (these last regions 16-byte aligned: at
+//                                    C = 192 @ 7², K = 3, two E slots fit with 80 bytes to spare)
+//   rows [64 + P·Q] int16            the bordered E row of each of the expand's 64 rows (-1 past
+//                                    the image), then each output pixel's top-left tap in E
+//
+// During the project, xs .. the end of es is dead and holds four Wp stages of kWgProjectK rows,
+// each MN-major in panels of 64 output channels ([kWgProjectK][64] per panel).
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+
+#include "gpu/lib/mma.cuh"  // CONVLAB_HOST_DEVICE
+#include "ops/mbconv.hpp"
+
+namespace convlab::gpu::mbconv {
+
+inline constexpr int kWgImageThreads = 384;  // warpgroup 0: expand; 1 and 2: depthwise; all: SE, project
+inline constexpr int kWgDwWarps = 8;
+inline constexpr int kWgChunk = 64;           // hidden channels a chunk: the expand's n64, one panel of D
+inline constexpr int kWgLde = kWgChunk + 8;   // E row stride: 9 units of 16 bytes
+inline constexpr int kWgProjectK = 32;        // hidden rows of Wp a stage: two k16 steps
+inline constexpr int kWgProjectStages = 4;    // two stages ahead, one group of wgmma in flight
+inline constexpr int kWgMaxNBlocks = 6;       // C_out ≤ 384: two n64 blocks per warpgroup
+inline constexpr std::size_t kWgSharedLimit = 227 * 1024;
+
+// Byte offset of element (row, col) of a tile stored as 64-column panels of panel_bytes (rows of
+// 128 bytes, the 16-byte unit u of row r at position u ^ (r % 8)): gpu::Sw128Tile's layout with
+// a run-time row count.
+CONVLAB_HOST_DEVICE constexpr std::size_t sw128_offset(int row, int col, std::size_t panel_bytes) {
+  return std::size_t(col / 64) * panel_bytes + std::size_t(row) * 128 + 16 * (((col % 64) / 8) ^ (row % 8)) +
+         2 * (col % 8);
+}
+
+struct WgImageLayout {
+  int HW = 0, PQ = 0, rx = 0, rd = 0, cp = 0, chunks = 0, hidden_p = 0, nb = 0, cr_p = 0;
+  int pad = 0, hp = 0, wp = 0, e_slots = 0;
+  std::size_t x_panel = 0, d_panel = 0, we_slot = 0, e_slot = 0, wp_stage = 0, wp_panel = 0;
+  std::size_t ds = 0, xs = 0, wes = 0, es = 0, pooled = 0, red = 0, z = 0, rows = 0;
+  std::size_t bytes = 0;  // what the launch asks for: the layout plus 1024 bytes to align its base
+  bool expand = false;
+
+  WgImageLayout() = default;
+  explicit WgImageLayout(const MBConvProblem& p) {
+    const auto up = [](std::size_t v, std::size_t m) { return (v + m - 1) / m * m; };
+    HW = p.H * p.W, PQ = p.P() * p.Q();
+    rx = int(up(HW, 8)), rd = int(up(PQ, 8)), cp = int(up(p.C, 64));
+    chunks = (p.hidden() + kWgChunk - 1) / kWgChunk, hidden_p = chunks * kWgChunk;
+    nb = (p.C_out + 63) / 64, cr_p = int(up(std::max(p.se_channels(), 1), 4));
+    pad = p.kernel / 2, hp = p.H + 2 * pad, wp = p.W + 2 * pad;
+    expand = p.has_expand();
+    x_panel = std::size_t(rx) * 128, d_panel = std::size_t(rd) * 128, we_slot = std::size_t(cp) * 128;
+    e_slot = up(std::size_t(hp) * wp * kWgLde * 2, 128);
+    wp_panel = std::size_t(kWgProjectK) * 128, wp_stage = nb * wp_panel;
+    ds = 0;
+    xs = ds + chunks * d_panel;
+    wes = xs + (cp / 64) * x_panel;
+    es = wes + 2 * we_slot;
+    for (e_slots = 2; e_slots >= 1; --e_slots) {
+      std::size_t at = es + e_slots * e_slot;
+      pooled = at, at = up(at + std::size_t(hidden_p) * 4, 16);
+      red = at, at = up(at + std::size_t(kWgImageThreads / 32) * 64 * 4, 16);
+      z = at, at = up(at + std::size_t(cr_p) * 4, 16);
+      rows = at, at = up(at + std::size_t(64 + PQ) * 2, 16);
+      bytes = at + 1024;
+      if (bytes <= kWgSharedLimit) break;
+    }
+    e_slots = std::max(e_slots, 1);
+  }
+  // The Wp stages' room: xs up to the end of the E slots.
+  std::size_t wp_room() const { return es + e_slots * e_slot - xs; }
+  bool fits(std::size_t limit = kWgSharedLimit) const {
+    return expand && HW <= 64 && PQ <= 64 && nb <= kWgMaxNBlocks && bytes <= limit &&
+           kWgProjectStages * wp_stage <= wp_room();
+  }
+};
+
+}  // namespace convlab::gpu::mbconv

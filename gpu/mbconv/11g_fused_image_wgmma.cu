@@ -1,0 +1,414 @@
+// gpu/mbconv/11g_fused_image_wgmma.cu — lesson 11, GPU rung g: 11f's one kernel per image, with the
+// two 1x1 layers on Hopper's warpgroup MMA and the expand running one chunk ahead of the depthwise.
+//
+// Idea over 11f_fused_image: 11f spends most of its time issuing instructions — sixteen warps
+// each load fragments with ldmatrix for a few mma.sync per chunk, and every phase waits for the
+// slowest warp at a CTA barrier. Here a whole 64 × 64 expand chunk is C/16 wgmma instructions of
+// one warpgroup, reading x and We straight from shared memory, and the project is a handful of
+// wgmma per 32 hidden rows. The CTA's three warpgroups split the chunk loop into a producer and
+// consumers: warpgroup 0 makes E of chunk c + 1 while warpgroups 1 and 2 run the depthwise of
+// chunk c, handing E over through two slots and named barriers (bar.arrive / bar.sync) instead
+// of stopping the whole CTA twice a chunk.
+//
+//   plain loops (ref::mbconv_block)            here, per CTA = image n
+//   e = φ(x·We + be)                           warpgroup 0, per 64-channel chunk: wgmma m64n64k16 over C,
+//                                              A = x (K-major), B = We[:, chunk] (MN-major) -> φ -> E slot
+//   d = φ(dw(e) + bd)                          warpgroups 1-2: lane = channel pair, warp = every 8th pixel,
+//                                              FMA -> D panel (K-major, swizzled); channel sums
+//   g = sigmoid(ψ(mean(d)·W1 + b1)·W2 + b2)    all 384 threads (gpu/lib/mbconv_image_se.cuh); D *= g
+//   y = (d ⊙ g)·Wp + bp (+ x)                  warpgroup w: n64 blocks w and w + 3 of C_out,
+//                                              wgmma m64n64k16 over hidden, Wp in 4 stages of 32 rows
+//
+// Cost: the block's MACs with M rounded up to 64 (the expand's and the project's m64 tile);
+// DRAM: x, y and the weights once; every CTA reads all the weights from L2 (N·|weights|).
+// Contract: f16/bf16, an expand (e > 1), SE or none, K = 3 or 5, stride 1 or 2, H·W ≤ 64 and
+// P·Q ≤ 64 (one m64 tile), C_out ≤ 384, any C, hidden and C_out whose layout
+// (gpu/lib/mbconv_image_wgmma_layout.hpp) fits 227 KB of shared memory; an sm_90a build on an
+// H100/H200-class GPU (else Unsupported). No workspace.
+// Tunables: the chunk (64), the Wp stage (32 rows, 4 stages), the E slots (the layout header).
+// Run just this: build/convlab run mbconv/gpu/11g_fused_image_wgmma --shape N=128,H=7,C=192,dtype=f16
+#include "gpu/lib/hopper/warp_specialization.cuh"  // named_barrier_arrive, named_barrier_sync
+#include "gpu/lib/mbconv_fused.cuh"                 // activate_pair, load_pair, unpack_pair
+#include "gpu/lib/mbconv_image_se.cuh"
+#include "gpu/lib/mbconv_image_wgmma_layout.hpp"
+#include "gpu/lib/wgmma.cuh"
+#include "gpu/lib/wgmma_probe.hpp"
+#include "ops/mbconv.hpp"
+
+namespace convlab {
+namespace {
+
+using namespace gpu;
+using namespace gpu::mbconv;
+using gpu::hopper::named_barrier_arrive;
+using gpu::hopper::named_barrier_sync;
+
+constexpr int kThreads = kWgImageThreads;
+// Named barriers (0 is __syncthreads): the expand warpgroup's own, and per E slot "full" (the
+// expand arrives, the depthwise waits) and "empty" (the depthwise arrives, the expand waits).
+constexpr int kBarExpand = 1, kBarFull = 2, kBarEmpty = 4;
+
+struct WgParams {
+  int H, W, C, hidden, cr, C_out, P, Q, stride;
+  bool has_se, residual, vec_x, vec_we, vec_wp, vec_w1, vec_w2, pairs_y;
+  WgImageLayout l;
+};
+
+// A 16-byte piece of a row-major global matrix (row `src`, columns col .. col + 7, of which those
+// below `valid` exist) into shared memory at `dst`: one cp.async (vec: 16-byte aligned rows, valid
+// a multiple of 8), else eight element loads and one 16-byte store. Past `valid` it is zero.
+template <class Element>
+__device__ __forceinline__ void copy_piece(uint32_t dst, const Element* src, int col, int valid, bool vec) {
+  if (vec) {
+    const bool in = col < valid;
+    cp_async_16(dst, in ? src + col : src, in);
+    return;
+  }
+  uint32_t words[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float lo = col + 2 * i < valid ? to_float(src[col + 2 * i]) : 0.0f;
+    const float hi = col + 2 * i + 1 < valid ? to_float(src[col + 2 * i + 1]) : 0.0f;
+    words[i] = pack_pair<Element>(lo, hi);
+  }
+  st_shared_16(dst, words);
+}
+
+// wgmma's matrix descriptors for this kernel's 128-byte-swizzled tiles (gpu/lib/wgmma.cuh, §9.7.15
+// of the PTX ISA): K-major (A, the 16 k of a row contiguous, k0 a multiple of 16, panels of 64 k
+// panel_bytes apart) and MN-major (B, 64 n of a k row contiguous, the next 64 n lbo bytes on).
+__device__ __forceinline__ uint64_t k_major(uint32_t tile, int k0, uint32_t panel_bytes) {
+  return wgmma_descriptor(tile + (k0 / 64) * panel_bytes + 2 * (k0 % 64), 16, 1024, WgmmaSwizzle::b128);
+}
+__device__ __forceinline__ uint64_t mn_major(uint32_t tile, int k0, uint32_t lbo) {
+  return wgmma_descriptor(tile + k0 * 128, lbo, 1024, WgmmaSwizzle::b128);
+}
+
+// Wp rows kk·kWgProjectK .. + kWgProjectK (zero past hidden) -> stage kk % kWgProjectStages at
+// wps_at, MN-major in panels of 64 output channels (zero past C_out); every thread issues its
+// pieces and commits one cp.async group (an empty one past the last stage).
+template <class Element>
+__device__ __forceinline__ void issue_wp_stage(const WgParams& prm, uint32_t wps_at, const Element* __restrict__ wp,
+                                               int kk) {
+  const WgImageLayout& l = prm.l;
+  if (kk < l.hidden_p / kWgProjectK) {
+    const int k0 = kk * kWgProjectK, pieces = l.nb * 8;
+    const uint32_t stage = wps_at + uint32_t((kk % kWgProjectStages) * l.wp_stage);
+    for (int i = threadIdx.x; i < kWgProjectK * pieces; i += kThreads) {
+      const int r = i / pieces, col = 8 * (i - r * pieces);
+      copy_piece(stage + uint32_t(sw128_offset(r, col, l.wp_panel)),
+                 wp + std::ptrdiff_t(min(k0 + r, prm.hidden - 1)) * prm.C_out, col, k0 + r < prm.hidden ? prm.C_out : 0,
+                 prm.vec_wp);
+    }
+  }
+  cp_async_commit();
+}
+
+// The project of one image: Y[PQ, C_out] = D·Wp + bp (+ x), D the gated depthwise output in shared
+// memory (K-major panels), Wp streamed in kWgProjectStages stages of kWgProjectK rows into the room
+// at wps_at (stages 0 and 1 already issued by every thread). Warpgroup w computes the n64 blocks
+// w, w + 3, ... (kBlocks of them; one past the last block repeats the last). All 384 threads.
+template <class Element, int kBlocks>
+__device__ __forceinline__ void project(const WgParams& prm, unsigned char* smem, uint32_t ds_at, uint32_t wps_at,
+                                        const Element* xn, const Element* __restrict__ wp,
+                                        const Element* __restrict__ bp, Element* __restrict__ y) {
+  const WgImageLayout& l = prm.l;
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, wg = tid / 128, g = lane / 4, tq = lane % 4;
+  const int k_stages = l.hidden_p / kWgProjectK, PQ = l.PQ;
+  int blk[kBlocks];
+#pragma unroll
+  for (int b = 0; b < kBlocks; ++b) blk[b] = min(wg + 3 * b, l.nb - 1);
+  float acc[kBlocks][32];
+#pragma unroll
+  for (int b = 0; b < kBlocks; ++b)
+#pragma unroll
+    for (int i = 0; i < 32; ++i) acc[b][i] = 0.0f;
+  for (int kk = 0; kk < k_stages; ++kk) {
+    cp_async_wait<1>();
+    fence_proxy_async_shared();  // this thread's Wp pieces (and, at kk = 0, its gated D) seen by wgmma
+    __syncthreads();             // stage kk whole; every warpgroup is done reading stage kk - 1
+    issue_wp_stage(prm, wps_at, wp, kk + 2);
+    const uint32_t stage = wps_at + uint32_t((kk % kWgProjectStages) * l.wp_stage);
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < kWgProjectK; ks += 16) {
+      const uint64_t a = k_major(ds_at, kk * kWgProjectK + ks, uint32_t(l.d_panel));
+#pragma unroll
+      for (int b = 0; b < kBlocks; ++b)
+        wgmma_m64nNk16_ss_mn_major_b<Element, 64>(acc[b], a, mn_major(stage + blk[b] * l.wp_panel, ks, l.wp_panel), true);
+    }
+    wgmma_commit_group();
+    wgmma_wait_group<0>();
+    fence_operands(acc);
+  }
+  cp_async_wait<0>();
+
+  Element* yn = y + std::ptrdiff_t(blockIdx.x) * PQ * prm.C_out;
+  const int row0 = 16 * (warp % 4) + g;
+#pragma unroll
+  for (int b = 0; b < kBlocks; ++b) {
+    if (wg + 3 * b >= l.nb) continue;  // a repeated block
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int col = 64 * blk[b] + 8 * j + 2 * tq;
+      if (col >= prm.C_out) continue;
+      const bool two = col + 1 < prm.C_out;
+      const float bp0 = to_float(bp[col]), bp1 = two ? to_float(bp[col + 1]) : 0.0f;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = row0 + 8 * h;
+        if (row >= PQ) continue;
+        float v0 = acc[b][4 * j + 2 * h] + bp0, v1 = acc[b][4 * j + 2 * h + 1] + bp1;
+        if (prm.residual) {  // stride 1 and C = C_out: y's pixel is x's
+          v0 += to_float(xn[std::ptrdiff_t(row) * prm.C + col]);
+          if (two) v1 += to_float(xn[std::ptrdiff_t(row) * prm.C + col + 1]);
+        }
+        Element* out = yn + std::ptrdiff_t(row) * prm.C_out + col;
+        if (two && prm.pairs_y) *reinterpret_cast<uint32_t*>(out) = pack_pair<Element>(v0, v1);
+        else {
+          out[0] = from_float<Element>(v0);
+          if (two) out[1] = from_float<Element>(v1);
+        }
+      }
+    }
+  }
+}
+
+// Grid: N CTAs (one per image), 384 threads, l.bytes of dynamic shared memory.
+template <class Element, int K, bool kRelu>
+__global__ void __launch_bounds__(kThreads, 1)
+    mbconv_image_wgmma_kernel(WgParams prm, const Element* __restrict__ x, const Element* __restrict__ we,
+                              const Element* __restrict__ be, const Element* __restrict__ dw,
+                              const Element* __restrict__ bd, const Element* __restrict__ w1,
+                              const Element* __restrict__ b1, const Element* __restrict__ w2,
+                              const Element* __restrict__ b2, const Element* __restrict__ wp,
+                              const Element* __restrict__ bp, Element* __restrict__ y) {
+  extern __shared__ unsigned char smem_raw[];
+  const WgImageLayout& l = prm.l;
+  // Dynamic shared memory is only 16-byte aligned for sure; the swizzle atoms must start on 1024.
+  const uint32_t raw = shared_address(smem_raw), base = (raw + 1023u) & ~1023u;
+  unsigned char* smem = smem_raw + (base - raw);
+  const uint32_t ds_at = base + uint32_t(l.ds), xs_at = base + uint32_t(l.xs), wes_at = base + uint32_t(l.wes);
+  Element* es = reinterpret_cast<Element*>(smem + l.es);
+  float* pooled = reinterpret_cast<float*>(smem + l.pooled);
+  float* red = reinterpret_cast<float*>(smem + l.red);
+  float* z = reinterpret_cast<float*>(smem + l.z);
+  short* erow = reinterpret_cast<short*>(smem + l.rows);  // the expand's rows in bordered E (-1: past the image)
+  short* tap0 = erow + 64;                                 // each output pixel's top-left tap in E
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, wg = tid / 128, g = lane / 4, tq = lane % 4;
+  const int n = blockIdx.x, HW = l.HW, PQ = l.PQ, hidden = prm.hidden, chunks = l.chunks, slots = l.e_slots;
+  const Element* xn = x + std::ptrdiff_t(n) * HW * prm.C;
+  const std::size_t e_elems = l.e_slot / 2;  // one E slot, in elements
+
+  // ---- x (all threads), E's zero borders, the row tables; We chunks 0 and 1 (warpgroup 0) -------
+  const int x_pieces = l.cp / 8;
+  for (int i = tid; i < l.rx * x_pieces; i += kThreads) {
+    const int r = i / x_pieces, col = 8 * (i - r * x_pieces);
+    copy_piece(xs_at + uint32_t(sw128_offset(r, col, l.x_panel)), xn + std::ptrdiff_t(min(r, HW - 1)) * prm.C, col,
+               r < HW ? prm.C : 0, prm.vec_x);
+  }
+  cp_async_commit();
+  for (std::size_t i = tid; i < slots * e_elems / 8; i += kThreads) reinterpret_cast<uint4*>(es)[i] = make_uint4(0, 0, 0, 0);
+  for (int r = tid; r < 64; r += kThreads) {
+    const int ih = r / prm.W;
+    erow[r] = short(r < HW ? (ih + l.pad) * l.wp + r - ih * prm.W + l.pad : -1);
+  }
+  for (int pix = tid; pix < PQ; pix += kThreads) {
+    const int p = pix / prm.Q, q = pix - p * prm.Q;
+    tap0[pix] = short(p * prm.stride * l.wp + q * prm.stride);
+  }
+  // We[:, chunk c] -> slot c % 2: row k (k < C) of 64 channels, MN-major; warpgroup 0's threads only.
+  const auto issue_we = [&](int c) {
+    if (c < chunks) {
+      const int h0 = c * kWgChunk;
+      const uint32_t slot = wes_at + uint32_t((c % 2) * l.we_slot);
+      for (int i = tid; i < l.cp * 8; i += 128) {
+        const int k = i / 8, col = 8 * (i % 8);
+        copy_piece(slot + uint32_t(sw128_offset(k, col, l.we_slot)), we + std::ptrdiff_t(min(k, prm.C - 1)) * hidden + h0,
+                   col, k < prm.C ? hidden - h0 : 0, prm.vec_we);
+      }
+    }
+    cp_async_commit();
+  };
+  if (wg == 0) issue_we(0), issue_we(1);
+  if (wg == 0) cp_async_wait<1>();  // x and We chunk 0 (chunk 1 may still fly)
+  else cp_async_wait<0>();
+  fence_proxy_async_shared();  // what cp.async and st.shared wrote, visible to wgmma
+  __syncthreads();
+
+  if (wg == 0) {
+    // ---- warpgroup 0: E = φ(X·We[:, chunk] + be), one chunk ahead of the depthwise ------------------
+    for (int c = 0; c < chunks; ++c) {
+      const int h0 = c * kWgChunk, slot = c % slots;
+      if (c > 0) {
+        cp_async_wait<1>();
+        fence_proxy_async_shared();
+        named_barrier_sync(kBarExpand, 128);  // We chunk c landed, from every thread of the warpgroup
+      }
+      float acc[32];
+      const uint32_t we_at = wes_at + uint32_t((c % 2) * l.we_slot);
+      wgmma_fence();
+      wgmma_m64n64k16_ss_mn_major_b_overwrite<Element>(acc, k_major(xs_at, 0, l.x_panel), mn_major(we_at, 0, l.we_slot));
+      for (int k0 = 16; k0 < l.cp; k0 += 16)
+        wgmma_m64nNk16_ss_mn_major_b<Element, 64>(acc, k_major(xs_at, k0, l.x_panel), mn_major(we_at, k0, l.we_slot), true);
+      wgmma_commit_group();
+      float2 bias[8];  // be of this thread's columns 8j + 2tq, + 1, loaded while the wgmma run
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const int h = h0 + 8 * j + 2 * tq;
+        bias[j] = make_float2(h < hidden ? to_float(be[h]) : 0.0f, h + 1 < hidden ? to_float(be[h + 1]) : 0.0f);
+      }
+      const int at0 = erow[16 * warp + g], at1 = erow[16 * warp + g + 8];
+      wgmma_wait_group<0>();
+      fence_operands(acc);
+      named_barrier_sync(kBarExpand, 128);  // every warp's wgmma done reading the We slot
+      issue_we(c + 2);
+      if (c >= slots) named_barrier_sync(kBarEmpty + slot, kThreads);  // the depthwise is done with chunk c - slots
+      Element* e = es + slot * e_elems;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const int col = 8 * j + 2 * tq;
+        if (at0 >= 0)
+          *reinterpret_cast<uint32_t*>(e + at0 * kWgLde + col) =
+              activate_pair<Element, kRelu>(acc[4 * j] + bias[j].x, acc[4 * j + 1] + bias[j].y);
+        if (at1 >= 0)
+          *reinterpret_cast<uint32_t*>(e + at1 * kWgLde + col) =
+              activate_pair<Element, kRelu>(acc[4 * j + 2] + bias[j].x, acc[4 * j + 3] + bias[j].y);
+      }
+      named_barrier_arrive(kBarFull + slot, kThreads);
+    }
+    cp_async_wait<0>();
+    for (int c = max(chunks - slots, 0); c < chunks; ++c)  // the depthwise's last arrivals
+      named_barrier_sync(kBarEmpty + c % slots, kThreads);
+  } else {
+    // ---- warpgroups 1-2: D = φ(dw(E) + bd) -> D's panel c; channel sums -> pooled -------------------
+    // Warp v owns channels 8v .. 8v + 7 of every chunk; its lane (pg, cq) the pair 8v + 2cq at output
+    // pixels pg, pg + 8, ...: a load reads eight pixels' 16 bytes (no bank conflict on E's 144-byte
+    // rows), and a pair's sum over the pixels is three shuffles within the warp.
+    constexpr int kTaps = K * K;
+    const int v = warp - 4, pg = lane / 4, cq = lane % 4;
+    for (int c = 0; c < chunks; ++c) {
+      const int slot = c % slots, ch = c * kWgChunk + 8 * v + 2 * cq;  // this lane's two channels
+      float wk[2][kTaps];
+#pragma unroll
+      for (int t = 0; t < kTaps; ++t) {
+        wk[0][t] = ch < hidden ? to_float(dw[std::ptrdiff_t(ch) * kTaps + t]) : 0.0f;
+        wk[1][t] = ch + 1 < hidden ? to_float(dw[std::ptrdiff_t(ch + 1) * kTaps + t]) : 0.0f;
+      }
+      const float bd0 = ch < hidden ? to_float(bd[ch]) : 0.0f, bd1 = ch + 1 < hidden ? to_float(bd[ch + 1]) : 0.0f;
+      named_barrier_sync(kBarFull + slot, kThreads);  // E of chunk c is in its slot
+      const Element* e = es + slot * e_elems + 8 * v + 2 * cq;
+      const uint32_t d_at = ds_at + uint32_t(c * l.d_panel) + 4 * cq;
+      float sum0 = 0.0f, sum1 = 0.0f;
+      for (int pix = pg; pix < PQ; pix += 8) {
+        const Element* at = e + tap0[pix] * kWgLde;
+        float a0 = bd0, a1 = bd1;
+#pragma unroll
+        for (int r = 0; r < K; ++r)
+#pragma unroll
+          for (int s = 0; s < K; ++s) {
+            const float2 val = load_pair(at + (r * l.wp + s) * kWgLde);
+            a0 = fmaf(val.x, wk[0][r * K + s], a0);
+            a1 = fmaf(val.y, wk[1][r * K + s], a1);
+          }
+        const uint32_t d = activate_pair<Element, kRelu>(a0, a1);
+        // channels 8v + 2cq, + 1 of the panel: 16-byte unit v, swizzled by the pixel's row
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(d_at + pix * 128 + 16 * (v ^ (pix % 8))), "r"(d) : "memory");
+        const float2 df = unpack_pair<Element>(d);
+        sum0 += df.x, sum1 += df.y;
+      }
+#pragma unroll
+      for (int off = 4; off < 32; off *= 2) {
+        sum0 += __shfl_xor_sync(0xffffffffu, sum0, off);
+        sum1 += __shfl_xor_sync(0xffffffffu, sum1, off);
+      }
+      if (pg == 0) pooled[ch] = sum0, pooled[ch + 1] = sum1;
+      named_barrier_arrive(kBarEmpty + slot, kThreads);
+    }
+  }
+  __syncthreads();  // pooled whole; x, We and E are dead: their room takes the Wp stages
+
+  // ---- the project's first stages go out now, under the SE ------------------------------------
+  issue_wp_stage(prm, xs_at, wp, 0);
+  issue_wp_stage(prm, xs_at, wp, 1);
+
+  // ---- the SE, then D *= g over every 16-byte unit of D's panels ------------------------------
+  if (prm.has_se) {
+    image_se_gate<kThreads, Element, kRelu>(pooled, red, z, hidden, prm.cr, PQ, w1, b1, w2, b2, prm.vec_w1,
+                                            prm.vec_w2);
+    for (int i = tid; i < chunks * PQ * 8; i += kThreads) {
+      const int c = i / (PQ * 8), rest = i - c * PQ * 8, r = rest / 8, u = rest % 8;
+      const int h = c * kWgChunk + 8 * (u ^ (r % 8));  // the unit's first channel
+      uint4* at = reinterpret_cast<uint4*>(smem + l.ds + c * l.d_panel + r * 128 + 16 * u);
+      uint4 d = *at;
+      uint32_t* w = reinterpret_cast<uint32_t*>(&d);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        const float2 f = unpack_pair<Element>(w[k]);
+        w[k] = pack_pair<Element>(f.x * pooled[h + 2 * k], f.y * pooled[h + 2 * k + 1]);
+      }
+      *at = d;
+    }
+  }
+
+  // ---- the project: Y = D·Wp + bp (+ x); warpgroup w owns n64 blocks w and w + 3 -----------------
+  // Every warpgroup issues the same wgmma count (a warpgroup short of a block repeats its last one
+  // and stores nothing from it): a wgmma under a branch on a run-time value makes ptxas serialize
+  // them all (C7520).
+  if (l.nb > 3) project<Element, 2>(prm, smem, ds_at, xs_at, xn, wp, bp, y);
+  else project<Element, 1>(prm, smem, ds_at, xs_at, xn, wp, bp, y);
+}
+
+bool supports(const MBConvProblem& p) {
+  return (p.dtype == DType::f16 || p.dtype == DType::bf16) && (p.kernel == 3 || p.kernel == 5) &&
+         (p.stride == 1 || p.stride == 2) && p.N <= (1 << 30) && WgImageLayout(p).fits();
+}
+
+void run(const MBConvProblem& p, const Args<MBConvProblem>& a) {
+  if (const std::string why = gpu::wgmma_unavailable_reason(); !why.empty())
+    throw Unsupported("mbconv/gpu/11g_fused_image_wgmma cannot run here: " + why);
+  WgParams prm{};
+  prm.H = p.H, prm.W = p.W, prm.C = p.C, prm.hidden = p.hidden(), prm.cr = p.se_channels(), prm.C_out = p.C_out;
+  prm.P = p.P(), prm.Q = p.Q(), prm.stride = p.stride;
+  prm.has_se = p.has_se(), prm.residual = p.has_residual();
+  prm.vec_x = p.C % 8 == 0 && aligned_to(a.x, 16);
+  prm.vec_we = p.hidden() % 8 == 0 && aligned_to(a.expand_w, 16);
+  prm.vec_wp = p.C_out % 8 == 0 && aligned_to(a.project_w, 16);
+  prm.vec_w1 = p.has_se() && p.se_channels() % 8 == 0 && aligned_to(a.se1_w, 16);
+  prm.vec_w2 = p.has_se() && p.hidden() % 8 == 0 && aligned_to(a.se2_w, 16);
+  prm.pairs_y = p.C_out % 2 == 0 && aligned_to(a.y, 4);
+  prm.l = WgImageLayout(p);
+  visit_dtype<__half, __nv_bfloat16>(p.dtype, [&](auto tag) {
+    using E = typename decltype(tag)::type;
+    const auto go = [&](auto kernel, const char* name) {
+      allow_dynamic_shared(kernel, prm.l.bytes, name);
+      kernel<<<unsigned(p.N), kThreads, prm.l.bytes>>>(
+          prm, static_cast<const E*>(a.x), static_cast<const E*>(a.expand_w), static_cast<const E*>(a.expand_b),
+          static_cast<const E*>(a.dw_w), static_cast<const E*>(a.dw_b), static_cast<const E*>(a.se1_w),
+          static_cast<const E*>(a.se1_b), static_cast<const E*>(a.se2_w), static_cast<const E*>(a.se2_b),
+          static_cast<const E*>(a.project_w), static_cast<const E*>(a.project_b), static_cast<E*>(a.y));
+      check_launch(name);
+    };
+    const bool relu = p.activation == MBConvActivation::relu;
+    if (p.kernel == 3) {
+      if (relu) go(mbconv_image_wgmma_kernel<E, 3, true>, "mbconv_image_wgmma_kernel<k=3>");
+      else go(mbconv_image_wgmma_kernel<E, 3, false>, "mbconv_image_wgmma_kernel<k=3>");
+    } else {
+      if (relu) go(mbconv_image_wgmma_kernel<E, 5, true>, "mbconv_image_wgmma_kernel<k=5>");
+      else go(mbconv_image_wgmma_kernel<E, 5, false>, "mbconv_image_wgmma_kernel<k=5>");
+    }
+  });
+}
+
+const Register<MBConvProblem> reg{{
+    .name = "11g_fused_image_wgmma",
+    .device = Device::gpu,
+    .lesson = 11,
+    .supports = supports,
+    .run = run,
+    .idea = "11f's one kernel per image with the 1x1 layers on wgmma and the expand warpgroup one chunk ahead of the depthwise",
+    .model_bytes = [](const MBConvProblem& p) { return p.min_bytes(); },
+}};
+
+}  // namespace
+}  // namespace convlab
