@@ -18,9 +18,11 @@
 //                                    depthwise reads); two slots where they fit, else one
 //   pooled [hidden_p] fp32           the channel sums of D, then the gate
 //   red [12][64] fp32, z [cr_p] fp32 the SE's scratch (these last regions 16-byte aligned: at
-//                                    C = 192 @ 7², K = 3, two E slots fit with 80 bytes to spare)
+//                                    C = 192 @ 7², K = 3, two E slots fit with 48 bytes to spare)
 //   rows [64 + P·Q] int16            the bordered E row of each of the expand's 64 rows (-1 past
 //                                    the image), then each output pixel's top-left tap in E
+//   bars [2][2] mbarrier             per E slot: full (the expand's 128 threads arrive), empty
+//                                    (the depthwise's 256 arrive)
 //
 // During the project, xs .. the end of es is dead and holds four Wp stages of kWgProjectK rows,
 // each MN-major in panels of 64 output channels ([kWgProjectK][64] per panel).
@@ -55,7 +57,7 @@ struct WgImageLayout {
   int HW = 0, PQ = 0, rx = 0, rd = 0, cp = 0, chunks = 0, hidden_p = 0, nb = 0, cr_p = 0;
   int pad = 0, hp = 0, wp = 0, e_slots = 0;
   std::size_t x_panel = 0, d_panel = 0, we_slot = 0, e_slot = 0, wp_stage = 0, wp_panel = 0;
-  std::size_t ds = 0, xs = 0, wes = 0, es = 0, pooled = 0, red = 0, z = 0, rows = 0;
+  std::size_t ds = 0, xs = 0, wes = 0, es = 0, pooled = 0, red = 0, z = 0, rows = 0, bars = 0;
   std::size_t bytes = 0;  // what the launch asks for: the layout plus 1024 bytes to align its base
   bool expand = false;
 
@@ -81,6 +83,7 @@ struct WgImageLayout {
       red = at, at = up(at + std::size_t(kWgImageThreads / 32) * 64 * 4, 16);
       z = at, at = up(at + std::size_t(cr_p) * 4, 16);
       rows = at, at = up(at + std::size_t(64 + PQ) * 2, 16);
+      bars = at, at = up(at + 4 * 8, 16);
       bytes = at + 1024;
       if (bytes <= kWgSharedLimit) break;
     }

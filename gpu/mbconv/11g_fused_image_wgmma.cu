@@ -27,7 +27,8 @@
 // H100/H200-class GPU (else Unsupported). No workspace.
 // Tunables: the chunk (64), the Wp stage (32 rows, 4 stages), the E slots (the layout header).
 // Run just this: build/convlab run mbconv/gpu/11g_fused_image_wgmma --shape N=128,H=7,C=192,dtype=f16
-#include "gpu/lib/hopper/warp_specialization.cuh"  // named_barrier_arrive, named_barrier_sync
+#include "gpu/lib/hopper/mbarrier.cuh"              // mbarrier_init, mbarrier_arrive, mbarrier_wait
+#include "gpu/lib/hopper/warp_specialization.cuh"  // named_barrier_sync
 #include "gpu/lib/mbconv_fused.cuh"                 // activate_pair, load_pair, unpack_pair
 #include "gpu/lib/mbconv_image_se.cuh"
 #include "gpu/lib/mbconv_image_wgmma_layout.hpp"
@@ -40,13 +41,16 @@ namespace {
 
 using namespace gpu;
 using namespace gpu::mbconv;
-using gpu::hopper::named_barrier_arrive;
+using gpu::hopper::mbarrier_arrive;
+using gpu::hopper::mbarrier_init;
+using gpu::hopper::mbarrier_wait;
 using gpu::hopper::named_barrier_sync;
 
 constexpr int kThreads = kWgImageThreads;
-// Named barriers (0 is __syncthreads): the expand warpgroup's own, and per E slot "full" (the
-// expand arrives, the depthwise waits) and "empty" (the depthwise arrives, the expand waits).
-constexpr int kBarExpand = 1, kBarFull = 2, kBarEmpty = 4;
+// The expand warpgroup's own named barrier (0 is __syncthreads). E's slots change hands through
+// mbarriers: full[s] (the expand's 128 threads arrive, the depthwise waits), empty[s] (the
+// depthwise's 256 arrive, the expand waits); chunk c uses slot c % slots in round c / slots.
+constexpr int kBarExpand = 1;
 
 struct WgParams {
   int H, W, C, hidden, cr, C_out, P, Q, stride;
@@ -195,6 +199,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   float* z = reinterpret_cast<float*>(smem + l.z);
   short* erow = reinterpret_cast<short*>(smem + l.rows);  // the expand's rows in bordered E (-1: past the image)
   short* tap0 = erow + 64;                                 // each output pixel's top-left tap in E
+  const uint32_t bars = base + uint32_t(l.bars);
+  const auto full = [&](int slot) { return bars + 8 * slot; };
+  const auto empty = [&](int slot) { return bars + 16 + 8 * slot; };
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, wg = tid / 128, g = lane / 4, tq = lane % 4;
   const int n = blockIdx.x, HW = l.HW, PQ = l.PQ, hidden = prm.hidden, chunks = l.chunks, slots = l.e_slots;
   const Element* xn = x + std::ptrdiff_t(n) * HW * prm.C;
@@ -230,6 +237,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     cp_async_commit();
   };
+  if (tid == 0) {
+    for (int s = 0; s < 2; ++s) mbarrier_init(full(s), 128), mbarrier_init(empty(s), kThreads - 128);
+    gpu::hopper::fence_mbarrier_init();
+  }
   if (wg == 0) issue_we(0), issue_we(1);
   if (wg == 0) cp_async_wait<1>();  // x and We chunk 0 (chunk 1 may still fly)
   else cp_async_wait<0>();
@@ -263,7 +274,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       fence_operands(acc);
       named_barrier_sync(kBarExpand, 128);  // every warp's wgmma done reading the We slot
       issue_we(c + 2);
-      if (c >= slots) named_barrier_sync(kBarEmpty + slot, kThreads);  // the depthwise is done with chunk c - slots
+      if (c >= slots) mbarrier_wait(empty(slot), (c / slots - 1) & 1);  // the depthwise is done with chunk c - slots
       Element* e = es + slot * e_elems;
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
@@ -275,11 +286,10 @@ __global__ void __launch_bounds__(kThreads, 1)
           *reinterpret_cast<uint32_t*>(e + at1 * kWgLde + col) =
               activate_pair<Element, kRelu>(acc[4 * j + 2] + bias[j].x, acc[4 * j + 3] + bias[j].y);
       }
-      named_barrier_arrive(kBarFull + slot, kThreads);
+      mbarrier_arrive(full(slot));
     }
     cp_async_wait<0>();
-    for (int c = max(chunks - slots, 0); c < chunks; ++c)  // the depthwise's last arrivals
-      named_barrier_sync(kBarEmpty + c % slots, kThreads);
+
   } else {
     // ---- warpgroups 1-2: D = φ(dw(E) + bd) -> D's panel c; channel sums -> pooled -------------------
     // Warp v owns channels 8v .. 8v + 7 of every chunk; its lane (pg, cq) the pair 8v + 2cq at output
@@ -296,7 +306,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         wk[1][t] = ch + 1 < hidden ? to_float(dw[std::ptrdiff_t(ch + 1) * kTaps + t]) : 0.0f;
       }
       const float bd0 = ch < hidden ? to_float(bd[ch]) : 0.0f, bd1 = ch + 1 < hidden ? to_float(bd[ch + 1]) : 0.0f;
-      named_barrier_sync(kBarFull + slot, kThreads);  // E of chunk c is in its slot
+      mbarrier_wait(full(slot), (c / slots) & 1);  // E of chunk c is in its slot
       const Element* e = es + slot * e_elems + 8 * v + 2 * cq;
       const uint32_t d_at = ds_at + uint32_t(c * l.d_panel) + 4 * cq;
       float sum0 = 0.0f, sum1 = 0.0f;
@@ -323,7 +333,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         sum1 += __shfl_xor_sync(0xffffffffu, sum1, off);
       }
       if (pg == 0) pooled[ch] = sum0, pooled[ch + 1] = sum1;
-      named_barrier_arrive(kBarEmpty + slot, kThreads);
+      mbarrier_arrive(empty(slot));
     }
   }
   __syncthreads();  // pooled whole; x, We and E are dead: their room takes the Wp stages
