@@ -938,8 +938,8 @@ TEST_CASE("mbconv image on wgmma (11g): the layout's tiles start on swizzle atom
     CHECK(l.hidden_p % kWgProjectK == 0);
     CHECK(64 * l.nb >= p.C_out);
     // The Wp stages fit the room of x, We and E, which are dead by the project.
-    CHECK(kWgProjectStages * l.wp_stage <= l.wp_room());
-    CHECK(l.xs + kWgProjectStages * l.wp_stage <= l.es + l.e_slots * l.e_slot);
+    CHECK(l.wp_stages() * l.wp_stage <= l.wp_room());
+    CHECK(l.xs + l.wp_stages() * l.wp_stage <= l.es + l.e_slots * l.e_slot);
     // The depthwise's taps of every output pixel fall inside E's bordered rows.
     CHECK(((p.Q() - 1) * p.stride + p.kernel - 1) < l.wp);
     CHECK(((p.P() - 1) * p.stride + p.kernel - 1) < l.hp);
@@ -962,6 +962,8 @@ TEST_CASE("mbconv image on wgmma (11g): its swizzled offsets are Sw128Tile's, an
   CHECK(layout(7, 192, 5, 1, 192).fits());
   CHECK(layout(7, 192, 5, 1, 192).e_slots == 1);  // K = 5's bordered E: one slot
   CHECK(layout(7, 192, 3, 1, 320).fits());
+  CHECK(layout(7, 192, 3, 1, 192).wp_stages() == kWgProjectStagesDeep);
+  CHECK(layout(7, 192, 3, 1, 320).wp_stages() == kWgProjectStages);  // five n64 blocks: 20 KB a stage
   CHECK(layout(8, 128, 3, 2, 192).fits());        // 64 input pixels, stride 2
   CHECK_FALSE(layout(9, 64, 3, 1, 64).fits());    // 81 pixels: more than one m64 tile
   CHECK_FALSE(layout(14, 112, 5, 2, 192).fits()); // 196 input pixels

@@ -24,8 +24,9 @@
 //   bars [2][2] mbarrier             per E slot: full (the expand's 128 threads arrive), empty
 //                                    (the depthwise's 256 arrive)
 //
-// During the project, xs .. the end of es is dead and holds four Wp stages of kWgProjectK rows,
-// each MN-major in panels of 64 output channels ([kWgProjectK][64] per panel).
+// During the project, xs .. the end of es is dead and holds six (or, for a wide C_out, four) Wp
+// stages of kWgProjectK rows, each MN-major in panels of 64 output channels ([kWgProjectK][64] per
+// panel).
 #pragma once
 
 #include <algorithm>
@@ -41,7 +42,7 @@ inline constexpr int kWgDwWarps = 8;
 inline constexpr int kWgChunk = 64;           // hidden channels a chunk: the expand's n64, one panel of D
 inline constexpr int kWgLde = kWgChunk + 8;   // E row stride: 9 units of 16 bytes
 inline constexpr int kWgProjectK = 32;        // hidden rows of Wp a stage: two k16 steps
-inline constexpr int kWgProjectStages = 4;    // two stages ahead, one group of wgmma in flight
+inline constexpr int kWgProjectStages = 4, kWgProjectStagesDeep = 6;  // Wp stages in flight: 6 where the room holds them
 inline constexpr int kWgMaxNBlocks = 6;       // C_out ≤ 384: two n64 blocks per warpgroup
 inline constexpr std::size_t kWgSharedLimit = 227 * 1024;
 
@@ -90,7 +91,8 @@ struct WgImageLayout {
     e_slots = std::max(e_slots, 1);
   }
   // The Wp stages' room: xs up to the end of the E slots.
-  std::size_t wp_room() const { return es + e_slots * e_slot - xs; }
+  CONVLAB_HOST_DEVICE std::size_t wp_room() const { return es + e_slots * e_slot - xs; }
+  CONVLAB_HOST_DEVICE int wp_stages() const { return kWgProjectStagesDeep * wp_stage <= wp_room() ? kWgProjectStagesDeep : kWgProjectStages; }
   bool fits(std::size_t limit = kWgSharedLimit) const {
     return expand && HW <= 64 && PQ <= 64 && nb <= kWgMaxNBlocks && bytes <= limit &&
            kWgProjectStages * wp_stage <= wp_room();

@@ -88,16 +88,16 @@ __device__ __forceinline__ uint64_t mn_major(uint32_t tile, int k0, uint32_t lbo
   return wgmma_descriptor(tile + k0 * 128, lbo, 1024, WgmmaSwizzle::b128);
 }
 
-// Wp rows kk·kWgProjectK .. + kWgProjectK (zero past hidden) -> stage kk % kWgProjectStages at
-// wps_at, MN-major in panels of 64 output channels (zero past C_out); every thread issues its
-// pieces and commits one cp.async group (an empty one past the last stage).
+// Wp rows kk·kWgProjectK .. + kWgProjectK (zero past hidden) -> stage kk % stages at wps_at,
+// MN-major in panels of 64 output channels (zero past C_out); every thread issues its pieces and
+// commits one cp.async group (an empty one past the last stage).
 template <class Element>
 __device__ __forceinline__ void issue_wp_stage(const WgParams& prm, uint32_t wps_at, const Element* __restrict__ wp,
-                                               int kk) {
+                                               int kk, int stages) {
   const WgImageLayout& l = prm.l;
   if (kk < l.hidden_p / kWgProjectK) {
     const int k0 = kk * kWgProjectK, pieces = l.nb * 8;
-    const uint32_t stage = wps_at + uint32_t((kk % kWgProjectStages) * l.wp_stage);
+    const uint32_t stage = wps_at + uint32_t((kk % stages) * l.wp_stage);
     for (int i = threadIdx.x; i < kWgProjectK * pieces; i += kThreads) {
       const int r = i / pieces, col = 8 * (i - r * pieces);
       copy_piece(stage + uint32_t(sw128_offset(r, col, l.wp_panel)),
@@ -109,10 +109,11 @@ __device__ __forceinline__ void issue_wp_stage(const WgParams& prm, uint32_t wps
 }
 
 // The project of one image: Y[PQ, C_out] = D·Wp + bp (+ x), D the gated depthwise output in shared
-// memory (K-major panels), Wp streamed in kWgProjectStages stages of kWgProjectK rows into the room
-// at wps_at (stages 0 and 1 already issued by every thread). Warpgroup w computes the n64 blocks
-// w, w + 3, ... (kBlocks of them; one past the last block repeats the last). All 384 threads.
-template <class Element, int kBlocks>
+// memory (K-major panels), Wp streamed in kStages stages of kWgProjectK rows into the room at
+// wps_at (stages 0 .. kStages - 2 already issued by every thread: kStages - 1 ahead). Warpgroup w
+// computes the n64 blocks w, w + 3, ... (kBlocks of them; one past the last block repeats the
+// last). All 384 threads.
+template <class Element, int kBlocks, int kStages>
 __device__ __forceinline__ void project(const WgParams& prm, unsigned char* smem, uint32_t ds_at, uint32_t wps_at,
                                         const Element* xn, const Element* __restrict__ wp,
                                         const Element* __restrict__ bp, Element* __restrict__ y) {
@@ -128,11 +129,11 @@ __device__ __forceinline__ void project(const WgParams& prm, unsigned char* smem
 #pragma unroll
     for (int i = 0; i < 32; ++i) acc[b][i] = 0.0f;
   for (int kk = 0; kk < k_stages; ++kk) {
-    cp_async_wait<1>();
+    cp_async_wait<kStages - 2>();
     fence_proxy_async_shared();  // this thread's Wp pieces (and, at kk = 0, its gated D) seen by wgmma
     __syncthreads();             // stage kk whole; every warpgroup is done reading stage kk - 1
-    issue_wp_stage(prm, wps_at, wp, kk + 2);
-    const uint32_t stage = wps_at + uint32_t((kk % kWgProjectStages) * l.wp_stage);
+    issue_wp_stage(prm, wps_at, wp, kk + kStages - 1, kStages);
+    const uint32_t stage = wps_at + uint32_t((kk % kStages) * l.wp_stage);
     wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < kWgProjectK; ks += 16) {
@@ -297,15 +298,26 @@ __global__ void __launch_bounds__(kThreads, 1)
     // rows), and a pair's sum over the pixels is three shuffles within the warp.
     constexpr int kTaps = K * K;
     const int v = warp - 4, pg = lane / 4, cq = lane % 4;
+    // The lane's taps and bias for chunk c + 1 are loaded during chunk c (in the 16-bit type).
+    Element next[2][kTaps + 1];
+    const auto fetch = [&](int c) {
+      const int ch = c * kWgChunk + 8 * v + 2 * cq;
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const bool in = c < chunks && ch + i < hidden;
+#pragma unroll
+        for (int t = 0; t < kTaps; ++t) next[i][t] = in ? dw[std::ptrdiff_t(ch + i) * kTaps + t] : from_float<Element>(0.0f);
+        next[i][kTaps] = in ? bd[ch + i] : from_float<Element>(0.0f);
+      }
+    };
+    fetch(0);
     for (int c = 0; c < chunks; ++c) {
       const int slot = c % slots, ch = c * kWgChunk + 8 * v + 2 * cq;  // this lane's two channels
       float wk[2][kTaps];
 #pragma unroll
-      for (int t = 0; t < kTaps; ++t) {
-        wk[0][t] = ch < hidden ? to_float(dw[std::ptrdiff_t(ch) * kTaps + t]) : 0.0f;
-        wk[1][t] = ch + 1 < hidden ? to_float(dw[std::ptrdiff_t(ch + 1) * kTaps + t]) : 0.0f;
-      }
-      const float bd0 = ch < hidden ? to_float(bd[ch]) : 0.0f, bd1 = ch + 1 < hidden ? to_float(bd[ch + 1]) : 0.0f;
+      for (int t = 0; t < kTaps; ++t) wk[0][t] = to_float(next[0][t]), wk[1][t] = to_float(next[1][t]);
+      const float bd0 = to_float(next[0][kTaps]), bd1 = to_float(next[1][kTaps]);
+      fetch(c + 1);
       mbarrier_wait(full(slot), (c / slots) & 1);  // E of chunk c is in its slot
       const Element* e = es + slot * e_elems + 8 * v + 2 * cq;
       const uint32_t d_at = ds_at + uint32_t(c * l.d_panel) + 4 * cq;
@@ -339,8 +351,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   __syncthreads();  // pooled whole; x, We and E are dead: their room takes the Wp stages
 
   // ---- the project's first stages go out now, under the SE ------------------------------------
-  issue_wp_stage(prm, xs_at, wp, 0);
-  issue_wp_stage(prm, xs_at, wp, 1);
+  const int stages = l.nb > 3 ? kWgProjectStages : l.wp_stages();
+  for (int kk = 0; kk < stages - 1; ++kk) issue_wp_stage(prm, xs_at, wp, kk, stages);
 
   // ---- the SE, then D *= g over every 16-byte unit of D's panels ------------------------------
   if (prm.has_se) {
@@ -365,8 +377,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   // Every warpgroup issues the same wgmma count (a warpgroup short of a block repeats its last one
   // and stores nothing from it): a wgmma under a branch on a run-time value makes ptxas serialize
   // them all (C7520).
-  if (l.nb > 3) project<Element, 2>(prm, smem, ds_at, xs_at, xn, wp, bp, y);
-  else project<Element, 1>(prm, smem, ds_at, xs_at, xn, wp, bp, y);
+  if (l.nb > 3) project<Element, 2, kWgProjectStages>(prm, smem, ds_at, xs_at, xn, wp, bp, y);
+  else if (stages == kWgProjectStagesDeep) project<Element, 1, kWgProjectStagesDeep>(prm, smem, ds_at, xs_at, xn, wp, bp, y);
+  else project<Element, 1, kWgProjectStages>(prm, smem, ds_at, xs_at, xn, wp, bp, y);
 }
 
 bool supports(const MBConvProblem& p) {
