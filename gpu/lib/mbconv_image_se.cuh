@@ -39,6 +39,9 @@ __device__ __forceinline__ void image_se_gate(float* pooled, float* red, float* 
   const float inv = 1.0f / float(PQ);
   for (int c0 = 0; c0 < cr; c0 += 64) {
     float acc[8][8] = {};
+    // Up to four rows' loads in flight before their FMAs where the registers allow it (384 threads:
+    // 168 a thread; at 512, 128, the unrolled loop spills).
+#pragma unroll(kThreads <= 384 ? 4 : 1)
     for (int r = tid; r < hidden; r += kThreads) {
       const float m = pooled[r];
 #pragma unroll

@@ -18,11 +18,11 @@
 //                                    depthwise reads); two slots where they fit, else one
 //   pooled [hidden_p] fp32           the channel sums of D, then the gate
 //   red [12][64] fp32, z [cr_p] fp32 the SE's scratch (these last regions 16-byte aligned: at
-//                                    C = 192 @ 7², K = 3, two E slots fit with 48 bytes to spare)
+//                                    C = 192 @ 7², K = 3, two E slots fit with 32 bytes to spare)
 //   rows [64 + P·Q] int16            the bordered E row of each of the expand's 64 rows (-1 past
 //                                    the image), then each output pixel's top-left tap in E
-//   bars [2][2] mbarrier             per E slot: full (the expand's 128 threads arrive), empty
-//                                    (the depthwise's 256 arrive)
+//   bars [2][2] + 1 mbarrier         per E slot: full (the expand's 128 threads arrive), empty
+//                                    (the depthwise's 256 arrive); the expand warpgroup's barrier
 //
 // During the project, xs .. the end of es is dead and holds six (or, for a wide C_out, four) Wp
 // stages of kWgProjectK rows, each MN-major in panels of 64 output channels ([kWgProjectK][64] per
@@ -84,7 +84,7 @@ struct WgImageLayout {
       red = at, at = up(at + std::size_t(kWgImageThreads / 32) * 64 * 4, 16);
       z = at, at = up(at + std::size_t(cr_p) * 4, 16);
       rows = at, at = up(at + std::size_t(64 + PQ) * 2, 16);
-      bars = at, at = up(at + 4 * 8, 16);
+      bars = at, at = up(at + 5 * 8, 16);
       bytes = at + 1024;
       if (bytes <= kWgSharedLimit) break;
     }

@@ -28,7 +28,6 @@
 // Tunables: the chunk (64), the Wp stage (32 rows, 4 stages), the E slots (the layout header).
 // Run just this: build/convlab run mbconv/gpu/11g_fused_image_wgmma --shape N=128,H=7,C=192,dtype=f16
 #include "gpu/lib/hopper/mbarrier.cuh"              // mbarrier_init, mbarrier_arrive, mbarrier_wait
-#include "gpu/lib/hopper/warp_specialization.cuh"  // named_barrier_sync
 #include "gpu/lib/mbconv_fused.cuh"                 // activate_pair, load_pair, unpack_pair
 #include "gpu/lib/mbconv_image_se.cuh"
 #include "gpu/lib/mbconv_image_wgmma_layout.hpp"
@@ -44,13 +43,12 @@ using namespace gpu::mbconv;
 using gpu::hopper::mbarrier_arrive;
 using gpu::hopper::mbarrier_init;
 using gpu::hopper::mbarrier_wait;
-using gpu::hopper::named_barrier_sync;
 
 constexpr int kThreads = kWgImageThreads;
-// The expand warpgroup's own named barrier (0 is __syncthreads). E's slots change hands through
-// mbarriers: full[s] (the expand's 128 threads arrive, the depthwise waits), empty[s] (the
-// depthwise's 256 arrive, the expand waits); chunk c uses slot c % slots in round c / slots.
-constexpr int kBarExpand = 1;
+// Between the roles only mbarriers: E's slots change hands through full[s] (the expand's 128
+// threads arrive, the depthwise waits) and empty[s] (the depthwise's 256 arrive, the expand waits);
+// chunk c uses slot c % slots in round c / slots. (racecheck does not order accesses by named
+// barriers of part of the CTA: with bar.arrive/bar.sync hand-overs it reported races.)
 
 struct WgParams {
   int H, W, C, hidden, cr, C_out, P, Q, stride;
@@ -88,22 +86,43 @@ __device__ __forceinline__ uint64_t mn_major(uint32_t tile, int k0, uint32_t lbo
   return wgmma_descriptor(tile + k0 * 128, lbo, 1024, WgmmaSwizzle::b128);
 }
 
-// Wp rows kk·kWgProjectK .. + kWgProjectK (zero past hidden) -> stage kk % stages at wps_at,
-// MN-major in panels of 64 output channels (zero past C_out); every thread issues its pieces and
-// commits one cp.async group (an empty one past the last stage).
+// The Wp pieces this thread copies into every stage: stage rows kWgProjectK × nb·8 pieces of 16
+// bytes, piece i = tid + 384·m; where each lands in a stage (MN-major, panels of 64 output
+// channels) and which row and column of Wp it is, worked out once per CTA, not per stage.
+constexpr int kWpPieces = (kWgProjectK * kWgMaxNBlocks * 8 + kThreads - 1) / kThreads;
+struct WpPieces {
+  int n = 0;
+  int row[kWpPieces], col[kWpPieces];
+  uint32_t dst[kWpPieces];
+  __device__ explicit WpPieces(const WgImageLayout& l) {
+    const int pieces = l.nb * 8;
+#pragma unroll
+    for (int m = 0; m < kWpPieces; ++m) {
+      const int i = int(threadIdx.x) + kThreads * m, r = i / pieces;
+      row[m] = r, col[m] = 8 * (i - r * pieces), dst[m] = uint32_t(sw128_offset(r, col[m], l.wp_panel));
+      if (i < kWgProjectK * pieces) n = m + 1;
+    }
+  }
+};
+
+// Wp rows kk·kWgProjectK .. + kWgProjectK (zero past hidden) -> stage kk % stages at wps_at (zero
+// past C_out); every thread issues its pieces and commits one cp.async group (an empty one past
+// the last stage).
 template <class Element>
-__device__ __forceinline__ void issue_wp_stage(const WgParams& prm, uint32_t wps_at, const Element* __restrict__ wp,
-                                               int kk, int stages) {
+__device__ __forceinline__ void issue_wp_stage(const WgParams& prm, const WpPieces& pc, uint32_t wps_at,
+                                               const Element* __restrict__ wp, int kk, int stages) {
   const WgImageLayout& l = prm.l;
   if (kk < l.hidden_p / kWgProjectK) {
-    const int k0 = kk * kWgProjectK, pieces = l.nb * 8;
+    const int k0 = kk * kWgProjectK;
     const uint32_t stage = wps_at + uint32_t((kk % stages) * l.wp_stage);
-    for (int i = threadIdx.x; i < kWgProjectK * pieces; i += kThreads) {
-      const int r = i / pieces, col = 8 * (i - r * pieces);
-      copy_piece(stage + uint32_t(sw128_offset(r, col, l.wp_panel)),
-                 wp + std::ptrdiff_t(min(k0 + r, prm.hidden - 1)) * prm.C_out, col, k0 + r < prm.hidden ? prm.C_out : 0,
-                 prm.vec_wp);
-    }
+#pragma unroll
+    for (int m = 0; m < kWpPieces; ++m)
+      if (m < pc.n) {
+        const int row = k0 + pc.row[m];
+        const bool in = row < prm.hidden;
+        copy_piece(stage + pc.dst[m], wp + std::ptrdiff_t(in ? row : 0) * prm.C_out, pc.col[m], in ? prm.C_out : 0,
+                   prm.vec_wp);
+      }
   }
   cp_async_commit();
 }
@@ -114,7 +133,7 @@ __device__ __forceinline__ void issue_wp_stage(const WgParams& prm, uint32_t wps
 // computes the n64 blocks w, w + 3, ... (kBlocks of them; one past the last block repeats the
 // last). All 384 threads.
 template <class Element, int kBlocks, int kStages>
-__device__ __forceinline__ void project(const WgParams& prm, unsigned char* smem, uint32_t ds_at, uint32_t wps_at,
+__device__ __forceinline__ void project(const WgParams& prm, const WpPieces& pc, uint32_t ds_at, uint32_t wps_at,
                                         const Element* xn, const Element* __restrict__ wp,
                                         const Element* __restrict__ bp, Element* __restrict__ y) {
   const WgImageLayout& l = prm.l;
@@ -132,7 +151,7 @@ __device__ __forceinline__ void project(const WgParams& prm, unsigned char* smem
     cp_async_wait<kStages - 2>();
     fence_proxy_async_shared();  // this thread's Wp pieces (and, at kk = 0, its gated D) seen by wgmma
     __syncthreads();             // stage kk whole; every warpgroup is done reading stage kk - 1
-    issue_wp_stage(prm, wps_at, wp, kk + kStages - 1, kStages);
+    issue_wp_stage(prm, pc, wps_at, wp, kk + kStages - 1, kStages);
     const uint32_t stage = wps_at + uint32_t((kk % kStages) * l.wp_stage);
     wgmma_fence();
 #pragma unroll
@@ -203,6 +222,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint32_t bars = base + uint32_t(l.bars);
   const auto full = [&](int slot) { return bars + 8 * slot; };
   const auto empty = [&](int slot) { return bars + 16 + 8 * slot; };
+  const uint32_t wgbar = bars + 32;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, wg = tid / 128, g = lane / 4, tq = lane % 4;
   const int n = blockIdx.x, HW = l.HW, PQ = l.PQ, hidden = prm.hidden, chunks = l.chunks, slots = l.e_slots;
   const Element* xn = x + std::ptrdiff_t(n) * HW * prm.C;
@@ -226,20 +246,31 @@ __global__ void __launch_bounds__(kThreads, 1)
     tap0[pix] = short(p * prm.stride * l.wp + q * prm.stride);
   }
   // We[:, chunk c] -> slot c % 2: row k (k < C) of 64 channels, MN-major; warpgroup 0's threads only.
+  // Thread t copies the 16-byte piece t % 8 of rows t / 8, t / 8 + 16, ...: its column, and the
+  // swizzle's XOR (rows 16 apart share k % 8), are the same in every row and chunk.
+  const int we_k = tid / 8, we_col = 8 * (tid % 8);
+  const uint32_t we_off = uint32_t(we_k * 128 + 16 * ((tid % 8) ^ (we_k % 8)));
   const auto issue_we = [&](int c) {
     if (c < chunks) {
       const int h0 = c * kWgChunk;
-      const uint32_t slot = wes_at + uint32_t((c % 2) * l.we_slot);
-      for (int i = tid; i < l.cp * 8; i += 128) {
-        const int k = i / 8, col = 8 * (i % 8);
-        copy_piece(slot + uint32_t(sw128_offset(k, col, l.we_slot)), we + std::ptrdiff_t(min(k, prm.C - 1)) * hidden + h0,
-                   col, k < prm.C ? hidden - h0 : 0, prm.vec_we);
-      }
+      uint32_t dst = wes_at + uint32_t((c % 2) * l.we_slot) + we_off;
+      const Element* src = we + std::ptrdiff_t(we_k) * hidden + h0;
+      for (int k = we_k; k < l.cp; k += 16, dst += 16 * 128, src += std::ptrdiff_t(16) * hidden)
+        copy_piece(dst, k < prm.C ? src : we, we_col, k < prm.C ? hidden - h0 : 0, prm.vec_we);
     }
     cp_async_commit();
   };
+  // Warpgroup 0's own barrier (an mbarrier of 128 arrivals: every thread arrives, then waits for the
+  // phase), between its cp.async and its wgmma.
+  uint32_t wg_phase = 0;
+  const auto wg_sync = [&] {
+    mbarrier_arrive(wgbar);
+    mbarrier_wait(wgbar, wg_phase);
+    wg_phase ^= 1u;
+  };
   if (tid == 0) {
     for (int s = 0; s < 2; ++s) mbarrier_init(full(s), 128), mbarrier_init(empty(s), kThreads - 128);
+    mbarrier_init(wgbar, 128);
     gpu::hopper::fence_mbarrier_init();
   }
   if (wg == 0) issue_we(0), issue_we(1);
@@ -250,12 +281,24 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   if (wg == 0) {
     // ---- warpgroup 0: E = φ(X·We[:, chunk] + be), one chunk ahead of the depthwise ------------------
+    // be of this thread's columns 8j + 2tq, + 1 of the next chunk, loaded a chunk ahead.
+    Element be_next[8][2];
+    const auto fetch_be = [&](int c) {
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          const int h = c * kWgChunk + 8 * j + 2 * tq + i;
+          be_next[j][i] = c < chunks && h < hidden ? be[h] : from_float<Element>(0.0f);
+        }
+    };
+    fetch_be(0);
     for (int c = 0; c < chunks; ++c) {
-      const int h0 = c * kWgChunk, slot = c % slots;
+      const int slot = c % slots;
       if (c > 0) {
         cp_async_wait<1>();
         fence_proxy_async_shared();
-        named_barrier_sync(kBarExpand, 128);  // We chunk c landed, from every thread of the warpgroup
+        wg_sync();  // We chunk c landed, from every thread of the warpgroup
       }
       float acc[32];
       const uint32_t we_at = wes_at + uint32_t((c % 2) * l.we_slot);
@@ -264,16 +307,14 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int k0 = 16; k0 < l.cp; k0 += 16)
         wgmma_m64nNk16_ss_mn_major_b<Element, 64>(acc, k_major(xs_at, k0, l.x_panel), mn_major(we_at, k0, l.we_slot), true);
       wgmma_commit_group();
-      float2 bias[8];  // be of this thread's columns 8j + 2tq, + 1, loaded while the wgmma run
+      float2 bias[8];
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const int h = h0 + 8 * j + 2 * tq;
-        bias[j] = make_float2(h < hidden ? to_float(be[h]) : 0.0f, h + 1 < hidden ? to_float(be[h + 1]) : 0.0f);
-      }
+      for (int j = 0; j < 8; ++j) bias[j] = make_float2(to_float(be_next[j][0]), to_float(be_next[j][1]));
+      fetch_be(c + 1);
       const int at0 = erow[16 * warp + g], at1 = erow[16 * warp + g + 8];
       wgmma_wait_group<0>();
       fence_operands(acc);
-      named_barrier_sync(kBarExpand, 128);  // every warp's wgmma done reading the We slot
+      wg_sync();  // every warp's wgmma done reading the We slot
       issue_we(c + 2);
       if (c >= slots) mbarrier_wait(empty(slot), (c / slots - 1) & 1);  // the depthwise is done with chunk c - slots
       Element* e = es + slot * e_elems;
@@ -352,7 +393,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   // ---- the project's first stages go out now, under the SE ------------------------------------
   const int stages = l.nb > 3 ? kWgProjectStages : l.wp_stages();
-  for (int kk = 0; kk < stages - 1; ++kk) issue_wp_stage(prm, xs_at, wp, kk, stages);
+  const WpPieces pc(l);
+  for (int kk = 0; kk < stages - 1; ++kk) issue_wp_stage(prm, pc, xs_at, wp, kk, stages);
 
   // ---- the SE, then D *= g over every 16-byte unit of D's panels ------------------------------
   if (prm.has_se) {
@@ -377,9 +419,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   // Every warpgroup issues the same wgmma count (a warpgroup short of a block repeats its last one
   // and stores nothing from it): a wgmma under a branch on a run-time value makes ptxas serialize
   // them all (C7520).
-  if (l.nb > 3) project<Element, 2, kWgProjectStages>(prm, smem, ds_at, xs_at, xn, wp, bp, y);
-  else if (stages == kWgProjectStagesDeep) project<Element, 1, kWgProjectStagesDeep>(prm, smem, ds_at, xs_at, xn, wp, bp, y);
-  else project<Element, 1, kWgProjectStages>(prm, smem, ds_at, xs_at, xn, wp, bp, y);
+  if (l.nb > 3) project<Element, 2, kWgProjectStages>(prm, pc, ds_at, xs_at, xn, wp, bp, y);
+  else if (stages == kWgProjectStagesDeep) project<Element, 1, kWgProjectStagesDeep>(prm, pc, ds_at, xs_at, xn, wp, bp, y);
+  else project<Element, 1, kWgProjectStages>(prm, pc, ds_at, xs_at, xn, wp, bp, y);
 }
 
 bool supports(const MBConvProblem& p) {
