@@ -7,25 +7,28 @@
 // one warpgroup, reading x and We straight from shared memory, and the project is a handful of
 // wgmma per 32 hidden rows. The CTA's three warpgroups split the chunk loop into a producer and
 // consumers: warpgroup 0 makes E of chunk c + 1 while warpgroups 1 and 2 run the depthwise of
-// chunk c, handing E over through two slots and named barriers (bar.arrive / bar.sync) instead
-// of stopping the whole CTA twice a chunk.
+// chunk c, handing E over through two slots and their mbarriers instead of stopping the whole CTA
+// twice a chunk.
 //
 //   plain loops (ref::mbconv_block)            here, per CTA = image n
 //   e = φ(x·We + be)                           warpgroup 0, per 64-channel chunk: wgmma m64n64k16 over C,
 //                                              A = x (K-major), B = We[:, chunk] (MN-major) -> φ -> E slot
-//   d = φ(dw(e) + bd)                          warpgroups 1-2: lane = channel pair, warp = every 8th pixel,
-//                                              FMA -> D panel (K-major, swizzled); channel sums
+//   d = φ(dw(e) + bd)                          warpgroups 1-2: warp = 8 channels, lane = a channel pair at
+//                                              every 8th pixel; FMA -> D panel (K-major, swizzled); sums
 //   g = sigmoid(ψ(mean(d)·W1 + b1)·W2 + b2)    all 384 threads (gpu/lib/mbconv_image_se.cuh); D *= g
 //   y = (d ⊙ g)·Wp + bp (+ x)                  warpgroup w: n64 blocks w and w + 3 of C_out,
-//                                              wgmma m64n64k16 over hidden, Wp in 4 stages of 32 rows
+//                                              wgmma m64n64k16 over hidden, Wp in stages of 32 rows
 //
 // Cost: the block's MACs with M rounded up to 64 (the expand's and the project's m64 tile);
 // DRAM: x, y and the weights once; every CTA reads all the weights from L2 (N·|weights|).
+// Where it stands (lesson 11's NOTES.md, session wave-2m): the fastest rung at the 7² blocks; its
+// time goes to the depthwise's instructions, the SE's L2 loads and one image's phases in series.
 // Contract: f16/bf16, an expand (e > 1), SE or none, K = 3 or 5, stride 1 or 2, H·W ≤ 64 and
 // P·Q ≤ 64 (one m64 tile), C_out ≤ 384, any C, hidden and C_out whose layout
 // (gpu/lib/mbconv_image_wgmma_layout.hpp) fits 227 KB of shared memory; an sm_90a build on an
 // H100/H200-class GPU (else Unsupported). No workspace.
-// Tunables: the chunk (64), the Wp stage (32 rows, 4 stages), the E slots (the layout header).
+// Tunables: the chunk (64), the Wp stage (32 rows; 6 in flight where they fit, else 4), the E
+// slots (two where they fit, else one): the layout header.
 // Run just this: build/convlab run mbconv/gpu/11g_fused_image_wgmma --shape N=128,H=7,C=192,dtype=f16
 #include "gpu/lib/hopper/mbarrier.cuh"              // mbarrier_init, mbarrier_arrive, mbarrier_wait
 #include "gpu/lib/mbconv_fused.cuh"                 // activate_pair, load_pair, unpack_pair
