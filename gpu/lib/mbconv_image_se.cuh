@@ -16,10 +16,14 @@
 // together (the task count rounded up to 32), so that every lane takes part in the shuffles.
 // Every thread of the CTA calls it; it starts and ends with the CTA in step (the caller's
 // barrier before, one inside at the end).
+//
+// Host half, also shared by the two rungs: set_image_params fills the sizes and the 16-byte-path
+// flags their kernel parameters have in common (each rung adds its own layout and extras).
 #pragma once
 
 #include "gpu/lib/element.cuh"
 #include "gpu/lib/mbconv_layers.cuh"  // load_eight
+#include "ops/mbconv.hpp"
 
 namespace convlab::gpu::mbconv {
 
@@ -93,6 +97,21 @@ __device__ __forceinline__ void image_se_gate(float* pooled, float* red, float* 
         if (8 * v + i < hidden) pooled[8 * v + i] = sigmoid_f(acc[i] + to_float(b2[8 * v + i]));  // the gate
   }
   __syncthreads();
+}
+
+// The sizes of p and which operands may take the 16-byte paths (rows a multiple of 8 elements,
+// pointers 16-byte aligned; y written in pairs where C_out is even and y 4-byte aligned).
+template <class Params>
+void set_image_params(Params& prm, const MBConvProblem& p, const Args<MBConvProblem>& a) {
+  prm.H = p.H, prm.W = p.W, prm.C = p.C, prm.hidden = p.hidden(), prm.cr = p.se_channels(), prm.C_out = p.C_out;
+  prm.P = p.P(), prm.Q = p.Q(), prm.stride = p.stride;
+  prm.has_se = p.has_se(), prm.residual = p.has_residual();
+  prm.vec_x = p.C % 8 == 0 && aligned_to(a.x, 16);
+  prm.vec_we = p.hidden() % 8 == 0 && (!p.has_expand() || aligned_to(a.expand_w, 16));
+  prm.vec_wp = p.C_out % 8 == 0 && aligned_to(a.project_w, 16);
+  prm.vec_w1 = p.has_se() && p.se_channels() % 8 == 0 && aligned_to(a.se1_w, 16);
+  prm.vec_w2 = p.has_se() && p.hidden() % 8 == 0 && aligned_to(a.se2_w, 16);
+  prm.pairs_y = p.C_out % 2 == 0 && aligned_to(a.y, 4);
 }
 
 }  // namespace convlab::gpu::mbconv

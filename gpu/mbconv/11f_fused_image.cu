@@ -380,16 +380,9 @@ bool supports(const MBConvProblem& p) {
 
 void run(const MBConvProblem& p, const Args<MBConvProblem>& a) {
   ImageParams prm{};
-  prm.H = p.H, prm.W = p.W, prm.C = p.C, prm.hidden = p.hidden(), prm.cr = p.se_channels(), prm.C_out = p.C_out;
-  prm.P = p.P(), prm.Q = p.Q(), prm.stride = p.stride, prm.pad = p.kernel / 2;
-  prm.has_se = p.has_se(), prm.residual = p.has_residual();
-  prm.vec_x = p.C % 8 == 0 && aligned_to(a.x, 16);
-  prm.vec_we = p.hidden() % 8 == 0 && (!p.has_expand() || aligned_to(a.expand_w, 16));
-  prm.vec_wp = p.C_out % 8 == 0 && aligned_to(a.project_w, 16);
-  prm.vec_w1 = p.has_se() && p.se_channels() % 8 == 0 && aligned_to(a.se1_w, 16);
-  prm.vec_w2 = p.has_se() && p.hidden() % 8 == 0 && aligned_to(a.se2_w, 16);
+  set_image_params(prm, p, a);
+  prm.pad = p.kernel / 2;
   prm.vec_dw = aligned_to(a.dw_w, 16);
-  prm.pairs_y = p.C_out % 2 == 0 && aligned_to(a.y, 4);
   prm.l = ImageLayout(p);
   visit_dtype<__half, __nv_bfloat16>(p.dtype, [&](auto tag) {
     using E = typename decltype(tag)::type;

@@ -436,15 +436,7 @@ void run(const MBConvProblem& p, const Args<MBConvProblem>& a) {
   if (const std::string why = gpu::wgmma_unavailable_reason(); !why.empty())
     throw Unsupported("mbconv/gpu/11g_fused_image_wgmma cannot run here: " + why);
   WgParams prm{};
-  prm.H = p.H, prm.W = p.W, prm.C = p.C, prm.hidden = p.hidden(), prm.cr = p.se_channels(), prm.C_out = p.C_out;
-  prm.P = p.P(), prm.Q = p.Q(), prm.stride = p.stride;
-  prm.has_se = p.has_se(), prm.residual = p.has_residual();
-  prm.vec_x = p.C % 8 == 0 && aligned_to(a.x, 16);
-  prm.vec_we = p.hidden() % 8 == 0 && aligned_to(a.expand_w, 16);
-  prm.vec_wp = p.C_out % 8 == 0 && aligned_to(a.project_w, 16);
-  prm.vec_w1 = p.has_se() && p.se_channels() % 8 == 0 && aligned_to(a.se1_w, 16);
-  prm.vec_w2 = p.has_se() && p.hidden() % 8 == 0 && aligned_to(a.se2_w, 16);
-  prm.pairs_y = p.C_out % 2 == 0 && aligned_to(a.y, 4);
+  set_image_params(prm, p, a);  // 11g's shapes all have an expand (supports)
   prm.l = WgImageLayout(p);
   visit_dtype<__half, __nv_bfloat16>(p.dtype, [&](auto tag) {
     using E = typename decltype(tag)::type;
