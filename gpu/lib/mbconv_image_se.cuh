@@ -53,14 +53,26 @@ __device__ __forceinline__ void image_se_gate(float* pooled, float* red, float* 
           for (int i = 0; i < 8; ++i) acc[u][i] = fmaf(m, w[i], acc[u][i]);
         }
     }
+    // The warp's 32 partials of each of the 64 outputs meet by recursive halving: at the step of
+    // offset o (16, 8, ..., 1) a lane keeps the half of its outputs on its side of bit o, sends the
+    // other half to lane ^ o and adds what comes back — 32 + 16 + 8 + 4 + 2 shuffles in all instead
+    // of 64 × 5. Lane l ends holding the whole warp's sums of outputs o0 and o0 + 1, o0 = 32·l4 +
+    // 16·l3 + 8·l2 + 4·l1 + 2·l0 (l4 .. l0 the bits of l), added in a fixed order.
+    float* v = &acc[0][0];
 #pragma unroll
-    for (int u = 0; u < 8; ++u)
+    for (int half = 32, off = 16; half >= 2; half /= 2, off /= 2) {
+      const bool upper = lane & off;
 #pragma unroll
-      for (int i = 0; i < 8; ++i) {
-#pragma unroll
-        for (int off = 16; off > 0; off /= 2) acc[u][i] += __shfl_xor_sync(0xffffffffu, acc[u][i], off);
-        if (lane == 0) red[warp * 64 + 8 * u + i] = acc[u][i];
+      for (int k = 0; k < half; ++k) {
+        const float send = upper ? v[k] : v[k + half], keep = upper ? v[k + half] : v[k];
+        v[k] = keep + __shfl_xor_sync(0xffffffffu, send, off);
       }
+    }
+    {
+      const int o0 = 32 * ((lane >> 4) & 1) + 16 * ((lane >> 3) & 1) + 8 * ((lane >> 2) & 1) + 4 * ((lane >> 1) & 1) +
+                     2 * (lane & 1);
+      red[warp * 64 + o0] = v[0], red[warp * 64 + o0 + 1] = v[1];
+    }
     __syncthreads();
     for (int j = tid; j < min(64, cr - c0); j += kThreads) {
       float s = 0.0f;
