@@ -19,6 +19,7 @@
 #pragma once
 
 #include "gpu/lib/element.cuh"
+#include "gpu/lib/mbconv_image_layout.hpp"  // halving_first_output
 #include "gpu/lib/mbconv_layers.cuh"  // load_eight
 
 namespace convlab::gpu::mbconv {
@@ -68,11 +69,7 @@ __device__ __forceinline__ void image_se_gate(float* pooled, float* red, float* 
         v[k] = keep + __shfl_xor_sync(0xffffffffu, send, off);
       }
     }
-    {
-      const int o0 = 32 * ((lane >> 4) & 1) + 16 * ((lane >> 3) & 1) + 8 * ((lane >> 2) & 1) + 4 * ((lane >> 1) & 1) +
-                     2 * (lane & 1);
-      red[warp * 64 + o0] = v[0], red[warp * 64 + o0 + 1] = v[1];
-    }
+    red[warp * 64 + halving_first_output(lane)] = v[0], red[warp * 64 + halving_first_output(lane) + 1] = v[1];
     __syncthreads();
     for (int j = tid; j < min(64, cr - c0); j += kThreads) {
       float s = 0.0f;
