@@ -969,3 +969,31 @@ TEST_CASE("mbconv image on wgmma (11g): its swizzled offsets are Sw128Tile's, an
   CHECK_FALSE(layout(14, 112, 5, 2, 192).fits()); // 196 input pixels
   CHECK_FALSE(layout(7, 192, 3, 1, 448).fits());  // C_out past six n64 blocks
 }
+
+TEST_CASE("mbconv image: the SE's recursive halving leaves each output's whole sum on one lane", "[mbconv][lesson11][cpu]") {
+  // A host model of the warp: lane l holds 64 partials; each step, as the kernel does it.
+  std::vector<std::vector<double>> v(32, std::vector<double>(64));
+  for (int l = 0; l < 32; ++l)
+    for (int o = 0; o < 64; ++o) v[l][o] = (l + 1) * 1000.0 + o * 0.5;  // distinct partials
+  for (int half = 32, off = 16; half >= 2; half /= 2, off /= 2) {
+    std::vector<std::vector<double>> next = v;
+    for (int l = 0; l < 32; ++l) {
+      const bool upper = l & off;
+      for (int k = 0; k < half; ++k) {
+        const double partner_send = (l ^ off) & off ? v[l ^ off][k] : v[l ^ off][k + half];
+        next[l][k] = (upper ? v[l][k + half] : v[l][k]) + partner_send;
+      }
+    }
+    v = next;
+  }
+  std::set<int> seen;
+  for (int l = 0; l < 32; ++l)
+    for (int k = 0; k < 2; ++k) {
+      const int o = gpu::mbconv::halving_first_output(l) + k;
+      double want = 0;
+      for (int m = 0; m < 32; ++m) want += (m + 1) * 1000.0 + o * 0.5;
+      CHECK(v[l][k] == want);
+      seen.insert(o);
+    }
+  CHECK(seen.size() == 64);
+}

@@ -22,6 +22,7 @@
 #pragma once
 
 #include "gpu/lib/element.cuh"
+#include "gpu/lib/mbconv_image_layout.hpp"  // halving_first_output
 #include "gpu/lib/mbconv_layers.cuh"  // load_eight
 #include "ops/mbconv.hpp"
 
@@ -57,14 +58,22 @@ __device__ __forceinline__ void image_se_gate(float* pooled, float* red, float* 
           for (int i = 0; i < 8; ++i) acc[u][i] = fmaf(m, w[i], acc[u][i]);
         }
     }
+    // The warp's 32 partials of each of the 64 outputs meet by recursive halving: at the step of
+    // offset o (16, 8, ..., 1) a lane keeps the half of its outputs on its side of bit o, sends the
+    // other half to lane ^ o and adds what comes back — 32 + 16 + 8 + 4 + 2 shuffles in all instead
+    // of 64 × 5. Lane l ends holding the whole warp's sums of outputs o0 and o0 + 1, o0 = 32·l4 +
+    // 16·l3 + 8·l2 + 4·l1 + 2·l0 (l4 .. l0 the bits of l), added in a fixed order.
+    float* v = &acc[0][0];
 #pragma unroll
-    for (int u = 0; u < 8; ++u)
+    for (int half = 32, off = 16; half >= 2; half /= 2, off /= 2) {
+      const bool upper = lane & off;
 #pragma unroll
-      for (int i = 0; i < 8; ++i) {
-#pragma unroll
-        for (int off = 16; off > 0; off /= 2) acc[u][i] += __shfl_xor_sync(0xffffffffu, acc[u][i], off);
-        if (lane == 0) red[warp * 64 + 8 * u + i] = acc[u][i];
+      for (int k = 0; k < half; ++k) {
+        const float send = upper ? v[k] : v[k + half], keep = upper ? v[k + half] : v[k];
+        v[k] = keep + __shfl_xor_sync(0xffffffffu, send, off);
       }
+    }
+    red[warp * 64 + halving_first_output(lane)] = v[0], red[warp * 64 + halving_first_output(lane) + 1] = v[1];
     __syncthreads();
     for (int j = tid; j < min(64, cr - c0); j += kThreads) {
       float s = 0.0f;

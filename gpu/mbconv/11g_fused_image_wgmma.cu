@@ -403,16 +403,23 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (prm.has_se) {
     image_se_gate<kThreads, Element, kRelu>(pooled, red, z, hidden, prm.cr, PQ, w1, b1, w2, b2, prm.vec_w1,
                                             prm.vec_w2);
-    for (int i = tid; i < chunks * PQ * 8; i += kThreads) {
-      const int c = i / (PQ * 8), rest = i - c * PQ * 8, r = rest / 8, u = rest % 8;
-      const int h = c * kWgChunk + 8 * (u ^ (r % 8));  // the unit's first channel
+    // Units tid, tid + 384, ... of D's chunks · P·Q · 8 16-byte units, walked as (chunk, unit of
+    // the panel) by additions.
+    const int panel_units = PQ * 8;
+    for (int c = 0, rest = tid;; rest += kThreads) {
+      while (rest >= panel_units) rest -= panel_units, ++c;
+      if (c >= chunks) break;
+      const int r = rest / 8, u = rest % 8;
+      const int h = c * kWgChunk + 8 * (u ^ (r % 8));  // the unit's first channel (a multiple of 8)
       uint4* at = reinterpret_cast<uint4*>(smem + l.ds + c * l.d_panel + r * 128 + 16 * u);
       uint4 d = *at;
+      const float4 g0 = *reinterpret_cast<const float4*>(&pooled[h]), g1 = *reinterpret_cast<const float4*>(&pooled[h + 4]);
+      const float gate[8] = {g0.x, g0.y, g0.z, g0.w, g1.x, g1.y, g1.z, g1.w};
       uint32_t* w = reinterpret_cast<uint32_t*>(&d);
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
         const float2 f = unpack_pair<Element>(w[k]);
-        w[k] = pack_pair<Element>(f.x * pooled[h + 2 * k], f.y * pooled[h + 2 * k + 1]);
+        w[k] = pack_pair<Element>(f.x * gate[2 * k], f.y * gate[2 * k + 1]);
       }
       *at = d;
     }
