@@ -50,13 +50,15 @@ inline constexpr int kProjectStages = 3;
 inline constexpr int kWarpMTiles = 2, kWarpNTiles = 4;  // a warp's project tile: 32 pixels × 32 channels
 inline constexpr std::size_t kImageSharedLimit = 227 * 1024;  // H200 opt-in shared memory per block
 
-// The SE's first layer (gpu/lib/mbconv_image_se.cuh) adds a warp's 32 partial sums of each of 64
-// outputs by recursive halving: at the step of offset o (16, 8, ..., 1) a lane keeps the half of
-// what it holds on its side of bit o and adds its partner's copy of that half. Lane `lane` ends
-// with the sums of outputs halving_first_output(lane) and + 1: the bits of the lane, from bit 4
-// down, pick the halves.
-CONVLAB_HOST_DEVICE constexpr int halving_first_output(int lane) {
-  return 32 * ((lane >> 4) & 1) + 16 * ((lane >> 3) & 1) + 8 * ((lane >> 2) & 1) + 4 * ((lane >> 1) & 1) + 2 * (lane & 1);
+// Recursive halving over a warp (the SE's first layer, gpu/lib/mbconv_image_se.cuh): each lane
+// holds partial sums of `values` outputs (a power of two ≤ 32); at the step of offset o (16, 8,
+// ..., down to 32 / values) a lane keeps the half of what it holds on its side of bit o and adds
+// its partner's copy of that half. The lane ends with the warp's sum of output
+// halving_output(lane, values), split over the 32 / values lanes that share the bits above.
+CONVLAB_HOST_DEVICE constexpr int halving_output(int lane, int values) {
+  int o = 0;
+  for (int half = values / 2, off = 16; half >= 1; half /= 2, off /= 2) o += lane & off ? half : 0;
+  return o;
 }
 
 struct ImageLayout {

@@ -3,17 +3,19 @@
 // computed by the whole CTA while every other phase waits for it.
 //
 //   pooled [hidden] fp32   in: the image's channel sums of D; out: the gate (channels < hidden)
-//   red    [kThreads/32][64] fp32, z [cr] fp32: scratch
+//   red    [kThreads/32][8] fp32, z [cr] fp32: scratch
 //
-// Both layers read their weights 8 at a time (16 bytes along a row), spread over every warp so
-// that each thread has a few independent L2 loads in flight, and reduce the partial sums by warp
-// shuffles in a fixed order (deterministic, no atomics).
-// FC1, W1 [hidden][Cr]: thread tid takes rows tid, tid + kThreads, ... and up to 64 outputs (eight
-// 16-byte pieces of a row); the warp's 32 partials of each output meet by shuffles, the warps' in
-// red [warps][64]. More than 64 outputs take further passes.
-// FC2, W2 [Cr][hidden]: task (v, rr) makes channels 8v .. 8v + 7 over rows rr, rr + 4, ...; the
-// four tasks of a piece are neighbouring lanes, added by two shuffles. Whole warps iterate
-// together (the task count rounded up to 32), so that every lane takes part in the shuffles.
+// Both layers read their weights 8 at a time (16 bytes along a row) and issue a batch of rows'
+// loads before using any: the weights come from L2, which all CTAs read at about the same moment,
+// so a round trip is long and the SE's time is mostly its count of round trips. Partial
+// sums meet by warp shuffles in a fixed order (deterministic, no atomics).
+// FC1, W1 [hidden][Cr]: up to 64 outputs a pass, eight 16-byte pieces of a row; each piece has
+// kWarps / pieces whole warps, whose threads split the hidden rows (ten rows' loads a batch); a
+// warp's partials meet by recursive halving, the piece's warps' in red [warps][8].
+// FC2, W2 [Cr][hidden]: task (v, rr) makes channels 8v .. 8v + 7 over rows rr, rr + 4, ... (twelve
+// loads in flight); the four tasks of a piece are neighbouring lanes, added by two shuffles.
+// Whole warps iterate together (the task count rounded up to 32), so that every lane takes part
+// in the shuffles.
 // Every thread of the CTA calls it; it starts and ends with the CTA in step (the caller's
 // barrier before, one inside at the end).
 //
@@ -22,8 +24,8 @@
 #pragma once
 
 #include "gpu/lib/element.cuh"
-#include "gpu/lib/mbconv_image_layout.hpp"  // halving_first_output
-#include "gpu/lib/mbconv_layers.cuh"  // load_eight
+#include "gpu/lib/mbconv_image_layout.hpp"  // halving_output
+#include "gpu/lib/mbconv_layers.cuh"  // aligned_to
 #include "ops/mbconv.hpp"
 
 namespace convlab::gpu::mbconv {
@@ -32,6 +34,57 @@ __device__ __forceinline__ float sigmoid_f(float v) { return 1.0f / (1.0f + __ex
 template <bool kRelu> __device__ __forceinline__ float act_f(float v) {
   if constexpr (kRelu) return fmaxf(v, 0.0f);
   else return v * sigmoid_f(v);
+}
+
+// Eight 16-bit elements of a row from column col: one 16-byte load where kVec (the caller's
+// promise: rows a multiple of 8 elements, 16-byte aligned), else element by element, zeros past len.
+template <bool kVec, class Element>
+__device__ __forceinline__ uint4 fetch_eight(const Element* row, int col, int len) {
+  if constexpr (kVec) {
+    return __ldg(reinterpret_cast<const uint4*>(row + col));
+  } else {
+    const unsigned short* e = reinterpret_cast<const unsigned short*>(row) + col;
+    uint32_t h[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) h[i] = col + i < len ? __ldg(e + i) : 0u;
+    return make_uint4(h[0] | h[1] << 16, h[2] | h[3] << 16, h[4] | h[5] << 16, h[6] | h[7] << 16);
+  }
+}
+
+template <class Element> __device__ __forceinline__ void eight_floats(const uint4& q, float (&w)[8]) {
+  const uint32_t words[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    float2 f;
+    if constexpr (std::is_same_v<Element, __half>) f = __half22float2(*reinterpret_cast<const __half2*>(&words[i]));
+    else f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&words[i]));
+    w[2 * i] = f.x, w[2 * i + 1] = f.y;
+  }
+}
+
+// One thread's share of a layer: acc[i] += Σ coef[r] · W[r][col + i] over rows first, first + step,
+// ... < rows (W's rows ld elements apart), kBatch rows' loads issued before any of them is used:
+// one L2 round trip a batch.
+template <int kBatch, bool kVec, class Element>
+__device__ __forceinline__ void weighted_rows(float (&acc)[8], const float* coef, const Element* __restrict__ w, int ld,
+                                              int col, int first, int step, int rows) {
+  for (int r0 = first; r0 < rows; r0 += kBatch * step) {
+    uint4 q[kBatch];
+#pragma unroll
+    for (int k = 0; k < kBatch; ++k) {
+      const int r = r0 + k * step;
+      q[k] = r < rows ? fetch_eight<kVec>(w + std::ptrdiff_t(r) * ld, col, ld) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int k = 0; k < kBatch; ++k) {
+      const int r = r0 + k * step;
+      const float m = r < rows ? coef[r] : 0.0f;
+      float f[8];
+      eight_floats<Element>(q[k], f);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) acc[i] = fmaf(m, f[i], acc[i]);
+    }
+  }
 }
 
 template <int kThreads, class Element, bool kRelu>
@@ -43,58 +96,57 @@ __device__ __forceinline__ void image_se_gate(float* pooled, float* red, float* 
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const float inv = 1.0f / float(PQ);
   for (int c0 = 0; c0 < cr; c0 += 64) {
-    float acc[8][8] = {};
-    // Up to four rows' loads in flight before their FMAs where the registers allow it (384 threads:
-    // 168 a thread; at 512, 128, the unrolled loop spills).
-#pragma unroll(kThreads <= 384 ? 4 : 1)
-    for (int r = tid; r < hidden; r += kThreads) {
-      const float m = pooled[r];
+    // This pass's outputs c0 .. c0 + 63 are `pieces` 16-byte pieces of a W1 row; each piece has
+    // `wpp` whole warps, whose 32·wpp threads split the hidden rows.
+    const int pieces = min(8, (cr - c0 + 7) / 8), wpp = kWarps / pieces, u = warp / wpp;
+    const float b1v = tid < min(64, cr - c0) ? to_float(b1[c0 + tid]) : 0.0f;  // issued before W1's loads
+    if (u < pieces) {
+      float acc[8] = {};
+      const int first = (warp % wpp) * 32 + lane, step = 32 * wpp;
+      if (vec_w1) weighted_rows<10, true>(acc, pooled, w1, cr, c0 + 8 * u, first, step, hidden);
+      else weighted_rows<4, false>(acc, pooled, w1, cr, c0 + 8 * u, first, step, hidden);
+      // The warp's 32 partials of each of the 8 outputs meet by recursive halving (offsets 16, 8,
+      // 4: a lane keeps the half on its side of the offset's bit and adds its partner's copy of
+      // it), then two plain exchanges (2, 1): 4 + 2 + 1 + 1 + 1 shuffles; lane l ends with output
+      // halving_output(l, 8)'s whole sum, added in a fixed order.
 #pragma unroll
-      for (int u = 0; u < 8; ++u)
-        if (c0 + 8 * u < cr) {
-          float w[8];
-          load_eight(w1 + std::ptrdiff_t(r) * cr, c0 + 8 * u, cr, vec_w1, w);
+      for (int half = 4, off = 16; half >= 1; half /= 2, off /= 2) {
+        const bool upper = lane & off;
 #pragma unroll
-          for (int i = 0; i < 8; ++i) acc[u][i] = fmaf(m, w[i], acc[u][i]);
+        for (int k = 0; k < half; ++k) {
+          const float send = upper ? acc[k] : acc[k + half], keep = upper ? acc[k + half] : acc[k];
+          acc[k] = keep + __shfl_xor_sync(0xffffffffu, send, off);
         }
-    }
-    // The warp's 32 partials of each of the 64 outputs meet by recursive halving: at the step of
-    // offset o (16, 8, ..., 1) a lane keeps the half of its outputs on its side of bit o, sends the
-    // other half to lane ^ o and adds what comes back — 32 + 16 + 8 + 4 + 2 shuffles in all instead
-    // of 64 × 5. Lane l ends holding the whole warp's sums of outputs o0 and o0 + 1, o0 = 32·l4 +
-    // 16·l3 + 8·l2 + 4·l1 + 2·l0 (l4 .. l0 the bits of l), added in a fixed order.
-    float* v = &acc[0][0];
-#pragma unroll
-    for (int half = 32, off = 16; half >= 2; half /= 2, off /= 2) {
-      const bool upper = lane & off;
-#pragma unroll
-      for (int k = 0; k < half; ++k) {
-        const float send = upper ? v[k] : v[k + half], keep = upper ? v[k + half] : v[k];
-        v[k] = keep + __shfl_xor_sync(0xffffffffu, send, off);
       }
+      acc[0] += __shfl_xor_sync(0xffffffffu, acc[0], 2);
+      acc[0] += __shfl_xor_sync(0xffffffffu, acc[0], 1);
+      if (lane % 4 == 0) red[warp * 8 + halving_output(lane, 8)] = acc[0];
     }
-    red[warp * 64 + halving_first_output(lane)] = v[0], red[warp * 64 + halving_first_output(lane) + 1] = v[1];
     __syncthreads();
-    for (int j = tid; j < min(64, cr - c0); j += kThreads) {
+    if (tid < min(64, cr - c0)) {
+      const int pu = tid / 8, i = tid % 8;
       float s = 0.0f;
-      for (int w = 0; w < kWarps; ++w) s += red[w * 64 + j];
-      z[c0 + j] = act_f<kRelu>(s * inv + to_float(b1[c0 + j]));
+      for (int k = 0; k < wpp; ++k) s += red[(pu * wpp + k) * 8 + i];
+      z[c0 + tid] = act_f<kRelu>(s * inv + b1v);
     }
     __syncthreads();
   }
+  // FC2: task (v, rr) makes channels 8v .. 8v + 7 over rows rr, rr + 4, ...; the lane with rr = 0
+  // adds b2, whose loads go out before the rows' (they are only used after them).
   constexpr int kSplits = 4;
   const int pieces = (hidden + 7) / 8, tasks = pieces * kSplits, padded = (tasks + 31) / 32 * 32;
   for (int t = tid; t < padded; t += kThreads) {
     const int v = t / kSplits, rr = t % kSplits;
     float acc[8] = {};
-    if (v < pieces)
-#pragma unroll 12  // twelve 16-byte loads in flight per thread
-      for (int r = rr; r < cr; r += kSplits) {
-        float w[8];
-        load_eight(w2 + std::ptrdiff_t(r) * hidden, 8 * v, hidden, vec_w2, w);
+    if (v < pieces) {
+      const uint4 bq = rr == 0 ? fetch_eight<false>(b2, 8 * v, hidden) : make_uint4(0, 0, 0, 0);
+      if (vec_w2) weighted_rows<12, true>(acc, z, w2, hidden, 8 * v, rr, kSplits, cr);
+      else weighted_rows<4, false>(acc, z, w2, hidden, 8 * v, rr, kSplits, cr);
+      float bias[8];
+      eight_floats<Element>(bq, bias);
 #pragma unroll
-        for (int i = 0; i < 8; ++i) acc[i] = fmaf(z[r], w[i], acc[i]);
-      }
+      for (int i = 0; i < 8; ++i) acc[i] += bias[i];
+    }
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
       acc[i] += __shfl_xor_sync(0xffffffffu, acc[i], 1);
@@ -103,7 +155,7 @@ __device__ __forceinline__ void image_se_gate(float* pooled, float* red, float* 
     if (rr == 0 && v < pieces)
 #pragma unroll
       for (int i = 0; i < 8; ++i)
-        if (8 * v + i < hidden) pooled[8 * v + i] = sigmoid_f(acc[i] + to_float(b2[8 * v + i]));  // the gate
+        if (8 * v + i < hidden) pooled[8 * v + i] = sigmoid_f(acc[i]);  // the gate
   }
   __syncthreads();
 }
