@@ -17,12 +17,12 @@
 //   es   e_slots of [hp·wp][72]      E of one chunk inside a zero border of K/2 pixels (what the
 //                                    depthwise reads); two slots where they fit, else one
 //   pooled [hidden_p] fp32           the channel sums of D, then the gate
-//   red [12][64] fp32, z [cr_p] fp32 the SE's scratch (these last regions 16-byte aligned: at
-//                                    C = 192 @ 7², K = 3, two E slots fit with 32 bytes to spare)
+//   red [12][8] fp32, z [cr_p] fp32  the SE's scratch (these last regions 16-byte aligned)
 //   rows [64 + P·Q] int16            the bordered E row of each of the expand's 64 rows (-1 past
 //                                    the image), then each output pixel's top-left tap in E
-//   bars [2][2] + 1 mbarrier         per E slot: full (the expand's 128 threads arrive), empty
-//                                    (the depthwise's 256 arrive); the expand warpgroup's barrier
+//   bars kWgBars mbarriers           per E slot: full (the expand's 128 threads arrive), empty
+//                                    (the depthwise's 256 arrive); the expand warpgroup's barrier;
+//                                    per We slot and per Wp stage: full (the copy's bytes landed)
 //
 // During the project, xs .. the end of es is dead and holds six (or, for a wide C_out, four) Wp
 // stages of kWgProjectK rows, each MN-major in panels of 64 output channels ([kWgProjectK][64] per
@@ -45,6 +45,9 @@ inline constexpr int kWgProjectK = 32;        // hidden rows of Wp a stage: two 
 inline constexpr int kWgProjectStages = 4, kWgProjectStagesDeep = 6;  // Wp stages in flight: 6 where the room holds them
 inline constexpr int kWgMaxNBlocks = 6;       // C_out ≤ 384: two n64 blocks per warpgroup
 inline constexpr std::size_t kWgSharedLimit = 227 * 1024;
+// The mbarriers, in this order: E full [2], E empty [2], the expand warpgroup's, We full [2], Wp full [6].
+inline constexpr int kWgBarEFull = 0, kWgBarEEmpty = 2, kWgBarExpand = 4, kWgBarWe = 5, kWgBarWp = 7;
+inline constexpr int kWgBars = kWgBarWp + kWgProjectStagesDeep;
 
 // Byte offset of element (row, col) of a tile stored as 64-column panels of panel_bytes (rows of
 // 128 bytes, the 16-byte unit u of row r at position u ^ (r % 8)): gpu::Sw128Tile's layout with
@@ -81,10 +84,10 @@ struct WgImageLayout {
     for (e_slots = 2; e_slots >= 1; --e_slots) {
       std::size_t at = es + e_slots * e_slot;
       pooled = at, at = up(at + std::size_t(hidden_p) * 4, 16);
-      red = at, at = up(at + std::size_t(kWgImageThreads / 32) * 64 * 4, 16);
+      red = at, at = up(at + std::size_t(kWgImageThreads / 32) * 8 * 4, 16);
       z = at, at = up(at + std::size_t(cr_p) * 4, 16);
       rows = at, at = up(at + std::size_t(64 + PQ) * 2, 16);
-      bars = at, at = up(at + 5 * 8, 16);
+      bars = at, at = up(at + kWgBars * 8, 16);
       bytes = at + 1024;
       if (bytes <= kWgSharedLimit) break;
     }

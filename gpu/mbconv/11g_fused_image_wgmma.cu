@@ -31,6 +31,7 @@
 // slots (two where they fit, else one): the layout header.
 // Run just this: build/convlab run mbconv/gpu/11g_fused_image_wgmma --shape N=128,H=7,C=192,dtype=f16
 #include "gpu/lib/hopper/mbarrier.cuh"              // mbarrier_init, mbarrier_arrive, mbarrier_wait
+#include "gpu/lib/hopper/tma.cuh"                   // tma_load_2d, cached_tma_tile_2d
 #include "gpu/lib/mbconv_fused.cuh"                 // activate_pair, load_pair, unpack_pair
 #include "gpu/lib/mbconv_image_se.cuh"
 #include "gpu/lib/mbconv_image_wgmma_layout.hpp"
@@ -45,7 +46,9 @@ using namespace gpu;
 using namespace gpu::mbconv;
 using gpu::hopper::mbarrier_arrive;
 using gpu::hopper::mbarrier_init;
+using gpu::hopper::mbarrier_arrive_expect_tx;
 using gpu::hopper::mbarrier_wait;
+using gpu::hopper::tma_load_2d;
 
 constexpr int kThreads = kWgImageThreads;
 // Between the roles only mbarriers: E's slots change hands through full[s] (the expand's 128
@@ -56,6 +59,7 @@ constexpr int kThreads = kWgImageThreads;
 struct WgParams {
   int H, W, C, hidden, cr, C_out, P, Q, stride;
   bool has_se, residual, vec_x, vec_we, vec_wp, vec_w1, vec_w2, pairs_y;
+  bool tma_we, tma_wp;  // We's chunks and Wp's stages by TMA (rows a multiple of 8 elements, 16-byte aligned)
   WgImageLayout l;
 };
 
@@ -130,6 +134,17 @@ __device__ __forceinline__ void issue_wp_stage(const WgParams& prm, const WpPiec
   cp_async_commit();
 }
 
+// The same stage by TMA: thread 0 asks for its nb boxes of kWgProjectK × 64 (zeros past hidden and
+// C_out) and the stage's mbarrier (at wp_full + 8·(kk % stages)) counts their bytes.
+__device__ __forceinline__ void issue_wp_stage_tma(const WgParams& prm, uint32_t wps_at, const CUtensorMap* wp_map,
+                                                   uint32_t wp_full, int kk, int stages) {
+  const WgImageLayout& l = prm.l;
+  if (threadIdx.x != 0 || kk >= l.hidden_p / kWgProjectK) return;
+  const uint32_t stage = wps_at + uint32_t((kk % stages) * l.wp_stage), bar = wp_full + 8 * (kk % stages);
+  mbarrier_arrive_expect_tx(bar, uint32_t(l.wp_stage));
+  for (int b = 0; b < l.nb; ++b) tma_load_2d(stage + uint32_t(b * l.wp_panel), wp_map, bar, 64 * b, kk * kWgProjectK);
+}
+
 // The project of one image: Y[PQ, C_out] = D·Wp + bp (+ x), D the gated depthwise output in shared
 // memory (K-major panels), Wp streamed in kStages stages of kWgProjectK rows into the room at
 // wps_at (stages 0 .. kStages - 2 already issued by every thread: kStages - 1 ahead). Warpgroup w
@@ -138,7 +153,8 @@ __device__ __forceinline__ void issue_wp_stage(const WgParams& prm, const WpPiec
 template <class Element, int kBlocks, int kStages>
 __device__ __forceinline__ void project(const WgParams& prm, const WpPieces& pc, uint32_t ds_at, uint32_t wps_at,
                                         const Element* xn, const Element* __restrict__ wp,
-                                        const Element* __restrict__ bp, Element* __restrict__ y) {
+                                        const Element* __restrict__ bp, Element* __restrict__ y, const CUtensorMap* wp_map,
+                                        uint32_t wp_full) {
   const WgImageLayout& l = prm.l;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, wg = tid / 128, g = lane / 4, tq = lane % 4;
   const int k_stages = l.hidden_p / kWgProjectK, PQ = l.PQ;
@@ -151,10 +167,15 @@ __device__ __forceinline__ void project(const WgParams& prm, const WpPieces& pc,
 #pragma unroll
     for (int i = 0; i < 32; ++i) acc[b][i] = 0.0f;
   for (int kk = 0; kk < k_stages; ++kk) {
-    cp_async_wait<kStages - 2>();
+    if (!prm.tma_wp) cp_async_wait<kStages - 2>();
     fence_proxy_async_shared();  // this thread's Wp pieces (and, at kk = 0, its gated D) seen by wgmma
-    __syncthreads();             // stage kk whole; every warpgroup is done reading stage kk - 1
-    issue_wp_stage(prm, pc, wps_at, wp, kk + kStages - 1, kStages);
+    __syncthreads();             // (cp.async: stage kk whole); every warpgroup is done reading stage kk - 1
+    if (prm.tma_wp) {
+      issue_wp_stage_tma(prm, wps_at, wp_map, wp_full, kk + kStages - 1, kStages);
+      mbarrier_wait(wp_full + 8 * (kk % kStages), (kk / kStages) & 1);  // stage kk landed
+    } else {
+      issue_wp_stage(prm, pc, wps_at, wp, kk + kStages - 1, kStages);
+    }
     const uint32_t stage = wps_at + uint32_t((kk % kStages) * l.wp_stage);
     wgmma_fence();
 #pragma unroll
@@ -204,7 +225,8 @@ __device__ __forceinline__ void project(const WgParams& prm, const WpPieces& pc,
 // Grid: N CTAs (one per image), 384 threads, l.bytes of dynamic shared memory.
 template <class Element, int K, bool kRelu>
 __global__ void __launch_bounds__(kThreads, 1)
-    mbconv_image_wgmma_kernel(WgParams prm, const Element* __restrict__ x, const Element* __restrict__ we,
+    mbconv_image_wgmma_kernel(const __grid_constant__ CUtensorMap we_map, const __grid_constant__ CUtensorMap wp_map,
+                              WgParams prm, const Element* __restrict__ x, const Element* __restrict__ we,
                               const Element* __restrict__ be, const Element* __restrict__ dw,
                               const Element* __restrict__ bd, const Element* __restrict__ w1,
                               const Element* __restrict__ b1, const Element* __restrict__ w2,
@@ -223,9 +245,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   short* erow = reinterpret_cast<short*>(smem + l.rows);  // the expand's rows in bordered E (-1: past the image)
   short* tap0 = erow + 64;                                 // each output pixel's top-left tap in E
   const uint32_t bars = base + uint32_t(l.bars);
-  const auto full = [&](int slot) { return bars + 8 * slot; };
-  const auto empty = [&](int slot) { return bars + 16 + 8 * slot; };
-  const uint32_t wgbar = bars + 32;
+  const auto full = [&](int slot) { return bars + 8 * (kWgBarEFull + slot); };
+  const auto empty = [&](int slot) { return bars + 8 * (kWgBarEEmpty + slot); };
+  const auto we_full = [&](int slot) { return bars + 8 * (kWgBarWe + slot); };
+  const uint32_t wgbar = bars + 8 * kWgBarExpand, wp_full = bars + 8 * kWgBarWp;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, wg = tid / 128, g = lane / 4, tq = lane % 4;
   const int n = blockIdx.x, HW = l.HW, PQ = l.PQ, hidden = prm.hidden, chunks = l.chunks, slots = l.e_slots;
   const Element* xn = x + std::ptrdiff_t(n) * HW * prm.C;
@@ -254,6 +277,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int we_k = tid / 8, we_col = 8 * (tid % 8);
   const uint32_t we_off = uint32_t(we_k * 128 + 16 * ((tid % 8) ^ (we_k % 8)));
   const auto issue_we = [&](int c) {
+    if (prm.tma_we) {  // thread 0: cp/64 boxes of 64 k rows × 64 channels (zeros past C and hidden)
+      if (tid == 0 && c < chunks) {
+        const uint32_t bar = we_full(c % 2), dst = wes_at + uint32_t((c % 2) * l.we_slot);
+        mbarrier_arrive_expect_tx(bar, uint32_t(l.we_slot));
+        for (int k0 = 0; k0 < l.cp; k0 += 64) tma_load_2d(dst + uint32_t(k0 * 128), &we_map, bar, c * kWgChunk, k0);
+      }
+      return;
+    }
     if (c < chunks) {
       const int h0 = c * kWgChunk;
       uint32_t dst = wes_at + uint32_t((c % 2) * l.we_slot) + we_off;
@@ -274,10 +305,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (tid == 0) {
     for (int s = 0; s < 2; ++s) mbarrier_init(full(s), 128), mbarrier_init(empty(s), kThreads - 128);
     mbarrier_init(wgbar, 128);
+    for (int s = 0; s < 2; ++s) mbarrier_init(we_full(s), 1);
+    for (int s = 0; s < kWgProjectStagesDeep; ++s) mbarrier_init(wp_full + 8 * s, 1);
     gpu::hopper::fence_mbarrier_init();
+    if (prm.tma_we) gpu::hopper::tma_prefetch_descriptor(&we_map);
+    if (prm.tma_wp) gpu::hopper::tma_prefetch_descriptor(&wp_map);
   }
   if (wg == 0) issue_we(0), issue_we(1);
-  if (wg == 0) cp_async_wait<1>();  // x and We chunk 0 (chunk 1 may still fly)
+  if (wg == 0 && !prm.tma_we) cp_async_wait<1>();  // x and We chunk 0 (chunk 1 may still fly)
   else cp_async_wait<0>();
   fence_proxy_async_shared();  // what cp.async and st.shared wrote, visible to wgmma
   __syncthreads();
@@ -298,7 +333,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     fetch_be(0);
     for (int c = 0; c < chunks; ++c) {
       const int slot = c % slots;
-      if (c > 0) {
+      if (prm.tma_we) {
+        mbarrier_wait(we_full(c % 2), (c / 2) & 1);  // We chunk c landed
+      } else if (c > 0) {
         cp_async_wait<1>();
         fence_proxy_async_shared();
         wg_sync();  // We chunk c landed, from every thread of the warpgroup
@@ -366,22 +403,31 @@ __global__ void __launch_bounds__(kThreads, 1)
       const Element* e = es + slot * e_elems + 8 * v + 2 * cq;
       const uint32_t d_at = ds_at + uint32_t(c * l.d_panel) + 4 * cq;
       float sum0 = 0.0f, sum1 = 0.0f;
-      for (int pix = pg; pix < PQ; pix += 8) {
-        const Element* at = e + tap0[pix] * kWgLde;
-        float a0 = bd0, a1 = bd1;
-#pragma unroll
-        for (int r = 0; r < K; ++r)
-#pragma unroll
-          for (int s = 0; s < K; ++s) {
-            const float2 val = load_pair(at + (r * l.wp + s) * kWgLde);
-            a0 = fmaf(val.x, wk[0][r * K + s], a0);
-            a1 = fmaf(val.y, wk[1][r * K + s], a1);
-          }
+      // Two of the lane's pixels at a time, pix and pix + 8 (the second only where it exists): their
+      // 2·K² loads and four FMA chains interleave, where one pixel's chains left the warp waiting.
+      const auto finish = [&](int pix, float a0, float a1) {
         const uint32_t d = activate_pair<Element, kRelu>(a0, a1);
         // channels 8v + 2cq, + 1 of the panel: 16-byte unit v, swizzled by the pixel's row
         asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(d_at + pix * 128 + 16 * (v ^ (pix % 8))), "r"(d) : "memory");
         const float2 df = unpack_pair<Element>(d);
         sum0 += df.x, sum1 += df.y;
+      };
+      for (int pix = pg; pix < PQ; pix += 16) {
+        const bool two = pix + 8 < PQ;
+        const Element* at0 = e + tap0[pix] * kWgLde;
+        const Element* at1 = e + tap0[two ? pix + 8 : pix] * kWgLde;
+        float a0 = bd0, a1 = bd1, c0 = bd0, c1 = bd1;
+#pragma unroll
+        for (int r = 0; r < K; ++r)
+#pragma unroll
+          for (int s = 0; s < K; ++s) {
+            const int off = (r * l.wp + s) * kWgLde;
+            const float2 va = load_pair(at0 + off), vc = load_pair(at1 + off);
+            a0 = fmaf(va.x, wk[0][r * K + s], a0), a1 = fmaf(va.y, wk[1][r * K + s], a1);
+            c0 = fmaf(vc.x, wk[0][r * K + s], c0), c1 = fmaf(vc.y, wk[1][r * K + s], c1);
+          }
+        finish(pix, a0, a1);
+        if (two) finish(pix + 8, c0, c1);
       }
 #pragma unroll
       for (int off = 4; off < 32; off *= 2) {
@@ -392,12 +438,16 @@ __global__ void __launch_bounds__(kThreads, 1)
       mbarrier_arrive(empty(slot));
     }
   }
+  fence_proxy_async_shared();  // the generic accesses to x and E, ordered before the TMA writes over them
   __syncthreads();  // pooled whole; x, We and E are dead: their room takes the Wp stages
 
   // ---- the project's first stages go out now, under the SE ------------------------------------
   const int stages = l.nb > 3 ? kWgProjectStages : l.wp_stages();
   const WpPieces pc(l);
-  for (int kk = 0; kk < stages - 1; ++kk) issue_wp_stage(prm, pc, xs_at, wp, kk, stages);
+  for (int kk = 0; kk < stages - 1; ++kk) {
+    if (prm.tma_wp) issue_wp_stage_tma(prm, xs_at, &wp_map, wp_full, kk, stages);
+    else issue_wp_stage(prm, pc, xs_at, wp, kk, stages);
+  }
 
   // ---- the SE, then D *= g over every 16-byte unit of D's panels ------------------------------
   if (prm.has_se) {
@@ -429,9 +479,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   // Every warpgroup issues the same wgmma count (a warpgroup short of a block repeats its last one
   // and stores nothing from it): a wgmma under a branch on a run-time value makes ptxas serialize
   // them all (C7520).
-  if (l.nb > 3) project<Element, 2, kWgProjectStages>(prm, pc, ds_at, xs_at, xn, wp, bp, y);
-  else if (stages == kWgProjectStagesDeep) project<Element, 1, kWgProjectStagesDeep>(prm, pc, ds_at, xs_at, xn, wp, bp, y);
-  else project<Element, 1, kWgProjectStages>(prm, pc, ds_at, xs_at, xn, wp, bp, y);
+  if (l.nb > 3) project<Element, 2, kWgProjectStages>(prm, pc, ds_at, xs_at, xn, wp, bp, y, &wp_map, wp_full);
+  else if (stages == kWgProjectStagesDeep)
+    project<Element, 1, kWgProjectStagesDeep>(prm, pc, ds_at, xs_at, xn, wp, bp, y, &wp_map, wp_full);
+  else project<Element, 1, kWgProjectStages>(prm, pc, ds_at, xs_at, xn, wp, bp, y, &wp_map, wp_full);
 }
 
 bool supports(const MBConvProblem& p) {
@@ -445,12 +496,24 @@ void run(const MBConvProblem& p, const Args<MBConvProblem>& a) {
   WgParams prm{};
   set_image_params(prm, p, a);  // 11g's shapes all have an expand (supports)
   prm.l = WgImageLayout(p);
+  prm.tma_we = p.hidden() % 8 == 0 && aligned_to(a.expand_w, 16);
+  prm.tma_wp = p.C_out % 8 == 0 && aligned_to(a.project_w, 16);
+  // Unused maps stay zero (the kernel never names them).
+  CUtensorMap we_map{}, wp_map{};
+  if (prm.tma_we)
+    we_map = gpu::hopper::cached_tma_tile_2d(
+        {.base = reinterpret_cast<uint64_t>(a.expand_w), .rows = uint64_t(p.C), .cols = uint64_t(p.hidden()),
+         .row_stride_bytes = uint64_t(p.hidden()) * 2, .elem_bytes = 2, .box_rows = 64, .box_cols = 64});
+  if (prm.tma_wp)
+    wp_map = gpu::hopper::cached_tma_tile_2d(
+        {.base = reinterpret_cast<uint64_t>(a.project_w), .rows = uint64_t(p.hidden()), .cols = uint64_t(p.C_out),
+         .row_stride_bytes = uint64_t(p.C_out) * 2, .elem_bytes = 2, .box_rows = kWgProjectK, .box_cols = 64});
   visit_dtype<__half, __nv_bfloat16>(p.dtype, [&](auto tag) {
     using E = typename decltype(tag)::type;
     const auto go = [&](auto kernel, const char* name) {
       allow_dynamic_shared(kernel, prm.l.bytes, name);
       kernel<<<unsigned(p.N), kThreads, prm.l.bytes>>>(
-          prm, static_cast<const E*>(a.x), static_cast<const E*>(a.expand_w), static_cast<const E*>(a.expand_b),
+          we_map, wp_map, prm, static_cast<const E*>(a.x), static_cast<const E*>(a.expand_w), static_cast<const E*>(a.expand_b),
           static_cast<const E*>(a.dw_w), static_cast<const E*>(a.dw_b), static_cast<const E*>(a.se1_w),
           static_cast<const E*>(a.se1_b), static_cast<const E*>(a.se2_w), static_cast<const E*>(a.se2_b),
           static_cast<const E*>(a.project_w), static_cast<const E*>(a.project_b), static_cast<E*>(a.y));
