@@ -22,7 +22,7 @@
 //                                    the image), then each output pixel's top-left tap in E
 //   bars kWgBars mbarriers           per E slot: full (the expand's 128 threads arrive), empty
 //                                    (the depthwise's 256 arrive); the expand warpgroup's barrier;
-//                                    per We slot: full; per Wp stage: full and empty
+//                                    per We slot and per Wp stage: full (the copy's bytes landed)
 //
 // During the project, xs .. the end of es is dead and holds six (or, for a wide C_out, four) Wp
 // stages of kWgProjectK rows, each MN-major in panels of 64 output channels ([kWgProjectK][64] per
@@ -45,11 +45,9 @@ inline constexpr int kWgProjectK = 32;        // hidden rows of Wp a stage: two 
 inline constexpr int kWgProjectStages = 4, kWgProjectStagesDeep = 6;  // Wp stages in flight: 6 where the room holds them
 inline constexpr int kWgMaxNBlocks = 6;       // C_out ≤ 384: two n64 blocks per warpgroup
 inline constexpr std::size_t kWgSharedLimit = 227 * 1024;
-// The mbarriers, in this order: E full [2], E empty [2], the expand warpgroup's, We full [2], Wp
-// full [6], Wp empty [6].
-inline constexpr int kWgBarEFull = 0, kWgBarEEmpty = 2, kWgBarExpand = 4, kWgBarWe = 5, kWgBarWpFull = 7,
-                     kWgBarWpEmpty = kWgBarWpFull + kWgProjectStagesDeep;
-inline constexpr int kWgBars = kWgBarWpEmpty + kWgProjectStagesDeep;
+// The mbarriers, in this order: E full [2], E empty [2], the expand warpgroup's, We full [2], Wp full [6].
+inline constexpr int kWgBarEFull = 0, kWgBarEEmpty = 2, kWgBarExpand = 4, kWgBarWe = 5, kWgBarWp = 7;
+inline constexpr int kWgBars = kWgBarWp + kWgProjectStagesDeep;
 
 // Byte offset of element (row, col) of a tile stored as 64-column panels of panel_bytes (rows of
 // 128 bytes, the 16-byte unit u of row r at position u ^ (r % 8)): gpu::Sw128Tile's layout with

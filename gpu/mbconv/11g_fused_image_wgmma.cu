@@ -12,23 +12,26 @@
 //
 //   plain loops (ref::mbconv_block)            here, per CTA = image n
 //   e = φ(x·We + be)                           warpgroup 0, per 64-channel chunk: wgmma m64n64k16 over C,
-//                                              A = x (K-major), B = We[:, chunk] (MN-major) -> φ -> E slot
+//                                              A = x (K-major), B = We[:, chunk] (MN-major, by TMA two
+//                                              chunks ahead) -> φ -> E slot
 //   d = φ(dw(e) + bd)                          warpgroups 1-2: warp = 8 channels, lane = a channel pair at
-//                                              every 8th pixel; FMA -> D panel (K-major, swizzled); sums
+//                                              every 8th pixel, two pixels at a time; FMA -> D panel
+//                                              (K-major, swizzled); sums
 //   g = sigmoid(ψ(mean(d)·W1 + b1)·W2 + b2)    all 384 threads (gpu/lib/mbconv_image_se.cuh); D *= g
 //   y = (d ⊙ g)·Wp + bp (+ x)                  warpgroup w: n64 blocks w and w + 3 of C_out,
-//                                              wgmma m64n64k16 over hidden, Wp in stages of 32 rows
+//                                              wgmma m64n64k16 over hidden, Wp by TMA in stages of 32
+//                                              rows, a CTA barrier per stage
 //
 // Cost: the block's MACs with M rounded up to 64 (the expand's and the project's m64 tile);
 // DRAM: x, y and the weights once; every CTA reads all the weights from L2 (N·|weights|).
-// Where it stands (lesson 11's NOTES.md, session wave-2m): the fastest rung at the 7² blocks; its
-// time goes to the depthwise's instructions, the SE's L2 loads and one image's phases in series.
+// Where it stands: lesson 11's NOTES.md (the latest session's profile and what it left).
 // Contract: f16/bf16, an expand (e > 1), SE or none, K = 3 or 5, stride 1 or 2, H·W ≤ 64 and
 // P·Q ≤ 64 (one m64 tile), C_out ≤ 384, any C, hidden and C_out whose layout
 // (gpu/lib/mbconv_image_wgmma_layout.hpp) fits 227 KB of shared memory; an sm_90a build on an
 // H100/H200-class GPU (else Unsupported). No workspace.
 // Tunables: the chunk (64), the Wp stage (32 rows; 6 in flight where they fit, else 4), the E
-// slots (two where they fit, else one): the layout header.
+// slots (two where they fit, else one): the layout header. TMA where We's and Wp's rows are a
+// multiple of 8 elements and 16-byte aligned, else cp.async by every thread.
 // Run just this: build/convlab run mbconv/gpu/11g_fused_image_wgmma --shape N=128,H=7,C=192,dtype=f16
 #include "gpu/lib/hopper/mbarrier.cuh"              // mbarrier_init, mbarrier_arrive, mbarrier_wait
 #include "gpu/lib/hopper/tma.cuh"                   // tma_load_2d, cached_tma_tile_2d
@@ -112,60 +115,49 @@ struct WpPieces {
   }
 };
 
-// Wp's stages: rows kk·kWgProjectK .. + kWgProjectK (zeros past hidden and C_out) -> stage kk % kStages
-// of the room at wps_at, MN-major in panels of 64 output channels. Each stage has two mbarriers:
-// full (the copy landed) and empty (the 12 warps' wgmma are done reading it; lane 0 of each warp
-// arrives). By TMA (prm.tma_wp) thread 0 waits for empty and asks for the stage's nb boxes of
-// kWgProjectK × 64, full counting their bytes; otherwise every thread waits for empty, copies its
-// pieces, waits for them and arrives on full (384 arrivals): slower, for rows that TMA cannot take.
-template <class Element, int kStages>
-struct WpStages {
-  const WgParams& prm;
-  const WpPieces pc;
-  uint32_t room, full0, empty0;
-  const CUtensorMap* map;
-  const Element* __restrict__ wp;
-  __device__ uint32_t full(int kk) const { return full0 + 8 * (kk % kStages); }
-  __device__ uint32_t empty(int kk) const { return empty0 + 8 * (kk % kStages); }
-  __device__ uint32_t stage(int kk) const { return room + uint32_t((kk % kStages) * prm.l.wp_stage); }
-  // Stage kk (its first round needs no empty wait).
-  __device__ void fill(int kk) const {
-    const WgImageLayout& l = prm.l;
-    if (kk >= l.hidden_p / kWgProjectK) return;
-    const bool again = kk >= kStages;
-    const uint32_t empty_parity = uint32_t(kk / kStages - 1) & 1u;
-    if (prm.tma_wp) {
-      if (threadIdx.x != 0) return;
-      if (again) mbarrier_wait(empty(kk), empty_parity);
-      mbarrier_arrive_expect_tx(full(kk), uint32_t(l.wp_stage));
-      for (int b = 0; b < l.nb; ++b) tma_load_2d(stage(kk) + uint32_t(b * l.wp_panel), map, full(kk), 64 * b, kk * kWgProjectK);
-      return;
-    }
-    if (again) mbarrier_wait(empty(kk), empty_parity);
+// Wp rows kk·kWgProjectK .. + kWgProjectK (zero past hidden) -> stage kk % stages at wps_at (zero
+// past C_out); every thread issues its pieces and commits one cp.async group (an empty one past
+// the last stage).
+template <class Element>
+__device__ __forceinline__ void issue_wp_stage(const WgParams& prm, const WpPieces& pc, uint32_t wps_at,
+                                               const Element* __restrict__ wp, int kk, int stages) {
+  const WgImageLayout& l = prm.l;
+  if (kk < l.hidden_p / kWgProjectK) {
     const int k0 = kk * kWgProjectK;
+    const uint32_t stage = wps_at + uint32_t((kk % stages) * l.wp_stage);
 #pragma unroll
     for (int m = 0; m < kWpPieces; ++m)
       if (m < pc.n) {
         const int row = k0 + pc.row[m];
         const bool in = row < prm.hidden;
-        copy_piece(stage(kk) + pc.dst[m], wp + std::ptrdiff_t(in ? row : 0) * prm.C_out, pc.col[m], in ? prm.C_out : 0,
+        copy_piece(stage + pc.dst[m], wp + std::ptrdiff_t(in ? row : 0) * prm.C_out, pc.col[m], in ? prm.C_out : 0,
                    prm.vec_wp);
       }
-    cp_async_commit();
-    cp_async_wait<0>();
-    fence_proxy_async_shared();  // the pieces (cp.async or st.shared) seen by wgmma
-    mbarrier_arrive(full(kk));
   }
-};
+  cp_async_commit();
+}
+
+// The same stage by TMA: thread 0 asks for its nb boxes of kWgProjectK × 64 (zeros past hidden and
+// C_out) and the stage's mbarrier (at wp_full + 8·(kk % stages)) counts their bytes.
+__device__ __forceinline__ void issue_wp_stage_tma(const WgParams& prm, uint32_t wps_at, const CUtensorMap* wp_map,
+                                                   uint32_t wp_full, int kk, int stages) {
+  const WgImageLayout& l = prm.l;
+  if (threadIdx.x != 0 || kk >= l.hidden_p / kWgProjectK) return;
+  const uint32_t stage = wps_at + uint32_t((kk % stages) * l.wp_stage), bar = wp_full + 8 * (kk % stages);
+  mbarrier_arrive_expect_tx(bar, uint32_t(l.wp_stage));
+  for (int b = 0; b < l.nb; ++b) tma_load_2d(stage + uint32_t(b * l.wp_panel), wp_map, bar, 64 * b, kk * kWgProjectK);
+}
 
 // The project of one image: Y[PQ, C_out] = D·Wp + bp (+ x), D the gated depthwise output in shared
-// memory (K-major panels), Wp streamed through kStages stages (all of them filled before the SE).
-// Warpgroup w computes the n64 blocks w, w + 3, ... (kBlocks of them; one past the last block
-// repeats the last). Each warpgroup keeps one stage's wgmma in flight while the next is issued;
-// a stage is refilled once every warp has released it. All 384 threads.
+// memory (K-major panels), Wp streamed in kStages stages of kWgProjectK rows into the room at
+// wps_at (stages 0 .. kStages - 2 already issued by every thread: kStages - 1 ahead). Warpgroup w
+// computes the n64 blocks w, w + 3, ... (kBlocks of them; one past the last block repeats the
+// last). All 384 threads.
 template <class Element, int kBlocks, int kStages>
-__device__ __forceinline__ void project(const WgParams& prm, const WpStages<Element, kStages>& wps, uint32_t ds_at,
-                                        const Element* xn, const Element* __restrict__ bp, Element* __restrict__ y) {
+__device__ __forceinline__ void project(const WgParams& prm, const WpPieces& pc, uint32_t ds_at, uint32_t wps_at,
+                                        const Element* xn, const Element* __restrict__ wp,
+                                        const Element* __restrict__ bp, Element* __restrict__ y, const CUtensorMap* wp_map,
+                                        uint32_t wp_full) {
   const WgImageLayout& l = prm.l;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, wg = tid / 128, g = lane / 4, tq = lane % 4;
   const int k_stages = l.hidden_p / kWgProjectK, PQ = l.PQ;
@@ -178,24 +170,29 @@ __device__ __forceinline__ void project(const WgParams& prm, const WpStages<Elem
 #pragma unroll
     for (int i = 0; i < 32; ++i) acc[b][i] = 0.0f;
   for (int kk = 0; kk < k_stages; ++kk) {
-    mbarrier_wait(wps.full(kk), uint32_t(kk / kStages) & 1u);  // stage kk landed
+    if (!prm.tma_wp) cp_async_wait<kStages - 2>();
+    fence_proxy_async_shared();  // this thread's Wp pieces (and, at kk = 0, its gated D) seen by wgmma
+    __syncthreads();             // (cp.async: stage kk whole); every warpgroup is done reading stage kk - 1
+    if (prm.tma_wp) {
+      issue_wp_stage_tma(prm, wps_at, wp_map, wp_full, kk + kStages - 1, kStages);
+      mbarrier_wait(wp_full + 8 * (kk % kStages), (kk / kStages) & 1);  // stage kk landed
+    } else {
+      issue_wp_stage(prm, pc, wps_at, wp, kk + kStages - 1, kStages);
+    }
+    const uint32_t stage = wps_at + uint32_t((kk % kStages) * l.wp_stage);
     wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < kWgProjectK; ks += 16) {
       const uint64_t a = k_major(ds_at, kk * kWgProjectK + ks, uint32_t(l.d_panel));
 #pragma unroll
       for (int b = 0; b < kBlocks; ++b)
-        wgmma_m64nNk16_ss_mn_major_b<Element, 64>(acc[b], a, mn_major(wps.stage(kk) + blk[b] * l.wp_panel, ks, l.wp_panel), true);
+        wgmma_m64nNk16_ss_mn_major_b<Element, 64>(acc[b], a, mn_major(stage + blk[b] * l.wp_panel, ks, l.wp_panel), true);
     }
     wgmma_commit_group();
-    wgmma_wait_group<1>();  // stage kk - 1's wgmma are done (this warp's)
-    if (kk > 0) {
-      if (lane == 0) mbarrier_arrive(wps.empty(kk - 1));
-      wps.fill(kk - 1 + kStages);
-    }
+    wgmma_wait_group<0>();
+    fence_operands(acc);
   }
-  wgmma_wait_group<0>();
-  fence_operands(acc);
+  cp_async_wait<0>();
 
   Element* yn = y + std::ptrdiff_t(blockIdx.x) * PQ * prm.C_out;
   const int row0 = 16 * (warp % 4) + g;
@@ -254,7 +251,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const auto full = [&](int slot) { return bars + 8 * (kWgBarEFull + slot); };
   const auto empty = [&](int slot) { return bars + 8 * (kWgBarEEmpty + slot); };
   const auto we_full = [&](int slot) { return bars + 8 * (kWgBarWe + slot); };
-  const uint32_t wgbar = bars + 8 * kWgBarExpand, wp_full = bars + 8 * kWgBarWpFull, wp_empty = bars + 8 * kWgBarWpEmpty;
+  const uint32_t wgbar = bars + 8 * kWgBarExpand, wp_full = bars + 8 * kWgBarWp;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, wg = tid / 128, g = lane / 4, tq = lane % 4;
   const int n = blockIdx.x, HW = l.HW, PQ = l.PQ, hidden = prm.hidden, chunks = l.chunks, slots = l.e_slots;
   const Element* xn = x + std::ptrdiff_t(n) * HW * prm.C;
@@ -312,8 +309,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int s = 0; s < 2; ++s) mbarrier_init(full(s), 128), mbarrier_init(empty(s), kThreads - 128);
     mbarrier_init(wgbar, 128);
     for (int s = 0; s < 2; ++s) mbarrier_init(we_full(s), 1);
-    for (int s = 0; s < kWgProjectStagesDeep; ++s)
-      mbarrier_init(wp_full + 8 * s, prm.tma_wp ? 1 : kThreads), mbarrier_init(wp_empty + 8 * s, kThreads / 32);
+    for (int s = 0; s < kWgProjectStagesDeep; ++s) mbarrier_init(wp_full + 8 * s, 1);
     gpu::hopper::fence_mbarrier_init();
     if (prm.tma_we) gpu::hopper::tma_prefetch_descriptor(&we_map);
     if (prm.tma_wp) gpu::hopper::tma_prefetch_descriptor(&wp_map);
@@ -448,13 +444,15 @@ __global__ void __launch_bounds__(kThreads, 1)
   fence_proxy_async_shared();  // the generic accesses to x and E, ordered before the TMA writes over them
   __syncthreads();  // pooled whole; x, We and E are dead: their room takes the Wp stages
 
-  // ---- the project's stages all go out now, under the SE; then the SE, then D *= g -------------
-  // (the project and the rest of the kernel are instantiated per stage count)
-  const auto rest = [&](auto stages_tag) {
-    constexpr int kStages = decltype(stages_tag)::value;
-    const WpStages<Element, kStages> wps{prm, WpPieces(l), xs_at, wp_full, wp_empty, &wp_map, wp};
-    for (int kk = 0; kk < kStages; ++kk) wps.fill(kk);
+  // ---- the project's first stages go out now, under the SE ------------------------------------
+  const int stages = l.nb > 3 ? kWgProjectStages : l.wp_stages();
+  const WpPieces pc(l);
+  for (int kk = 0; kk < stages - 1; ++kk) {
+    if (prm.tma_wp) issue_wp_stage_tma(prm, xs_at, &wp_map, wp_full, kk, stages);
+    else issue_wp_stage(prm, pc, xs_at, wp, kk, stages);
+  }
 
+  // ---- the SE, then D *= g over every 16-byte unit of D's panels ------------------------------
   if (prm.has_se) {
     image_se_gate<kThreads, Element, kRelu>(pooled, red, z, hidden, prm.cr, PQ, w1, b1, w2, b2, prm.vec_w1,
                                             prm.vec_w2);
@@ -480,17 +478,14 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   }
 
-    fence_proxy_async_shared();  // the gated D seen by wgmma
-    __syncthreads();
-    // ---- the project: Y = D·Wp + bp (+ x); warpgroup w owns n64 blocks w and w + 3 ---------------
-    // Every warpgroup issues the same wgmma count (a warpgroup short of a block repeats its last
-    // one and stores nothing from it): a wgmma under a branch on a run-time value makes ptxas
-    // serialize them all (C7520).
-    if (l.nb > 3) project<Element, 2, kStages>(prm, wps, ds_at, xn, bp, y);
-    else project<Element, 1, kStages>(prm, wps, ds_at, xn, bp, y);
-  };
-  if (l.nb <= 3 && l.wp_stages() == kWgProjectStagesDeep) rest(std::integral_constant<int, kWgProjectStagesDeep>{});
-  else rest(std::integral_constant<int, kWgProjectStages>{});
+  // ---- the project: Y = D·Wp + bp (+ x); warpgroup w owns n64 blocks w and w + 3 -----------------
+  // Every warpgroup issues the same wgmma count (a warpgroup short of a block repeats its last one
+  // and stores nothing from it): a wgmma under a branch on a run-time value makes ptxas serialize
+  // them all (C7520).
+  if (l.nb > 3) project<Element, 2, kWgProjectStages>(prm, pc, ds_at, xs_at, xn, wp, bp, y, &wp_map, wp_full);
+  else if (stages == kWgProjectStagesDeep)
+    project<Element, 1, kWgProjectStagesDeep>(prm, pc, ds_at, xs_at, xn, wp, bp, y, &wp_map, wp_full);
+  else project<Element, 1, kWgProjectStages>(prm, pc, ds_at, xs_at, xn, wp, bp, y, &wp_map, wp_full);
 }
 
 bool supports(const MBConvProblem& p) {
