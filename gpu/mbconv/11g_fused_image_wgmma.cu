@@ -150,7 +150,7 @@ __device__ __forceinline__ void issue_wp_stage_tma(const WgParams& prm, uint32_t
 
 // The project of one image: Y[PQ, C_out] = D·Wp + bp (+ x), D the gated depthwise output in shared
 // memory (K-major panels), Wp streamed in kStages stages of kWgProjectK rows into the room at
-// wps_at (stages 0 .. kStages - 2 already issued by every thread: kStages - 1 ahead). Warpgroup w
+// wps_at (stages 0 .. kStages - 2 already issued: kStages - 1 ahead). Warpgroup w
 // computes the n64 blocks w, w + 3, ... (kBlocks of them; one past the last block repeats the
 // last). All 384 threads.
 template <class Element, int kBlocks, int kStages>
