@@ -46,7 +46,10 @@
 #include "gpu/lib/hopper/tma.cuh"
 #include "gpu/lib/hopper/tma_im2col.cuh"
 #include "gpu/lib/hopper/warp_specialization.cuh"
+#include "gpu/lib/tma_multicast_cluster_probe.hpp"
+#include "gpu/lib/wgmma_probe.hpp"
 #include "tests/catch_compat.hpp"
+#include "tests/support.hpp"
 
 namespace convlab {
 namespace {
@@ -985,6 +988,32 @@ TEST_CASE("hopper: in every conv slot, wgmma's descriptors read where the im2col
   // k items walk taps outer, channel blocks inner, covering j = (r·S + s)·C + c once.
   const conv_wgmma::KIter last = conv_wgmma::k_iter(3 * 5 * 2 - 1, 2, 5);
   CHECK((last.r == 2 && last.s == 4 && last.rs == 14 && last.c0 == 64));
+}
+
+// The GPU half of the multicast copy: every box, asked for once per cluster by the CTA whose
+// rank it is, must land in every CTA of the cluster where tma_sw128_box_offset says. Shapes:
+// clusters of 2 and 4, one box (most ranks issue nothing), a box count that does not divide
+// among the ranks, and a full share each; three clusters, so that cluster and CTA indices differ.
+TEST_CASE("hopper: a TMA copy multicast to a cluster lands in every CTA", "[hopper][gpu]") {
+  if (testing::skip_without_gpu()) return;
+#if CONVLAB_HAVE_CUDA
+  if (const std::string why = gpu::wgmma_unavailable_reason(); !why.empty()) FAIL("sm_90a code cannot run here: " << why);
+  std::mt19937_64 rng(testing::base_seed() + 90);
+  for (int cluster : {2, 4})
+    for (int boxes : {1, 5, 8}) {
+      std::vector<uint16_t> matrix(std::size_t(boxes) * 64 * 64);
+      for (uint16_t& v : matrix) v = uint16_t(rng() % 0xffff);  // never the poison 0xffff
+      const std::vector<int> wrong = gpu::run_tma_multicast_probe(cluster, 3, boxes, matrix);
+      INFO("cluster " << cluster << ", " << boxes << " boxes (replay: CONVLAB_SEED=" << testing::base_seed() << ")");
+      REQUIRE(wrong.size() == std::size_t(cluster) * 3);
+      for (std::size_t cta = 0; cta < wrong.size(); ++cta) {
+        INFO("CTA " << cta);
+        CHECK(wrong[cta] == 0);
+      }
+    }
+#else
+  FAIL("unreachable: skip_without_gpu() is true in a build without CUDA");
+#endif
 }
 
 }  // namespace

@@ -203,5 +203,23 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map
 #endif
 }
 
+// The same box into every CTA of this thread's cluster whose bit is set in `cta_mask` (bit r:
+// cluster rank r): the engine writes it at the same shared offset `dst` in each of them and
+// completes its bytes on each one's mbarrier at the same offset `barrier`. Every receiving CTA
+// must have that mbarrier initialised (and expecting the bytes, in its current phase) before the
+// copy can land: initialise, fence_mbarrier_init, then a cluster barrier, before the first copy.
+__device__ __forceinline__ void tma_load_2d_multicast(uint32_t dst, const CUtensorMap* map, uint32_t barrier, int col0,
+                                                      int row0, uint16_t cta_mask) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%3, %4}], [%2], %5;\n" ::"r"(dst),
+      "l"(tensor_map_address(map)), "r"(barrier), "r"(col0), "r"(row0), "h"(cta_mask)
+      : "memory");
+#else
+  __trap();
+#endif
+}
+
 }  // namespace convlab::gpu::hopper
 #endif  // __CUDACC__
