@@ -16,7 +16,8 @@
 //                                    the expand's B operand, copied two chunks ahead
 //   es   e_slots of [hp·wp][72]      E of one chunk inside a zero border of K/2 pixels (what the
 //                                    depthwise reads); two slots where they fit, else one
-//   pooled [hidden_p] fp32           the channel sums of D, then the gate
+//   pooled [hidden_p] fp32           the channel sums of D, then the gate (past hidden the sums,
+//                                    0, stay: the gate sweep multiplies D's zero padding by them)
 //   red [8][64] fp32, z [cr_p] fp32  the SE's scratch (these last regions 16-byte aligned): the
 //                                    depthwise warps' FC1 partials (Cr ≤ 64), or the CTA-wide
 //                                    FC1's [12][8]

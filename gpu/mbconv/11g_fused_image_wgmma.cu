@@ -449,12 +449,12 @@ __global__ void __launch_bounds__(kThreads, 1)
         sum0 += __shfl_xor_sync(0xffffffffu, sum0, off);
         sum1 += __shfl_xor_sync(0xffffffffu, sum1, off);
       }
+      // The sums of every channel of hidden_p, the padding's 0 too: the gate sweep reads pooled there.
+      if (pg == 0) pooled[ch] = sum0, pooled[ch + 1] = sum1;
       mbarrier_arrive(empty(slot));
       if (prm.fc1_in_loop) {
         fc1_add<Element>(zp, w1_rows, sum0, sum1);
         if (c + 1 < chunks) fc1_rows(w1_rows, w1, prm.cr, hidden, (c + 1) * kWgChunk + 8 * v, prm.pairs_w1);
-      } else if (pg == 0) {
-        pooled[ch] = sum0, pooled[ch + 1] = sum1;
       }
     }
     if (prm.fc1_in_loop) red[v * kWgLoopFc1Max + 2 * lane] = zp[0], red[v * kWgLoopFc1Max + 2 * lane + 1] = zp[1];
