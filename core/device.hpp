@@ -50,6 +50,14 @@ class GpuTimer {
   void* stop_ = nullptr;
 };
 
+// Shared-memory poison for checked runs: fills every SM's shared memory with 0xFF bytes (NaN in
+// f16, bf16 and f32) before a GPU variant runs, so that a kernel reading shared memory it never
+// wrote meets NaN, not an earlier kernel's leftovers (which are often finite, and hide the bug).
+// The kernel lives in gpu/lib/shared_poison.cu, which installs it; with no GPU code linked, or
+// CONVLAB_POISON_SHARED=0 in the environment, poison_shared_memory does nothing.
+void set_shared_memory_poisoner(void (*poison)());
+void poison_shared_memory();
+
 // Evicts the GPU's L2 by writing a buffer twice its size, so each timed
 // repetition reads its inputs from HBM, not from the previous repetition's cache.
 void flush_gpu_l2();

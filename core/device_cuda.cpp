@@ -1,6 +1,7 @@
 // core/device_cuda.cpp — the device layer on the CUDA runtime.
 #include <cuda_runtime.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -113,6 +114,20 @@ void flush_gpu_l2() {
     scratch = device_malloc(scratch_bytes);  // lives for the process, like the L2 itself
   }
   check(cudaMemsetAsync(scratch, 0, scratch_bytes), "cudaMemsetAsync (L2 flush)");
+}
+
+namespace {
+void (*shared_poisoner)() = nullptr;
+}  // namespace
+
+void set_shared_memory_poisoner(void (*poison)()) { shared_poisoner = poison; }
+
+void poison_shared_memory() {
+  static const bool off = [] {
+    const char* v = std::getenv("CONVLAB_POISON_SHARED");
+    return v && std::string(v) == "0";
+  }();
+  if (shared_poisoner && !off && cuda_device_count() > 0) shared_poisoner();
 }
 
 }  // namespace convlab

@@ -29,5 +29,7 @@ void GpuTimer::start() { no_cuda(); }
 void GpuTimer::stop() { no_cuda(); }
 double GpuTimer::elapsed_ms() { no_cuda(); }
 void flush_gpu_l2() {}
+void set_shared_memory_poisoner(void (*)()) {}
+void poison_shared_memory() {}
 
 }  // namespace convlab

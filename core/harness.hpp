@@ -50,7 +50,7 @@ class ICase {
   virtual double model_bytes() const = 0;      // what this variant moves by design (>= min_bytes)
   virtual int64_t reduction_depth() const = 0;
   virtual std::size_t workspace_bytes() const = 0;
-  virtual void poison_outputs() = 0;           // NaN into every output element
+  virtual void poison_outputs() = 0;           // NaN into every output element (GPU: and shared memory)
   virtual void launch() = 0;                   // queue one run (GPU: asynchronous)
   virtual void run() = 0;                      // one run, finished, device errors raised
   virtual CompareResult verify() = 0;          // outputs against the double reference
@@ -58,8 +58,8 @@ class ICase {
   virtual std::vector<TensorSpec> output_specs() const = 0;
 };
 
-// The one correctness check: poison every output, run once, compare with the
-// reference. Tests, benchmarks (before and after timing) and the app all use it.
+// The one correctness check: poison every output (and, for a GPU variant, every
+// SM's shared memory: core/device.hpp), run once, compare with the reference. Tests, benchmarks (before and after timing) and the app all use it.
 inline CompareResult checked_run(ICase& c) {
   c.poison_outputs();
   c.run();
@@ -125,6 +125,7 @@ template <class P> class Case final : public ICase {
 
   void poison_outputs() override {
     for (Tensor& t : out_) t.poison();
+    if (v_.device == Device::gpu) poison_shared_memory();  // and what the kernel finds in shared memory
   }
   void launch() override { v_.run(p_, args_); }
   void run() override {

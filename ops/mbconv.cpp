@@ -337,6 +337,10 @@ std::vector<MBConvProblem> test_shapes() {
       block(3, 8, 8, 24, 2, 5, 2, 0.0, 40, relu, bf16),
       block(2, 7, 7, 200, 2, 3, 1, 0.25, 200, silu, bf16),
       block(2, 7, 7, 64, 6, 3, 1, 0.25, 320, silu, f16),
+      // 11g's SE: FC1 inside the chunk loop up to Cr = 64 (two outputs a lane; here exactly 64, odd
+      // Cr 5 above takes the element loads), after the loop past it (Cr 68)
+      block(1, 6, 6, 128, 3, 5, 2, 0.5, 24, relu, bf16),
+      block(2, 7, 7, 136, 2, 3, 1, 0.5, 64, silu, f16),
   };
 }
 

@@ -916,7 +916,7 @@ TEST_CASE("mbconv image on wgmma (11g): the layout's tiles start on swizzle atom
         {l.wes, 2 * l.we_slot},
         {l.es, std::size_t(l.e_slots) * l.e_slot},
         {l.pooled, std::size_t(l.hidden_p) * 4},
-        {l.red, std::size_t(kWgImageThreads / 32) * 8 * 4},
+        {l.red, std::size_t(kWgRedFloats) * 4},
         {l.z, std::size_t(l.cr_p) * 4},
         {l.rows, std::size_t(64 + l.PQ) * 2},
         {l.bars, std::size_t(kWgBars) * 8}};

@@ -51,13 +51,17 @@ __device__ __forceinline__ uint4 fetch_eight(const Element* row, int col, int le
   }
 }
 
+// Two 16-bit elements packed in a word (the lower first), as floats.
+template <class Element> __device__ __forceinline__ float2 pair_floats(uint32_t word) {
+  if constexpr (std::is_same_v<Element, __half>) return __half22float2(*reinterpret_cast<const __half2*>(&word));
+  else return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&word));
+}
+
 template <class Element> __device__ __forceinline__ void eight_floats(const uint4& q, float (&w)[8]) {
   const uint32_t words[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    float2 f;
-    if constexpr (std::is_same_v<Element, __half>) f = __half22float2(*reinterpret_cast<const __half2*>(&words[i]));
-    else f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&words[i]));
+    const float2 f = pair_floats<Element>(words[i]);
     w[2 * i] = f.x, w[2 * i + 1] = f.y;
   }
 }
@@ -85,6 +89,75 @@ __device__ __forceinline__ void weighted_rows(float (&acc)[8], const float* coef
       for (int i = 0; i < 8; ++i) acc[i] = fmaf(m, f[i], acc[i]);
     }
   }
+}
+
+// FC1 inside a chunk loop (11g, Cr ≤ 64 = two outputs a lane): a warp that owns eight hidden
+// channels of each chunk adds, chunk by chunk, their channel sums times their rows of W1 [hidden][Cr]
+// to its lanes' partial outputs 2·lane and 2·lane + 1. fc1_rows loads the eight rows' two columns
+// (packed pairs; one 4-byte load where Cr is even and W1 4-byte aligned), zero past hidden and Cr;
+// fc1_add takes channel 2j + i's sum from lane j (i = 0: sum_lo, 1: sum_hi), where the depthwise's
+// lanes (pixel group, channel pair j) hold the pair's sums after their shuffles.
+template <class Element>
+__device__ __forceinline__ void fc1_rows(uint32_t (&rows)[8], const Element* __restrict__ w1, int cr, int hidden,
+                                         int ch0, bool pairs) {
+  const int col = 2 * (threadIdx.x % 32);
+  const unsigned short* w = reinterpret_cast<const unsigned short*>(w1);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const bool in = ch0 + i < hidden && col < cr;
+    const std::ptrdiff_t at = std::ptrdiff_t(in ? ch0 + i : 0) * cr + col;
+    if (pairs) {
+      rows[i] = in ? __ldg(reinterpret_cast<const unsigned*>(w + at)) : 0u;
+    } else {
+      const uint32_t lo = in ? __ldg(w + at) : 0u, hi = in && col + 1 < cr ? __ldg(w + at + 1) : 0u;
+      rows[i] = lo | hi << 16;
+    }
+  }
+}
+template <class Element>
+__device__ __forceinline__ void fc1_add(float (&z)[2], const uint32_t (&rows)[8], float sum_lo, float sum_hi) {
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const float s = __shfl_sync(0xffffffffu, i % 2 ? sum_hi : sum_lo, i / 2);
+    const float2 f = pair_floats<Element>(rows[i]);
+    z[0] = fmaf(s, f.x, z[0]), z[1] = fmaf(s, f.y, z[1]);
+  }
+}
+
+// The SE's second layer, alone (11g runs the first inside its chunk loop): z [cr] in shared memory
+// -> the gate in pooled [hidden]. Every thread of the CTA calls it; it ends with a CTA barrier.
+// Task (v, rr) makes channels 8v .. 8v + 7 over rows rr, rr + 4, ...; the lane with rr = 0 adds b2,
+// whose loads go out before the rows' (they are only used after them).
+template <int kThreads, class Element>
+__device__ __forceinline__ void image_se_fc2(float* pooled, const float* z, int hidden, int cr,
+                                             const Element* __restrict__ w2, const Element* __restrict__ b2,
+                                             bool vec_w2) {
+  const int tid = threadIdx.x;
+  constexpr int kSplits = 4;
+  const int pieces = (hidden + 7) / 8, tasks = pieces * kSplits, padded = (tasks + 31) / 32 * 32;
+  for (int t = tid; t < padded; t += kThreads) {
+    const int v = t / kSplits, rr = t % kSplits;
+    float acc[8] = {};
+    if (v < pieces) {
+      const uint4 bq = rr == 0 ? fetch_eight<false>(b2, 8 * v, hidden) : make_uint4(0, 0, 0, 0);
+      if (vec_w2) weighted_rows<12, true>(acc, z, w2, hidden, 8 * v, rr, kSplits, cr);
+      else weighted_rows<4, false>(acc, z, w2, hidden, 8 * v, rr, kSplits, cr);
+      float bias[8];
+      eight_floats<Element>(bq, bias);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) acc[i] += bias[i];
+    }
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      acc[i] += __shfl_xor_sync(0xffffffffu, acc[i], 1);
+      acc[i] += __shfl_xor_sync(0xffffffffu, acc[i], 2);
+    }
+    if (rr == 0 && v < pieces)
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        if (8 * v + i < hidden) pooled[8 * v + i] = sigmoid_f(acc[i]);  // the gate
+  }
+  __syncthreads();
 }
 
 template <int kThreads, class Element, bool kRelu>
@@ -131,33 +204,7 @@ __device__ __forceinline__ void image_se_gate(float* pooled, float* red, float* 
     }
     __syncthreads();
   }
-  // FC2: task (v, rr) makes channels 8v .. 8v + 7 over rows rr, rr + 4, ...; the lane with rr = 0
-  // adds b2, whose loads go out before the rows' (they are only used after them).
-  constexpr int kSplits = 4;
-  const int pieces = (hidden + 7) / 8, tasks = pieces * kSplits, padded = (tasks + 31) / 32 * 32;
-  for (int t = tid; t < padded; t += kThreads) {
-    const int v = t / kSplits, rr = t % kSplits;
-    float acc[8] = {};
-    if (v < pieces) {
-      const uint4 bq = rr == 0 ? fetch_eight<false>(b2, 8 * v, hidden) : make_uint4(0, 0, 0, 0);
-      if (vec_w2) weighted_rows<12, true>(acc, z, w2, hidden, 8 * v, rr, kSplits, cr);
-      else weighted_rows<4, false>(acc, z, w2, hidden, 8 * v, rr, kSplits, cr);
-      float bias[8];
-      eight_floats<Element>(bq, bias);
-#pragma unroll
-      for (int i = 0; i < 8; ++i) acc[i] += bias[i];
-    }
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      acc[i] += __shfl_xor_sync(0xffffffffu, acc[i], 1);
-      acc[i] += __shfl_xor_sync(0xffffffffu, acc[i], 2);
-    }
-    if (rr == 0 && v < pieces)
-#pragma unroll
-      for (int i = 0; i < 8; ++i)
-        if (8 * v + i < hidden) pooled[8 * v + i] = sigmoid_f(acc[i]);  // the gate
-  }
-  __syncthreads();
+  image_se_fc2<kThreads, Element>(pooled, z, hidden, cr, w2, b2, vec_w2);
 }
 
 // The sizes of p and which operands may take the 16-byte paths (rows a multiple of 8 elements,

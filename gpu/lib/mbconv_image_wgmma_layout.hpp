@@ -16,8 +16,11 @@
 //                                    the expand's B operand, copied two chunks ahead
 //   es   e_slots of [hp·wp][72]      E of one chunk inside a zero border of K/2 pixels (what the
 //                                    depthwise reads); two slots where they fit, else one
-//   pooled [hidden_p] fp32           the channel sums of D, then the gate
-//   red [12][8] fp32, z [cr_p] fp32  the SE's scratch (these last regions 16-byte aligned)
+//   pooled [hidden_p] fp32           the channel sums of D, then the gate (past hidden the sums,
+//                                    0, stay: the gate sweep multiplies D's zero padding by them)
+//   red [8][64] fp32, z [cr_p] fp32  the SE's scratch (these last regions 16-byte aligned): the
+//                                    depthwise warps' FC1 partials (Cr ≤ 64), or the CTA-wide
+//                                    FC1's [12][8]
 //   rows [64 + P·Q] int16            the bordered E row of each of the expand's 64 rows (-1 past
 //                                    the image), then each output pixel's top-left tap in E
 //   bars kWgBars mbarriers           per E slot: full (the expand's 128 threads arrive), empty
@@ -44,6 +47,9 @@ inline constexpr int kWgLde = kWgChunk + 8;   // E row stride: 9 units of 16 byt
 inline constexpr int kWgProjectK = 32;        // hidden rows of Wp a stage: two k16 steps
 inline constexpr int kWgProjectStages = 4, kWgProjectStagesDeep = 6;  // Wp stages in flight: 6 where the room holds them
 inline constexpr int kWgMaxNBlocks = 6;       // C_out ≤ 384: two n64 blocks per warpgroup
+inline constexpr int kWgLoopFc1Max = 64;      // Cr up to which FC1 runs inside the chunk loop (two outputs a lane)
+// The SE's scratch: the depthwise warps' FC1 partials, or the CTA-wide FC1's [warps][8].
+inline constexpr int kWgRedFloats = std::max(kWgDwWarps * kWgLoopFc1Max, kWgImageThreads / 32 * 8);
 inline constexpr std::size_t kWgSharedLimit = 227 * 1024;
 // The mbarriers, in this order: E full [2], E empty [2], the expand warpgroup's, We full [2], Wp full [6].
 inline constexpr int kWgBarEFull = 0, kWgBarEEmpty = 2, kWgBarExpand = 4, kWgBarWe = 5, kWgBarWp = 7;
@@ -84,7 +90,7 @@ struct WgImageLayout {
     for (e_slots = 2; e_slots >= 1; --e_slots) {
       std::size_t at = es + e_slots * e_slot;
       pooled = at, at = up(at + std::size_t(hidden_p) * 4, 16);
-      red = at, at = up(at + std::size_t(kWgImageThreads / 32) * 8 * 4, 16);
+      red = at, at = up(at + std::size_t(kWgRedFloats) * 4, 16);
       z = at, at = up(at + std::size_t(cr_p) * 4, 16);
       rows = at, at = up(at + std::size_t(64 + PQ) * 2, 16);
       bars = at, at = up(at + kWgBars * 8, 16);

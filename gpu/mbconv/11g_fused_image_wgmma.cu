@@ -16,8 +16,10 @@
 //                                              chunks ahead) -> φ -> E slot
 //   d = φ(dw(e) + bd)                          warpgroups 1-2: warp = 8 channels, lane = a channel pair at
 //                                              every 8th pixel, two pixels at a time; FMA -> D panel
-//                                              (K-major, swizzled); sums
-//   g = sigmoid(ψ(mean(d)·W1 + b1)·W2 + b2)    all 384 threads (gpu/lib/mbconv_image_se.cuh); D *= g
+//                                              (K-major, swizzled); sums; FC1's share: sums · W1 rows
+//   g = sigmoid(ψ(mean(d)·W1 + b1)·W2 + b2)    FC1 in the depthwise's loop (Cr ≤ 64; else after it),
+//                                              FC2 by all 384 threads (gpu/lib/mbconv_image_se.cuh);
+//                                              D *= g
 //   y = (d ⊙ g)·Wp + bp (+ x)                  warpgroup w: n64 blocks w and w + 3 of C_out,
 //                                              wgmma m64n64k16 over hidden, Wp by TMA in stages of 32
 //                                              rows, a CTA barrier per stage
@@ -63,6 +65,8 @@ struct WgParams {
   int H, W, C, hidden, cr, C_out, P, Q, stride;
   bool has_se, residual, vec_x, vec_we, vec_wp, vec_w1, vec_w2, pairs_y;
   bool tma_we, tma_wp;  // We's chunks and Wp's stages by TMA (rows a multiple of 8 elements, 16-byte aligned)
+  bool fc1_in_loop;     // the SE's first layer inside the chunk loop (Cr ≤ kWgLoopFc1Max)
+  bool pairs_w1;        // W1's two columns of a lane in one 4-byte load (Cr even, W1 4-byte aligned)
   WgImageLayout l;
 };
 
@@ -256,6 +260,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int n = blockIdx.x, HW = l.HW, PQ = l.PQ, hidden = prm.hidden, chunks = l.chunks, slots = l.e_slots;
   const Element* xn = x + std::ptrdiff_t(n) * HW * prm.C;
   const std::size_t e_elems = l.e_slot / 2;  // one E slot, in elements
+  // With FC1 in the chunk loop, thread 128 + o makes z[o] after it: b1[o] is loaded now.
+  const int z_out = tid - 128;
+  const float b1v = prm.fc1_in_loop && z_out >= 0 && z_out < prm.cr ? to_float(b1[z_out]) : 0.0f;
 
   // ---- x (all threads), E's zero borders, the row tables; We chunks 0 and 1 (warpgroup 0) -------
   const int x_pieces = l.cp / 8;
@@ -395,6 +402,11 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     };
     fetch(0);
+    // FC1's share (prm.fc1_in_loop): this lane's partial outputs 2·lane, 2·lane + 1, and the warp's
+    // eight W1 rows of the chunk at hand (the next chunk's are loaded when this one's are used).
+    float zp[2] = {0.0f, 0.0f};
+    uint32_t w1_rows[8];
+    if (prm.fc1_in_loop) fc1_rows(w1_rows, w1, prm.cr, hidden, 8 * v, prm.pairs_w1);
     for (int c = 0; c < chunks; ++c) {
       const int slot = c % slots, ch = c * kWgChunk + 8 * v + 2 * cq;  // this lane's two channels
       float wk[2][kTaps];
@@ -437,9 +449,15 @@ __global__ void __launch_bounds__(kThreads, 1)
         sum0 += __shfl_xor_sync(0xffffffffu, sum0, off);
         sum1 += __shfl_xor_sync(0xffffffffu, sum1, off);
       }
+      // The sums of every channel of hidden_p, the padding's 0 too: the gate sweep reads pooled there.
       if (pg == 0) pooled[ch] = sum0, pooled[ch + 1] = sum1;
       mbarrier_arrive(empty(slot));
+      if (prm.fc1_in_loop) {
+        fc1_add<Element>(zp, w1_rows, sum0, sum1);
+        if (c + 1 < chunks) fc1_rows(w1_rows, w1, prm.cr, hidden, (c + 1) * kWgChunk + 8 * v, prm.pairs_w1);
+      }
     }
+    if (prm.fc1_in_loop) red[v * kWgLoopFc1Max + 2 * lane] = zp[0], red[v * kWgLoopFc1Max + 2 * lane + 1] = zp[1];
   }
   fence_proxy_async_shared();  // the generic accesses to x and E, ordered before the TMA writes over them
   __syncthreads();  // pooled whole; x, We and E are dead: their room takes the Wp stages
@@ -454,8 +472,19 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   // ---- the SE, then D *= g over every 16-byte unit of D's panels ------------------------------
   if (prm.has_se) {
-    image_se_gate<kThreads, Element, kRelu>(pooled, red, z, hidden, prm.cr, PQ, w1, b1, w2, b2, prm.vec_w1,
-                                            prm.vec_w2);
+    if (prm.fc1_in_loop) {  // z from the depthwise warps' partials, added in warp order
+      if (z_out >= 0 && z_out < prm.cr) {
+        float sum = 0.0f;
+#pragma unroll
+        for (int w = 0; w < kWgDwWarps; ++w) sum += red[w * kWgLoopFc1Max + z_out];
+        z[z_out] = act_f<kRelu>(sum * (1.0f / float(PQ)) + b1v);
+      }
+      __syncthreads();
+      image_se_fc2<kThreads, Element>(pooled, z, hidden, prm.cr, w2, b2, prm.vec_w2);
+    } else {
+      image_se_gate<kThreads, Element, kRelu>(pooled, red, z, hidden, prm.cr, PQ, w1, b1, w2, b2, prm.vec_w1,
+                                              prm.vec_w2);
+    }
     // Units tid, tid + 384, ... of D's chunks · P·Q · 8 16-byte units, walked as (chunk, unit of
     // the panel) by additions.
     const int panel_units = PQ * 8;
@@ -501,6 +530,8 @@ void run(const MBConvProblem& p, const Args<MBConvProblem>& a) {
   prm.l = WgImageLayout(p);
   prm.tma_we = p.hidden() % 8 == 0 && aligned_to(a.expand_w, 16);
   prm.tma_wp = p.C_out % 8 == 0 && aligned_to(a.project_w, 16);
+  prm.fc1_in_loop = p.has_se() && p.se_channels() <= kWgLoopFc1Max;
+  prm.pairs_w1 = p.se_channels() % 2 == 0 && aligned_to(a.se1_w, 4);
   // Unused maps stay zero (the kernel never names them).
   CUtensorMap we_map{}, wp_map{};
   if (prm.tma_we)
