@@ -59,7 +59,8 @@ class ICase {
 };
 
 // The one correctness check: poison every output (and, for a GPU variant, every
-// SM's shared memory: core/device.hpp), run once, compare with the reference. Tests, benchmarks (before and after timing) and the app all use it.
+// SM's shared memory: core/device.hpp), run once, compare with the reference.
+// Tests, benchmarks (before and after timing) and the app all use it.
 inline CompareResult checked_run(ICase& c) {
   c.poison_outputs();
   c.run();

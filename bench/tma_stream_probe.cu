@@ -1,0 +1,207 @@
+// bench/tma_stream_probe.cu — how fast can one CTA per SM stream a weight matrix out of L2 by TMA,
+// the way 11g's project streams Wp? (lesson 11's NOTES.md: "Where 11g stands").
+//
+//   build-gpu/convlab_tma_stream [--rows 1152] [--cols 192] [--ctas 128] [--room 93] [--reps 20]
+//                                [--json FILE]
+//
+// Every CTA (one per SM: each asks for more than half an SM's shared memory) walks the same
+// rows × cols 16-bit matrix, resident in L2, in stages of box_rows rows: cols/64 boxes of
+// box_rows × 64 elements, 128-byte swizzled, into a ring of `stages` slots that fits `room` KB.
+// Step kk, as in 11g's project: a CTA barrier (every warp is done with stage kk − 1), thread 0
+// asks for stage kk + stages − 1, every thread waits on stage kk's mbarrier and reads one element
+// of it. Nothing else: no MMA, no gate. So the time per stage is the floor the project's stream
+// sets for its configuration, and the sweep over (box_rows, stages) and the starting stage (every
+// CTA from the top, or CTA b from stage b) says which configuration streams fastest.
+//
+// The matrix is all ones and each CTA's slots are zeroed first, so the sum of what the threads
+// read (stages · threads per CTA) checks that every stage landed before it was read.
+// Prints one row per configuration: median kernel time (L2 warm, reps launches), µs per stage,
+// bytes per µs per SM. Exit status: 0 when every check passed, 1 when one did not, 2 for a bad
+// flag, 3 without a usable sm_90a GPU.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/device.hpp"
+#include "gpu/lib/check.cuh"
+#include "gpu/lib/hopper/mbarrier.cuh"
+#include "gpu/lib/hopper/tma.cuh"
+#include "gpu/lib/wgmma.cuh"         // shared_address, fence_proxy_async_shared
+#include "gpu/lib/wgmma_probe.hpp"  // wgmma_unavailable_reason: can this device run sm_90a code
+
+namespace {
+
+using namespace convlab;
+
+constexpr int kThreads = 384;  // 11g's CTA
+constexpr int kMaxStages = 8;
+constexpr std::size_t kSpacer = 120 * 1024;  // shared memory asked beyond the ring: one CTA per SM
+
+// Grid: ctas CTAs of kThreads, stages · stage_bytes + 1024 + kSpacer bytes of dynamic shared memory.
+__global__ void __launch_bounds__(kThreads, 1)
+    stream_kernel(const __grid_constant__ CUtensorMap map, int k_stages, int nb, int box_rows, int stages,
+                  bool rotate, float* sums) {
+  extern __shared__ unsigned char smem_raw[];
+  __shared__ alignas(8) uint64_t full[kMaxStages];
+  const uint32_t raw = gpu::shared_address(smem_raw), base = (raw + 1023u) & ~1023u;
+  const unsigned char* ring = smem_raw + (base - raw);
+  const uint32_t stage_bytes = uint32_t(nb * box_rows * 128);
+  const int tid = threadIdx.x;
+  for (uint32_t i = tid; i < stages * stage_bytes / 16; i += kThreads)
+    reinterpret_cast<uint4*>(const_cast<unsigned char*>(ring))[i] = make_uint4(0, 0, 0, 0);
+  gpu::fence_proxy_async_shared();  // the zeros before the engine's writes
+  if (tid == 0) {
+    for (int s = 0; s < stages; ++s) gpu::hopper::mbarrier_init(gpu::shared_address(&full[s]), 1);
+    gpu::hopper::fence_mbarrier_init();
+  }
+  __syncthreads();
+  const int start = rotate ? int(blockIdx.x % unsigned(k_stages)) : 0;
+  const auto issue = [&](int kk) {
+    const int slot = kk % stages, row0 = ((kk + start) % k_stages) * box_rows;
+    const uint32_t bar = gpu::shared_address(&full[slot]), dst = base + uint32_t(slot) * stage_bytes;
+    gpu::hopper::mbarrier_arrive_expect_tx(bar, stage_bytes);
+    for (int b = 0; b < nb; ++b) gpu::hopper::tma_load_2d(dst + uint32_t(b * box_rows * 128), &map, bar, 64 * b, row0);
+  };
+  if (tid == 0)
+    for (int kk = 0; kk < min(stages - 1, k_stages); ++kk) issue(kk);
+  float acc = 0.0f;
+  for (int kk = 0; kk < k_stages; ++kk) {
+    gpu::fence_proxy_async_shared();  // this thread's read of stage kk - 1 before the engine's rewrite
+    __syncthreads();                  // every warp is done with stage kk - 1: its slot may be refilled
+    if (tid == 0 && kk + stages - 1 < k_stages) issue(kk + stages - 1);
+    gpu::hopper::mbarrier_wait(gpu::shared_address(&full[kk % stages]), (kk / stages) & 1);
+    const unsigned short bits = reinterpret_cast<const unsigned short*>(ring + (kk % stages) * stage_bytes)[tid];
+    acc += __half2float(__ushort_as_half(bits));
+  }
+  atomicAdd(&sums[blockIdx.x], acc);
+}
+
+int usage(const char* why) {
+  std::fprintf(stderr,
+               "tma_stream: %s\nusage: convlab_tma_stream [--rows R] [--cols C] [--ctas N] [--room KB] [--reps R] "
+               "[--json FILE]\n",
+               why);
+  return 2;
+}
+
+int positive(const char* flag, const char* text, int lo, int hi, int* out) {
+  char* end = nullptr;
+  const long v = std::strtol(text, &end, 10);
+  if (!end || *end || v < lo || v > hi) {
+    std::fprintf(stderr, "tma_stream: %s must be an integer in %d..%d, not '%s'\n", flag, lo, hi, text);
+    return 2;
+  }
+  *out = int(v);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int rows = 1152, cols = 192, ctas = 128, room_kb = 93, reps = 20;
+  std::string json_path;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg != "--rows" && arg != "--cols" && arg != "--ctas" && arg != "--room" && arg != "--reps" && arg != "--json")
+      return usage(("unknown option '" + arg + "'").c_str());
+    if (i + 1 >= argc) return usage(("missing value for " + arg).c_str());
+    const char* v = argv[++i];
+    int bad = 0;
+    if (arg == "--rows") bad = positive("--rows", v, 64, 65536, &rows);
+    else if (arg == "--cols") bad = positive("--cols", v, 64, 1024, &cols);
+    else if (arg == "--ctas") bad = positive("--ctas", v, 1, 4096, &ctas);
+    else if (arg == "--room") bad = positive("--room", v, 8, 100, &room_kb);
+    else if (arg == "--reps") bad = positive("--reps", v, 1, 1000, &reps);
+    else json_path = v;
+    if (bad) return bad;
+  }
+  if (cols % 64 != 0) return usage("--cols must be a multiple of 64 (whole 64-column boxes)");
+  if (rows % 128 != 0) return usage("--rows must be a multiple of 128 (whole stages of every box height)");
+  try {
+    require_cuda_device();
+    if (const std::string why = gpu::wgmma_unavailable_reason(); !why.empty()) throw DeviceError(why);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tma_stream: %s\n", e.what());
+    return 3;
+  }
+
+  try {
+    const std::size_t elems = std::size_t(rows) * cols;
+    std::vector<unsigned short> ones(elems, 0x3c00);  // 1.0 in f16
+    void* matrix = device_malloc(elems * 2);
+    float* sums = static_cast<float*>(device_malloc(std::size_t(ctas) * sizeof(float)));
+    copy_bytes(matrix, Device::gpu, ones.data(), Device::cpu, elems * 2);
+    const int nb = cols / 64;
+    std::ofstream json;
+    if (!json_path.empty()) {
+      json.open(json_path);
+      if (!json) return usage(("cannot write " + json_path).c_str());
+      json << "{\"rows\": " << rows << ", \"cols\": " << cols << ", \"ctas\": " << ctas << ", \"room_kb\": " << room_kb
+           << ", \"reps\": " << reps << ", \"configs\": [";
+    }
+    std::printf("%d x %d f16 (%.0f KB) streamed by %d CTAs of %d threads, ring room %d KB, median of %d\n", rows,
+                cols, elems * 2 / 1024.0, ctas, kThreads, room_kb, reps);
+    std::printf("%8s %7s %8s %8s %10s %10s %12s  %s\n", "box_rows", "stages", "start", "KB/stg", "kernel us",
+                "us/stage", "B/us per SM", "check");
+    bool all_ok = true, first = true;
+    GpuTimer timer;
+    for (const int box_rows : {16, 32, 64, 128}) {
+      const std::size_t stage_bytes = std::size_t(nb) * box_rows * 128;
+      const CUtensorMap map = gpu::hopper::encode_tma_tile_2d(
+          {.base = reinterpret_cast<uint64_t>(matrix), .rows = uint64_t(rows), .cols = uint64_t(cols),
+           .row_stride_bytes = uint64_t(cols) * 2, .elem_bytes = 2, .box_rows = box_rows, .box_cols = 64});
+      const int k_stages = rows / box_rows;
+      for (const int stages : {2, 3, 4, 6, 8}) {
+        if (stages * stage_bytes > std::size_t(room_kb) * 1024 || stages > k_stages) continue;
+        const std::size_t shared = stages * stage_bytes + 1024 + kSpacer;
+        gpu::allow_dynamic_shared(stream_kernel, shared, "stream_kernel");
+        for (const bool rotate : {false, true}) {
+          const auto launch = [&] {
+            stream_kernel<<<unsigned(ctas), kThreads, shared>>>(map, k_stages, nb, box_rows, stages, rotate, sums);
+          };
+          device_memset(sums, 0, std::size_t(ctas) * sizeof(float));
+          launch();  // warm-up: the matrix into L2, and the check
+          device_synchronize("stream_kernel");
+          std::vector<float> got(ctas);
+          copy_bytes(got.data(), Device::cpu, sums, Device::gpu, got.size() * sizeof(float));
+          const float want = float(k_stages) * kThreads;
+          const bool ok = std::all_of(got.begin(), got.end(), [&](float s) { return s == want; });
+          all_ok = all_ok && ok;
+          std::vector<double> ms;
+          for (int r = 0; r < reps; ++r) {
+            timer.start();
+            launch();
+            timer.stop();
+            ms.push_back(timer.elapsed_ms());
+          }
+          device_synchronize("stream_kernel");
+          std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
+          const double us = ms[ms.size() / 2] * 1e3, per_stage = us / k_stages;
+          const double rate = double(elems) * 2 / us;  // bytes per µs per CTA (one CTA per SM)
+          std::printf("%8d %7d %8s %8.1f %10.2f %10.3f %12.0f  %s\n", box_rows, stages, rotate ? "rotated" : "same",
+                      stage_bytes / 1024.0, us, per_stage, rate, ok ? "ok" : "WRONG");
+          if (json) {
+            json << (first ? "" : ", ") << "{\"box_rows\": " << box_rows << ", \"stages\": " << stages
+                 << ", \"rotated\": " << (rotate ? "true" : "false") << ", \"stage_bytes\": " << stage_bytes
+                 << ", \"kernel_us\": " << us << ", \"us_per_stage\": " << per_stage
+                 << ", \"bytes_per_us_per_sm\": " << rate << ", \"ok\": " << (ok ? "true" : "false") << "}";
+            first = false;
+          }
+        }
+      }
+    }
+    if (json) json << "]}\n";
+    device_free(matrix);
+    device_free(sums);
+    if (!all_ok) std::fprintf(stderr, "tma_stream: a CTA read a stage before it landed (WRONG rows above)\n");
+    return all_ok ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tma_stream: %s\n", e.what());
+    return 3;
+  }
+}
