@@ -24,6 +24,7 @@
 #pragma once
 
 #include "gpu/lib/element.cuh"
+#include "gpu/lib/mbconv_fused.cuh"  // unpack_pair
 #include "gpu/lib/mbconv_image_layout.hpp"  // halving_output
 #include "gpu/lib/mbconv_layers.cuh"  // aligned_to
 #include "ops/mbconv.hpp"
@@ -51,17 +52,11 @@ __device__ __forceinline__ uint4 fetch_eight(const Element* row, int col, int le
   }
 }
 
-// Two 16-bit elements packed in a word (the lower first), as floats.
-template <class Element> __device__ __forceinline__ float2 pair_floats(uint32_t word) {
-  if constexpr (std::is_same_v<Element, __half>) return __half22float2(*reinterpret_cast<const __half2*>(&word));
-  else return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&word));
-}
-
 template <class Element> __device__ __forceinline__ void eight_floats(const uint4& q, float (&w)[8]) {
   const uint32_t words[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    const float2 f = pair_floats<Element>(words[i]);
+    const float2 f = unpack_pair<Element>(words[i]);
     w[2 * i] = f.x, w[2 * i + 1] = f.y;
   }
 }
@@ -119,7 +114,7 @@ __device__ __forceinline__ void fc1_add(float (&z)[2], const uint32_t (&rows)[8]
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
     const float s = __shfl_sync(0xffffffffu, i % 2 ? sum_hi : sum_lo, i / 2);
-    const float2 f = pair_floats<Element>(rows[i]);
+    const float2 f = unpack_pair<Element>(rows[i]);
     z[0] = fmaf(s, f.x, z[0]), z[1] = fmaf(s, f.y, z[1]);
   }
 }
