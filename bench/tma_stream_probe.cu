@@ -2,7 +2,7 @@
 // the way 11g's project streams Wp? (lesson 11's NOTES.md: "Where 11g stands").
 //
 //   build-gpu/convlab_tma_stream [--rows 1152] [--cols 192] [--ctas 128] [--room 93] [--reps 20]
-//                                [--json FILE]
+//                                [--copies 1] [--json FILE]
 //
 // Every CTA (one per SM: each asks for more than half an SM's shared memory) walks the same
 // rows × cols 16-bit matrix, resident in L2, in stages of box_rows rows: cols/64 boxes of
@@ -11,7 +11,12 @@
 // asks for stage kk + stages − 1, every thread waits on stage kk's mbarrier and reads one element
 // of it. Nothing else: no MMA, no gate. So the time per stage is the floor the project's stream
 // sets for its configuration, and the sweep over (box_rows, stages) and the starting stage (every
-// CTA from the top, or CTA b from stage b) says which configuration streams fastest.
+// CTA from the top, or CTA b from stage b) says which configuration streams fastest. A third method
+// streams the same stages with cp.async (every thread 16-byte pieces, no copy engine).
+//
+// --copies R puts R copies of the matrix one under another and CTA b streams copy b mod R: with
+// R = 1 every SM asks L2 for the same lines at about the same time, with R = ctas no two SMs share
+// a line, so the sweep over R says whether the rate is each SM's own or the lines' contention.
 //
 // The matrix is all ones and each CTA's slots are zeroed first, so the sum of what the threads
 // read (stages · threads per CTA) checks that every stage landed before it was read.
@@ -33,6 +38,7 @@
 #include "gpu/lib/check.cuh"
 #include "gpu/lib/hopper/mbarrier.cuh"
 #include "gpu/lib/hopper/tma.cuh"
+#include "gpu/lib/mma.cuh"           // cp_async_16
 #include "gpu/lib/wgmma.cuh"         // shared_address, fence_proxy_async_shared
 #include "gpu/lib/wgmma_probe.hpp"  // wgmma_unavailable_reason: can this device run sm_90a code
 
@@ -47,7 +53,7 @@ constexpr std::size_t kSpacer = 120 * 1024;  // shared memory asked beyond the r
 // Grid: ctas CTAs of kThreads, stages · stage_bytes + 1024 + kSpacer bytes of dynamic shared memory.
 __global__ void __launch_bounds__(kThreads, 1)
     stream_kernel(const __grid_constant__ CUtensorMap map, int k_stages, int nb, int box_rows, int stages,
-                  bool rotate, float* sums) {
+                  bool rotate, int copies, float* sums) {
   extern __shared__ unsigned char smem_raw[];
   __shared__ alignas(8) uint64_t full[kMaxStages];
   const uint32_t raw = gpu::shared_address(smem_raw), base = (raw + 1023u) & ~1023u;
@@ -63,8 +69,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   __syncthreads();
   const int start = rotate ? int(blockIdx.x % unsigned(k_stages)) : 0;
+  const int copy_row0 = int(blockIdx.x % unsigned(copies)) * k_stages * box_rows;
   const auto issue = [&](int kk) {
-    const int slot = kk % stages, row0 = ((kk + start) % k_stages) * box_rows;
+    const int slot = kk % stages, row0 = copy_row0 + ((kk + start) % k_stages) * box_rows;
     const uint32_t bar = gpu::shared_address(&full[slot]), dst = base + uint32_t(slot) * stage_bytes;
     gpu::hopper::mbarrier_arrive_expect_tx(bar, stage_bytes);
     for (int b = 0; b < nb; ++b) gpu::hopper::tma_load_2d(dst + uint32_t(b * box_rows * 128), &map, bar, 64 * b, row0);
@@ -83,10 +90,45 @@ __global__ void __launch_bounds__(kThreads, 1)
   atomicAdd(&sums[blockIdx.x], acc);
 }
 
+// The same stream without the copy engine: every thread asks for 16-byte pieces of the stage with
+// cp.async (the pre-Hopper way), the stage's row-major bytes in one slot; the same barrier per stage.
+template <int S>
+__global__ void __launch_bounds__(kThreads, 1)
+    cp_async_kernel(const unsigned short* matrix, int k_stages, int stage_elems, int copies, float* sums) {
+  extern __shared__ unsigned char smem_raw[];
+  const uint32_t raw = gpu::shared_address(smem_raw), base = (raw + 1023u) & ~1023u;
+  const unsigned char* ring = smem_raw + (base - raw);
+  const int tid = threadIdx.x, pieces = stage_elems / 8;
+  for (int i = tid; i < S * pieces; i += kThreads)
+    reinterpret_cast<uint4*>(const_cast<unsigned char*>(ring))[i] = make_uint4(0, 0, 0, 0);
+  __syncthreads();
+  const unsigned short* src = matrix + std::size_t(blockIdx.x % unsigned(copies)) * k_stages * stage_elems;
+  const auto issue = [&](int kk) {
+    const uint32_t dst = base + uint32_t((kk % S) * pieces) * 16u;
+    for (int i = tid; i < pieces; i += kThreads)
+      gpu::cp_async_16(dst + uint32_t(i) * 16u, src + std::size_t(kk) * stage_elems + i * 8, true);
+  };
+  for (int kk = 0; kk < S - 1; ++kk) {
+    if (kk < k_stages) issue(kk);
+    gpu::cp_async_commit();
+  }
+  float acc = 0.0f;
+  for (int kk = 0; kk < k_stages; ++kk) {
+    gpu::cp_async_wait<S - 2>();  // my pieces of stage kk have landed
+    __syncthreads();              // everyone's have, and everyone is done with stage kk - 1
+    if (kk + S - 1 < k_stages) issue(kk + S - 1);
+    gpu::cp_async_commit();
+    const unsigned short bits = reinterpret_cast<const unsigned short*>(ring + (kk % S) * pieces * 16)[tid];
+    acc += __half2float(__ushort_as_half(bits));
+  }
+  gpu::cp_async_wait<0>();
+  atomicAdd(&sums[blockIdx.x], acc);
+}
+
 int usage(const char* why) {
   std::fprintf(stderr,
                "tma_stream: %s\nusage: convlab_tma_stream [--rows R] [--cols C] [--ctas N] [--room KB] [--reps R] "
-               "[--json FILE]\n",
+               "[--copies R] [--json FILE]\n",
                why);
   return 2;
 }
@@ -105,11 +147,12 @@ int positive(const char* flag, const char* text, int lo, int hi, int* out) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int rows = 1152, cols = 192, ctas = 128, room_kb = 93, reps = 20;
+  int rows = 1152, cols = 192, ctas = 128, room_kb = 93, reps = 20, copies = 1;
   std::string json_path;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg != "--rows" && arg != "--cols" && arg != "--ctas" && arg != "--room" && arg != "--reps" && arg != "--json")
+    if (arg != "--rows" && arg != "--cols" && arg != "--ctas" && arg != "--room" && arg != "--reps" && arg != "--copies" &&
+        arg != "--json")
       return usage(("unknown option '" + arg + "'").c_str());
     if (i + 1 >= argc) return usage(("missing value for " + arg).c_str());
     const char* v = argv[++i];
@@ -119,6 +162,7 @@ int main(int argc, char** argv) {
     else if (arg == "--ctas") bad = positive("--ctas", v, 1, 4096, &ctas);
     else if (arg == "--room") bad = positive("--room", v, 8, 100, &room_kb);
     else if (arg == "--reps") bad = positive("--reps", v, 1, 1000, &reps);
+    else if (arg == "--copies") bad = positive("--copies", v, 1, 256, &copies);
     else json_path = v;
     if (bad) return bad;
   }
@@ -133,38 +177,54 @@ int main(int argc, char** argv) {
   }
 
   try {
-    const std::size_t elems = std::size_t(rows) * cols;
-    std::vector<unsigned short> ones(elems, 0x3c00);  // 1.0 in f16
-    void* matrix = device_malloc(elems * 2);
+    const std::size_t elems = std::size_t(rows) * cols;  // one copy
+    std::vector<unsigned short> ones(elems * copies, 0x3c00);  // 1.0 in f16
+    void* matrix = device_malloc(elems * copies * 2);
     float* sums = static_cast<float*>(device_malloc(std::size_t(ctas) * sizeof(float)));
-    copy_bytes(matrix, Device::gpu, ones.data(), Device::cpu, elems * 2);
+    copy_bytes(matrix, Device::gpu, ones.data(), Device::cpu, elems * copies * 2);
     const int nb = cols / 64;
     std::ofstream json;
     if (!json_path.empty()) {
       json.open(json_path);
       if (!json) return usage(("cannot write " + json_path).c_str());
       json << "{\"rows\": " << rows << ", \"cols\": " << cols << ", \"ctas\": " << ctas << ", \"room_kb\": " << room_kb
-           << ", \"reps\": " << reps << ", \"configs\": [";
+           << ", \"reps\": " << reps << ", \"copies\": " << copies << ", \"configs\": [";
     }
-    std::printf("%d x %d f16 (%.0f KB) streamed by %d CTAs of %d threads, ring room %d KB, median of %d\n", rows,
-                cols, elems * 2 / 1024.0, ctas, kThreads, room_kb, reps);
-    std::printf("%8s %7s %8s %8s %10s %10s %12s  %s\n", "box_rows", "stages", "start", "KB/stg", "kernel us",
+    std::printf("%d x %d f16 (%.0f KB) streamed by %d CTAs of %d threads from %d copies, ring room %d KB, median of %d\n",
+                rows, cols, elems * 2 / 1024.0, ctas, kThreads, copies, room_kb, reps);
+    std::printf("%8s %7s %8s %8s %10s %10s %12s  %s\n", "box_rows", "stages", "method", "KB/stg", "kernel us",
                 "us/stage", "B/us per SM", "check");
     bool all_ok = true, first = true;
     GpuTimer timer;
     for (const int box_rows : {16, 32, 64, 128}) {
       const std::size_t stage_bytes = std::size_t(nb) * box_rows * 128;
       const CUtensorMap map = gpu::hopper::encode_tma_tile_2d(
-          {.base = reinterpret_cast<uint64_t>(matrix), .rows = uint64_t(rows), .cols = uint64_t(cols),
+          {.base = reinterpret_cast<uint64_t>(matrix), .rows = uint64_t(rows) * copies, .cols = uint64_t(cols),
            .row_stride_bytes = uint64_t(cols) * 2, .elem_bytes = 2, .box_rows = box_rows, .box_cols = 64});
       const int k_stages = rows / box_rows;
       for (const int stages : {2, 3, 4, 6, 8}) {
         if (stages * stage_bytes > std::size_t(room_kb) * 1024 || stages > k_stages) continue;
         const std::size_t shared = stages * stage_bytes + 1024 + kSpacer;
         gpu::allow_dynamic_shared(stream_kernel, shared, "stream_kernel");
-        for (const bool rotate : {false, true}) {
+        const auto cp_kernel = [&]() -> void (*)(const unsigned short*, int, int, int, float*) {
+          switch (stages) {
+            case 2: return cp_async_kernel<2>;
+            case 3: return cp_async_kernel<3>;
+            case 4: return cp_async_kernel<4>;
+            case 6: return cp_async_kernel<6>;
+            default: return cp_async_kernel<8>;
+          }
+        }();
+        gpu::allow_dynamic_shared(cp_kernel, shared, "cp_async_kernel");
+        for (const char* method : {"tma", "tma-rot", "cp.async"}) {
+          const std::string m = method;
           const auto launch = [&] {
-            stream_kernel<<<unsigned(ctas), kThreads, shared>>>(map, k_stages, nb, box_rows, stages, rotate, sums);
+            if (m == "cp.async")
+              cp_kernel<<<unsigned(ctas), kThreads, shared>>>(static_cast<const unsigned short*>(matrix), k_stages,
+                                                               box_rows * cols, copies, sums);
+            else
+              stream_kernel<<<unsigned(ctas), kThreads, shared>>>(map, k_stages, nb, box_rows, stages, m == "tma-rot",
+                                                                  copies, sums);
           };
           device_memset(sums, 0, std::size_t(ctas) * sizeof(float));
           launch();  // warm-up: the matrix into L2, and the check
@@ -184,11 +244,11 @@ int main(int argc, char** argv) {
           device_synchronize("stream_kernel");
           const double us = summarize(ms).median * 1e3, per_stage = us / k_stages;
           const double rate = double(elems) * 2 / us;  // bytes per µs per CTA (one CTA per SM)
-          std::printf("%8d %7d %8s %8.1f %10.2f %10.3f %12.0f  %s\n", box_rows, stages, rotate ? "rotated" : "same",
+          std::printf("%8d %7d %8s %8.1f %10.2f %10.3f %12.0f  %s\n", box_rows, stages, method,
                       stage_bytes / 1024.0, us, per_stage, rate, ok ? "ok" : "WRONG");
           if (json) {
             json << (first ? "" : ", ") << "{\"box_rows\": " << box_rows << ", \"stages\": " << stages
-                 << ", \"rotated\": " << (rotate ? "true" : "false") << ", \"stage_bytes\": " << stage_bytes
+                 << ", \"method\": \"" << method << "\"" << ", \"stage_bytes\": " << stage_bytes
                  << ", \"kernel_us\": " << us << ", \"us_per_stage\": " << per_stage
                  << ", \"bytes_per_us_per_sm\": " << rate << ", \"ok\": " << (ok ? "true" : "false") << "}";
             first = false;
