@@ -10,9 +10,10 @@
 // Step kk, as in 11g's project: a CTA barrier (every warp is done with stage kk − 1), thread 0
 // asks for stage kk + stages − 1, every thread waits on stage kk's mbarrier and reads one element
 // of it. Nothing else: no MMA, no gate. So the time per stage is the floor the project's stream
-// sets for its configuration, and the sweep over (box_rows, stages) and the starting stage (every
-// CTA from the top, or CTA b from stage b) says which configuration streams fastest. A third method
-// streams the same stages with cp.async (every thread 16-byte pieces, no copy engine).
+// sets for its configuration, and the sweep over (box_rows, stages) says which configuration
+// streams fastest (starting CTA b at stage b made no difference in wave-2o and is gone). Method tma-nofence drops every thread's fence.proxy.async before the barrier (the
+// generic reads of stage kk − 1 are ordered before the rewrite by the barrier and thread 0's
+// issue alone); method cp.async streams the same stages with every thread's 16-byte cp.async.
 //
 // --copies R puts R copies of the matrix one under another and CTA b streams copy b mod R: with
 // R = 1 every SM asks L2 for the same lines at about the same time, with R = ctas no two SMs share
@@ -21,8 +22,9 @@
 // The matrix is all ones and each CTA's slots are zeroed first, so the sum of what the threads
 // read (stages · threads per CTA) checks that every stage landed before it was read.
 // Prints one row per configuration: median kernel time (L2 warm, reps launches, CUDA events around
-// each launch: the time also holds the launch and the ring's zeroing, about a microsecond), µs per
-// stage (that time over the stages), bytes per µs per SM. Exit status: 0 when every check passed, 1 when one did not, 2 for a bad
+// each launch: the time also holds the launch and the ring's zeroing), the loop's own time in the
+// last launch (%globaltimer around the stage loop: median and slowest CTA), µs per stage and bytes
+// per µs per SM from the median loop time. Exit status: 0 when every check passed, 1 when one did not, 2 for a bad
 // flag, 3 without a usable sm_90a GPU.
 #include <cuda_runtime.h>
 
@@ -50,10 +52,16 @@ constexpr int kThreads = 384;  // 11g's CTA
 constexpr int kMaxStages = 8;
 constexpr std::size_t kSpacer = 120 * 1024;  // shared memory asked beyond the ring: one CTA per SM
 
+__device__ __forceinline__ uint64_t global_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
+}
+
 // Grid: ctas CTAs of kThreads, stages · stage_bytes + 1024 + kSpacer bytes of dynamic shared memory.
 __global__ void __launch_bounds__(kThreads, 1)
     stream_kernel(const __grid_constant__ CUtensorMap map, int k_stages, int nb, int box_rows, int stages,
-                  bool rotate, int copies, float* sums) {
+                  bool fence, int copies, float* sums, unsigned* loop_ns) {
   extern __shared__ unsigned char smem_raw[];
   __shared__ alignas(8) uint64_t full[kMaxStages];
   const uint32_t raw = gpu::shared_address(smem_raw), base = (raw + 1023u) & ~1023u;
@@ -68,10 +76,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     gpu::hopper::fence_mbarrier_init();
   }
   __syncthreads();
-  const int start = rotate ? int(blockIdx.x % unsigned(k_stages)) : 0;
+  const uint64_t t0 = global_ns();
   const int copy_row0 = int(blockIdx.x % unsigned(copies)) * k_stages * box_rows;
   const auto issue = [&](int kk) {
-    const int slot = kk % stages, row0 = copy_row0 + ((kk + start) % k_stages) * box_rows;
+    const int slot = kk % stages, row0 = copy_row0 + kk * box_rows;
     const uint32_t bar = gpu::shared_address(&full[slot]), dst = base + uint32_t(slot) * stage_bytes;
     gpu::hopper::mbarrier_arrive_expect_tx(bar, stage_bytes);
     for (int b = 0; b < nb; ++b) gpu::hopper::tma_load_2d(dst + uint32_t(b * box_rows * 128), &map, bar, 64 * b, row0);
@@ -80,7 +88,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int kk = 0; kk < min(stages - 1, k_stages); ++kk) issue(kk);
   float acc = 0.0f;
   for (int kk = 0; kk < k_stages; ++kk) {
-    gpu::fence_proxy_async_shared();  // this thread's read of stage kk - 1 before the engine's rewrite
+    if (fence) gpu::fence_proxy_async_shared();  // this thread's read of stage kk - 1 before the engine's rewrite
     __syncthreads();                  // every warp is done with stage kk - 1: its slot may be refilled
     if (tid == 0 && kk + stages - 1 < k_stages) issue(kk + stages - 1);
     gpu::hopper::mbarrier_wait(gpu::shared_address(&full[kk % stages]), (kk / stages) & 1);
@@ -88,13 +96,15 @@ __global__ void __launch_bounds__(kThreads, 1)
     acc += __half2float(__ushort_as_half(bits));
   }
   atomicAdd(&sums[blockIdx.x], acc);
+  if (tid == 0) loop_ns[blockIdx.x] = unsigned(global_ns() - t0);
 }
 
 // The same stream without the copy engine: every thread asks for 16-byte pieces of the stage with
 // cp.async (the pre-Hopper way), the stage's row-major bytes in one slot; the same barrier per stage.
 template <int S>
 __global__ void __launch_bounds__(kThreads, 1)
-    cp_async_kernel(const unsigned short* matrix, int k_stages, int stage_elems, int copies, float* sums) {
+    cp_async_kernel(const unsigned short* matrix, int k_stages, int stage_elems, int copies, float* sums,
+                    unsigned* loop_ns) {
   extern __shared__ unsigned char smem_raw[];
   const uint32_t raw = gpu::shared_address(smem_raw), base = (raw + 1023u) & ~1023u;
   const unsigned char* ring = smem_raw + (base - raw);
@@ -102,6 +112,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int i = tid; i < S * pieces; i += kThreads)
     reinterpret_cast<uint4*>(const_cast<unsigned char*>(ring))[i] = make_uint4(0, 0, 0, 0);
   __syncthreads();
+  const uint64_t t0 = global_ns();
   const unsigned short* src = matrix + std::size_t(blockIdx.x % unsigned(copies)) * k_stages * stage_elems;
   const auto issue = [&](int kk) {
     const uint32_t dst = base + uint32_t((kk % S) * pieces) * 16u;
@@ -123,6 +134,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   gpu::cp_async_wait<0>();
   atomicAdd(&sums[blockIdx.x], acc);
+  if (tid == 0) loop_ns[blockIdx.x] = unsigned(global_ns() - t0);
 }
 
 int usage(const char* why) {
@@ -181,6 +193,7 @@ int main(int argc, char** argv) {
     std::vector<unsigned short> ones(elems * copies, 0x3c00);  // 1.0 in f16
     void* matrix = device_malloc(elems * copies * 2);
     float* sums = static_cast<float*>(device_malloc(std::size_t(ctas) * sizeof(float)));
+    unsigned* loop_ns = static_cast<unsigned*>(device_malloc(std::size_t(ctas) * sizeof(unsigned)));
     copy_bytes(matrix, Device::gpu, ones.data(), Device::cpu, elems * copies * 2);
     const int nb = cols / 64;
     std::ofstream json;
@@ -192,8 +205,8 @@ int main(int argc, char** argv) {
     }
     std::printf("%d x %d f16 (%.0f KB) streamed by %d CTAs of %d threads from %d copies, ring room %d KB, median of %d\n",
                 rows, cols, elems * 2 / 1024.0, ctas, kThreads, copies, room_kb, reps);
-    std::printf("%8s %7s %8s %8s %10s %10s %12s  %s\n", "box_rows", "stages", "method", "KB/stg", "kernel us",
-                "us/stage", "B/us per SM", "check");
+    std::printf("%8s %7s %12s %7s %10s %9s %9s %9s %12s  %s\n", "box_rows", "stages", "method", "KB/stg",
+                "kernel us", "loop us", "loop max", "us/stage", "B/us per SM", "check");
     bool all_ok = true, first = true;
     GpuTimer timer;
     for (const int box_rows : {16, 32, 64, 128}) {
@@ -206,7 +219,7 @@ int main(int argc, char** argv) {
         if (stages * stage_bytes > std::size_t(room_kb) * 1024 || stages > k_stages) continue;
         const std::size_t shared = stages * stage_bytes + 1024 + kSpacer;
         gpu::allow_dynamic_shared(stream_kernel, shared, "stream_kernel");
-        const auto cp_kernel = [&]() -> void (*)(const unsigned short*, int, int, int, float*) {
+        const auto cp_kernel = [&]() -> void (*)(const unsigned short*, int, int, int, float*, unsigned*) {
           switch (stages) {
             case 2: return cp_async_kernel<2>;
             case 3: return cp_async_kernel<3>;
@@ -216,15 +229,15 @@ int main(int argc, char** argv) {
           }
         }();
         gpu::allow_dynamic_shared(cp_kernel, shared, "cp_async_kernel");
-        for (const char* method : {"tma", "tma-rot", "cp.async"}) {
+        for (const char* method : {"tma", "tma-nofence", "cp.async"}) {
           const std::string m = method;
           const auto launch = [&] {
             if (m == "cp.async")
               cp_kernel<<<unsigned(ctas), kThreads, shared>>>(static_cast<const unsigned short*>(matrix), k_stages,
-                                                               box_rows * cols, copies, sums);
+                                                               box_rows * cols, copies, sums, loop_ns);
             else
-              stream_kernel<<<unsigned(ctas), kThreads, shared>>>(map, k_stages, nb, box_rows, stages, m == "tma-rot",
-                                                                  copies, sums);
+              stream_kernel<<<unsigned(ctas), kThreads, shared>>>(map, k_stages, nb, box_rows, stages, m == "tma",
+                                                                  copies, sums, loop_ns);
           };
           device_memset(sums, 0, std::size_t(ctas) * sizeof(float));
           launch();  // warm-up: the matrix into L2, and the check
@@ -242,14 +255,20 @@ int main(int argc, char** argv) {
             ms.push_back(timer.elapsed_ms());
           }
           device_synchronize("stream_kernel");
-          const double us = summarize(ms).median * 1e3, per_stage = us / k_stages;
-          const double rate = double(elems) * 2 / us;  // bytes per µs per CTA (one CTA per SM)
-          std::printf("%8d %7d %8s %8.1f %10.2f %10.3f %12.0f  %s\n", box_rows, stages, method,
-                      stage_bytes / 1024.0, us, per_stage, rate, ok ? "ok" : "WRONG");
+          std::vector<unsigned> ns(ctas);  // the last launch's loop time in each CTA
+          copy_bytes(ns.data(), Device::cpu, loop_ns, Device::gpu, ns.size() * sizeof(unsigned));
+          std::vector<double> loop_us(ns.begin(), ns.end());
+          for (double& v : loop_us) v *= 1e-3;
+          const double us = summarize(ms).median * 1e3, loop = summarize(loop_us).median;
+          const double loop_max = *std::max_element(loop_us.begin(), loop_us.end()), per_stage = loop / k_stages;
+          const double rate = double(elems) * 2 / loop;  // bytes per µs per CTA (one CTA per SM)
+          std::printf("%8d %7d %12s %7.1f %10.2f %9.2f %9.2f %9.3f %12.0f  %s\n", box_rows, stages, method,
+                      stage_bytes / 1024.0, us, loop, loop_max, per_stage, rate, ok ? "ok" : "WRONG");
           if (json) {
             json << (first ? "" : ", ") << "{\"box_rows\": " << box_rows << ", \"stages\": " << stages
                  << ", \"method\": \"" << method << "\"" << ", \"stage_bytes\": " << stage_bytes
-                 << ", \"kernel_us\": " << us << ", \"us_per_stage\": " << per_stage
+                 << ", \"kernel_us\": " << us << ", \"loop_us\": " << loop << ", \"loop_max_us\": " << loop_max
+                 << ", \"us_per_stage\": " << per_stage
                  << ", \"bytes_per_us_per_sm\": " << rate << ", \"ok\": " << (ok ? "true" : "false") << "}";
             first = false;
           }
@@ -259,6 +278,7 @@ int main(int argc, char** argv) {
     if (json) json << "]}\n";
     device_free(matrix);
     device_free(sums);
+    device_free(loop_ns);
     if (!all_ok) std::fprintf(stderr, "tma_stream: a CTA read a stage before it landed (WRONG rows above)\n");
     return all_ok ? 0 : 1;
   } catch (const std::exception& e) {
