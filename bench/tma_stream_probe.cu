@@ -2,7 +2,7 @@
 // the way 11g's project streams Wp? (lesson 11's NOTES.md: "Where 11g stands").
 //
 //   build-gpu/convlab_tma_stream [--rows 1152] [--cols 192] [--ctas 128] [--room 93] [--reps 20]
-//                                [--copies 1] [--json FILE]
+//                                [--copies 1] [--spacer 120] [--json FILE]
 //
 // Every CTA (one per SM: each asks for more than half an SM's shared memory) walks the same
 // rows × cols 16-bit matrix, resident in L2, in stages of box_rows rows: cols/64 boxes of
@@ -21,10 +21,14 @@
 //
 // The matrix is all ones and each CTA's slots are zeroed first, so the sum of what the threads
 // read (stages · threads per CTA) checks that every stage landed before it was read.
+// --spacer KB: shared memory each CTA asks for beyond its ring (default 120: with the ring, more
+// than half an SM's, so one CTA per SM, as 11g).
+//
 // Prints one row per configuration: median kernel time (L2 warm, reps launches, CUDA events around
-// each launch: the time also holds the launch and the ring's zeroing), the loop's own time in the
-// last launch (%globaltimer around the stage loop: median and slowest CTA), µs per stage and bytes
-// per µs per SM from the median loop time. Exit status: 0 when every check passed, 1 when one did not, 2 for a bad
+// each launch), then from the last launch's %globaltimer stamps (thread 0 of each CTA, at entry,
+// before and after the stage loop): the span from the first CTA's entry to the last CTA's end, the
+// spread of the entries, the median prologue (entry to loop: zeroing, barrier init) and loop, µs
+// per stage and bytes per µs per SM from the median loop. Exit status: 0 when every check passed, 1 when one did not, 2 for a bad
 // flag, 3 without a usable sm_90a GPU.
 #include <cuda_runtime.h>
 
@@ -50,7 +54,6 @@ using namespace convlab;
 
 constexpr int kThreads = 384;  // 11g's CTA
 constexpr int kMaxStages = 8;
-constexpr std::size_t kSpacer = 120 * 1024;  // shared memory asked beyond the ring: one CTA per SM
 
 __device__ __forceinline__ uint64_t global_ns() {
   uint64_t t;
@@ -58,10 +61,17 @@ __device__ __forceinline__ uint64_t global_ns() {
   return t;
 }
 
-// Grid: ctas CTAs of kThreads, stages · stage_bytes + 1024 + kSpacer bytes of dynamic shared memory.
+__device__ __forceinline__ void record(uint64_t* stamps, uint64_t entry, uint64_t loop0) {
+  const uint64_t loop1 = global_ns();
+  stamps[3 * blockIdx.x] = entry, stamps[3 * blockIdx.x + 1] = loop0, stamps[3 * blockIdx.x + 2] = loop1;
+}
+
+// Grid: ctas CTAs of kThreads, stages · stage_bytes + 1024 + spacer bytes of dynamic shared memory.
+// Thread 0 of CTA b stamps %globaltimer at its entry, before and after the stage loop: stamps[3b ..].
 __global__ void __launch_bounds__(kThreads, 1)
     stream_kernel(const __grid_constant__ CUtensorMap map, int k_stages, int nb, int box_rows, int stages,
-                  bool fence, int copies, float* sums, unsigned* loop_ns) {
+                  bool fence, int copies, float* sums, uint64_t* stamps) {
+  const uint64_t t_entry = global_ns();
   extern __shared__ unsigned char smem_raw[];
   __shared__ alignas(8) uint64_t full[kMaxStages];
   const uint32_t raw = gpu::shared_address(smem_raw), base = (raw + 1023u) & ~1023u;
@@ -96,7 +106,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     acc += __half2float(__ushort_as_half(bits));
   }
   atomicAdd(&sums[blockIdx.x], acc);
-  if (tid == 0) loop_ns[blockIdx.x] = unsigned(global_ns() - t0);
+  if (tid == 0) record(stamps, t_entry, t0);
 }
 
 // The same stream without the copy engine: every thread asks for 16-byte pieces of the stage with
@@ -104,7 +114,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 template <int S>
 __global__ void __launch_bounds__(kThreads, 1)
     cp_async_kernel(const unsigned short* matrix, int k_stages, int stage_elems, int copies, float* sums,
-                    unsigned* loop_ns) {
+                    uint64_t* stamps) {
+  const uint64_t t_entry = global_ns();
   extern __shared__ unsigned char smem_raw[];
   const uint32_t raw = gpu::shared_address(smem_raw), base = (raw + 1023u) & ~1023u;
   const unsigned char* ring = smem_raw + (base - raw);
@@ -134,13 +145,13 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   gpu::cp_async_wait<0>();
   atomicAdd(&sums[blockIdx.x], acc);
-  if (tid == 0) loop_ns[blockIdx.x] = unsigned(global_ns() - t0);
+  if (tid == 0) record(stamps, t_entry, t0);
 }
 
 int usage(const char* why) {
   std::fprintf(stderr,
                "tma_stream: %s\nusage: convlab_tma_stream [--rows R] [--cols C] [--ctas N] [--room KB] [--reps R] "
-               "[--copies R] [--json FILE]\n",
+               "[--copies R] [--spacer KB] [--json FILE]\n",
                why);
   return 2;
 }
@@ -159,12 +170,12 @@ int positive(const char* flag, const char* text, int lo, int hi, int* out) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int rows = 1152, cols = 192, ctas = 128, room_kb = 93, reps = 20, copies = 1;
+  int rows = 1152, cols = 192, ctas = 128, room_kb = 93, reps = 20, copies = 1, spacer_kb = 120;
   std::string json_path;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg != "--rows" && arg != "--cols" && arg != "--ctas" && arg != "--room" && arg != "--reps" && arg != "--copies" &&
-        arg != "--json")
+        arg != "--spacer" && arg != "--json")
       return usage(("unknown option '" + arg + "'").c_str());
     if (i + 1 >= argc) return usage(("missing value for " + arg).c_str());
     const char* v = argv[++i];
@@ -175,6 +186,7 @@ int main(int argc, char** argv) {
     else if (arg == "--room") bad = positive("--room", v, 8, 100, &room_kb);
     else if (arg == "--reps") bad = positive("--reps", v, 1, 1000, &reps);
     else if (arg == "--copies") bad = positive("--copies", v, 1, 256, &copies);
+    else if (arg == "--spacer") bad = positive("--spacer", v, 0, 200, &spacer_kb);
     else json_path = v;
     if (bad) return bad;
   }
@@ -193,7 +205,7 @@ int main(int argc, char** argv) {
     std::vector<unsigned short> ones(elems * copies, 0x3c00);  // 1.0 in f16
     void* matrix = device_malloc(elems * copies * 2);
     float* sums = static_cast<float*>(device_malloc(std::size_t(ctas) * sizeof(float)));
-    unsigned* loop_ns = static_cast<unsigned*>(device_malloc(std::size_t(ctas) * sizeof(unsigned)));
+    uint64_t* stamps = static_cast<uint64_t*>(device_malloc(std::size_t(ctas) * 3 * sizeof(uint64_t)));
     copy_bytes(matrix, Device::gpu, ones.data(), Device::cpu, elems * copies * 2);
     const int nb = cols / 64;
     std::ofstream json;
@@ -201,12 +213,13 @@ int main(int argc, char** argv) {
       json.open(json_path);
       if (!json) return usage(("cannot write " + json_path).c_str());
       json << "{\"rows\": " << rows << ", \"cols\": " << cols << ", \"ctas\": " << ctas << ", \"room_kb\": " << room_kb
-           << ", \"reps\": " << reps << ", \"copies\": " << copies << ", \"configs\": [";
+           << ", \"reps\": " << reps << ", \"copies\": " << copies << ", \"spacer_kb\": " << spacer_kb
+           << ", \"configs\": [";
     }
     std::printf("%d x %d f16 (%.0f KB) streamed by %d CTAs of %d threads from %d copies, ring room %d KB, median of %d\n",
                 rows, cols, elems * 2 / 1024.0, ctas, kThreads, copies, room_kb, reps);
-    std::printf("%8s %7s %12s %7s %10s %9s %9s %9s %12s  %s\n", "box_rows", "stages", "method", "KB/stg",
-                "kernel us", "loop us", "loop max", "us/stage", "B/us per SM", "check");
+    std::printf("%8s %7s %12s %7s %10s %9s %9s %9s %9s %9s %12s  %s\n", "box_rows", "stages", "method", "KB/stg",
+                "kernel us", "span", "entries", "prologue", "loop us", "us/stage", "B/us per SM", "check");
     bool all_ok = true, first = true;
     GpuTimer timer;
     for (const int box_rows : {16, 32, 64, 128}) {
@@ -217,9 +230,10 @@ int main(int argc, char** argv) {
       const int k_stages = rows / box_rows;
       for (const int stages : {2, 3, 4, 6, 8}) {
         if (stages * stage_bytes > std::size_t(room_kb) * 1024 || stages > k_stages) continue;
-        const std::size_t shared = stages * stage_bytes + 1024 + kSpacer;
+        const std::size_t shared = stages * stage_bytes + 1024 + std::size_t(spacer_kb) * 1024;
+        if (shared > 227 * 1024) continue;
         gpu::allow_dynamic_shared(stream_kernel, shared, "stream_kernel");
-        const auto cp_kernel = [&]() -> void (*)(const unsigned short*, int, int, int, float*, unsigned*) {
+        const auto cp_kernel = [&]() -> void (*)(const unsigned short*, int, int, int, float*, uint64_t*) {
           switch (stages) {
             case 2: return cp_async_kernel<2>;
             case 3: return cp_async_kernel<3>;
@@ -234,10 +248,10 @@ int main(int argc, char** argv) {
           const auto launch = [&] {
             if (m == "cp.async")
               cp_kernel<<<unsigned(ctas), kThreads, shared>>>(static_cast<const unsigned short*>(matrix), k_stages,
-                                                               box_rows * cols, copies, sums, loop_ns);
+                                                               box_rows * cols, copies, sums, stamps);
             else
               stream_kernel<<<unsigned(ctas), kThreads, shared>>>(map, k_stages, nb, box_rows, stages, m == "tma",
-                                                                  copies, sums, loop_ns);
+                                                                  copies, sums, stamps);
           };
           device_memset(sums, 0, std::size_t(ctas) * sizeof(float));
           launch();  // warm-up: the matrix into L2, and the check
@@ -255,19 +269,27 @@ int main(int argc, char** argv) {
             ms.push_back(timer.elapsed_ms());
           }
           device_synchronize("stream_kernel");
-          std::vector<unsigned> ns(ctas);  // the last launch's loop time in each CTA
-          copy_bytes(ns.data(), Device::cpu, loop_ns, Device::gpu, ns.size() * sizeof(unsigned));
-          std::vector<double> loop_us(ns.begin(), ns.end());
-          for (double& v : loop_us) v *= 1e-3;
+          std::vector<uint64_t> t(std::size_t(ctas) * 3);  // the last launch's stamps
+          copy_bytes(t.data(), Device::cpu, stamps, Device::gpu, t.size() * sizeof(uint64_t));
+          uint64_t first_in = t[0], last_in = t[0], last_out = t[2];
+          std::vector<double> prologue_us, loop_us;
+          for (int b = 0; b < ctas; ++b) {
+            first_in = std::min(first_in, t[3 * b]), last_in = std::max(last_in, t[3 * b]);
+            last_out = std::max(last_out, t[3 * b + 2]);
+            prologue_us.push_back(double(t[3 * b + 1] - t[3 * b]) * 1e-3);
+            loop_us.push_back(double(t[3 * b + 2] - t[3 * b + 1]) * 1e-3);
+          }
           const double us = summarize(ms).median * 1e3, loop = summarize(loop_us).median;
-          const double loop_max = *std::max_element(loop_us.begin(), loop_us.end()), per_stage = loop / k_stages;
+          const double entry_spread = double(last_in - first_in) * 1e-3, span = double(last_out - first_in) * 1e-3;
+          const double prologue = summarize(prologue_us).median, per_stage = loop / k_stages;
           const double rate = double(elems) * 2 / loop;  // bytes per µs per CTA (one CTA per SM)
-          std::printf("%8d %7d %12s %7.1f %10.2f %9.2f %9.2f %9.3f %12.0f  %s\n", box_rows, stages, method,
-                      stage_bytes / 1024.0, us, loop, loop_max, per_stage, rate, ok ? "ok" : "WRONG");
+          std::printf("%8d %7d %12s %7.1f %10.2f %9.2f %9.2f %9.2f %9.2f %9.3f %12.0f  %s\n", box_rows, stages, method,
+                      stage_bytes / 1024.0, us, span, entry_spread, prologue, loop, per_stage, rate, ok ? "ok" : "WRONG");
           if (json) {
             json << (first ? "" : ", ") << "{\"box_rows\": " << box_rows << ", \"stages\": " << stages
                  << ", \"method\": \"" << method << "\"" << ", \"stage_bytes\": " << stage_bytes
-                 << ", \"kernel_us\": " << us << ", \"loop_us\": " << loop << ", \"loop_max_us\": " << loop_max
+                 << ", \"kernel_us\": " << us << ", \"span_us\": " << span << ", \"entry_spread_us\": " << entry_spread
+                 << ", \"prologue_us\": " << prologue << ", \"loop_us\": " << loop
                  << ", \"us_per_stage\": " << per_stage
                  << ", \"bytes_per_us_per_sm\": " << rate << ", \"ok\": " << (ok ? "true" : "false") << "}";
             first = false;
@@ -278,7 +300,7 @@ int main(int argc, char** argv) {
     if (json) json << "]}\n";
     device_free(matrix);
     device_free(sums);
-    device_free(loop_ns);
+    device_free(stamps);
     if (!all_ok) std::fprintf(stderr, "tma_stream: a CTA read a stage before it landed (WRONG rows above)\n");
     return all_ok ? 0 : 1;
   } catch (const std::exception& e) {

@@ -175,11 +175,8 @@ __device__ __forceinline__ void project(const WgParams& prm, const WpPieces& pc,
     for (int i = 0; i < 32; ++i) acc[b][i] = 0.0f;
   for (int kk = 0; kk < k_stages; ++kk) {
     if (!prm.tma_wp) cp_async_wait<kStages - 2>();
-    // This thread's gated D (kk = 0) and its cp.async Wp pieces seen by wgmma. Not per TMA stage:
-    // the engine's writes need no fence, and the barrier with thread 0's issue after it orders the
-    // wgmma reads of stage kk - 1 before the rewrite.
-    if (kk == 0 || !prm.tma_wp) fence_proxy_async_shared();
-    __syncthreads();  // (cp.async: stage kk whole); every warpgroup is done reading stage kk - 1
+    fence_proxy_async_shared();  // this thread's Wp pieces (and, at kk = 0, its gated D) seen by wgmma
+    __syncthreads();             // (cp.async: stage kk whole); every warpgroup is done reading stage kk - 1
     if (prm.tma_wp) {
       issue_wp_stage_tma(prm, wps_at, wp_map, wp_full, kk + kStages - 1, kStages);
       mbarrier_wait(wp_full + 8 * (kk % kStages), (kk / kStages) & 1);  // stage kk landed
