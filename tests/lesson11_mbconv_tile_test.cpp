@@ -963,7 +963,7 @@ TEST_CASE("mbconv image on wgmma (11g): its swizzled offsets are Sw128Tile's, an
   CHECK(layout(7, 192, 5, 1, 192).e_slots == 1);  // K = 5's bordered E: one slot
   CHECK(layout(7, 192, 3, 1, 320).fits());
   CHECK(layout(7, 192, 3, 1, 192).wp_stages() == kWgProjectStagesDeep);
-  CHECK(layout(7, 192, 3, 1, 320).wp_stages() == kWgProjectStages);  // five n64 blocks: 20 KB a stage
+  CHECK(layout(7, 192, 3, 1, 320).wp_stages() == kWgProjectStages);  // five n64 blocks: 40 KB a stage
   CHECK(layout(8, 128, 3, 2, 192).fits());        // 64 input pixels, stride 2
   CHECK_FALSE(layout(9, 64, 3, 1, 64).fits());    // 81 pixels: more than one m64 tile
   CHECK_FALSE(layout(14, 112, 5, 2, 192).fits()); // 196 input pixels

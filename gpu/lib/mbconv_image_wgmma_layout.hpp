@@ -27,7 +27,7 @@
 //                                    (the depthwise's 256 arrive); the expand warpgroup's barrier;
 //                                    per We slot and per Wp stage: full (the copy's bytes landed)
 //
-// During the project, xs .. the end of es is dead and holds six (or, for a wide C_out, four) Wp
+// During the project, xs .. the end of es is dead and holds three (or, for a wide C_out, two) Wp
 // stages of kWgProjectK rows, each MN-major in panels of 64 output channels ([kWgProjectK][64] per
 // panel).
 #pragma once
@@ -44,14 +44,16 @@ inline constexpr int kWgImageThreads = 384;  // warpgroup 0: expand; 1 and 2: de
 inline constexpr int kWgDwWarps = 8;
 inline constexpr int kWgChunk = 64;           // hidden channels a chunk: the expand's n64, one panel of D
 inline constexpr int kWgLde = kWgChunk + 8;   // E row stride: 9 units of 16 bytes
-inline constexpr int kWgProjectK = 32;        // hidden rows of Wp a stage: two k16 steps
-inline constexpr int kWgProjectStages = 4, kWgProjectStagesDeep = 6;  // Wp stages in flight: 6 where the room holds them
+// Hidden rows of Wp a stage: four k16 steps, and TMA boxes of 64 rows (the copy engine takes a
+// box in about the same time at 16 to 128 rows: lesson 11's NOTES.md, wave-2p).
+inline constexpr int kWgProjectK = 64;
+inline constexpr int kWgProjectStages = 2, kWgProjectStagesDeep = 3;  // Wp stages in flight: 3 where the room holds them
 inline constexpr int kWgMaxNBlocks = 6;       // C_out ≤ 384: two n64 blocks per warpgroup
 inline constexpr int kWgLoopFc1Max = 64;      // Cr up to which FC1 runs inside the chunk loop (two outputs a lane)
 // The SE's scratch: the depthwise warps' FC1 partials, or the CTA-wide FC1's [warps][8].
 inline constexpr int kWgRedFloats = std::max(kWgDwWarps * kWgLoopFc1Max, kWgImageThreads / 32 * 8);
 inline constexpr std::size_t kWgSharedLimit = 227 * 1024;
-// The mbarriers, in this order: E full [2], E empty [2], the expand warpgroup's, We full [2], Wp full [6].
+// The mbarriers, in this order: E full [2], E empty [2], the expand warpgroup's, We full [2], Wp full [3].
 inline constexpr int kWgBarEFull = 0, kWgBarEEmpty = 2, kWgBarExpand = 4, kWgBarWe = 5, kWgBarWp = 7;
 inline constexpr int kWgBars = kWgBarWp + kWgProjectStagesDeep;
 

@@ -21,7 +21,7 @@
 //                                              FC2 by all 384 threads (gpu/lib/mbconv_image_se.cuh);
 //                                              D *= g
 //   y = (d ⊙ g)·Wp + bp (+ x)                  warpgroup w: n64 blocks w and w + 3 of C_out,
-//                                              wgmma m64n64k16 over hidden, Wp by TMA in stages of 32
+//                                              wgmma m64n64k16 over hidden, Wp by TMA in stages of 64
 //                                              rows, a CTA barrier per stage
 //
 // Cost: the block's MACs with M rounded up to 64 (the expand's and the project's m64 tile);
@@ -31,7 +31,7 @@
 // P·Q ≤ 64 (one m64 tile), C_out ≤ 384, any C, hidden and C_out whose layout
 // (gpu/lib/mbconv_image_wgmma_layout.hpp) fits 227 KB of shared memory; an sm_90a build on an
 // H100/H200-class GPU (else Unsupported). No workspace.
-// Tunables: the chunk (64), the Wp stage (32 rows; 6 in flight where they fit, else 4), the E
+// Tunables: the chunk (64), the Wp stage (64 rows; 3 in flight where they fit, else 2), the E
 // slots (two where they fit, else one): the layout header. TMA where We's and Wp's rows are a
 // multiple of 8 elements and 16-byte aligned, else cp.async by every thread.
 // Run just this: build/convlab run mbconv/gpu/11g_fused_image_wgmma --shape N=128,H=7,C=192,dtype=f16
