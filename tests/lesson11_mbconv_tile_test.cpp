@@ -936,6 +936,8 @@ TEST_CASE("mbconv image on wgmma (11g): the layout's tiles start on swizzle atom
     CHECK(l.rd >= l.PQ);
     CHECK(l.hidden_p >= p.hidden());
     CHECK(l.hidden_p % kWgProjectK == 0);
+    // We's TMA boxes tile the slot exactly (a box past cp would write past the slot).
+    CHECK((l.we_box % 64 == 0 && l.we_box <= 256 && l.cp % l.we_box == 0));
     CHECK(64 * l.nb >= p.C_out);
     // The Wp stages fit the room of x, We and E, which are dead by the project.
     CHECK(l.wp_stages() * l.wp_stage <= l.wp_room());
@@ -963,6 +965,8 @@ TEST_CASE("mbconv image on wgmma (11g): its swizzled offsets are Sw128Tile's, an
   CHECK(layout(7, 192, 5, 1, 192).e_slots == 1);  // K = 5's bordered E: one slot
   CHECK(layout(7, 192, 3, 1, 320).fits());
   CHECK(layout(7, 192, 3, 1, 192).wp_stages() == kWgProjectStagesDeep);
+  CHECK(layout(7, 192, 3, 1, 192).we_box == 192);  // one box a We chunk
+  CHECK(layout(7, 320, 3, 1, 192).we_box == 64);   // cp 320: five 64-row boxes
   CHECK(layout(7, 192, 3, 1, 320).wp_stages() == kWgProjectStages);  // five n64 blocks: 40 KB a stage
   CHECK(layout(8, 128, 3, 2, 192).fits());        // 64 input pixels, stride 2
   CHECK_FALSE(layout(9, 64, 3, 1, 64).fits());    // 81 pixels: more than one m64 tile

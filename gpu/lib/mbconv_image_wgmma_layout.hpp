@@ -13,7 +13,8 @@
 //   xs   C/64 panels of [rx][64]     the image's x, K-major, zero in the columns past C (the
 //                                    expand's K padding); rx = H·W rounded up to 8
 //   wes  2 slots of [cp][64]         We[:, chunk] MN-major (a row of 64 hidden channels per k):
-//                                    the expand's B operand, copied two chunks ahead
+//                                    the expand's B operand, copied two chunks ahead (by TMA in
+//                                    cp / we_box boxes: the copy engine's time goes by boxes)
 //   es   e_slots of [hp·wp][72]      E of one chunk inside a zero border of K/2 pixels (what the
 //                                    depthwise reads); two slots where they fit, else one
 //   pooled [hidden_p] fp32           the channel sums of D, then the gate (past hidden the sums,
@@ -68,6 +69,7 @@ CONVLAB_HOST_DEVICE constexpr std::size_t sw128_offset(int row, int col, std::si
 struct WgImageLayout {
   int HW = 0, PQ = 0, rx = 0, rd = 0, cp = 0, chunks = 0, hidden_p = 0, nb = 0, cr_p = 0;
   int pad = 0, hp = 0, wp = 0, e_slots = 0;
+  int we_box = 0;  // k rows of a We TMA box: the tallest multiple of 64 that divides cp, ≤ 256
   std::size_t x_panel = 0, d_panel = 0, we_slot = 0, e_slot = 0, wp_stage = 0, wp_panel = 0;
   std::size_t ds = 0, xs = 0, wes = 0, es = 0, pooled = 0, red = 0, z = 0, rows = 0, bars = 0;
   std::size_t bytes = 0;  // what the launch asks for: the layout plus 1024 bytes to align its base
@@ -78,6 +80,11 @@ struct WgImageLayout {
     const auto up = [](std::size_t v, std::size_t m) { return (v + m - 1) / m * m; };
     HW = p.H * p.W, PQ = p.P() * p.Q();
     rx = int(up(HW, 8)), rd = int(up(PQ, 8)), cp = int(up(p.C, 64));
+    for (int d = 4; d >= 1; --d)
+      if ((cp / 64) % d == 0) {
+        we_box = 64 * d;
+        break;
+      }
     chunks = (p.hidden() + kWgChunk - 1) / kWgChunk, hidden_p = chunks * kWgChunk;
     nb = (p.C_out + 63) / 64, cr_p = int(up(std::max(p.se_channels(), 1), 4));
     pad = p.kernel / 2, hp = p.H + 2 * pad, wp = p.W + 2 * pad;

@@ -12,8 +12,8 @@
 //
 //   plain loops (ref::mbconv_block)            here, per CTA = image n
 //   e = φ(x·We + be)                           warpgroup 0, per 64-channel chunk: wgmma m64n64k16 over C,
-//                                              A = x (K-major), B = We[:, chunk] (MN-major, by TMA two
-//                                              chunks ahead) -> φ -> E slot
+//                                              A = x (K-major), B = We[:, chunk] (MN-major, by TMA in
+//                                              boxes of up to 256 k rows, two chunks ahead) -> φ -> E slot
 //   d = φ(dw(e) + bd)                          warpgroups 1-2: warp = 8 channels, lane = a channel pair at
 //                                              every 8th pixel, two pixels at a time; FMA -> D panel
 //                                              (K-major, swizzled); sums; FC1's share: sums · W1 rows
@@ -287,11 +287,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int we_k = tid / 8, we_col = 8 * (tid % 8);
   const uint32_t we_off = uint32_t(we_k * 128 + 16 * ((tid % 8) ^ (we_k % 8)));
   const auto issue_we = [&](int c) {
-    if (prm.tma_we) {  // thread 0: cp/64 boxes of 64 k rows × 64 channels (zeros past C and hidden)
+    if (prm.tma_we) {  // thread 0: boxes of we_box k rows × 64 channels (zeros past C and hidden)
       if (tid == 0 && c < chunks) {
         const uint32_t bar = we_full(c % 2), dst = wes_at + uint32_t((c % 2) * l.we_slot);
         mbarrier_arrive_expect_tx(bar, uint32_t(l.we_slot));
-        for (int k0 = 0; k0 < l.cp; k0 += 64) tma_load_2d(dst + uint32_t(k0 * 128), &we_map, bar, c * kWgChunk, k0);
+        for (int k0 = 0; k0 < l.cp; k0 += l.we_box) tma_load_2d(dst + uint32_t(k0 * 128), &we_map, bar, c * kWgChunk, k0);
       }
       return;
     }
@@ -537,7 +537,7 @@ void run(const MBConvProblem& p, const Args<MBConvProblem>& a) {
   if (prm.tma_we)
     we_map = gpu::hopper::cached_tma_tile_2d(
         {.base = reinterpret_cast<uint64_t>(a.expand_w), .rows = uint64_t(p.C), .cols = uint64_t(p.hidden()),
-         .row_stride_bytes = uint64_t(p.hidden()) * 2, .elem_bytes = 2, .box_rows = 64, .box_cols = 64});
+         .row_stride_bytes = uint64_t(p.hidden()) * 2, .elem_bytes = 2, .box_rows = prm.l.we_box, .box_cols = 64});
   if (prm.tma_wp)
     wp_map = gpu::hopper::cached_tma_tile_2d(
         {.base = reinterpret_cast<uint64_t>(a.project_w), .rows = uint64_t(p.hidden()), .cols = uint64_t(p.C_out),
