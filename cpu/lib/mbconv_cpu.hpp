@@ -1,4 +1,4 @@
-// cpu/lib/mbconv_cpu.hpp — pieces both CPU MBConv rungs share (fp32, NHWC):
+// cpu/lib/mbconv_cpu.hpp — pieces the CPU MBConv rungs share (fp32, NHWC):
 // the SE gate from per-image channel sums, the gate multiply, and a depthwise
 // KxK conv over a band of rows held anywhere in memory. Header-only,
 // registers nothing.

@@ -404,8 +404,7 @@ inline void output_row(const Fused& f, Ring& ring, int n, int op, double* sums, 
     depthwise_row<5, kAct, kOut>(f, ring, n, op, sums, gate, dt);
 }
 
-// Weights into the shared buffers: wt [K·K, Hd8], bd [Hd8], be [16·panels],
-// We [panel][C][16], Wp [panel][Hd8][16], bp [16·panels]; every pad entry 0.
+// The weights into `shared`, laid out as PackedWeights says; every pad entry 0.
 inline void prepare_weights(const MBConvProblem& p, const Args<MBConvProblem>& a, const PackedWeights& l, float* shared) {
   const int Hd = p.hidden(), Hd8 = round8(Hd), taps = p.kernel * p.kernel;
   std::memset(shared, 0, l.floats() * sizeof(float));
