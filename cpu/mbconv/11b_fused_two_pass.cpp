@@ -41,8 +41,9 @@
 // traffic x twice, y once, the weights once: MBConvProblem::two_pass_recompute_bytes().
 // Floor: the FMA pipes, not DRAM — each SiLU of 8 lanes is ~10 FMA-pipe
 // instructions, as many as 80 of the block's MACs (the count: NOTES.md).
-// Tunables: kBandRows (rows per task), kRun (pixels per depthwise run = rows of
-// the project's tile), kTileRows (pixels of the expand's tile).
+// Tunables: kBandRows (rows per task) here; kRun (pixels per depthwise run = rows
+// of the project's tile) and kTileRows (pixels of the expand's tile) in the
+// kernels' header, cpu/lib/mbconv_fused_avx2.hpp, which 11c shares.
 // Supported: f32, any sizes. The kernels are AVX2/FMA (chosen at run time, as
 // the GEMM ladder's micro-kernel is: selected_micro_kernel()); without them
 // (or with CONVLAB_NO_AVX2=1) the same two passes run per band on the portable
