@@ -120,6 +120,13 @@ inline void depthwise_band(const MBConvProblem& p, const float* in, int h0, cons
     }
 }
 
+// y[i, o] += bp[o] (+ x[i, o] with the residual, whose P, Q are H, W and C_out is C) over `pixels`
+// consecutive output pixels: the project GEMM's epilogue in the portable paths.
+inline void add_bias_residual(const MBConvProblem& p, std::ptrdiff_t pixels, float* y, const float* bp, const float* x) {
+  for (std::ptrdiff_t i = 0; i < pixels; ++i)
+    for (int o = 0; o < p.C_out; ++o) y[i * p.C_out + o] += bp[o] + (p.has_residual() ? x[i * p.C + o] : 0.0f);
+}
+
 // [hidden, K, K, 1] -> [K·K, hidden].
 inline void transpose_depthwise(const MBConvProblem& p, const float* w, float* wt) {
   const int Hd = p.hidden(), taps = p.kernel * p.kernel;

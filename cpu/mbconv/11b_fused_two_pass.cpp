@@ -258,10 +258,8 @@ void run_portable(const MBConvProblem& p, const Args<MBConvProblem>& a, cpu_gemm
       const GemmProblem g{pixels, p.C_out, Hd, DType::f32};
       cpu_gemm::gemm_packed(g, d, static_cast<const float*>(a.project_w), yb, gemm_ws, kernel);
       const auto* bp = static_cast<const float*>(a.project_b);
-      const float* xb = static_cast<const float*>(a.x) + first * p.C;  // residual: P, Q == H, W and C_out == C
-      for (std::ptrdiff_t i = 0; i < pixels; ++i)
-        for (int o = 0; o < p.C_out; ++o)
-          yb[i * p.C_out + o] += bp[o] + (p.has_residual() ? xb[i * p.C + o] : 0.0f);
+      const float* xb = static_cast<const float*>(a.x) + first * p.C;
+      add_bias_residual(p, pixels, yb, bp, xb);
     }
   }
 }

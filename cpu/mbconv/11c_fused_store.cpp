@@ -199,8 +199,7 @@ void run_portable(const MBConvProblem& p, const Args<MBConvProblem>& a, cpu_gemm
       float* yn = y + std::ptrdiff_t(n) * pixels * p.C_out;
       const GemmProblem g{pixels, p.C_out, Hd, DType::f32};
       cpu_gemm::gemm_packed(g, d, static_cast<const float*>(a.project_w), yn, gemm_ws, kernel);
-      for (std::ptrdiff_t i = 0; i < pixels; ++i)  // residual: P, Q == H, W and C_out == C
-        for (int o = 0; o < p.C_out; ++o) yn[i * p.C_out + o] += bp[o] + (p.has_residual() ? xn[i * p.C + o] : 0.0f);
+      add_bias_residual(p, pixels, yn, bp, xn);
     }
   }
 }
