@@ -82,7 +82,8 @@ Machine machine_from_probe_json(const std::string& path) {
   const auto required = [&](const char* key) {
     const json::Value* v = root.find(key);
     if (!v || !v->is_number() || !(v->number > 0))
-      throw std::runtime_error(path + ": missing or non-positive number '" + key + "'");
+      throw std::runtime_error(path + ": missing or non-positive number '" + key +
+                               "' (a probe taken without a GPU has no GPU rates: name a preset, e.g. h200)");
     return v->number;
   };
   const double hgemm = required("gpu_hgemm_gflops");

@@ -41,7 +41,8 @@ void print_help(std::ostream& out) {
          "                (default N=128,H=56,W=56,C=64,dtype=f16)\n"
          "                or an mbconv spec: keys N, H, W, C, e, k, stride, se, C_out, act, dtype\n"
          "                (default N=128,H=56,W=56,C=24,e=6,k=3,se=0.25,dtype=f16)\n"
-         "--machine NAME  measured (the probe file; the default when it exists), h200, h100, a5000\n"
+         "--machine NAME  measured (the probe file; the default when it holds GPU rates), h200 (the\n"
+         "                default otherwise), h100, a5000\n"
          "--probe FILE    probe JSON for --machine measured (default: $CONVLAB_PROBE_FILE or probe.json\n"
          "                beside the program)\n"
          "--tile N        output pixels per CTA in the fused plans (default 128 for convfirst: 10b_fused's\n"
@@ -96,7 +97,18 @@ int run(const std::vector<std::string>& args) {
   }
   const int sms = int(parsed.get_int("--sms", 132, 1, 1 << 16));
   const std::string probe = parsed.get("--probe", probe_file_path());
-  const std::string machine_name = parsed.get("--machine", std::filesystem::exists(probe) ? "measured" : "h200");
+  // The default: this machine's probe when it holds GPU rates (a probe taken without a GPU has
+  // none, and these plans are GPU plans), else the H200 preset.
+  const auto probe_has_gpu = [&] {
+    try {
+      analysis::machine_from_probe_json(probe);
+      return true;
+    } catch (const std::exception&) {
+      return false;
+    }
+  };
+  const std::string machine_name =
+      parsed.get("--machine", std::filesystem::exists(probe) && probe_has_gpu() ? "measured" : "h200");
   analysis::Machine m;
   try {
     m = analysis::machine_by_name(machine_name, probe);
