@@ -45,8 +45,8 @@ using namespace cpu_mbconv;
 using namespace cpu_mbconv::avx2;
 using cpu::thread_count;
 
-// Workspace, AVX2 path: [ the packed weights (PackedWeights) ], then per thread [ z [Cr] | E's
-// ring | D of one image [P·Q, Hd8] | sums (double) [Hd8] | gate [Hd8] | Wg [panels_out][Hd8][16] ].
+// Workspace, AVX2 path: [ the packed weights (PackedWeights) ], then per thread [ z [Cr] | sums
+// (double) [Hd8] | gate [Hd8] | E's ring | D of one image [P·Q, Hd8] | Wg [panels_out][Hd8][16] ].
 // Portable path: [ wt [K·K, hidden] ], then per thread [ z | sums | gate | E and D of one image
 // [H·W, hidden], [P·Q, hidden] | the GEMM's packing ].
 struct Layout {
