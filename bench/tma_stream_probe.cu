@@ -1,35 +1,34 @@
-// bench/tma_stream_probe.cu — how fast can one CTA per SM stream a weight matrix out of L2 by TMA,
-// the way 11g's project streams Wp? (lesson 11's NOTES.md: "Where 11g stands").
+// bench/tma_stream_probe.cu — how fast can one CTA per SM stream a weight matrix out of L2 into
+// shared memory, the way 11g's project streams Wp? (lesson 11's NOTES.md, sessions wave-2o/2p)
 //
-//   build-gpu/convlab_tma_stream [--rows 1152] [--cols 192] [--ctas 128] [--room 93] [--reps 20]
-//                                [--copies 1] [--spacer 120] [--json FILE]
+//   build/convlab_tma_stream [--rows 1152] [--cols 192] [--ctas 128] [--room 93] [--reps 20]
+//                            [--copies 1] [--spacer 120] [--json FILE]
 //
-// Every CTA (one per SM: each asks for more than half an SM's shared memory) walks the same
-// rows × cols 16-bit matrix, resident in L2, in stages of box_rows rows: cols/64 boxes of
-// box_rows × 64 elements, 128-byte swizzled, into a ring of `stages` slots that fits `room` KB.
-// Step kk, as in 11g's project: a CTA barrier (every warp is done with stage kk − 1), thread 0
-// asks for stage kk + stages − 1, every thread waits on stage kk's mbarrier and reads one element
-// of it. Nothing else: no MMA, no gate. So the time per stage is the floor the project's stream
-// sets for its configuration, and the sweep over (box_rows, stages) says which configuration
-// streams fastest (starting CTA b at stage b made no difference in wave-2o and is gone). Method tma-nofence drops every thread's fence.proxy.async before the barrier (the
-// generic reads of stage kk − 1 are ordered before the rewrite by the barrier and thread 0's
-// issue alone); method cp.async streams the same stages with every thread's 16-byte cp.async.
+// Every CTA walks a rows × cols 16-bit matrix, resident in L2, in stages of box_rows rows, into
+// a ring of `stages` slots that fits `room` KB. Step kk, as in 11g's project: a CTA barrier (every
+// warp is done with stage kk − 1), stage kk + stages − 1 is asked for, every thread waits for
+// stage kk and reads one element of it. No MMA, no gate: the time per stage is the floor the
+// stream sets for its configuration. Three methods:
+//   tma          thread 0 asks for cols/64 boxes of box_rows × 64 (128-byte swizzle); every thread
+//                fences the generic proxy against the async one before the barrier (as 11g did)
+//   tma-nofence  the same without the fence (the barrier and thread 0's issue after it order the
+//                reads of stage kk − 1 before the engine rewrites it)
+//   cp.async     every thread asks for 16-byte pieces of the stage; wait_group, then the barrier
+// Sweeps box_rows 16..128 and stages 2..8 (those that fit the room).
+// --copies R: R copies of the matrix one under another, CTA b streams copy b mod R (R = 1: every
+//   SM asks for the same lines at about the same time; R = ctas: no two SMs share a line).
+// --spacer KB: shared memory each CTA asks for beyond its ring (default 120: more than half an
+//   SM's with the ring, so one CTA per SM, as 11g).
 //
-// --copies R puts R copies of the matrix one under another and CTA b streams copy b mod R: with
-// R = 1 every SM asks L2 for the same lines at about the same time, with R = ctas no two SMs share
-// a line, so the sweep over R says whether the rate is each SM's own or the lines' contention.
-//
-// The matrix is all ones and each CTA's slots are zeroed first, so the sum of what the threads
-// read (stages · threads per CTA) checks that every stage landed before it was read.
-// --spacer KB: shared memory each CTA asks for beyond its ring (default 120: with the ring, more
-// than half an SM's, so one CTA per SM, as 11g).
-//
-// Prints one row per configuration: median kernel time (L2 warm, reps launches, CUDA events around
-// each launch), then from the last launch's %globaltimer stamps (thread 0 of each CTA, at entry,
-// before and after the stage loop): the span from the first CTA's entry to the last CTA's end, the
-// spread of the entries, the median prologue (entry to loop: zeroing, barrier init) and loop, µs
-// per stage and bytes per µs per SM from the median loop. Exit status: 0 when every check passed, 1 when one did not, 2 for a bad
-// flag, 3 without a usable sm_90a GPU.
+// Check: the matrix is all ones and each CTA's slots are zeroed first, so the sum of what a CTA's
+// threads read (stages · threads) says every stage landed before it was read.
+// Prints one row per configuration: the median event time of a lone launch (reps launches; it
+// holds the launch, which grows with the grid), then from the last launch's %globaltimer stamps
+// (thread 0 of each CTA: entry, loop start, loop end) the span from the first entry to the last
+// end, the entries' spread, the median prologue and loop, and µs per stage and bytes per µs per
+// SM from the median loop: the stream's own figures.
+// Exit status: 0 when every check passed, 1 when one did not, 2 for a bad flag, 3 without a
+// usable sm_90a GPU.
 #include <cuda_runtime.h>
 
 #include <algorithm>
