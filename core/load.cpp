@@ -53,6 +53,16 @@ std::vector<std::string> probe_notes(const MachinePeaks& m) {
                   "processes held cores while probing; `convlab probe` on a quiet machine measures it again",
                   m.cpu_threads, m.cpu_gflops_all, m.cpu_gflops_1t);
     notes.push_back(buf);
+  } else if (m.cpu_threads > 1 && m.cpu_gflops_all > 0 && m.cpu_gflops_all < 1.1 * m.cpu_gflops_1t) {
+    // An all-thread peak no higher than one thread's inflates every Threads::all row's % of peak
+    // (by the thread count, on the 2-core machine): either the cores were shared while probing,
+    // or the threads share one core's FMA pipes (SMT); a quiet re-probe tells which.
+    std::snprintf(buf, sizeof buf,
+                  "note: the FMA peak on %d threads (%.0f GFLOP/s) is barely above the one-thread peak (%.0f): "
+                  "other processes held cores while probing, or the threads share one core (SMT); `convlab "
+                  "probe` on a quiet machine tells which",
+                  m.cpu_threads, m.cpu_gflops_all, m.cpu_gflops_1t);
+    notes.push_back(buf);
   }
   if (m.cpu_threads > 1 && m.cpu_gbs_all > 0 && m.cpu_gbs_all < 0.9 * m.cpu_gbs_1t) {
     std::snprintf(buf, sizeof buf,

@@ -186,6 +186,12 @@ TEST_CASE("load: a probe disturbed by other work is reported, never rewritten", 
   m.cpu_gflops_all = 230;
   m.cpu_fma_spread = 0.01;
   CHECK(probe_notes(m).empty());  // a quiet probe says nothing
+  m.cpu_gflops_all = 119;         // two threads no faster than one: said, and kept as measured
+  REQUIRE(probe_notes(m).size() == 1);
+  CHECK(contains(probe_notes(m)[0], "barely above the one-thread peak"));
+  CHECK(m.cpu_gflops_all == 119);
+  m.cpu_threads = 1;              // one thread: nothing to compare
+  CHECK(probe_notes(m).empty());
 }
 
 TEST_CASE("load: % of peak uses the peak of the threads a variant will use", "[load][probe][cpu]") {
