@@ -60,8 +60,11 @@ ParsedArgs parse_args(const std::vector<std::string>& args, const std::vector<Op
       inline_value = true;
     }
     const OptionSpec* spec = find_spec(name);
-    if (!spec) throw UsageError("unknown option '" + name + "' for `convlab " + command + "` (see `convlab " +
-                                command + " --help`)");
+    if (!spec) {
+      // A `convlab` command, or a program of its own (convlab_tma_stream) named as it is run.
+      const std::string program = command.rfind("convlab_", 0) == 0 ? command : "convlab " + command;
+      throw UsageError("unknown option '" + name + "' for `" + program + "` (see `" + program + " --help`)");
+    }
     if (parsed.has(name)) throw UsageError("option " + name + " given twice");
     if (spec->takes_value && !inline_value) {
       if (i + 1 >= args.size()) throw UsageError("option " + name + " needs a value");

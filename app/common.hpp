@@ -37,7 +37,8 @@ class ParsedArgs {
   std::map<std::string, std::string> values_;
 };
 
-// Splits `args` into positional words and the options `allowed` names;
+// Splits `args` into positional words and the options `allowed` names (`command`: a convlab
+// command's name, or a whole program's, "convlab_tma_stream", for the messages);
 // UsageError on an unknown option, a missing or empty value, a value that is
 // itself an option (`--out --shape`), or a repeated option.
 ParsedArgs parse_args(const std::vector<std::string>& args, const std::vector<OptionSpec>& allowed,

@@ -2,7 +2,7 @@
 // shared memory, the way 11g's project streams Wp? (lesson 11's NOTES.md, sessions wave-2o/2p)
 //
 //   build/convlab_tma_stream [--rows 1152] [--cols 192] [--ctas 128] [--room 93] [--reps 20]
-//                            [--copies 1] [--spacer 120] [--json FILE]
+//                            [--copies 1] [--spacer 120] [--json FILE] [--help]
 //
 // Every CTA walks a rows × cols 16-bit matrix, resident in L2, in stages of box_rows rows, into
 // a ring of `stages` slots that fits `room` KB. Step kk, as in 11g's project: a CTA barrier (every
@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "app/common.hpp"  // parse_args
 #include "core/device.hpp"
 #include "core/timing.hpp"  // summarize
 #include "gpu/lib/check.cuh"
@@ -155,39 +156,33 @@ int usage(const char* why) {
   return 2;
 }
 
-int positive(const char* flag, const char* text, int lo, int hi, int* out) {
-  char* end = nullptr;
-  const long v = std::strtol(text, &end, 10);
-  if (!end || *end || v < lo || v > hi) {
-    std::fprintf(stderr, "tma_stream: %s must be an integer in %d..%d, not '%s'\n", flag, lo, hi, text);
-    return 2;
-  }
-  *out = int(v);
-  return 0;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   int rows = 1152, cols = 192, ctas = 128, room_kb = 93, reps = 20, copies = 1, spacer_kb = 120;
   std::string json_path;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg != "--rows" && arg != "--cols" && arg != "--ctas" && arg != "--room" && arg != "--reps" && arg != "--copies" &&
-        arg != "--spacer" && arg != "--json")
-      return usage(("unknown option '" + arg + "'").c_str());
-    if (i + 1 >= argc) return usage(("missing value for " + arg).c_str());
-    const char* v = argv[++i];
-    int bad = 0;
-    if (arg == "--rows") bad = positive("--rows", v, 64, 65536, &rows);
-    else if (arg == "--cols") bad = positive("--cols", v, 64, 1024, &cols);
-    else if (arg == "--ctas") bad = positive("--ctas", v, 1, 4096, &ctas);
-    else if (arg == "--room") bad = positive("--room", v, 8, 100, &room_kb);
-    else if (arg == "--reps") bad = positive("--reps", v, 1, 1000, &reps);
-    else if (arg == "--copies") bad = positive("--copies", v, 1, 256, &copies);
-    else if (arg == "--spacer") bad = positive("--spacer", v, 0, 200, &spacer_kb);
-    else json_path = v;
-    if (bad) return bad;
+  try {  // the suite's option parser (app/common.hpp): one error line and status 2 on a bad flag
+    const std::vector<app::OptionSpec> allowed = {{"--rows", true},  {"--cols", true},   {"--ctas", true},
+                                                  {"--room", true},  {"--reps", true},   {"--copies", true},
+                                                  {"--spacer", true}, {"--json", true},  {"--help", false}};
+    const app::ParsedArgs a =
+        app::parse_args(std::vector<std::string>(argv + 1, argv + argc), allowed, "convlab_tma_stream");
+    if (a.has("--help")) {
+      std::printf("usage: convlab_tma_stream [--rows R] [--cols C] [--ctas N] [--room KB] [--reps R] [--copies R] "
+                  "[--spacer KB] [--json FILE]\n(bench/tma_stream_probe.cu's header says what each flag does)\n");
+      return 0;
+    }
+    if (!a.positional.empty()) throw app::UsageError("unexpected argument '" + a.positional.front() + "'");
+    rows = int(a.get_int("--rows", rows, 64, 65536));
+    cols = int(a.get_int("--cols", cols, 64, 1024));
+    ctas = int(a.get_int("--ctas", ctas, 1, 4096));
+    room_kb = int(a.get_int("--room", room_kb, 8, 100));
+    reps = int(a.get_int("--reps", reps, 1, 1000));
+    copies = int(a.get_int("--copies", copies, 1, 256));
+    spacer_kb = int(a.get_int("--spacer", spacer_kb, 0, 200));
+    json_path = a.get("--json");
+  } catch (const app::UsageError& e) {
+    return usage(e.what());
   }
   if (cols % 64 != 0) return usage("--cols must be a multiple of 64 (whole 64-column boxes)");
   if (rows % 128 != 0) return usage("--rows must be a multiple of 128 (whole stages of every box height)");
