@@ -35,11 +35,13 @@
 // slots (two where they fit, else one): the layout header. TMA where We's and Wp's rows are a
 // multiple of 8 elements and 16-byte aligned, else cp.async by every thread.
 // Run just this: build/convlab run mbconv/gpu/11g_fused_image_wgmma --shape N=128,H=7,C=192,dtype=f16
+// Its phases' times per CTA: the same with CONVLAB_PHASE_STAMPS=1 and --reps 0 (gpu/lib/phase_stamps.cuh).
 #include "gpu/lib/hopper/mbarrier.cuh"              // mbarrier_init, mbarrier_arrive, mbarrier_wait
 #include "gpu/lib/hopper/tma.cuh"                   // tma_load_2d, cached_tma_tile_2d
 #include "gpu/lib/mbconv_fused.cuh"                 // activate_pair, load_pair, unpack_pair
 #include "gpu/lib/mbconv_image_se.cuh"
 #include "gpu/lib/mbconv_image_wgmma_layout.hpp"
+#include "gpu/lib/phase_stamps.cuh"
 #include "gpu/lib/wgmma.cuh"
 #include "gpu/lib/wgmma_probe.hpp"
 #include "ops/mbconv.hpp"
@@ -68,7 +70,12 @@ struct WgParams {
   bool fc1_in_loop;     // the SE's first layer inside the chunk loop (Cr ≤ kWgLoopFc1Max)
   bool pairs_w1;        // W1's two columns of a lane in one 4-byte load (Cr even, W1 4-byte aligned)
   WgImageLayout l;
+  unsigned long long* stamps;  // CONVLAB_PHASE_STAMPS: the phases' %globaltimer stamps (else null)
 };
+
+// The phase stamps (gpu/lib/phase_stamps.cuh): entry, then the end of each phase below.
+constexpr int kStampKinds = 6;
+const std::vector<std::string> kPhases = {"setup", "chunk loop", "loop barrier", "SE", "project"};
 
 // A 16-byte piece of a row-major global matrix (row `src`, columns col .. col + 7, of which those
 // below `valid` exist) into shared memory at `dst`: one cp.async (vec: 16-byte aligned rows, valid
@@ -264,6 +271,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int z_out = tid - 128;
   const float b1v = prm.fc1_in_loop && z_out >= 0 && z_out < prm.cr ? to_float(b1[z_out]) : 0.0f;
 
+  if (tid == 0) phase_stamp(prm.stamps, 0, kStampKinds);
   // ---- x (all threads), E's zero borders, the row tables; We chunks 0 and 1 (warpgroup 0) -------
   const int x_pieces = l.cp / 8;
   for (int i = tid; i < l.rx * x_pieces; i += kThreads) {
@@ -326,6 +334,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   else cp_async_wait<0>();
   fence_proxy_async_shared();  // what cp.async and st.shared wrote, visible to wgmma
   __syncthreads();
+  if (tid == 0) phase_stamp(prm.stamps, 1, kStampKinds);
 
   if (wg == 0) {
     // ---- warpgroup 0: E = φ(X·We[:, chunk] + be), one chunk ahead of the depthwise ------------------
@@ -458,9 +467,11 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     }
     if (prm.fc1_in_loop) red[v * kWgLoopFc1Max + 2 * lane] = zp[0], red[v * kWgLoopFc1Max + 2 * lane + 1] = zp[1];
+    if (tid == 128) phase_stamp(prm.stamps, 2, kStampKinds);
   }
   fence_proxy_async_shared();  // the generic accesses to x and E, ordered before the TMA writes over them
   __syncthreads();  // pooled whole; x, We and E are dead: their room takes the Wp stages
+  if (tid == 0) phase_stamp(prm.stamps, 3, kStampKinds);
 
   // ---- the project's first stages go out now, under the SE ------------------------------------
   const int stages = l.nb > 3 ? kWgProjectStages : l.wp_stages();
@@ -507,6 +518,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   }
 
+  if (tid == 0) phase_stamp(prm.stamps, 4, kStampKinds);
   // ---- the project: Y = D·Wp + bp (+ x); warpgroup w owns n64 blocks w and w + 3 -----------------
   // Every warpgroup issues the same wgmma count (a warpgroup short of a block repeats its last one
   // and stores nothing from it): a wgmma under a branch on a run-time value makes ptxas serialize
@@ -515,6 +527,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   else if (stages == kWgProjectStagesDeep)
     project<Element, 1, kWgProjectStagesDeep>(prm, pc, ds_at, xs_at, xn, wp, bp, y, &wp_map, wp_full);
   else project<Element, 1, kWgProjectStages>(prm, pc, ds_at, xs_at, xn, wp, bp, y, &wp_map, wp_full);
+  if (tid == 0) phase_stamp(prm.stamps, 5, kStampKinds);
 }
 
 bool supports(const MBConvProblem& p) {
@@ -534,6 +547,8 @@ void run(const MBConvProblem& p, const Args<MBConvProblem>& a) {
   prm.pairs_w1 = p.se_channels() % 2 == 0 && aligned_to(a.se1_w, 4);
   // Unused maps stay zero (the kernel never names them).
   CUtensorMap we_map{}, wp_map{};
+  const gpu::PhaseStamps stamps("11g", int(p.N), kPhases);
+  prm.stamps = stamps.device();
   if (prm.tma_we)
     we_map = gpu::hopper::cached_tma_tile_2d(
         {.base = reinterpret_cast<uint64_t>(a.expand_w), .rows = uint64_t(p.C), .cols = uint64_t(p.hidden()),
@@ -552,6 +567,7 @@ void run(const MBConvProblem& p, const Args<MBConvProblem>& a) {
           static_cast<const E*>(a.se1_b), static_cast<const E*>(a.se2_w), static_cast<const E*>(a.se2_b),
           static_cast<const E*>(a.project_w), static_cast<const E*>(a.project_b), static_cast<E*>(a.y));
       check_launch(name);
+      stamps.report();
     };
     const bool relu = p.activation == MBConvActivation::relu;
     if (p.kernel == 3) {
