@@ -341,6 +341,10 @@ std::vector<MBConvProblem> test_shapes() {
       // Cr 5 above takes the element loads), after the loop past it (Cr 68)
       block(1, 6, 6, 128, 3, 5, 2, 0.5, 24, relu, bf16),
       block(2, 7, 7, 136, 2, 3, 1, 0.5, 64, silu, f16),
+      // 11g's depthwise walks output rows in segments of 8 pixels: rows of four segments (Q = 29, the
+      // last 5 wide), and of two at stride 2 with k = 5 (Q = 11)
+      block(2, 2, 29, 24, 6, 3, 1, 0.25, 24, silu, f16),
+      block(1, 3, 21, 16, 6, 5, 2, 0.25, 24, relu, bf16),
   };
 }
 

@@ -14,8 +14,9 @@
 //   e = φ(x·We + be)                           warpgroup 0, per 64-channel chunk: wgmma m64n64k16 over C,
 //                                              A = x (K-major), B = We[:, chunk] (MN-major, by TMA in
 //                                              boxes of up to 256 k rows, two chunks ahead) -> φ -> E slot
-//   d = φ(dw(e) + bd)                          warpgroups 1-2: warp = 8 channels, lane = a channel pair at
-//                                              every 8th pixel, two pixels at a time; FMA -> D panel
+//   d = φ(dw(e) + bd)                          warpgroups 1-2: warp = 8 channels, lane = a channel pair
+//                                              over an output row segment of up to 8 pixels, each E
+//                                              pair loaded once for all its taps; FMA -> D panel
 //                                              (K-major, swizzled); sums; FC1's share: sums · W1 rows
 //   g = sigmoid(ψ(mean(d)·W1 + b1)·W2 + b2)    FC1 in the depthwise's loop (Cr ≤ 64; else after it),
 //                                              FC2 by all 384 threads (gpu/lib/mbconv_image_se.cuh);
@@ -69,6 +70,7 @@ struct WgParams {
   bool tma_we, tma_wp;  // We's chunks and Wp's stages by TMA (rows a multiple of 8 elements, 16-byte aligned)
   bool fc1_in_loop;     // the SE's first layer inside the chunk loop (Cr ≤ kWgLoopFc1Max)
   bool pairs_w1;        // W1's two columns of a lane in one 4-byte load (Cr even, W1 4-byte aligned)
+  bool pairs_dw;        // a lane's depthwise taps and bias in 4-byte loads (dw_w, dw_b 4-byte aligned)
   WgImageLayout l;
   unsigned long long* stamps;  // CONVLAB_PHASE_STAMPS: the phases' %globaltimer stamps (else null)
 };
@@ -236,6 +238,34 @@ __device__ __forceinline__ void project(const WgParams& prm, const WpPieces& pc,
   }
 }
 
+// The depthwise of one output row segment (up to 8 pixels q0 .. q0 + 7 of a row, stride S) for a
+// lane's channel pair: the segment's input window, row r of the taps at a time, each E pair loaded
+// and converted once and added into every output of the segment that one of its taps reaches
+// (up to K of them). e points at the pair's channels of the segment's top-left tap; span: the
+// window's valid columns ((nq − 1)·S + K; the rest of the unrolled window reads nothing).
+// wk: channel 0's K² taps, then channel 1's.
+template <int K, int S, class Element>
+__device__ __forceinline__ void dw_segment(const Element* e, int wp, int span, const float (&wk)[2 * K * K],
+                                           float (&a0)[8], float (&a1)[8]) {
+  constexpr int kWindow = 7 * S + K;
+#pragma unroll
+  for (int r = 0; r < K; ++r) {
+    const Element* row = e + r * wp * kWgLde;
+#pragma unroll
+    for (int j = 0; j < kWindow; ++j) {
+      const float2 v = j < span ? load_pair(row + j * kWgLde) : make_float2(0.0f, 0.0f);
+#pragma unroll
+      for (int o = 0; o < 8; ++o) {
+        const int t = j - o * S;  // the tap column that takes input column j to output o
+        if (t >= 0 && t < K) {
+          a0[o] = fmaf(v.x, wk[r * K + t], a0[o]);
+          a1[o] = fmaf(v.y, wk[K * K + r * K + t], a1[o]);
+        }
+      }
+    }
+  }
+}
+
 // Grid: N CTAs (one per image), 384 threads, l.bytes of dynamic shared memory.
 template <class Element, int K, bool kRelu>
 __global__ void __launch_bounds__(kThreads, 1)
@@ -393,22 +423,36 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   } else {
     // ---- warpgroups 1-2: D = φ(dw(E) + bd) -> D's panel c; channel sums -> pooled -------------------
-    // Warp v owns channels 8v .. 8v + 7 of every chunk; its lane (pg, cq) the pair 8v + 2cq at output
-    // pixels pg, pg + 8, ...: a load reads eight pixels' 16 bytes (no bank conflict on E's 144-byte
-    // rows), and a pair's sum over the pixels is three shuffles within the warp.
+    // Warp v owns channels 8v .. 8v + 7 of every chunk; its lane (pg, cq) the pair 8v + 2cq over the
+    // output row segments pg, pg + 8, ... (a segment: up to 8 pixels of one output row). A load
+    // reads eight segments' 16 bytes (no bank conflict on E's 144-byte rows at stride 1), and a
+    // pair's sum over the pixels is three shuffles within the warp.
     constexpr int kTaps = K * K;
     const int v = warp - 4, pg = lane / 4, cq = lane % 4;
-    // The lane's taps and bias for chunk c + 1 are loaded during chunk c (in the 16-bit type).
-    Element next[2][kTaps + 1];
+    const int segs = (prm.Q + 7) / 8, items = prm.P * segs;
+    // The lane's taps and bias for chunk c + 1, loaded during chunk c: channel 8v + 2cq's K² 16-bit
+    // taps then its neighbour's, two a word (dw_w is [hidden][K²]: the pair's 2K² are contiguous and
+    // start at an even element), then the bias pair.
+    uint32_t next[kTaps + 1];
     const auto fetch = [&](int c) {
       const int ch = c * kWgChunk + 8 * v + 2 * cq;
+      const unsigned short* d16 = reinterpret_cast<const unsigned short*>(dw);
+      const unsigned short* b16 = reinterpret_cast<const unsigned short*>(bd);
+      if (prm.pairs_dw && c < chunks && ch + 1 < hidden) {
+        const unsigned* w = reinterpret_cast<const unsigned*>(d16 + std::ptrdiff_t(ch) * kTaps);
 #pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        const bool in = c < chunks && ch + i < hidden;
-#pragma unroll
-        for (int t = 0; t < kTaps; ++t) next[i][t] = in ? dw[std::ptrdiff_t(ch + i) * kTaps + t] : from_float<Element>(0.0f);
-        next[i][kTaps] = in ? bd[ch + i] : from_float<Element>(0.0f);
+        for (int i = 0; i < kTaps; ++i) next[i] = __ldg(w + i);
+        next[kTaps] = __ldg(reinterpret_cast<const unsigned*>(b16 + ch));
+        return;
       }
+      const auto tap = [&](int i) -> uint32_t {  // element i of the pair's 2K² taps, zero past hidden
+        const int chi = ch + (i >= kTaps);
+        return c < chunks && chi < hidden ? __ldg(d16 + std::ptrdiff_t(ch) * kTaps + i) : 0u;
+      };
+#pragma unroll
+      for (int i = 0; i < kTaps; ++i) next[i] = tap(2 * i) | tap(2 * i + 1) << 16;
+      next[kTaps] = (c < chunks && ch < hidden ? uint32_t(__ldg(b16 + ch)) : 0u) |
+                    (c < chunks && ch + 1 < hidden ? uint32_t(__ldg(b16 + ch + 1)) : 0u) << 16;
     };
     fetch(0);
     // FC1's share (prm.fc1_in_loop): this lane's partial outputs 2·lane, 2·lane + 1, and the warp's
@@ -418,40 +462,36 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (prm.fc1_in_loop) fc1_rows(w1_rows, w1, prm.cr, hidden, 8 * v, prm.pairs_w1);
     for (int c = 0; c < chunks; ++c) {
       const int slot = c % slots, ch = c * kWgChunk + 8 * v + 2 * cq;  // this lane's two channels
-      float wk[2][kTaps];
+      float wk[2 * kTaps];
 #pragma unroll
-      for (int t = 0; t < kTaps; ++t) wk[0][t] = to_float(next[0][t]), wk[1][t] = to_float(next[1][t]);
-      const float bd0 = to_float(next[0][kTaps]), bd1 = to_float(next[1][kTaps]);
+      for (int i = 0; i < kTaps; ++i) {
+        const float2 f = unpack_pair<Element>(next[i]);
+        wk[2 * i] = f.x, wk[2 * i + 1] = f.y;
+      }
+      const float2 bdp = unpack_pair<Element>(next[kTaps]);
       fetch(c + 1);
       mbarrier_wait(full(slot), (c / slots) & 1);  // E of chunk c is in its slot
       const Element* e = es + slot * e_elems + 8 * v + 2 * cq;
       const uint32_t d_at = ds_at + uint32_t(c * l.d_panel) + 4 * cq;
       float sum0 = 0.0f, sum1 = 0.0f;
-      // Two of the lane's pixels at a time, pix and pix + 8 (the second only where it exists): their
-      // 2·K² loads and four FMA chains interleave, where one pixel's chains left the warp waiting.
-      const auto finish = [&](int pix, float a0, float a1) {
-        const uint32_t d = activate_pair<Element, kRelu>(a0, a1);
-        // channels 8v + 2cq, + 1 of the panel: 16-byte unit v, swizzled by the pixel's row
-        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(d_at + pix * 128 + 16 * (v ^ (pix % 8))), "r"(d) : "memory");
-        const float2 df = unpack_pair<Element>(d);
-        sum0 += df.x, sum1 += df.y;
-      };
-      for (int pix = pg; pix < PQ; pix += 16) {
-        const bool two = pix + 8 < PQ;
-        const Element* at0 = e + tap0[pix] * kWgLde;
-        const Element* at1 = e + tap0[two ? pix + 8 : pix] * kWgLde;
-        float a0 = bd0, a1 = bd1, c0 = bd0, c1 = bd1;
+      for (int item = pg; item < items; item += 8) {
+        const int p = item / segs, q0 = (item - p * segs) * 8, nq = min(8, prm.Q - q0), pix0 = p * prm.Q + q0;
+        float a0[8], a1[8];
 #pragma unroll
-        for (int r = 0; r < K; ++r)
+        for (int o = 0; o < 8; ++o) a0[o] = bdp.x, a1[o] = bdp.y;
+        const Element* at = e + tap0[pix0] * kWgLde;
+        if (prm.stride == 1) dw_segment<K, 1>(at, l.wp, nq - 1 + K, wk, a0, a1);
+        else dw_segment<K, 2>(at, l.wp, 2 * (nq - 1) + K, wk, a0, a1);
 #pragma unroll
-          for (int s = 0; s < K; ++s) {
-            const int off = (r * l.wp + s) * kWgLde;
-            const float2 va = load_pair(at0 + off), vc = load_pair(at1 + off);
-            a0 = fmaf(va.x, wk[0][r * K + s], a0), a1 = fmaf(va.y, wk[1][r * K + s], a1);
-            c0 = fmaf(vc.x, wk[0][r * K + s], c0), c1 = fmaf(vc.y, wk[1][r * K + s], c1);
-          }
-        finish(pix, a0, a1);
-        if (two) finish(pix + 8, c0, c1);
+        for (int o = 0; o < 8; ++o) {
+          if (o >= nq) break;
+          const int pix = pix0 + o;
+          const uint32_t d = activate_pair<Element, kRelu>(a0[o], a1[o]);
+          // channels 8v + 2cq, + 1 of the panel: 16-byte unit v, swizzled by the pixel's row
+          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(d_at + pix * 128 + 16 * (v ^ (pix % 8))), "r"(d) : "memory");
+          const float2 df = unpack_pair<Element>(d);
+          sum0 += df.x, sum1 += df.y;
+        }
       }
 #pragma unroll
       for (int off = 4; off < 32; off *= 2) {
@@ -545,6 +585,7 @@ void run(const MBConvProblem& p, const Args<MBConvProblem>& a) {
   prm.tma_wp = p.C_out % 8 == 0 && aligned_to(a.project_w, 16);
   prm.fc1_in_loop = p.has_se() && p.se_channels() <= kWgLoopFc1Max;
   prm.pairs_w1 = p.se_channels() % 2 == 0 && aligned_to(a.se1_w, 4);
+  prm.pairs_dw = aligned_to(a.dw_w, 4) && aligned_to(a.dw_b, 4);
   // Unused maps stay zero (the kernel never names them).
   CUtensorMap we_map{}, wp_map{};
   const gpu::PhaseStamps stamps("11g", int(p.N), kPhases);
