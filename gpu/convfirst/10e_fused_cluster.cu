@@ -500,9 +500,14 @@ __global__ void __launch_bounds__(L::kThreads, 1)
           for (int kk = 0; kk < kHSteps; ++kk)
             gpu::hopper::st_shared_cluster_v4(in_peer(h_in + L::h_exchange_offset(consumer, slot, thread, kk), peer),
                                               h_own[kk][0], h_own[kk][1], h_own[kk][2], h_own[kk][3]);
-          // release.cluster: our words are visible to the peer before its phase completes
-          gpu::hopper::mbarrier_arrive_cluster(in_peer(h_full(consumer), peer));
         }
+        // One cluster-scope fence for all the peers' words, then relaxed arrivals: our words are
+        // visible to each peer before its phase completes (a release per arrival would be kS − 1
+        // full memory barriers).
+        gpu::hopper::fence_acq_rel_cluster();
+#pragma unroll
+        for (int peer = 1; peer < kS; ++peer)
+          gpu::hopper::mbarrier_arrive_cluster_relaxed(in_peer(h_full(consumer), peer));
 
         // 5d-5f. Z += H_k · V_r[rows of our columns], in flight while the peers' words arrive,
         //     then Z += H_peer · V_r[rows of that peer's columns], the peers in rank order after
@@ -529,10 +534,12 @@ __global__ void __launch_bounds__(L::kThreads, 1)
 #pragma unroll
             for (int kk = 0; kk < kHSteps; ++kk)
               ld_shared_v4(h_peer[i][kk], h_in + L::h_exchange_offset(consumer, i, thread, kk));
-          // release.cluster: our reads happen before the peers' next stores into these slots
+          // One cluster-scope fence, then relaxed arrivals: our reads happen before the peers'
+          // next stores into these slots.
+          gpu::hopper::fence_acq_rel_cluster();
 #pragma unroll
           for (int peer = 1; peer < kS; ++peer)
-            gpu::hopper::mbarrier_arrive_cluster(in_peer(h_free(consumer), peer));
+            gpu::hopper::mbarrier_arrive_cluster_relaxed(in_peer(h_free(consumer), peer));
           chunk_parity ^= 1u;
         };
         w_pipe.consumer_wait(ws);

@@ -154,6 +154,27 @@ __device__ __forceinline__ void mbarrier_arrive_cluster(uint32_t remote_bar) {
 #endif
 }
 
+// One release for several arrivals: fence_acq_rel_cluster() orders this
+// thread's earlier loads and stores (remote ones included) before its later
+// ones at cluster scope, and mbarrier_arrive_cluster_relaxed then arrives
+// without a release of its own. A thread that signals k peers after one batch
+// of stores pays one fence instead of k releases (each release is a full
+// memory barrier on sm_90: MEMBAR.ALL.GPU in the SASS).
+__device__ __forceinline__ void fence_acq_rel_cluster() {
+#if CONVLAB_CLUSTER_ASM
+  asm volatile("fence.acq_rel.cluster;\n" ::: "memory");
+#else
+  __trap();
+#endif
+}
+__device__ __forceinline__ void mbarrier_arrive_cluster_relaxed(uint32_t remote_bar) {
+#if CONVLAB_CLUSTER_ASM
+  asm volatile("mbarrier.arrive.relaxed.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote_bar) : "memory");
+#else
+  __trap();
+#endif
+}
+
 // Blocks until the phase of parity `parity` of this CTA's barrier `bar` has
 // completed, acquiring at cluster scope (what peers released before arriving
 // is visible afterwards). mbarrier_wait (mbarrier.cuh) acquires at CTA scope
