@@ -155,50 +155,11 @@ __device__ __forceinline__ void image_se_fc2(float* pooled, const float* z, int 
   __syncthreads();
 }
 
-// The warp's 32 partials of each of the 8 outputs in acc meet by recursive halving (offsets 16, 8,
-// 4: a lane keeps the half on its side of the offset's bit and adds its partner's copy of it), then
-// two plain exchanges (2, 1): 4 + 2 + 1 + 1 + 1 shuffles; lane l ends with output
-// halving_output(l, 8)'s whole sum in acc[0], added in a fixed order.
-__device__ __forceinline__ void warp_sum_eight(float (&acc)[8], int lane) {
-#pragma unroll
-  for (int half = 4, off = 16; half >= 1; half /= 2, off /= 2) {
-    const bool upper = lane & off;
-#pragma unroll
-    for (int k = 0; k < half; ++k) {
-      const float send = upper ? acc[k] : acc[k + half], keep = upper ? acc[k + half] : acc[k];
-      acc[k] = keep + __shfl_xor_sync(0xffffffffu, send, off);
-    }
-  }
-  acc[0] += __shfl_xor_sync(0xffffffffu, acc[0], 2);
-  acc[0] += __shfl_xor_sync(0xffffffffu, acc[0], 1);
-}
-
-// FC2 for a few 8-channel units, one warp a unit and no CTA barrier (11g runs it panel by panel
-// inside its project): unit u (u < units) is channels first + 8u .. + 7; lane l adds rows l, l + 32,
-// ... of z · W2 for them, the warp's partials meet in warp_sum_eight, and the gates go to pooled
-// (channels past hidden are left alone).
-template <int kThreads, class Element>
-__device__ __forceinline__ void se_gate_units(float* pooled, const float* z, int hidden, int cr,
-                                              const Element* __restrict__ w2, const Element* __restrict__ b2,
-                                              bool vec_w2, int first, int units) {
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  for (int u = warp; u < units; u += kThreads / 32) {
-    const int ch0 = first + 8 * u;
-    float acc[8] = {};
-    if (vec_w2) weighted_rows<2, true>(acc, z, w2, hidden, ch0, lane, 32, cr);
-    else weighted_rows<2, false>(acc, z, w2, hidden, ch0, lane, 32, cr);
-    warp_sum_eight(acc, lane);
-    const int ch = ch0 + halving_output(lane, 8);
-    if (lane % 4 == 0 && ch < hidden) pooled[ch] = sigmoid_f(acc[0] + to_float(b2[ch]));
-  }
-}
-
-// The SE's first layer: the channel sums in pooled [hidden] -> z [cr]. Every thread of the CTA calls
-// it; it ends with a CTA barrier.
 template <int kThreads, class Element, bool kRelu>
-__device__ __forceinline__ void image_se_fc1(const float* pooled, float* red, float* z, int hidden, int cr, int PQ,
-                                             const Element* __restrict__ w1, const Element* __restrict__ b1,
-                                             bool vec_w1) {
+__device__ __forceinline__ void image_se_gate(float* pooled, float* red, float* z, int hidden, int cr, int PQ,
+                                              const Element* __restrict__ w1, const Element* __restrict__ b1,
+                                              const Element* __restrict__ w2, const Element* __restrict__ b2,
+                                              bool vec_w1, bool vec_w2) {
   constexpr int kWarps = kThreads / 32;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const float inv = 1.0f / float(PQ);
@@ -212,7 +173,21 @@ __device__ __forceinline__ void image_se_fc1(const float* pooled, float* red, fl
       const int first = (warp % wpp) * 32 + lane, step = 32 * wpp;
       if (vec_w1) weighted_rows<10, true>(acc, pooled, w1, cr, c0 + 8 * u, first, step, hidden);
       else weighted_rows<4, false>(acc, pooled, w1, cr, c0 + 8 * u, first, step, hidden);
-      warp_sum_eight(acc, lane);
+      // The warp's 32 partials of each of the 8 outputs meet by recursive halving (offsets 16, 8,
+      // 4: a lane keeps the half on its side of the offset's bit and adds its partner's copy of
+      // it), then two plain exchanges (2, 1): 4 + 2 + 1 + 1 + 1 shuffles; lane l ends with output
+      // halving_output(l, 8)'s whole sum, added in a fixed order.
+#pragma unroll
+      for (int half = 4, off = 16; half >= 1; half /= 2, off /= 2) {
+        const bool upper = lane & off;
+#pragma unroll
+        for (int k = 0; k < half; ++k) {
+          const float send = upper ? acc[k] : acc[k + half], keep = upper ? acc[k + half] : acc[k];
+          acc[k] = keep + __shfl_xor_sync(0xffffffffu, send, off);
+        }
+      }
+      acc[0] += __shfl_xor_sync(0xffffffffu, acc[0], 2);
+      acc[0] += __shfl_xor_sync(0xffffffffu, acc[0], 1);
       if (lane % 4 == 0) red[warp * 8 + halving_output(lane, 8)] = acc[0];
     }
     __syncthreads();
@@ -224,14 +199,6 @@ __device__ __forceinline__ void image_se_fc1(const float* pooled, float* red, fl
     }
     __syncthreads();
   }
-}
-
-template <int kThreads, class Element, bool kRelu>
-__device__ __forceinline__ void image_se_gate(float* pooled, float* red, float* z, int hidden, int cr, int PQ,
-                                              const Element* __restrict__ w1, const Element* __restrict__ b1,
-                                              const Element* __restrict__ w2, const Element* __restrict__ b2,
-                                              bool vec_w1, bool vec_w2) {
-  image_se_fc1<kThreads, Element, kRelu>(pooled, red, z, hidden, cr, PQ, w1, b1, vec_w1);
   image_se_fc2<kThreads, Element>(pooled, z, hidden, cr, w2, b2, vec_w2);
 }
 

@@ -19,8 +19,8 @@
 //                                              pair loaded once for all its taps; FMA -> D panel
 //                                              (K-major, swizzled); sums; FC1's share: sums · W1 rows
 //   g = sigmoid(ψ(mean(d)·W1 + b1)·W2 + b2)    FC1 in the depthwise's loop (Cr ≤ 64; else after it),
-//                                              FC2 and D *= g panel by panel under the project's
-//                                              stages (a warp per 8 channels; gpu/lib/mbconv_image_se.cuh)
+//                                              FC2 by all 384 threads (gpu/lib/mbconv_image_se.cuh);
+//                                              D *= g
 //   y = (d ⊙ g)·Wp + bp (+ x)                  warpgroup w: n64 blocks w and w + 3 of C_out,
 //                                              wgmma m64n64k16 over hidden, Wp by TMA in stages of 64
 //                                              rows, a CTA barrier per stage
@@ -165,51 +165,16 @@ __device__ __forceinline__ void issue_wp_stage_tma(const WgParams& prm, uint32_t
   for (int b = 0; b < l.nb; ++b) tma_load_2d(stage + uint32_t(b * l.wp_panel), wp_map, bar, 64 * b, kk * kWgProjectK);
 }
 
-// D's panel p (hidden channels 64p .. 64p + 63) times its gates in pooled, over the P·Q pixel rows;
-// every thread takes 16-byte units tid, tid + 384, ...
-template <class Element>
-__device__ __forceinline__ void gate_panel(unsigned char* d_panel0, const WgImageLayout& l, const float* pooled, int p) {
-  for (int i = threadIdx.x; i < l.PQ * 8; i += kThreads) {
-    const int r = i / 8, u = i % 8;
-    const int h = p * kWgChunk + 8 * (u ^ (r % 8));  // the unit's first channel (a multiple of 8)
-    uint4* at = reinterpret_cast<uint4*>(d_panel0 + p * l.d_panel + r * 128 + 16 * u);
-    uint4 d = *at;
-    const float4 g0 = *reinterpret_cast<const float4*>(&pooled[h]), g1 = *reinterpret_cast<const float4*>(&pooled[h + 4]);
-    const float gate[8] = {g0.x, g0.y, g0.z, g0.w, g1.x, g1.y, g1.z, g1.w};
-    uint32_t* w = reinterpret_cast<uint32_t*>(&d);
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const float2 f = unpack_pair<Element>(w[k]);
-      w[k] = pack_pair<Element>(f.x * gate[2 * k], f.y * gate[2 * k + 1]);
-    }
-    *at = d;
-  }
-}
-
-// What the project needs for the SE's second half, done panel by panel under its stages.
-template <class Element>
-struct SeTail {
-  unsigned char* d_panel0;  // D's first panel (generic address)
-  float* pooled;            // the gates (panels 0 and 1 already made, panel 0 applied)
-  const float* z;
-  const Element* w2;
-  const Element* b2;
-};
-
 // The project of one image: Y[PQ, C_out] = D·Wp + bp (+ x), D the gated depthwise output in shared
 // memory (K-major panels), Wp streamed in kStages stages of kWgProjectK rows into the room at
 // wps_at (stages 0 .. kStages - 2 already issued: kStages - 1 ahead). Warpgroup w
 // computes the n64 blocks w, w + 3, ... (kBlocks of them; one past the last block repeats the
-// last). All 384 threads. With the SE, while stage kk's wgmma run, the CTA gates D's panel kk + 1
-// (its gates made during stage kk − 1) and makes panel kk + 2's gates (FC2, a warp per 8 channels):
-// stage kk's wgmma reads panel kk only (kWgProjectK = the chunk), and the barrier at the top of
-// each stage orders the two steps.
+// last). All 384 threads.
 template <class Element, int kBlocks, int kStages>
 __device__ __forceinline__ void project(const WgParams& prm, const WpPieces& pc, uint32_t ds_at, uint32_t wps_at,
                                         const Element* xn, const Element* __restrict__ wp,
                                         const Element* __restrict__ bp, Element* __restrict__ y, const CUtensorMap* wp_map,
-                                        uint32_t wp_full, const SeTail<Element>& se) {
-  static_assert(kWgProjectK == kWgChunk, "a project stage is one panel of D: the SE gates them one by one");
+                                        uint32_t wp_full) {
   const WgImageLayout& l = prm.l;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, wg = tid / 128, g = lane / 4, tq = lane % 4;
   const int k_stages = l.hidden_p / kWgProjectK, PQ = l.PQ;
@@ -241,12 +206,6 @@ __device__ __forceinline__ void project(const WgParams& prm, const WpPieces& pc,
         wgmma_m64nNk16_ss_mn_major_b<Element, 64>(acc[b], a, mn_major(stage + blk[b] * l.wp_panel, ks, l.wp_panel), true);
     }
     wgmma_commit_group();
-    if (prm.has_se) {
-      if (kk + 1 < k_stages) gate_panel<Element>(se.d_panel0, l, se.pooled, kk + 1);
-      if (kk + 2 < k_stages)
-        se_gate_units<kThreads, Element>(se.pooled, se.z, prm.hidden, prm.cr, se.w2, se.b2, prm.vec_w2,
-                                         (kk + 2) * kWgChunk, kWgChunk / 8);
-    }
     wgmma_wait_group<0>();
     fence_operands(acc);
   }
@@ -582,8 +541,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     else issue_wp_stage(prm, pc, xs_at, wp, kk, stages);
   }
 
-  // ---- the SE's first layer, the gates of D's panels 0 and 1, panel 0 gated; the rest under the project
-  const SeTail<Element> se{smem + l.ds, pooled, z, w2, b2};
+  // ---- the SE, then D *= g over every 16-byte unit of D's panels ------------------------------
   if (prm.has_se) {
     if (prm.fc1_in_loop) {  // z from the depthwise warps' partials, added in warp order
       if (z_out >= 0 && z_out < prm.cr) {
@@ -593,12 +551,31 @@ __global__ void __launch_bounds__(kThreads, 1)
         z[z_out] = act_f<kRelu>(sum * (1.0f / float(PQ)) + b1v);
       }
       __syncthreads();
+      image_se_fc2<kThreads, Element>(pooled, z, hidden, prm.cr, w2, b2, prm.vec_w2);
     } else {
-      image_se_fc1<kThreads, Element, kRelu>(pooled, red, z, hidden, prm.cr, PQ, w1, b1, prm.vec_w1);
+      image_se_gate<kThreads, Element, kRelu>(pooled, red, z, hidden, prm.cr, PQ, w1, b1, w2, b2, prm.vec_w1,
+                                              prm.vec_w2);
     }
-    se_gate_units<kThreads, Element>(pooled, z, hidden, prm.cr, w2, b2, prm.vec_w2, 0, min(chunks, 2) * (kWgChunk / 8));
-    __syncthreads();
-    gate_panel<Element>(smem + l.ds, l, pooled, 0);
+    // Units tid, tid + 384, ... of D's chunks · P·Q · 8 16-byte units, walked as (chunk, unit of
+    // the panel) by additions.
+    const int panel_units = PQ * 8;
+    for (int c = 0, rest = tid;; rest += kThreads) {
+      while (rest >= panel_units) rest -= panel_units, ++c;
+      if (c >= chunks) break;
+      const int r = rest / 8, u = rest % 8;
+      const int h = c * kWgChunk + 8 * (u ^ (r % 8));  // the unit's first channel (a multiple of 8)
+      uint4* at = reinterpret_cast<uint4*>(smem + l.ds + c * l.d_panel + r * 128 + 16 * u);
+      uint4 d = *at;
+      const float4 g0 = *reinterpret_cast<const float4*>(&pooled[h]), g1 = *reinterpret_cast<const float4*>(&pooled[h + 4]);
+      const float gate[8] = {g0.x, g0.y, g0.z, g0.w, g1.x, g1.y, g1.z, g1.w};
+      uint32_t* w = reinterpret_cast<uint32_t*>(&d);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        const float2 f = unpack_pair<Element>(w[k]);
+        w[k] = pack_pair<Element>(f.x * gate[2 * k], f.y * gate[2 * k + 1]);
+      }
+      *at = d;
+    }
   }
 
   if (tid == 0) phase_stamp(prm.stamps, 4, kStampKinds);
@@ -606,10 +583,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   // Every warpgroup issues the same wgmma count (a warpgroup short of a block repeats its last one
   // and stores nothing from it): a wgmma under a branch on a run-time value makes ptxas serialize
   // them all (C7520).
-  if (l.nb > 3) project<Element, 2, kWgProjectStages>(prm, pc, ds_at, xs_at, xn, wp, bp, y, &wp_map, wp_full, se);
+  if (l.nb > 3) project<Element, 2, kWgProjectStages>(prm, pc, ds_at, xs_at, xn, wp, bp, y, &wp_map, wp_full);
   else if (stages == kWgProjectStagesDeep)
-    project<Element, 1, kWgProjectStagesDeep>(prm, pc, ds_at, xs_at, xn, wp, bp, y, &wp_map, wp_full, se);
-  else project<Element, 1, kWgProjectStages>(prm, pc, ds_at, xs_at, xn, wp, bp, y, &wp_map, wp_full, se);
+    project<Element, 1, kWgProjectStagesDeep>(prm, pc, ds_at, xs_at, xn, wp, bp, y, &wp_map, wp_full);
+  else project<Element, 1, kWgProjectStages>(prm, pc, ds_at, xs_at, xn, wp, bp, y, &wp_map, wp_full);
   if (tid == 0) phase_stamp(prm.stamps, 5, kStampKinds);
 }
 
