@@ -26,30 +26,21 @@ __device__ __forceinline__ void phase_stamp(unsigned long long* s, int i, int ki
   s[std::size_t(blockIdx.x) * kinds + i] = t;
 }
 
-// A count of this CTA's (e.g. the SM cycles one thread spent waiting on a barrier, summed by the
-// kernel with clock64): slot `stamps + i` of the same row, after the stamps.
-__device__ __forceinline__ void phase_count(unsigned long long* s, int i, int kinds, unsigned long long v) {
-  if (s != nullptr) s[std::size_t(blockIdx.x) * kinds + i] = v;
-}
-__device__ __forceinline__ long long phase_clock(const unsigned long long* s) { return s ? clock64() : 0; }
-
-// Host side. names[i] names the phase that ends at stamp i + 1 (stamp 0 is the CTA's entry);
-// counts[j] names count j (phase_count slot names.size() + 1 + j), reported in thousands.
+// Host side. names[i] names the phase that ends at stamp i + 1 (stamp 0 is the CTA's entry).
 class PhaseStamps {
  public:
-  PhaseStamps(std::string kernel, int ctas, std::vector<std::string> names, std::vector<std::string> counts = {});
+  PhaseStamps(std::string kernel, int ctas, std::vector<std::string> names);
   ~PhaseStamps();
   PhaseStamps(const PhaseStamps&) = delete;
   PhaseStamps& operator=(const PhaseStamps&) = delete;
   unsigned long long* device() const { return stamps_; }  // null when not enabled
-  int stamps() const { return int(names_.size()) + 1; }
-  int kinds() const { return stamps() + int(counts_.size()); }
+  int kinds() const { return int(names_.size()) + 1; }
   void report() const;  // synchronizes; prints nothing when not enabled
 
  private:
   std::string kernel_;
   int ctas_;
-  std::vector<std::string> names_, counts_;
+  std::vector<std::string> names_;
   unsigned long long* stamps_ = nullptr;
 };
 

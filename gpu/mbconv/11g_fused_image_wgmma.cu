@@ -71,17 +71,13 @@ struct WgParams {
   bool fc1_in_loop;     // the SE's first layer inside the chunk loop (Cr ≤ kWgLoopFc1Max)
   bool pairs_w1;        // W1's two columns of a lane in one 4-byte load (Cr even, W1 4-byte aligned)
   bool pairs_dw;        // a lane's depthwise taps and bias in 4-byte loads (dw_w, dw_b 4-byte aligned)
-  bool pairs_be;        // the expand's bias pairs in 4-byte loads (expand_b 4-byte aligned)
   WgImageLayout l;
   unsigned long long* stamps;  // CONVLAB_PHASE_STAMPS: the phases' %globaltimer stamps (else null)
 };
 
-// The phase stamps (gpu/lib/phase_stamps.cuh): entry, then the end of each phase below; then the
-// SM cycles (clock64) the chunk loop's two roles spent waiting on each other, summed over the loop
-// by thread 0 (the expand) and thread 128 (a depthwise warp).
-constexpr int kStampKinds = 9;
+// The phase stamps (gpu/lib/phase_stamps.cuh): entry, then the end of each phase below.
+constexpr int kStampKinds = 6;
 const std::vector<std::string> kPhases = {"setup", "chunk loop", "loop barrier", "SE", "project"};
-const std::vector<std::string> kWaits = {"expand waits We (cycles)", "expand waits empty", "depthwise waits full"};
 
 // A 16-byte piece of a row-major global matrix (row `src`, columns col .. col + 7, of which those
 // below `valid` exist) into shared memory at `dst`: one cp.async (vec: 16-byte aligned rows, valid
@@ -373,29 +369,21 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (wg == 0) {
     // ---- warpgroup 0: E = φ(X·We[:, chunk] + be), one chunk ahead of the depthwise ------------------
     // be of this thread's columns 8j + 2tq, + 1 of the next chunk, loaded a chunk ahead.
-    uint32_t be_next[8];  // packed pairs (channels 8j + 2tq, + 1 of the chunk)
+    Element be_next[8][2];
     const auto fetch_be = [&](int c) {
-      const unsigned short* b16 = reinterpret_cast<const unsigned short*>(be);
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const int h = c * kWgChunk + 8 * j + 2 * tq;  // even
-        if (prm.pairs_be && c < chunks && h + 1 < hidden) {
-          be_next[j] = __ldg(reinterpret_cast<const unsigned*>(b16 + h));
-        } else {
-          const uint32_t lo = c < chunks && h < hidden ? __ldg(b16 + h) : 0u;
-          const uint32_t hi = c < chunks && h + 1 < hidden ? __ldg(b16 + h + 1) : 0u;
-          be_next[j] = lo | hi << 16;
+      for (int j = 0; j < 8; ++j)
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          const int h = c * kWgChunk + 8 * j + 2 * tq + i;
+          be_next[j][i] = c < chunks && h < hidden ? be[h] : from_float<Element>(0.0f);
         }
-      }
     };
-    long long wait_we = 0, wait_empty = 0;
     fetch_be(0);
     for (int c = 0; c < chunks; ++c) {
       const int slot = c % slots;
       if (prm.tma_we) {
-        const long long t0 = phase_clock(prm.stamps);
         mbarrier_wait(we_full(c % 2), (c / 2) & 1);  // We chunk c landed
-        wait_we += phase_clock(prm.stamps) - t0;
       } else if (c > 0) {
         cp_async_wait<1>();
         fence_proxy_async_shared();
@@ -410,18 +398,14 @@ __global__ void __launch_bounds__(kThreads, 1)
       wgmma_commit_group();
       float2 bias[8];
 #pragma unroll
-      for (int j = 0; j < 8; ++j) bias[j] = unpack_pair<Element>(be_next[j]);
+      for (int j = 0; j < 8; ++j) bias[j] = make_float2(to_float(be_next[j][0]), to_float(be_next[j][1]));
       fetch_be(c + 1);
       const int at0 = erow[16 * warp + g], at1 = erow[16 * warp + g + 8];
       wgmma_wait_group<0>();
       fence_operands(acc);
       wg_sync();  // every warp's wgmma done reading the We slot
       issue_we(c + 2);
-      if (c >= slots) {
-        const long long t0 = phase_clock(prm.stamps);
-        mbarrier_wait(empty(slot), (c / slots - 1) & 1);  // the depthwise is done with chunk c - slots
-        wait_empty += phase_clock(prm.stamps) - t0;
-      }
+      if (c >= slots) mbarrier_wait(empty(slot), (c / slots - 1) & 1);  // the depthwise is done with chunk c - slots
       Element* e = es + slot * e_elems;
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
@@ -436,7 +420,6 @@ __global__ void __launch_bounds__(kThreads, 1)
       mbarrier_arrive(full(slot));
     }
     cp_async_wait<0>();
-    if (tid == 0) phase_count(prm.stamps, 6, kStampKinds, wait_we), phase_count(prm.stamps, 7, kStampKinds, wait_empty);
 
   } else {
     // ---- warpgroups 1-2: D = φ(dw(E) + bd) -> D's panel c; channel sums -> pooled -------------------
@@ -477,7 +460,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     float zp[2] = {0.0f, 0.0f};
     uint32_t w1_rows[8];
     if (prm.fc1_in_loop) fc1_rows(w1_rows, w1, prm.cr, hidden, 8 * v, prm.pairs_w1);
-    long long wait_full = 0;
     for (int c = 0; c < chunks; ++c) {
       const int slot = c % slots, ch = c * kWgChunk + 8 * v + 2 * cq;  // this lane's two channels
       float wk[2 * kTaps];
@@ -488,9 +470,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
       const float2 bdp = unpack_pair<Element>(next[kTaps]);
       fetch(c + 1);
-      const long long t0 = phase_clock(prm.stamps);
       mbarrier_wait(full(slot), (c / slots) & 1);  // E of chunk c is in its slot
-      wait_full += phase_clock(prm.stamps) - t0;
       const Element* e = es + slot * e_elems + 8 * v + 2 * cq;
       const uint32_t d_at = ds_at + uint32_t(c * l.d_panel) + 4 * cq;
       float sum0 = 0.0f, sum1 = 0.0f;
@@ -527,7 +507,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     }
     if (prm.fc1_in_loop) red[v * kWgLoopFc1Max + 2 * lane] = zp[0], red[v * kWgLoopFc1Max + 2 * lane + 1] = zp[1];
-    if (tid == 128) phase_stamp(prm.stamps, 2, kStampKinds), phase_count(prm.stamps, 8, kStampKinds, wait_full);
+    if (tid == 128) phase_stamp(prm.stamps, 2, kStampKinds);
   }
   fence_proxy_async_shared();  // the generic accesses to x and E, ordered before the TMA writes over them
   __syncthreads();  // pooled whole; x, We and E are dead: their room takes the Wp stages
@@ -606,10 +586,9 @@ void run(const MBConvProblem& p, const Args<MBConvProblem>& a) {
   prm.fc1_in_loop = p.has_se() && p.se_channels() <= kWgLoopFc1Max;
   prm.pairs_w1 = p.se_channels() % 2 == 0 && aligned_to(a.se1_w, 4);
   prm.pairs_dw = aligned_to(a.dw_w, 4) && aligned_to(a.dw_b, 4);
-  prm.pairs_be = aligned_to(a.expand_b, 4);
   // Unused maps stay zero (the kernel never names them).
   CUtensorMap we_map{}, wp_map{};
-  const gpu::PhaseStamps stamps("11g", int(p.N), kPhases, kWaits);
+  const gpu::PhaseStamps stamps("11g", int(p.N), kPhases);
   prm.stamps = stamps.device();
   if (prm.tma_we)
     we_map = gpu::hopper::cached_tma_tile_2d(
