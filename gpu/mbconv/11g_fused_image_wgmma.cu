@@ -36,7 +36,8 @@
 // slots (two where they fit, else one): the layout header. TMA where We's and Wp's rows are a
 // multiple of 8 elements and 16-byte aligned, else cp.async by every thread.
 // Run just this: build/convlab run mbconv/gpu/11g_fused_image_wgmma --shape N=128,H=7,C=192,dtype=f16
-// Its phases' times per CTA: the same with CONVLAB_PHASE_STAMPS=1 and --reps 0 (gpu/lib/phase_stamps.cuh).
+// Its phases' times per CTA: the same with CONVLAB_PHASE_STAMPS=1 and --reps 0 (gpu/lib/phase_stamps.cuh);
+// the chunk loop's steps in SM cycles: CONVLAB_CHUNK_TRACE=1 (f16, SiLU).
 #include "gpu/lib/hopper/mbarrier.cuh"              // mbarrier_init, mbarrier_arrive, mbarrier_wait
 #include "gpu/lib/hopper/tma.cuh"                   // tma_load_2d, cached_tma_tile_2d
 #include "gpu/lib/mbconv_fused.cuh"                 // activate_pair, load_pair, unpack_pair
@@ -73,11 +74,23 @@ struct WgParams {
   bool pairs_dw;        // a lane's depthwise taps and bias in 4-byte loads (dw_w, dw_b 4-byte aligned)
   WgImageLayout l;
   unsigned long long* stamps;  // CONVLAB_PHASE_STAMPS: the phases' %globaltimer stamps (else null)
+  unsigned long long* trace;   // CONVLAB_CHUNK_TRACE: the chunk loop's steps, SM clock (else null)
 };
 
 // The phase stamps (gpu/lib/phase_stamps.cuh): entry, then the end of each phase below.
 constexpr int kStampKinds = 6;
 const std::vector<std::string> kPhases = {"setup", "chunk loop", "loop barrier", "SE", "project"};
+// The chunk trace (CONVLAB_CHUNK_TRACE, gpu/lib/phase_stamps.cuh): thread 0 stamps the expand's
+// steps of each chunk, thread 128 the depthwise's; each name is the step that ends at its stamp.
+enum TraceStep : int {
+  kExpandTop, kWeLanded, kWgmmaIssued, kWgmmaDone, kWgSynced, kSlotEmpty, kFullArrived,
+  kDwTop, kTapsReady, kSlotFull, kSegmentsDone, kEmptyArrived, kFc1Done, kTraceSteps
+};
+const std::vector<std::vector<std::string>> kTraceRoles = {
+    {"expand, thread 0", "We landed", "12 wgmma issued, be loads", "wgmma done", "warpgroup synced, We issued",
+     "E slot empty", "bias, phi, E stored, full arrived"},
+    {"depthwise, thread 128", "taps unpacked, next taps issued", "E slot full", "row segments done",
+     "sums shuffled, empty arrived", "FC1 share"}};
 
 // A 16-byte piece of a row-major global matrix (row `src`, columns col .. col + 7, of which those
 // below `valid` exist) into shared memory at `dst`: one cp.async (vec: 16-byte aligned rows, valid
@@ -267,7 +280,7 @@ __device__ __forceinline__ void dw_segment(const Element* e, int wp, int span, c
 }
 
 // Grid: N CTAs (one per image), 384 threads, l.bytes of dynamic shared memory.
-template <class Element, int K, bool kRelu>
+template <class Element, int K, bool kRelu, bool kTrace>
 __global__ void __launch_bounds__(kThreads, 1)
     mbconv_image_wgmma_kernel(const __grid_constant__ CUtensorMap we_map, const __grid_constant__ CUtensorMap wp_map,
                               WgParams prm, const Element* __restrict__ x, const Element* __restrict__ we,
@@ -302,6 +315,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   const float b1v = prm.fc1_in_loop && z_out >= 0 && z_out < prm.cr ? to_float(b1[z_out]) : 0.0f;
 
   if (tid == 0) phase_stamp(prm.stamps, 0, kStampKinds);
+  // Step `e` of chunk c (the trace instantiation only; threads 0 and 128).
+  const auto step = [&](int c, int e) {
+    if constexpr (kTrace)
+      if (tid % 128 == 0 && wg < 2) chunk_stamp(prm.trace, chunks, kTraceSteps, c, e);
+  };
   // ---- x (all threads), E's zero borders, the row tables; We chunks 0 and 1 (warpgroup 0) -------
   const int x_pieces = l.cp / 8;
   for (int i = tid; i < l.rx * x_pieces; i += kThreads) {
@@ -382,6 +400,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     fetch_be(0);
     for (int c = 0; c < chunks; ++c) {
       const int slot = c % slots;
+      step(c, kExpandTop);
       if (prm.tma_we) {
         mbarrier_wait(we_full(c % 2), (c / 2) & 1);  // We chunk c landed
       } else if (c > 0) {
@@ -389,6 +408,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         fence_proxy_async_shared();
         wg_sync();  // We chunk c landed, from every thread of the warpgroup
       }
+      step(c, kWeLanded);
       float acc[32];
       const uint32_t we_at = wes_at + uint32_t((c % 2) * l.we_slot);
       wgmma_fence();
@@ -401,11 +421,15 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int j = 0; j < 8; ++j) bias[j] = make_float2(to_float(be_next[j][0]), to_float(be_next[j][1]));
       fetch_be(c + 1);
       const int at0 = erow[16 * warp + g], at1 = erow[16 * warp + g + 8];
+      step(c, kWgmmaIssued);
       wgmma_wait_group<0>();
       fence_operands(acc);
+      step(c, kWgmmaDone);
       wg_sync();  // every warp's wgmma done reading the We slot
       issue_we(c + 2);
+      step(c, kWgSynced);
       if (c >= slots) mbarrier_wait(empty(slot), (c / slots - 1) & 1);  // the depthwise is done with chunk c - slots
+      step(c, kSlotEmpty);
       Element* e = es + slot * e_elems;
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
@@ -418,6 +442,7 @@ __global__ void __launch_bounds__(kThreads, 1)
               activate_pair<Element, kRelu>(acc[4 * j + 2] + bias[j].x, acc[4 * j + 3] + bias[j].y);
       }
       mbarrier_arrive(full(slot));
+      step(c, kFullArrived);
     }
     cp_async_wait<0>();
 
@@ -462,6 +487,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (prm.fc1_in_loop) fc1_rows(w1_rows, w1, prm.cr, hidden, 8 * v, prm.pairs_w1);
     for (int c = 0; c < chunks; ++c) {
       const int slot = c % slots, ch = c * kWgChunk + 8 * v + 2 * cq;  // this lane's two channels
+      step(c, kDwTop);
       float wk[2 * kTaps];
 #pragma unroll
       for (int i = 0; i < kTaps; ++i) {
@@ -470,7 +496,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
       const float2 bdp = unpack_pair<Element>(next[kTaps]);
       fetch(c + 1);
+      step(c, kTapsReady);
       mbarrier_wait(full(slot), (c / slots) & 1);  // E of chunk c is in its slot
+      step(c, kSlotFull);
       const Element* e = es + slot * e_elems + 8 * v + 2 * cq;
       const uint32_t d_at = ds_at + uint32_t(c * l.d_panel) + 4 * cq;
       float sum0 = 0.0f, sum1 = 0.0f;
@@ -493,6 +521,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           sum0 += df.x, sum1 += df.y;
         }
       }
+      step(c, kSegmentsDone);
 #pragma unroll
       for (int off = 4; off < 32; off *= 2) {
         sum0 += __shfl_xor_sync(0xffffffffu, sum0, off);
@@ -501,10 +530,12 @@ __global__ void __launch_bounds__(kThreads, 1)
       // The sums of every channel of hidden_p, the padding's 0 too: the gate sweep reads pooled there.
       if (pg == 0) pooled[ch] = sum0, pooled[ch + 1] = sum1;
       mbarrier_arrive(empty(slot));
+      step(c, kEmptyArrived);
       if (prm.fc1_in_loop) {
         fc1_add<Element>(zp, w1_rows, sum0, sum1);
         if (c + 1 < chunks) fc1_rows(w1_rows, w1, prm.cr, hidden, (c + 1) * kWgChunk + 8 * v, prm.pairs_w1);
       }
+      step(c, kFc1Done);
     }
     if (prm.fc1_in_loop) red[v * kWgLoopFc1Max + 2 * lane] = zp[0], red[v * kWgLoopFc1Max + 2 * lane + 1] = zp[1];
     if (tid == 128) phase_stamp(prm.stamps, 2, kStampKinds);
@@ -590,6 +621,13 @@ void run(const MBConvProblem& p, const Args<MBConvProblem>& a) {
   CUtensorMap we_map{}, wp_map{};
   const gpu::PhaseStamps stamps("11g", int(p.N), kPhases);
   prm.stamps = stamps.device();
+  // The trace has its own instantiation, made for f16 and SiLU only (EfficientNet's blocks).
+  const bool trace = gpu::ChunkTrace::requested() && p.dtype == DType::f16 && p.activation == MBConvActivation::silu;
+  const gpu::ChunkTrace chunk_trace("11g", trace ? prm.l.chunks : 0, kTraceRoles,
+                                    {{"full hand-over: E stored -> depthwise sees it", kFullArrived, kSlotFull, 0},
+                                     {"empty hand-over: slot freed -> expand sees it", kEmptyArrived, kSlotEmpty,
+                                      prm.l.e_slots}});
+  prm.trace = chunk_trace.device();
   if (prm.tma_we)
     we_map = gpu::hopper::cached_tma_tile_2d(
         {.base = reinterpret_cast<uint64_t>(a.expand_w), .rows = uint64_t(p.C), .cols = uint64_t(p.hidden()),
@@ -609,14 +647,21 @@ void run(const MBConvProblem& p, const Args<MBConvProblem>& a) {
           static_cast<const E*>(a.project_w), static_cast<const E*>(a.project_b), static_cast<E*>(a.y));
       check_launch(name);
       stamps.report();
+      chunk_trace.report();
     };
     const bool relu = p.activation == MBConvActivation::relu;
+    if constexpr (std::is_same_v<E, __half>)
+      if (trace) {
+        if (p.kernel == 3) go(mbconv_image_wgmma_kernel<E, 3, false, true>, "mbconv_image_wgmma_kernel<k=3, trace>");
+        else go(mbconv_image_wgmma_kernel<E, 5, false, true>, "mbconv_image_wgmma_kernel<k=5, trace>");
+        return;
+      }
     if (p.kernel == 3) {
-      if (relu) go(mbconv_image_wgmma_kernel<E, 3, true>, "mbconv_image_wgmma_kernel<k=3>");
-      else go(mbconv_image_wgmma_kernel<E, 3, false>, "mbconv_image_wgmma_kernel<k=3>");
+      if (relu) go(mbconv_image_wgmma_kernel<E, 3, true, false>, "mbconv_image_wgmma_kernel<k=3>");
+      else go(mbconv_image_wgmma_kernel<E, 3, false, false>, "mbconv_image_wgmma_kernel<k=3>");
     } else {
-      if (relu) go(mbconv_image_wgmma_kernel<E, 5, true>, "mbconv_image_wgmma_kernel<k=5>");
-      else go(mbconv_image_wgmma_kernel<E, 5, false>, "mbconv_image_wgmma_kernel<k=5>");
+      if (relu) go(mbconv_image_wgmma_kernel<E, 5, true, false>, "mbconv_image_wgmma_kernel<k=5>");
+      else go(mbconv_image_wgmma_kernel<E, 5, false, false>, "mbconv_image_wgmma_kernel<k=5>");
     }
   });
 }
