@@ -96,15 +96,17 @@ template <class Element>
 __device__ __forceinline__ void fc1_rows(uint32_t (&rows)[8], const Element* __restrict__ w1, int cr, int hidden,
                                          int ch0, bool pairs) {
   const int col = 2 * (threadIdx.x % 32);
-  const unsigned short* w = reinterpret_cast<const unsigned short*>(w1);
+  // One base address, then rows cr elements apart; the rows that exist (none for a lane past Cr).
+  const unsigned short* w = reinterpret_cast<const unsigned short*>(w1) + std::ptrdiff_t(ch0) * cr + col;
+  const int valid = col < cr ? min(8, hidden - ch0) : 0;
+  if (pairs) {
 #pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    const bool in = ch0 + i < hidden && col < cr;
-    const std::ptrdiff_t at = std::ptrdiff_t(in ? ch0 + i : 0) * cr + col;
-    if (pairs) {
-      rows[i] = in ? __ldg(reinterpret_cast<const unsigned*>(w + at)) : 0u;
-    } else {
-      const uint32_t lo = in ? __ldg(w + at) : 0u, hi = in && col + 1 < cr ? __ldg(w + at + 1) : 0u;
+    for (int i = 0; i < 8; ++i) rows[i] = i < valid ? __ldg(reinterpret_cast<const unsigned*>(w + i * cr)) : 0u;
+  } else {
+    const bool two = col + 1 < cr;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const uint32_t lo = i < valid ? __ldg(w + i * cr) : 0u, hi = i < valid && two ? __ldg(w + i * cr + 1) : 0u;
       rows[i] = lo | hi << 16;
     }
   }

@@ -72,6 +72,7 @@ struct WgParams {
   bool fc1_in_loop;     // the SE's first layer inside the chunk loop (Cr ≤ kWgLoopFc1Max)
   bool pairs_w1;        // W1's two columns of a lane in one 4-byte load (Cr even, W1 4-byte aligned)
   bool pairs_dw;        // a lane's depthwise taps and bias in 4-byte loads (dw_w, dw_b 4-byte aligned)
+  bool pairs_be;        // the expand's bias in 4-byte loads (hidden even, be 4-byte aligned)
   WgImageLayout l;
   unsigned long long* stamps;  // CONVLAB_PHASE_STAMPS: the phases' %globaltimer stamps (else null)
   unsigned long long* trace;   // CONVLAB_CHUNK_TRACE: the chunk loop's steps, SM clock (else null)
@@ -386,18 +387,30 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   if (wg == 0) {
     // ---- warpgroup 0: E = φ(X·We[:, chunk] + be), one chunk ahead of the depthwise ------------------
-    // be of this thread's columns 8j + 2tq, + 1 of the next chunk, loaded a chunk ahead.
-    Element be_next[8][2];
+    // be of this thread's columns 8j + 2tq, + 1 of the next chunk (packed pairs), loaded a chunk ahead.
+    uint32_t be_next[8];
+    const unsigned short* be16 = reinterpret_cast<const unsigned short*>(be);
     const auto fetch_be = [&](int c) {
+      const int h0 = c * kWgChunk + 2 * tq;
 #pragma unroll
-      for (int j = 0; j < 8; ++j)
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          const int h = c * kWgChunk + 8 * j + 2 * tq + i;
-          be_next[j][i] = c < chunks && h < hidden ? be[h] : from_float<Element>(0.0f);
+      for (int j = 0; j < 8; ++j) {
+        const int h = h0 + 8 * j;
+        if (prm.pairs_be) {  // h even, hidden even: both or neither exist
+          be_next[j] = c < chunks && h < hidden ? __ldg(reinterpret_cast<const unsigned*>(be16 + h)) : 0u;
+        } else {
+          const uint32_t lo = c < chunks && h < hidden ? __ldg(be16 + h) : 0u;
+          const uint32_t hi = c < chunks && h + 1 < hidden ? __ldg(be16 + h + 1) : 0u;
+          be_next[j] = lo | hi << 16;
         }
+      }
     };
     fetch_be(0);
+    // The descriptors of k step 0, built once: x's (the same every chunk) and each We slot's. A k
+    // step adds 32 bytes to x's address inside a 64-column panel (the next panel: x_panel − 96
+    // on) and 16 rows of 128 bytes to We's (gpu/lib/wgmma.cuh, wgmma_advance).
+    const uint64_t x_desc = k_major(xs_at, 0, l.x_panel);
+    const uint64_t we_desc0 = mn_major(wes_at, 0, l.we_slot), we_desc1 = mn_major(wes_at + uint32_t(l.we_slot), 0, l.we_slot);
+    const uint32_t x_next_panel = uint32_t(l.x_panel) - 96;
     for (int c = 0; c < chunks; ++c) {
       const int slot = c % slots;
       step(c, kExpandTop);
@@ -410,15 +423,18 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
       step(c, kWeLanded);
       float acc[32];
-      const uint32_t we_at = wes_at + uint32_t((c % 2) * l.we_slot);
+      uint64_t a = x_desc, b = c % 2 ? we_desc1 : we_desc0;
       wgmma_fence();
-      wgmma_m64n64k16_ss_mn_major_b_overwrite<Element>(acc, k_major(xs_at, 0, l.x_panel), mn_major(we_at, 0, l.we_slot));
-      for (int k0 = 16; k0 < l.cp; k0 += 16)
-        wgmma_m64nNk16_ss_mn_major_b<Element, 64>(acc, k_major(xs_at, k0, l.x_panel), mn_major(we_at, k0, l.we_slot), true);
+      wgmma_m64n64k16_ss_mn_major_b_overwrite<Element>(acc, a, b);
+      for (int k0 = 16; k0 < l.cp; k0 += 16) {
+        a = wgmma_advance(a, k0 % 64 == 0 ? x_next_panel : 32u);
+        b = wgmma_advance(b, 16 * 128);
+        wgmma_m64nNk16_ss_mn_major_b<Element, 64>(acc, a, b, true);
+      }
       wgmma_commit_group();
-      float2 bias[8];
+      uint32_t bias[8];
 #pragma unroll
-      for (int j = 0; j < 8; ++j) bias[j] = make_float2(to_float(be_next[j][0]), to_float(be_next[j][1]));
+      for (int j = 0; j < 8; ++j) bias[j] = be_next[j];
       fetch_be(c + 1);
       const int at0 = erow[16 * warp + g], at1 = erow[16 * warp + g + 8];
       step(c, kWgmmaIssued);
@@ -430,16 +446,18 @@ __global__ void __launch_bounds__(kThreads, 1)
       step(c, kWgSynced);
       if (c >= slots) mbarrier_wait(empty(slot), (c / slots - 1) & 1);  // the depthwise is done with chunk c - slots
       step(c, kSlotEmpty);
+      // The thread's two rows, each whole under one branch (a row past the image stores nothing).
       Element* e = es + slot * e_elems;
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const int col = 8 * j + 2 * tq;
-        if (at0 >= 0)
-          *reinterpret_cast<uint32_t*>(e + at0 * kWgLde + col) =
-              activate_pair<Element, kRelu>(acc[4 * j] + bias[j].x, acc[4 * j + 1] + bias[j].y);
-        if (at1 >= 0)
-          *reinterpret_cast<uint32_t*>(e + at1 * kWgLde + col) =
-              activate_pair<Element, kRelu>(acc[4 * j + 2] + bias[j].x, acc[4 * j + 3] + bias[j].y);
+      for (int h = 0; h < 2; ++h) {
+        const int at = h == 0 ? at0 : at1;
+        if (at < 0) continue;
+        uint32_t* row = reinterpret_cast<uint32_t*>(e + at * kWgLde + 2 * tq);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const float2 bj = unpack_pair<Element>(bias[j]);
+          row[4 * j] = activate_pair<Element, kRelu>(acc[4 * j + 2 * h] + bj.x, acc[4 * j + 2 * h + 1] + bj.y);
+        }
       }
       mbarrier_arrive(full(slot));
       step(c, kFullArrived);
@@ -617,6 +635,7 @@ void run(const MBConvProblem& p, const Args<MBConvProblem>& a) {
   prm.fc1_in_loop = p.has_se() && p.se_channels() <= kWgLoopFc1Max;
   prm.pairs_w1 = p.se_channels() % 2 == 0 && aligned_to(a.se1_w, 4);
   prm.pairs_dw = aligned_to(a.dw_w, 4) && aligned_to(a.dw_b, 4);
+  prm.pairs_be = p.hidden() % 2 == 0 && aligned_to(a.expand_b, 4);
   // Unused maps stay zero (the kernel never names them).
   CUtensorMap we_map{}, wp_map{};
   const gpu::PhaseStamps stamps("11g", int(p.N), kPhases);
