@@ -79,8 +79,9 @@ struct WgParams {
 };
 
 // The phase stamps (gpu/lib/phase_stamps.cuh): entry, then the end of each phase below.
-constexpr int kStampKinds = 6;
-const std::vector<std::string> kPhases = {"setup", "chunk loop", "loop barrier", "SE", "project"};
+constexpr int kStampKinds = 8;
+const std::vector<std::string> kPhases = {"setup", "chunk loop", "loop barrier", "SE: z", "SE: FC2", "SE: gate sweep",
+                                          "project"};
 // The chunk trace (CONVLAB_CHUNK_TRACE, gpu/lib/phase_stamps.cuh): thread 0 stamps the expand's
 // steps of each chunk, thread 128 the depthwise's; each name is the step that ends at its stamp.
 enum TraceStep : int {
@@ -580,11 +581,13 @@ __global__ void __launch_bounds__(kThreads, 1)
         z[z_out] = act_f<kRelu>(sum * (1.0f / float(PQ)) + b1v);
       }
       __syncthreads();
+      if (tid == 0) phase_stamp(prm.stamps, 4, kStampKinds);
       image_se_fc2<kThreads, Element>(pooled, z, hidden, prm.cr, w2, b2, prm.vec_w2);
     } else {
       image_se_gate<kThreads, Element, kRelu>(pooled, red, z, hidden, prm.cr, PQ, w1, b1, w2, b2, prm.vec_w1,
                                               prm.vec_w2);
     }
+    if (tid == 0) phase_stamp(prm.stamps, 5, kStampKinds);
     // Units tid, tid + 384, ... of D's chunks · P·Q · 8 16-byte units, walked as (chunk, unit of
     // the panel) by additions.
     const int panel_units = PQ * 8;
@@ -607,7 +610,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   }
 
-  if (tid == 0) phase_stamp(prm.stamps, 4, kStampKinds);
+  if (tid == 0) phase_stamp(prm.stamps, 6, kStampKinds);
   // ---- the project: Y = D·Wp + bp (+ x); warpgroup w owns n64 blocks w and w + 3 -----------------
   // Every warpgroup issues the same wgmma count (a warpgroup short of a block repeats its last one
   // and stores nothing from it): a wgmma under a branch on a run-time value makes ptxas serialize
@@ -616,7 +619,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   else if (stages == kWgProjectStagesDeep)
     project<Element, 1, kWgProjectStagesDeep>(prm, pc, ds_at, xs_at, xn, wp, bp, y, &wp_map, wp_full);
   else project<Element, 1, kWgProjectStages>(prm, pc, ds_at, xs_at, xn, wp, bp, y, &wp_map, wp_full);
-  if (tid == 0) phase_stamp(prm.stamps, 5, kStampKinds);
+  if (tid == 0) phase_stamp(prm.stamps, 7, kStampKinds);
 }
 
 bool supports(const MBConvProblem& p) {
