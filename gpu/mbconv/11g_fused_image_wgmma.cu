@@ -85,12 +85,12 @@ const std::vector<std::string> kPhases = {"setup", "chunk loop", "loop barrier",
 // The chunk trace (CONVLAB_CHUNK_TRACE, gpu/lib/phase_stamps.cuh): thread 0 stamps the expand's
 // steps of each chunk, thread 128 the depthwise's; each name is the step that ends at its stamp.
 enum TraceStep : int {
-  kExpandTop, kWgmmaDone, kWgSynced, kSlotEmpty, kEStored, kWeLanded, kWgmmaIssued, kFullArrived,
+  kExpandTop, kWeLanded, kWgmmaIssued, kWgmmaDone, kWgSynced, kSlotEmpty, kFullArrived,
   kDwTop, kTapsReady, kSlotFull, kSegmentsDone, kEmptyArrived, kFc1Done, kTraceSteps
 };
 const std::vector<std::vector<std::string>> kTraceRoles = {
-    {"expand, thread 0", "be loads, chunk c's wgmma done", "warpgroup synced, We c + 2 issued", "E slot empty",
-     "bias, phi, E stored", "We c + 1 landed", "c + 1's wgmma issued", "full arrived"},
+    {"expand, thread 0", "We landed", "12 wgmma issued, be loads", "wgmma done", "warpgroup synced, We issued",
+     "E slot empty", "bias, phi, E stored, full arrived"},
     {"depthwise, thread 128", "taps unpacked, next taps issued", "E slot full", "row segments done",
      "sums shuffled, empty arrived", "FC1 share"}};
 
@@ -253,21 +253,6 @@ __device__ __forceinline__ void project(const WgParams& prm, const WpPieces& pc,
   }
 }
 
-// One expand chunk: acc = X · We slot, cp/16 wgmma m64n64k16 from shared memory, one commit group.
-// a: x's k-step-0 descriptor, b: the We slot's; a k step adds 32 bytes to x's address inside a
-// 64-column panel (x_next_panel bytes at a panel's end) and 16 rows of 128 bytes to We's.
-template <class Element>
-__device__ __forceinline__ void expand_chain(float (&acc)[32], uint64_t a, uint64_t b, int cp, uint32_t x_next_panel) {
-  wgmma_fence();
-  wgmma_m64n64k16_ss_mn_major_b_overwrite<Element>(acc, a, b);
-  for (int k0 = 16; k0 < cp; k0 += 16) {
-    a = wgmma_advance(a, k0 % 64 == 0 ? x_next_panel : 32u);
-    b = wgmma_advance(b, 16 * 128);
-    wgmma_m64nNk16_ss_mn_major_b<Element, 64>(acc, a, b, true);
-  }
-  wgmma_commit_group();
-}
-
 // The depthwise of one output row segment (up to 8 pixels q0 .. q0 + 7 of a row, stride S) for a
 // lane's channel pair: the segment's input window, row r of the taps at a time, each E pair loaded
 // and converted once and added into every output of the segment that one of its taps reaches
@@ -332,10 +317,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   const float b1v = prm.fc1_in_loop && z_out >= 0 && z_out < prm.cr ? to_float(b1[z_out]) : 0.0f;
 
   if (tid == 0) phase_stamp(prm.stamps, 0, kStampKinds);
-  // Step `e` of chunk c (the trace instantiation only; threads 0 and 128; c = −1: no chunk).
+  // Step `e` of chunk c (the trace instantiation only; threads 0 and 128).
   const auto step = [&](int c, int e) {
     if constexpr (kTrace)
-      if (tid % 128 == 0 && wg < 2 && c >= 0) chunk_stamp(prm.trace, chunks, kTraceSteps, c, e);
+      if (tid % 128 == 0 && wg < 2) chunk_stamp(prm.trace, chunks, kTraceSteps, c, e);
   };
   // ---- x (all threads), E's zero borders, the row tables; We chunks 0 and 1 (warpgroup 0) -------
   const int x_pieces = l.cp / 8;
@@ -403,7 +388,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   if (wg == 0) {
     // ---- warpgroup 0: E = φ(X·We[:, chunk] + be), one chunk ahead of the depthwise ------------------
-    // be of this thread's columns 8j + 2tq, + 1 of the chunk at hand (packed pairs), loaded a chunk ahead.
+    // be of this thread's columns 8j + 2tq, + 1 of the next chunk (packed pairs), loaded a chunk ahead.
     uint32_t be_next[8];
     const unsigned short* be16 = reinterpret_cast<const unsigned short*>(be);
     const auto fetch_be = [&](int c) {
@@ -427,36 +412,33 @@ __global__ void __launch_bounds__(kThreads, 1)
     const uint64_t x_desc = k_major(xs_at, 0, l.x_panel);
     const uint64_t we_desc0 = mn_major(wes_at, 0, l.we_slot), we_desc1 = mn_major(wes_at + uint32_t(l.we_slot), 0, l.we_slot);
     const uint32_t x_next_panel = uint32_t(l.x_panel) - 96;
-    // We chunk c landed (TMA: its mbarrier; cp.async: every thread's pieces, then the warpgroup's
-    // barrier), then its C/16 wgmma into acc, one commit group.
-    float acc[32];
-    const auto we_landed = [&](int c) {
-      if (prm.tma_we) {
-        mbarrier_wait(we_full(c % 2), (c / 2) & 1);
-      } else if (c > 0) {
-        cp_async_wait<1>();
-        fence_proxy_async_shared();
-        wg_sync();
-      }
-    };
-    // At K = 3, chunk c + 1's wgmma go out before chunk c's full barrier is arrived at: the
-    // depthwise warps, which share the schedulers with the expand's, are then waiting for that
-    // barrier, so the issue is not slowed by theirs, and the tensor core runs chunk c + 1 while
-    // they work on c. At K = 5 the depthwise sets the loop's pace, and the early issue costs the
-    // kernel spilled registers: there chunk c's wgmma go out at the top of its own iteration.
-    constexpr bool kIssueEarly = K == 3;
-    if constexpr (kIssueEarly) {
-      we_landed(0);
-      expand_chain<Element>(acc, x_desc, we_desc0, l.cp, x_next_panel);
-    }
     for (int c = 0; c < chunks; ++c) {
       const int slot = c % slots;
       step(c, kExpandTop);
-      if constexpr (!kIssueEarly) {
-        we_landed(c);
-        expand_chain<Element>(acc, x_desc, c % 2 ? we_desc1 : we_desc0, l.cp, x_next_panel);
+      if (prm.tma_we) {
+        mbarrier_wait(we_full(c % 2), (c / 2) & 1);  // We chunk c landed
+      } else if (c > 0) {
+        cp_async_wait<1>();
+        fence_proxy_async_shared();
+        wg_sync();  // We chunk c landed, from every thread of the warpgroup
       }
+      step(c, kWeLanded);
+      float acc[32];
+      uint64_t a = x_desc, b = c % 2 ? we_desc1 : we_desc0;
+      wgmma_fence();
+      wgmma_m64n64k16_ss_mn_major_b_overwrite<Element>(acc, a, b);
+      for (int k0 = 16; k0 < l.cp; k0 += 16) {
+        a = wgmma_advance(a, k0 % 64 == 0 ? x_next_panel : 32u);
+        b = wgmma_advance(b, 16 * 128);
+        wgmma_m64nNk16_ss_mn_major_b<Element, 64>(acc, a, b, true);
+      }
+      wgmma_commit_group();
+      uint32_t bias[8];
+#pragma unroll
+      for (int j = 0; j < 8; ++j) bias[j] = be_next[j];
+      fetch_be(c + 1);
       const int at0 = erow[16 * warp + g], at1 = erow[16 * warp + g + 8];
+      step(c, kWgmmaIssued);
       wgmma_wait_group<0>();
       fence_operands(acc);
       step(c, kWgmmaDone);
@@ -474,18 +456,10 @@ __global__ void __launch_bounds__(kThreads, 1)
         uint32_t* row = reinterpret_cast<uint32_t*>(e + at * kWgLde + 2 * tq);
 #pragma unroll
         for (int j = 0; j < 8; ++j) {
-          const float2 bj = unpack_pair<Element>(be_next[j]);
+          const float2 bj = unpack_pair<Element>(bias[j]);
           row[4 * j] = activate_pair<Element, kRelu>(acc[4 * j + 2 * h] + bj.x, acc[4 * j + 2 * h + 1] + bj.y);
         }
       }
-      fetch_be(c + 1);  // used a chunk from now
-      step(c, kEStored);
-      if (kIssueEarly && c + 1 < chunks) {
-        we_landed(c + 1);
-        step(c, kWeLanded);
-        expand_chain<Element>(acc, x_desc, c % 2 ? we_desc0 : we_desc1, l.cp, x_next_panel);
-      }
-      step(c, kWgmmaIssued);
       mbarrier_arrive(full(slot));
       step(c, kFullArrived);
     }
