@@ -173,7 +173,7 @@ __global__ void __launch_bounds__(L::kThreads, 1)
     w_pipe.init(L::kConsumerWarps);
     for (int w = 0; w < L::kConsumers; ++w) {
       gpu::hopper::mbarrier_init(t_full(w), kS * gpu::hopper::kWarpgroupThreads);  // 128 here + 128 per peer
-      gpu::hopper::mbarrier_init(h_full(w), (kS - 1) * gpu::hopper::kWarpgroupThreads);  // 128 per peer
+      gpu::hopper::mbarrier_init(h_full(w), gpu::hopper::kWarpgroupThreads);  // 128 here, + the peers' bytes
       gpu::hopper::mbarrier_init(h_free(w), (kS - 1) * gpu::hopper::kWarpgroupThreads);  // 128 per peer
     }
     gpu::hopper::fence_mbarrier_init();  // release.cluster: peers may arrive on these after the cluster barrier
@@ -219,41 +219,66 @@ __global__ void __launch_bounds__(L::kThreads, 1)
                                      first_pixel + k * sg.box_rows);
         xs.advance();
       };
+      // U^r[:, this CTA's 64 columns], in UPieces pieces of rows. A slice wholly past `hidden`
+      // (only ever the last chunk's) is, at C = 512, not loaded (the consumers skip its expand;
+      // each piece's barrier phase is completed by the bare arrival); a pair loads column 0's
+      // slice in its place and zeroes H (its chunk loop has no branch around the expand).
+      const auto load_u = [&](int r) {
+        const int u_col = r * L::kChunk + rank * kSliceCols;
+        const bool u_live = u_col < hidden;
+#pragma unroll 1
+        for (int q = 0; q < L::kUPieces; ++q) {
+          const bool load = u_live || kS == 2;
+          w_pipe.producer_acquire(ws, load ? uint32_t(L::UTile::kBytes) : 0u);
+          if (load)
+            gpu::hopper::tma_load_2d(L::slot(base, ws.stage), &u_map, w_pipe.full(ws.stage), u_live ? u_col : 0,
+                                     q * L::kURows);
+          ws.advance();
+        }
+      };
+      // V_r[rows of the chunk, this CTA's output channels] in the order the project reads them
+      // (this CTA's slice first): rows past `hidden` arrive as zeros; a piece of one slice
+      // wholly past `hidden` is not loaded (the consumers skip its steps).
+      const auto load_v = [&](int r) {
+#pragma unroll 1
+        for (int q = 0; q < L::kVPieces; ++q) {
+          const int v_row = r * L::kChunk + L::v_piece_row(rank, q);
+          const bool v_live = L::kVPieces == 1 || v_row < hidden;
+          w_pipe.producer_acquire(ws, v_live ? uint32_t(L::VTile::kBytes) : 0u);
+          if (v_live) {
+#pragma unroll
+            for (int p = 0; p < L::VTile::kPanels; ++p)
+              gpu::hopper::tma_load_2d(L::v_box(L::slot(base, ws.stage), p), &v_map, w_pipe.full(ws.stage),
+                                       rank * kOwn + p * kPanelCols, v_row);
+          }
+          ws.advance();
+        }
+      };
       int t = tiles.first(cluster);
       if (tiles.valid(t)) load_x(t);
       for (; tiles.valid(t); t = tiles.next(t, clusters)) {
-        for (int r = 0; r < chunks; ++r) {
-          // U^r[:, this CTA's 64 columns], in UPieces pieces of rows; a slice wholly past
-          // `hidden` is not loaded (the consumers skip its expand), each piece's barrier
-          // phase completed by the bare arrival.
-          const int u_col = r * L::kChunk + rank * kSliceCols;
-          const bool u_live = u_col < hidden;
-#pragma unroll 1
-          for (int q = 0; q < L::kUPieces; ++q) {
-            w_pipe.producer_acquire(ws, u_live ? uint32_t(L::UTile::kBytes) : 0u);
-            if (u_live)
-              gpu::hopper::tma_load_2d(L::slot(base, ws.stage), &u_map, w_pipe.full(ws.stage), u_col, q * L::kURows);
-            ws.advance();
+        // The next tile's halo once this tile's first ring items are on their way (the
+        // consumers free the halo buffer before they wait for the first U piece).
+        const auto prefetch_x = [&] {
+          if (tiles.valid(tiles.next(t, clusters))) load_x(tiles.next(t, clusters));
+        };
+        if constexpr (kS == 2) {
+          // The order the pair's consumers read the ring in (5, pair): U^0, then U^(r+1)
+          // before V_r (the next chunk's expand is issued before this chunk's project).
+          load_u(0);
+          for (int r = 0; r + 1 < chunks; ++r) {
+            load_u(r + 1);
+            load_v(r);
+            if (r == 0) prefetch_x();
           }
-          // V_r[rows of the chunk, this CTA's output channels] in the order the project reads
-          // them (this CTA's slice first): rows past `hidden` arrive as zeros; a piece of one
-          // slice wholly past `hidden` is not loaded (the consumers skip its steps).
-#pragma unroll 1
-          for (int q = 0; q < L::kVPieces; ++q) {
-            const int v_row = r * L::kChunk + L::v_piece_row(rank, q);
-            const bool v_live = L::kVPieces == 1 || v_row < hidden;
-            w_pipe.producer_acquire(ws, v_live ? uint32_t(L::VTile::kBytes) : 0u);
-            if (v_live) {
-#pragma unroll
-              for (int p = 0; p < L::VTile::kPanels; ++p)
-                gpu::hopper::tma_load_2d(L::v_box(L::slot(base, ws.stage), p), &v_map, w_pipe.full(ws.stage),
-                                         rank * kOwn + p * kPanelCols, v_row);
-            }
-            ws.advance();
+          load_v(chunks - 1);
+          if (chunks == 1) prefetch_x();
+        } else {
+          for (int r = 0; r < chunks; ++r) {
+            load_u(r);
+            load_v(r);
+            if (r == 0) prefetch_x();
           }
-          // The next tile's halo once this tile's chunk 0 is on its way (the consumers free the
-          // halo buffer before they wait for chunk 0's first U piece).
-          if (r == 0 && tiles.valid(tiles.next(t, clusters))) load_x(tiles.next(t, clusters));
         }
       }
     }
@@ -293,6 +318,10 @@ __global__ void __launch_bounds__(L::kThreads, 1)
     const auto release_before = [&](const gpu::hopper::PipelineState<L::kStages>& st) {
       w_pipe.consumer_release({(st.stage + L::kStages - 1) % L::kStages, 0u});
     };
+    // The bytes of the peers' H words one thread receives per chunk; H full[consumer]'s first
+    // phase expects them now (each receive() arrives for the next phase).
+    constexpr uint32_t kHPeerBytes = (kS - 1) * kHWords * 4;
+    gpu::hopper::mbarrier_arrive_expect_tx(h_full(consumer), kHPeerBytes);
     uint32_t tile_parity = 0;   // phase of T full[consumer]: one per tile
     uint32_t chunk_parity = 0;  // phase of H full / H free[consumer]: one per chunk, across tiles
     float s[L::kSRegs];                   // S_k, then φ(S_k + a) in fp32
@@ -423,177 +452,259 @@ __global__ void __launch_bounds__(L::kThreads, 1)
       tile_parity ^= 1u;
 
       // ---- 5. Eq. 32 over hidden chunks of 64·S, this CTA's 64 columns of each ----
-      for (int r = 0; r < chunks; ++r) {
-        const int col0 = r * L::kChunk + rank * kSliceCols;  // this CTA's first hidden column
-        const bool live = col0 < hidden;                      // else S_k = 0, and so H_k = φ(0) = 0
-        // 5a. S_k = T · U^r[:, this CTA's columns]: C/16 k-steps, both operands in shared
-        //     memory, U in UPieces pieces. A piece's slot is handed back once the wgmma
-        //     group that reads it has retired: the next piece's group is issued first, so
-        //     the tensor pipe has work during the wait.
-        //     The whole expand, from the first fence to the last wait, sits inside `if (live)`
-        //     (a dead slice only waits for its pieces' bare arrivals and hands the slots
-        //     back): a wgmma whose accumulators are still in flight where a branch on a
-        //     runtime value joins makes ptxas serialize every wgmma of the kernel (C7520).
-        if (live) {
+      //
+      // The chunk's pieces, shared by both orders below:
+      // expand(r, q0): S_k = T · U^r[:, this CTA's columns] over U pieces q0.. of the chunk (C/16
+      //   k-steps in all, both operands in shared memory), issued and committed piece by piece;
+      //   the first k-step overwrites S (last chunk's values are dead), the others accumulate.
+      const auto expand_piece = [&](int q) {
+        const uint64_t t_desc = L::t_descriptor(t_base, consumer, q * L::kPieceSteps);
+        const uint64_t u_desc = L::u_descriptor(L::slot(base, ws.stage), 0);
+        gpu::wgmma_fence();
 #pragma unroll
-          for (int q = 0; q < L::kUPieces; ++q) {
-            w_pipe.consumer_wait(ws);
-            const uint64_t t_desc = L::t_descriptor(t_base, consumer, q * L::kPieceSteps);
-            const uint64_t u_desc = L::u_descriptor(L::slot(base, ws.stage), 0);
-            gpu::wgmma_fence();
-#pragma unroll
-            for (int ks = 0; ks < L::kPieceSteps; ++ks) {
-              const uint64_t td = gpu::wgmma_advance(t_desc, gpu::k_major_step_bytes<typename L::TTile>(ks * kWgmmaK));
-              const uint64_t ud = gpu::wgmma_advance(u_desc, gpu::mn_major_step_bytes<typename L::UTile>(ks * kWgmmaK));
-              // The chunk's first k-step overwrites S (its old values, last chunk's, are dead:
-              // only outputs), the others accumulate.
-              if (q == 0 && ks == 0)
-                gpu::wgmma_m64n64k16_ss_mn_major_b_overwrite<Element>(s, td, ud);
-              else
-                gpu::wgmma_m64nNk16_ss_mn_major_b<Element, kSliceCols>(s, td, ud, true);
-            }
-            gpu::wgmma_commit_group();
-            if (q == L::kUPieces - 1) load_bias(bias, a_s, r * kSliceCols + first.col);  // while the products run
-            if (q > 0) {
-              gpu::wgmma_wait_group<1>();
-              release_before(ws);  // piece q − 1 has been read
-            }
-            ws.advance();
-          }
-          gpu::wgmma_wait_group<0>();
-          gpu::fence_operands(s);
-          release_before(ws);  // the last piece has been read
-        } else {
-#pragma unroll
-          for (int q = 0; q < L::kUPieces; ++q) {
-            w_pipe.consumer_wait(ws);  // (completed by the producer's bare arrival)
-            w_pipe.consumer_release(ws);
-            ws.advance();
-          }
+        for (int ks = 0; ks < L::kPieceSteps; ++ks) {
+          const uint64_t td = gpu::wgmma_advance(t_desc, gpu::k_major_step_bytes<typename L::TTile>(ks * kWgmmaK));
+          const uint64_t ud = gpu::wgmma_advance(u_desc, gpu::mn_major_step_bytes<typename L::UTile>(ks * kWgmmaK));
+          if (q == 0 && ks == 0)
+            gpu::wgmma_m64n64k16_ss_mn_major_b_overwrite<Element>(s, td, ud);
+          else
+            gpu::wgmma_m64nNk16_ss_mn_major_b<Element, kSliceCols>(s, td, ud, true);
         }
-
-        // 5b. H_k = φ(S_k + a), rounded, packed as A fragments (k16 step kk = columns 16kk ..);
-        //     a dead slice is H_k = φ(0 + 0) = 0, written straight into h_own
-        if (live) {
-          bias_activate<Element, kRelu>(s, bias);
+        gpu::wgmma_commit_group();
+      };
+      // pack(r): H_k = φ(S_k + a) rounded and packed as the project's A fragments (k16 step kk =
+      //   columns 16kk ..); a slice wholly past `hidden` is H_k = 0 (a select, not a branch).
+      const auto pack = [&](int r) {
+        const bool live = r * L::kChunk + rank * kSliceCols < hidden;
+        bias_activate<Element, kRelu>(s, bias);
 #pragma unroll
-          for (int kk = 0; kk < kHSteps; ++kk)
+        for (int kk = 0; kk < kHSteps; ++kk)
 #pragma unroll
-            for (int q = 0; q < 4; ++q)
-              h_own[kk][q] = gpu::pack_pair<Element>(s[gpu::wgmma_d_index_for_a(kk, q, 0)],
-                                                     s[gpu::wgmma_d_index_for_a(kk, q, 1)]);
-        } else {
-#pragma unroll
-          for (int kk = 0; kk < kHSteps; ++kk)
-#pragma unroll
-            for (int q = 0; q < 4; ++q) h_own[kk][q] = 0u;
-        }
-
-        // 5c. Send H_k to thread `thread` of every peer's warpgroup `consumer`. H free[consumer]
-        //     here completes when all peers' 128 threads have read what we sent for the
-        //     previous chunk (parity of the previous chunk; passes at once for the first).
-        gpu::hopper::mbarrier_wait_cluster(h_free(consumer), chunk_parity ^ 1u);
+          for (int q = 0; q < 4; ++q) {
+            const uint32_t word = gpu::pack_pair<Element>(s[gpu::wgmma_d_index_for_a(kk, q, 0)],
+                                                          s[gpu::wgmma_d_index_for_a(kk, q, 1)]);
+            h_own[kk][q] = live ? word : 0u;
+          }
+      };
+      // send(): H_k to thread `thread` of every peer's warpgroup `consumer`, by st.async: each
+      //   16-byte store completes 16 bytes of the peer's H full[consumer], so the words and
+      //   their signal travel together and no fence is needed. H free[consumer] here completes
+      //   when all peers' 128 threads have read what we sent for the previous chunk (parity of
+      //   the previous chunk; passes at once for the first); nothing is read after it, so the
+      //   wait acquires at CTA scope only.
+      const auto send = [&] {
+        gpu::hopper::mbarrier_wait(h_free(consumer), chunk_parity ^ 1u);
 #pragma unroll
         for (int peer = 1; peer < kS; ++peer) {
           const int slot = L::slot_in((rank + peer) % kS, rank);
+          const uint32_t bar = in_peer(h_full(consumer), peer);
 #pragma unroll
           for (int kk = 0; kk < kHSteps; ++kk)
-            gpu::hopper::st_shared_cluster_v4(in_peer(h_in + L::h_exchange_offset(consumer, slot, thread, kk), peer),
-                                              h_own[kk][0], h_own[kk][1], h_own[kk][2], h_own[kk][3]);
+            gpu::hopper::st_async_v4(in_peer(h_in + L::h_exchange_offset(consumer, slot, thread, kk), peer),
+                                     h_own[kk][0], h_own[kk][1], h_own[kk][2], h_own[kk][3], bar);
         }
-        // One cluster-scope fence for all the peers' words, then relaxed arrivals: our words are
-        // visible to each peer before its phase completes (a release per arrival would be kS − 1
-        // full memory barriers).
-        gpu::hopper::fence_acq_rel_cluster();
+      };
+      // receive(): wait until the peers' words of this chunk have landed, read our thread's 64
+      //   bytes of each, and arrive (with the bytes we expect) on H full for the next chunk.
+      //   The peers learn that their slot here is free from release_peer_words(), once a
+      //   wgmma that reads these registers has been issued: the loads have completed then, so
+      //   a relaxed arrival cannot overtake them.
+      const auto receive = [&] {
+        gpu::hopper::mbarrier_wait(h_full(consumer), chunk_parity);
+#pragma unroll
+        for (int i = 0; i < kS - 1; ++i)
+#pragma unroll
+          for (int kk = 0; kk < kHSteps; ++kk)
+            ld_shared_v4(h_peer[i][kk], h_in + L::h_exchange_offset(consumer, i, thread, kk));
+        gpu::hopper::mbarrier_arrive_expect_tx(h_full(consumer), kHPeerBytes);
+        chunk_parity ^= 1u;
+      };
+      const auto release_peer_words = [&] {
 #pragma unroll
         for (int peer = 1; peer < kS; ++peer)
-          gpu::hopper::mbarrier_arrive_cluster_relaxed(in_peer(h_full(consumer), peer));
+          gpu::hopper::mbarrier_arrive_cluster_relaxed(in_peer(h_free(consumer), peer));
+      };
+      // project(h, i, stage): Z += H_source · V_r[rows of source i's columns, this CTA's
+      //   channels], the kHSteps steps of source i (0: our own slice, then the peers in rank
+      //   order after us) from the V piece in ring slot `stage`; h was written by ordinary
+      //   code, hence the fence. Not committed here.
+      const auto project = [&](const uint32_t(&h)[kHSteps][4], int i, int stage) {
+        const uint64_t v_desc = L::v_descriptor(L::slot(base, stage), L::v_first_step(rank, i));
+        gpu::wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < kHSteps; ++kk)
+          gpu::wgmma_m64nNk16_rs_mn_major_b<Element, kOwn>(
+              zacc, h[kk], gpu::wgmma_advance(v_desc, gpu::mn_major_step_bytes<typename L::VTile>(kk * kWgmmaK)),
+              true);
+      };
 
-        // 5d-5f. Z += H_k · V_r[rows of our columns], in flight while the peers' words arrive,
-        //     then Z += H_peer · V_r[rows of that peer's columns], the peers in rank order after
-        //     us (slot i − 1 holds the words of rank + i). V piece q serves slices
-        //     q·kSourcesPerVPiece ..; its slot goes back once the group reading it retired (the
-        //     next piece's group is issued first).
-        // project(h, i): the kHSteps project steps of source i (0: our own slice) from the
-        // current V piece; h was written by ordinary code, hence the fence.
-        const auto project = [&](const uint32_t(&h)[kHSteps][4], int i) {
-          const uint64_t v_desc = L::v_descriptor(L::slot(base, ws.stage), L::v_first_step(rank, i));
-          gpu::wgmma_fence();
-#pragma unroll
-          for (int kk = 0; kk < kHSteps; ++kk)
-            gpu::wgmma_m64nNk16_rs_mn_major_b<Element, kOwn>(
-                zacc, h[kk], gpu::wgmma_advance(v_desc, gpu::mn_major_step_bytes<typename L::VTile>(kk * kWgmmaK)),
-                true);
+      if constexpr (kS == 2) {
+        // (pair) Software-pipelined: chunk r + 1's expand is issued before chunk r's project,
+        // so the tensor pipe has queued work while a warpgroup waits for the peer's H (receive)
+        // and while it computes and sends the next H (φ, send). Ring order: U^0, then U^(r+1)
+        // before V_r. In flight across the waits, per chunk r:
+        //   [E(r+1)] [P_own(r)]  during receive(r)
+        //   [P_peer(r)]          during φ(r + 1) and send(r + 1)
+        // Every branch on a runtime value is taken with no wgmma in flight (5a's C7520 rule):
+        // the loop's back edge after the wait for P_peer(r), the last chunk peeled.
+        // Registers in the loop: Z, S, our H, the peer's H and the bias pairs (as before).
+        const auto expand = [&](int r) {  // the whole of U^r: one piece at C = 128 and 256
+          static_assert(L::kUPieces == 1, "a pair's U slice is one ring item");
+          w_pipe.consumer_wait(ws);
+          expand_piece(0);
+          load_bias(bias, a_s, r * kSliceCols + first.col);  // while the products run
+          const gpu::hopper::PipelineState<L::kStages> item = ws;
+          ws.advance();
+          return item;
         };
-        // 5e. Receive the peers' H: wait for their arrivals of this chunk (acquire.cluster),
-        //     read our thread's 64 bytes of each, and tell each peer its slot here may be reused.
-        const auto receive = [&] {
-          gpu::hopper::mbarrier_wait_cluster(h_full(consumer), chunk_parity);
-#pragma unroll
-          for (int i = 0; i < kS - 1; ++i)
-#pragma unroll
-            for (int kk = 0; kk < kHSteps; ++kk)
-              ld_shared_v4(h_peer[i][kk], h_in + L::h_exchange_offset(consumer, i, thread, kk));
-          // One cluster-scope fence, then relaxed arrivals: our reads happen before the peers'
-          // next stores into these slots.
-          gpu::hopper::fence_acq_rel_cluster();
-#pragma unroll
-          for (int peer = 1; peer < kS; ++peer)
-            gpu::hopper::mbarrier_arrive_cluster_relaxed(in_peer(h_free(consumer), peer));
-          chunk_parity ^= 1u;
+        const auto wait_v = [&] {
+          static_assert(L::kVPieces == 1, "a pair's V slice is one ring item");
+          w_pipe.consumer_wait(ws);
+          const gpu::hopper::PipelineState<L::kStages> item = ws;
+          ws.advance();
+          return item;
         };
-        w_pipe.consumer_wait(ws);
-        // The pipelined path when every slice of the chunk has a column below `hidden` (the
-        // last slice's first), and always with one V piece (loaded whole, zero rows past
-        // `hidden`). Otherwise (at most the last chunk, with several V pieces) the slices wholly
-        // past `hidden` are zero and skipped (their pieces were not loaded) and each live
-        // slice's group is waited for at once: no wgmma may be in flight across a branch on a
-        // runtime value (5a).
-        if (L::kVPieces == 1 || r * L::kChunk + (kS - 1) * kSliceCols < hidden) {
-          project(h_own, 0);
+        {  // chunk 0's expand, φ and send, with nothing to overlap (once per tile)
+          const auto u0 = expand(0);
+          gpu::wgmma_wait_group<0>();
+          gpu::fence_operands(s);
+          w_pipe.consumer_release(u0);
+          pack(0);
+          send();
+        }
+        for (int r = 0; r + 1 < chunks; ++r) {
+          const auto u_next = expand(r + 1);     // [E(r+1)]: S is free (H(r) is packed)
+          const auto v = wait_v();
+          project(h_own, 0, v.stage);            // [P_own(r)]
+          gpu::wgmma_commit_group();
+          receive();                             // the peer's H(r), while both groups run
+          project(h_peer[0], 1, v.stage);        // [P_peer(r)]
+          gpu::wgmma_commit_group();
+          release_peer_words();
+          gpu::wgmma_wait_group<1>();            // E(r+1) and P_own(r) retired
+          gpu::fence_operands(s);
+          gpu::fence_operands(h_own);
+          w_pipe.consumer_release(u_next);       // the producer may refill U's slot
+          pack(r + 1);
+          send();                                // while P_peer(r) runs
+          gpu::wgmma_wait_group<0>();
+          gpu::fence_operands(zacc);
+          gpu::fence_operands(h_peer);
+          w_pipe.consumer_release(v);
+        }
+        {  // the last chunk: its project only
+          const auto v = wait_v();
+          project(h_own, 0, v.stage);
           gpu::wgmma_commit_group();
           receive();
-#pragma unroll
-          for (int i = 1; i < kS; ++i) {
-            const bool piece_starts = i % L::kSourcesPerVPiece == 0;
-            if (piece_starts) {  // a new V piece
-              ws.advance();
-              w_pipe.consumer_wait(ws);
-            }
-            project(h_peer[i - 1], i);
-            gpu::wgmma_commit_group();
-            if (piece_starts) {  // retire the previous piece's group, hand its slot back
-              gpu::wgmma_wait_group<1>();
-              release_before(ws);
-            }
-          }
+          project(h_peer[0], 1, v.stage);
+          gpu::wgmma_commit_group();
+          release_peer_words();
           gpu::wgmma_wait_group<0>();
-        } else {
+          gpu::fence_operands(zacc);
+          gpu::fence_operands(h_own);
+          gpu::fence_operands(h_peer);
+          w_pipe.consumer_release(v);
+        }
+      } else {
+        // (four CTAs) In series per chunk: expand, φ, send, project. The ring holds a chunk's
+        // four U pieces and four V pieces in five slots, so the next chunk's expand cannot be
+        // issued before this chunk's V pieces are read.
+        for (int r = 0; r < chunks; ++r) {
+          const int col0 = r * L::kChunk + rank * kSliceCols;  // this CTA's first hidden column
+          const bool live = col0 < hidden;                      // else S_k = 0, and so H_k = φ(0) = 0
+          // 5a. A piece's slot is handed back once the wgmma group that reads it has retired:
+          //     the next piece's group is issued first, so the tensor pipe has work during the
+          //     wait. The whole expand, from the first fence to the last wait, sits inside
+          //     `if (live)` (a dead slice only waits for its pieces' bare arrivals and hands the
+          //     slots back): a wgmma whose accumulators are still in flight where a branch on a
+          //     runtime value joins makes ptxas serialize every wgmma of the kernel (C7520).
           if (live) {
-            project(h_own, 0);
-            gpu::wgmma_commit_group();
-            gpu::wgmma_wait_group<0>();
-          }
-          receive();
 #pragma unroll
-          for (int i = 1; i < kS; ++i) {
-            if (i % L::kSourcesPerVPiece == 0) {  // a new V piece; the previous one is read
-              ws.advance();
+            for (int q = 0; q < L::kUPieces; ++q) {
               w_pipe.consumer_wait(ws);
-              release_before(ws);
+              expand_piece(q);
+              if (q == L::kUPieces - 1) load_bias(bias, a_s, r * kSliceCols + first.col);  // while the products run
+              if (q > 0) {
+                gpu::wgmma_wait_group<1>();
+                release_before(ws);  // piece q − 1 has been read
+              }
+              ws.advance();
             }
-            if (r * L::kChunk + L::source_of(rank, i) * kSliceCols < hidden) {
-              project(h_peer[i - 1], i);
+            gpu::wgmma_wait_group<0>();
+            gpu::fence_operands(s);
+            release_before(ws);  // the last piece has been read
+          } else {
+#pragma unroll
+            for (int q = 0; q < L::kUPieces; ++q) {
+              w_pipe.consumer_wait(ws);  // (completed by the producer's bare arrival)
+              w_pipe.consumer_release(ws);
+              ws.advance();
+            }
+          }
+          pack(r);  // 5b (a dead slice packs zeros)
+          send();   // 5c
+          // 5d-5f. Z += H_k · V_r[rows of our columns], in flight while the peers' words arrive,
+          //     then the peers' slices in rank order after us (slot i − 1 holds the words of
+          //     rank + i). V piece q serves slices q·kSourcesPerVPiece ..; its slot goes back once
+          //     the group reading it retired (the next piece's group is issued first).
+          w_pipe.consumer_wait(ws);
+          // The pipelined path when every slice of the chunk has a column below `hidden` (the
+          // last slice's first). Otherwise (at most the last chunk) the slices wholly past
+          // `hidden` are zero and skipped (their pieces were not loaded) and each live slice's
+          // group is waited for at once: no wgmma may be in flight across a branch on a runtime
+          // value (5a).
+          if (L::kVPieces == 1 || r * L::kChunk + (kS - 1) * kSliceCols < hidden) {
+            project(h_own, 0, ws.stage);
+            gpu::wgmma_commit_group();
+            receive();
+#pragma unroll
+            for (int i = 1; i < kS; ++i) {
+              const bool piece_starts = i % L::kSourcesPerVPiece == 0;
+              if (piece_starts) {  // a new V piece
+                ws.advance();
+                w_pipe.consumer_wait(ws);
+              }
+              project(h_peer[i - 1], i, ws.stage);
+              gpu::wgmma_commit_group();
+              if (piece_starts) {  // retire the previous piece's group, hand its slot back
+                gpu::wgmma_wait_group<1>();
+                release_before(ws);
+              }
+            }
+            release_peer_words();  // every peer's words went into an issued wgmma
+            gpu::wgmma_wait_group<0>();
+          } else {
+            if (live) {
+              project(h_own, 0, ws.stage);
               gpu::wgmma_commit_group();
               gpu::wgmma_wait_group<0>();
             }
+            receive();
+#pragma unroll
+            for (int i = 1; i < kS; ++i) {
+              if (i % L::kSourcesPerVPiece == 0) {  // a new V piece; the previous one is read
+                ws.advance();
+                w_pipe.consumer_wait(ws);
+                release_before(ws);
+              }
+              if (r * L::kChunk + L::source_of(rank, i) * kSliceCols < hidden) {
+                project(h_peer[i - 1], i, ws.stage);
+                gpu::wgmma_commit_group();
+                gpu::wgmma_wait_group<0>();
+              }
+            }
+            // A dead slice's words were read but used by no wgmma: a fence orders those reads
+            // before the arrivals (once, on the last chunk only).
+            gpu::hopper::fence_acq_rel_cluster();
+            release_peer_words();
           }
+          gpu::fence_operands(zacc);
+          gpu::fence_operands(h_own);  // read by the projects until the wait: keep their registers
+          gpu::fence_operands(h_peer);
+          w_pipe.consumer_release(ws);
+          ws.advance();
         }
-        gpu::fence_operands(zacc);
-        gpu::fence_operands(h_own);  // read by the projects until the wait: keep their registers
-        gpu::fence_operands(h_peer);
-        w_pipe.consumer_release(ws);
-        ws.advance();
       }
 
       // ---- 6. one store of y's channels of this CTA (b and the residual are already in Z) ----

@@ -142,6 +142,25 @@ __device__ __forceinline__ void st_shared_cluster_v4(uint32_t remote, uint32_t a
 #endif
 }
 
+// Stores 16 bytes into a peer's shared memory and, when they have landed,
+// completes 16 bytes of the transaction count of the peer's barrier `remote_bar`
+// (both shared::cluster addresses, map_shared_to_rank). The receiver arrives on
+// that barrier with mbarrier_arrive_expect_tx for the bytes it expects per
+// phase, then waits on it: the phase completes only once every byte is there,
+// with no memory fence on either side (a fence.acq_rel.cluster or a release
+// arrival per exchange is a MEMBAR.ALL.GPU in the SASS).
+__device__ __forceinline__ void st_async_v4(uint32_t remote, uint32_t a, uint32_t b, uint32_t c, uint32_t d,
+                                            uint32_t remote_bar) {
+#if CONVLAB_CLUSTER_ASM
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, [%5];\n" ::"r"(
+                   remote),
+               "r"(a), "r"(b), "r"(c), "r"(d), "r"(remote_bar)
+               : "memory");
+#else
+  __trap();
+#endif
+}
+
 // Arrive once on an mbarrier of (possibly) another CTA, given its
 // shared::cluster address (map_shared_to_rank), with release semantics at
 // cluster scope: this thread's earlier loads and stores, remote ones
