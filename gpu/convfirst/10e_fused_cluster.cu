@@ -219,20 +219,17 @@ __global__ void __launch_bounds__(L::kThreads, 1)
                                      first_pixel + k * sg.box_rows);
         xs.advance();
       };
-      // U^r[:, this CTA's 64 columns], in UPieces pieces of rows. A slice wholly past `hidden`
-      // (only ever the last chunk's) is, at C = 512, not loaded (the consumers skip its expand;
-      // each piece's barrier phase is completed by the bare arrival); a pair loads column 0's
-      // slice in its place and zeroes H (its chunk loop has no branch around the expand).
+      // U^r[:, this CTA's 64 columns], in UPieces pieces of rows; a slice wholly past `hidden`
+      // (only ever the last chunk's) is not loaded (the consumers skip its expand), each
+      // piece's barrier phase completed by the bare arrival.
       const auto load_u = [&](int r) {
         const int u_col = r * L::kChunk + rank * kSliceCols;
         const bool u_live = u_col < hidden;
 #pragma unroll 1
         for (int q = 0; q < L::kUPieces; ++q) {
-          const bool load = u_live || kS == 2;
-          w_pipe.producer_acquire(ws, load ? uint32_t(L::UTile::kBytes) : 0u);
-          if (load)
-            gpu::hopper::tma_load_2d(L::slot(base, ws.stage), &u_map, w_pipe.full(ws.stage), u_live ? u_col : 0,
-                                     q * L::kURows);
+          w_pipe.producer_acquire(ws, u_live ? uint32_t(L::UTile::kBytes) : 0u);
+          if (u_live)
+            gpu::hopper::tma_load_2d(L::slot(base, ws.stage), &u_map, w_pipe.full(ws.stage), u_col, q * L::kURows);
           ws.advance();
         }
       };
@@ -257,28 +254,12 @@ __global__ void __launch_bounds__(L::kThreads, 1)
       int t = tiles.first(cluster);
       if (tiles.valid(t)) load_x(t);
       for (; tiles.valid(t); t = tiles.next(t, clusters)) {
-        // The next tile's halo once this tile's first ring items are on their way (the
-        // consumers free the halo buffer before they wait for the first U piece).
-        const auto prefetch_x = [&] {
-          if (tiles.valid(tiles.next(t, clusters))) load_x(tiles.next(t, clusters));
-        };
-        if constexpr (kS == 2) {
-          // The order the pair's consumers read the ring in (5, pair): U^0, then U^(r+1)
-          // before V_r (the next chunk's expand is issued before this chunk's project).
-          load_u(0);
-          for (int r = 0; r + 1 < chunks; ++r) {
-            load_u(r + 1);
-            load_v(r);
-            if (r == 0) prefetch_x();
-          }
-          load_v(chunks - 1);
-          if (chunks == 1) prefetch_x();
-        } else {
-          for (int r = 0; r < chunks; ++r) {
-            load_u(r);
-            load_v(r);
-            if (r == 0) prefetch_x();
-          }
+        for (int r = 0; r < chunks; ++r) {
+          load_u(r);
+          load_v(r);
+          // The next tile's halo once this tile's chunk 0 is on its way (the consumers free
+          // the halo buffer before they wait for chunk 0's first U piece).
+          if (r == 0 && tiles.valid(tiles.next(t, clusters))) load_x(tiles.next(t, clusters));
         }
       }
     }
@@ -453,10 +434,10 @@ __global__ void __launch_bounds__(L::kThreads, 1)
 
       // ---- 5. Eq. 32 over hidden chunks of 64·S, this CTA's 64 columns of each ----
       //
-      // The chunk's pieces, shared by both orders below:
-      // expand(r, q0): S_k = T · U^r[:, this CTA's columns] over U pieces q0.. of the chunk (C/16
-      //   k-steps in all, both operands in shared memory), issued and committed piece by piece;
-      //   the first k-step overwrites S (last chunk's values are dead), the others accumulate.
+      // The steps of a chunk, in the order the loop below runs them:
+      // expand_piece(q): S_k += T · U^r[rows of piece q, this CTA's columns], issued and
+      //   committed (C/16 k-steps over all pieces, both operands in shared memory); the chunk's
+      //   first k-step overwrites S (last chunk's values are dead), the others accumulate.
       const auto expand_piece = [&](int q) {
         const uint64_t t_desc = L::t_descriptor(t_base, consumer, q * L::kPieceSteps);
         const uint64_t u_desc = L::u_descriptor(L::slot(base, ws.stage), 0);
@@ -538,173 +519,100 @@ __global__ void __launch_bounds__(L::kThreads, 1)
               true);
       };
 
-      if constexpr (kS == 2) {
-        // (pair) Software-pipelined: chunk r + 1's expand is issued before chunk r's project,
-        // so the tensor pipe has queued work while a warpgroup waits for the peer's H (receive)
-        // and while it computes and sends the next H (φ, send). Ring order: U^0, then U^(r+1)
-        // before V_r. In flight across the waits, per chunk r:
-        //   [E(r+1)] [P_own(r)]  during receive(r)
-        //   [P_peer(r)]          during φ(r + 1) and send(r + 1)
-        // Every branch on a runtime value is taken with no wgmma in flight (5a's C7520 rule):
-        // the loop's back edge after the wait for P_peer(r), the last chunk peeled.
-        // Registers in the loop: Z, S, our H, the peer's H and the bias pairs (as before).
-        const auto expand = [&](int r) {  // the whole of U^r: one piece at C = 128 and 256
-          static_assert(L::kUPieces == 1, "a pair's U slice is one ring item");
-          w_pipe.consumer_wait(ws);
-          expand_piece(0);
-          load_bias(bias, a_s, r * kSliceCols + first.col);  // while the products run
-          const gpu::hopper::PipelineState<L::kStages> item = ws;
-          ws.advance();
-          return item;
-        };
-        const auto wait_v = [&] {
-          static_assert(L::kVPieces == 1, "a pair's V slice is one ring item");
-          w_pipe.consumer_wait(ws);
-          const gpu::hopper::PipelineState<L::kStages> item = ws;
-          ws.advance();
-          return item;
-        };
-        {  // chunk 0's expand, φ and send, with nothing to overlap (once per tile)
-          const auto u0 = expand(0);
+      for (int r = 0; r < chunks; ++r) {
+        const int col0 = r * L::kChunk + rank * kSliceCols;  // this CTA's first hidden column
+        const bool live = col0 < hidden;                      // else S_k = 0, and so H_k = φ(0) = 0
+        // 5a. A piece's slot is handed back once the wgmma group that reads it has retired:
+        //     the next piece's group is issued first, so the tensor pipe has work during the
+        //     wait. The whole expand, from the first fence to the last wait, sits inside
+        //     `if (live)` (a dead slice only waits for its pieces' bare arrivals and hands the
+        //     slots back): a wgmma whose accumulators are still in flight where a branch on a
+        //     runtime value joins makes ptxas serialize every wgmma of the kernel (C7520).
+        if (live) {
+#pragma unroll
+          for (int q = 0; q < L::kUPieces; ++q) {
+            w_pipe.consumer_wait(ws);
+            expand_piece(q);
+            if (q == L::kUPieces - 1) load_bias(bias, a_s, r * kSliceCols + first.col);  // while the products run
+            if (q > 0) {
+              gpu::wgmma_wait_group<1>();
+              release_before(ws);  // piece q − 1 has been read
+            }
+            ws.advance();
+          }
           gpu::wgmma_wait_group<0>();
           gpu::fence_operands(s);
-          w_pipe.consumer_release(u0);
-          pack(0);
-          send();
+          release_before(ws);  // the last piece has been read
+        } else {
+#pragma unroll
+          for (int q = 0; q < L::kUPieces; ++q) {
+            w_pipe.consumer_wait(ws);  // (completed by the producer's bare arrival)
+            w_pipe.consumer_release(ws);
+            ws.advance();
+          }
         }
-        for (int r = 0; r + 1 < chunks; ++r) {
-          const auto u_next = expand(r + 1);     // [E(r+1)]: S is free (H(r) is packed)
-          const auto v = wait_v();
-          project(h_own, 0, v.stage);            // [P_own(r)]
-          gpu::wgmma_commit_group();
-          receive();                             // the peer's H(r), while both groups run
-          project(h_peer[0], 1, v.stage);        // [P_peer(r)]
-          gpu::wgmma_commit_group();
-          release_peer_words();
-          gpu::wgmma_wait_group<1>();            // E(r+1) and P_own(r) retired
-          gpu::fence_operands(s);
-          gpu::fence_operands(h_own);
-          w_pipe.consumer_release(u_next);       // the producer may refill U's slot
-          pack(r + 1);
-          send();                                // while P_peer(r) runs
-          gpu::wgmma_wait_group<0>();
-          gpu::fence_operands(zacc);
-          gpu::fence_operands(h_peer);
-          w_pipe.consumer_release(v);
-        }
-        {  // the last chunk: its project only
-          const auto v = wait_v();
-          project(h_own, 0, v.stage);
+        pack(r);  // 5b (a dead slice packs zeros)
+        send();   // 5c
+        // 5d-5f. Z += H_k · V_r[rows of our columns], in flight while the peers' words arrive,
+        //     then the peers' slices in rank order after us (slot i − 1 holds the words of
+        //     rank + i). V piece q serves slices q·kSourcesPerVPiece ..; its slot goes back once
+        //     the group reading it retired (the next piece's group is issued first).
+        w_pipe.consumer_wait(ws);
+        // The pipelined path when every slice of the chunk has a column below `hidden` (the
+        // last slice's first). Otherwise (at most the last chunk) the slices wholly past
+        // `hidden` are zero and skipped (their pieces were not loaded) and each live slice's
+        // group is waited for at once: no wgmma may be in flight across a branch on a runtime
+        // value (5a).
+        if (L::kVPieces == 1 || r * L::kChunk + (kS - 1) * kSliceCols < hidden) {
+          project(h_own, 0, ws.stage);
           gpu::wgmma_commit_group();
           receive();
-          project(h_peer[0], 1, v.stage);
-          gpu::wgmma_commit_group();
-          release_peer_words();
-          gpu::wgmma_wait_group<0>();
-          gpu::fence_operands(zacc);
-          gpu::fence_operands(h_own);
-          gpu::fence_operands(h_peer);
-          w_pipe.consumer_release(v);
-        }
-      } else {
-        // (four CTAs) In series per chunk: expand, φ, send, project. The ring holds a chunk's
-        // four U pieces and four V pieces in five slots, so the next chunk's expand cannot be
-        // issued before this chunk's V pieces are read.
-        for (int r = 0; r < chunks; ++r) {
-          const int col0 = r * L::kChunk + rank * kSliceCols;  // this CTA's first hidden column
-          const bool live = col0 < hidden;                      // else S_k = 0, and so H_k = φ(0) = 0
-          // 5a. A piece's slot is handed back once the wgmma group that reads it has retired:
-          //     the next piece's group is issued first, so the tensor pipe has work during the
-          //     wait. The whole expand, from the first fence to the last wait, sits inside
-          //     `if (live)` (a dead slice only waits for its pieces' bare arrivals and hands the
-          //     slots back): a wgmma whose accumulators are still in flight where a branch on a
-          //     runtime value joins makes ptxas serialize every wgmma of the kernel (C7520).
-          if (live) {
 #pragma unroll
-            for (int q = 0; q < L::kUPieces; ++q) {
+          for (int i = 1; i < kS; ++i) {
+            const bool piece_starts = i % L::kSourcesPerVPiece == 0;
+            if (piece_starts) {  // a new V piece
+              ws.advance();
               w_pipe.consumer_wait(ws);
-              expand_piece(q);
-              if (q == L::kUPieces - 1) load_bias(bias, a_s, r * kSliceCols + first.col);  // while the products run
-              if (q > 0) {
-                gpu::wgmma_wait_group<1>();
-                release_before(ws);  // piece q − 1 has been read
-              }
-              ws.advance();
             }
-            gpu::wgmma_wait_group<0>();
-            gpu::fence_operands(s);
-            release_before(ws);  // the last piece has been read
-          } else {
-#pragma unroll
-            for (int q = 0; q < L::kUPieces; ++q) {
-              w_pipe.consumer_wait(ws);  // (completed by the producer's bare arrival)
-              w_pipe.consumer_release(ws);
-              ws.advance();
+            project(h_peer[i - 1], i, ws.stage);
+            gpu::wgmma_commit_group();
+            if (piece_starts) {  // retire the previous piece's group, hand its slot back
+              gpu::wgmma_wait_group<1>();
+              release_before(ws);
             }
           }
-          pack(r);  // 5b (a dead slice packs zeros)
-          send();   // 5c
-          // 5d-5f. Z += H_k · V_r[rows of our columns], in flight while the peers' words arrive,
-          //     then the peers' slices in rank order after us (slot i − 1 holds the words of
-          //     rank + i). V piece q serves slices q·kSourcesPerVPiece ..; its slot goes back once
-          //     the group reading it retired (the next piece's group is issued first).
-          w_pipe.consumer_wait(ws);
-          // The pipelined path when every slice of the chunk has a column below `hidden` (the
-          // last slice's first). Otherwise (at most the last chunk) the slices wholly past
-          // `hidden` are zero and skipped (their pieces were not loaded) and each live slice's
-          // group is waited for at once: no wgmma may be in flight across a branch on a runtime
-          // value (5a).
-          if (L::kVPieces == 1 || r * L::kChunk + (kS - 1) * kSliceCols < hidden) {
+          release_peer_words();  // every peer's words went into an issued wgmma
+          gpu::wgmma_wait_group<0>();
+        } else {
+          if (live) {
             project(h_own, 0, ws.stage);
             gpu::wgmma_commit_group();
-            receive();
-#pragma unroll
-            for (int i = 1; i < kS; ++i) {
-              const bool piece_starts = i % L::kSourcesPerVPiece == 0;
-              if (piece_starts) {  // a new V piece
-                ws.advance();
-                w_pipe.consumer_wait(ws);
-              }
-              project(h_peer[i - 1], i, ws.stage);
-              gpu::wgmma_commit_group();
-              if (piece_starts) {  // retire the previous piece's group, hand its slot back
-                gpu::wgmma_wait_group<1>();
-                release_before(ws);
-              }
-            }
-            release_peer_words();  // every peer's words went into an issued wgmma
             gpu::wgmma_wait_group<0>();
-          } else {
-            if (live) {
-              project(h_own, 0, ws.stage);
+          }
+          receive();
+#pragma unroll
+          for (int i = 1; i < kS; ++i) {
+            if (i % L::kSourcesPerVPiece == 0) {  // a new V piece; the previous one is read
+              ws.advance();
+              w_pipe.consumer_wait(ws);
+              release_before(ws);
+            }
+            if (r * L::kChunk + L::source_of(rank, i) * kSliceCols < hidden) {
+              project(h_peer[i - 1], i, ws.stage);
               gpu::wgmma_commit_group();
               gpu::wgmma_wait_group<0>();
             }
-            receive();
-#pragma unroll
-            for (int i = 1; i < kS; ++i) {
-              if (i % L::kSourcesPerVPiece == 0) {  // a new V piece; the previous one is read
-                ws.advance();
-                w_pipe.consumer_wait(ws);
-                release_before(ws);
-              }
-              if (r * L::kChunk + L::source_of(rank, i) * kSliceCols < hidden) {
-                project(h_peer[i - 1], i, ws.stage);
-                gpu::wgmma_commit_group();
-                gpu::wgmma_wait_group<0>();
-              }
-            }
-            // A dead slice's words were read but used by no wgmma: a fence orders those reads
-            // before the arrivals (once, on the last chunk only).
-            gpu::hopper::fence_acq_rel_cluster();
-            release_peer_words();
           }
-          gpu::fence_operands(zacc);
-          gpu::fence_operands(h_own);  // read by the projects until the wait: keep their registers
-          gpu::fence_operands(h_peer);
-          w_pipe.consumer_release(ws);
-          ws.advance();
+          // A dead slice's words were read but used by no wgmma: a fence orders those reads
+          // before the arrivals (once, on the last chunk only).
+          gpu::hopper::fence_acq_rel_cluster();
+          release_peer_words();
         }
+        gpu::fence_operands(zacc);
+        gpu::fence_operands(h_own);  // read by the projects until the wait: keep their registers
+        gpu::fence_operands(h_peer);
+        w_pipe.consumer_release(ws);
+        ws.advance();
       }
 
       // ---- 6. one store of y's channels of this CTA (b and the residual are already in Z) ----
