@@ -18,7 +18,8 @@
 //     S_k = T · U^r[:, 64k .. 64k+63]  wgmma m64n64k16, A = T from shared memory (descriptor), full K = C:
 //                                      no partial sums cross the pair
 //     H_k = φ(S_k + a)                 registers, rounded, packed as wgmma A fragments
-//     H_k -> the peer                  16 words per thread, st.shared::cluster + a remote mbarrier arrive
+//     H_k -> the peer                  16 words per thread, st.async: each store also completes its
+//                                      bytes on the peer's H full barrier (no fence, no arrival)
 //     Z  += H_k · V_r[64k.., channels of k]         wgmma m64n{C/2}k16, A = H_k from registers
 //     Z  += H_peer · V_r[64(1−k).., channels of k]  A = the peer's words, loaded into registers
 //   y[tile, channels of k] = Z         one rounding, one store
@@ -44,8 +45,14 @@
 // Synchronisation (every phase in the kernel's comments):
 //   T full[w]   256 arrivals per tile: warpgroup w's 128 threads here, and the peer's
 //               (release.cluster after their remote stores); waited with acquire.cluster
-//   H full[w]   128 arrivals per chunk: the peer's threads after writing their H words here
-//   H free[w]   128 arrivals per chunk: the peer's threads after reading the words we wrote
+//   H full[w]   128 arrivals per chunk by this CTA's own threads, each expecting the bytes
+//               of its words (expect_tx); the peers' st.async stores complete those bytes.
+//               Waited at CTA scope: the words are in this CTA's shared memory, and a
+//               cluster-scope acquire would invalidate L1 (CCTL.IVALL) every chunk
+//   H free[w]   128 arrivals per chunk per peer: the peer's threads, relaxed, once a wgmma
+//               that reads the words it loaded from here has been issued (the loads are
+//               complete then), so no fence.acq_rel.cluster (MEMBAR.ALL.GPU in the SASS)
+//               is needed; C = 512's partial last chunk, whose dead slices feed no wgmma, has one
 //   T needs no "free" barrier: a CTA overwrites T rows (its own and the peer's) for the
 //   next tile only after it received the peer's last H of this tile, which the peer sent
 //   after its last expand, the last reader of those rows, had completed.
