@@ -11,8 +11,8 @@
 //   x halo rows, channels of k    TMA, this CTA's 64·C/128 channels only
 //   T[:, channels of k]           gconv3x3 on mma.sync (group width 8: a channel half of T needs
 //                                 only the same channel half of x), rounded, stored into BOTH
-//                                 CTAs' T buffers (st.shared + st.shared::cluster): each CTA ends
-//                                 up with the whole T [128 px][C] in shared memory
+//                                 CTAs' T buffers (st.shared + st.async): each CTA ends up with
+//                                 the whole T [128 px][C] in shared memory
 //   Z   = x[tile, channels of k] + b          wgmma accumulators, C/4 registers per thread
 //   for r in chunks of 128 hidden channels:    U^r, V_r slices: TMA into two rings of slots
 //     S_k = T · U^r[:, 64k .. 64k+63]  wgmma m64n64k16, A = T from shared memory (descriptor), full K = C:
@@ -22,7 +22,7 @@
 //                                      bytes on the peer's H full barrier (no fence, no arrival)
 //     Z  += H_k · V_r[64k.., channels of k]         wgmma m64n{C/2}k16, A = H_k from registers
 //     Z  += H_peer · V_r[64(1−k).., channels of k]  A = the peer's words, loaded into registers
-//   y[tile, channels of k] = Z         one rounding, one store
+//   y[tile, channels of k] = Z         one rounding, one 16-byte store per 8 channels
 //
 // Why the H exchange is one vector store per 16 bytes with no shuffle: both
 // CTAs' consumer warpgroup w cover the same 64 pixels, and thread i holds the
@@ -43,8 +43,9 @@
 // right after it by φ, are then shared loads with nothing to convert.
 //
 // Synchronisation (every phase in the kernel's comments):
-//   T full[w]   256 arrivals per tile: warpgroup w's 128 threads here, and the peer's
-//               (release.cluster after their remote stores); waited with acquire.cluster
+//   T full[w]   128 arrivals per tile by warpgroup w's threads here, each expecting the bytes
+//               of its share of the peers' T words (expect_tx); the peers' st.async stores
+//               complete those bytes. Waited at CTA scope, as H full
 //   H full[w]   128 arrivals per chunk by this CTA's own threads, each expecting the bytes
 //               of its words (expect_tx); the peers' st.async stores complete those bytes.
 //               Waited at CTA scope: the words are in this CTA's shared memory, and a
@@ -179,7 +180,7 @@ __global__ void __launch_bounds__(L::kThreads, 1)
     x_pipe.init(L::kConsumerWarps);
     w_pipe.init(L::kConsumerWarps);
     for (int w = 0; w < L::kConsumers; ++w) {
-      gpu::hopper::mbarrier_init(t_full(w), kS * gpu::hopper::kWarpgroupThreads);  // 128 here + 128 per peer
+      gpu::hopper::mbarrier_init(t_full(w), gpu::hopper::kWarpgroupThreads);  // 128 here, + the peers' bytes
       gpu::hopper::mbarrier_init(h_full(w), gpu::hopper::kWarpgroupThreads);  // 128 here, + the peers' bytes
       gpu::hopper::mbarrier_init(h_free(w), (kS - 1) * gpu::hopper::kWarpgroupThreads);  // 128 per peer
     }
@@ -309,10 +310,15 @@ __global__ void __launch_bounds__(L::kThreads, 1)
     // The bytes of the peers' H words one thread receives per chunk; H full[consumer]'s first
     // phase expects them now (each receive() arrives for the next phase).
     constexpr uint32_t kHPeerBytes = (kS - 1) * kHWords * 4;
+    // The bytes of the peers' T words one thread receives per tile (each peer's thread i sends
+    // thread i's share: 4 words of each of its kPairs 16-channel pieces).
+    constexpr uint32_t kTPeerBytes = (kS - 1) * L::kPairs * 4 * 4;
     gpu::hopper::mbarrier_arrive_expect_tx(h_full(consumer), kHPeerBytes);
     uint32_t tile_parity = 0;   // phase of T full[consumer]: one per tile
     uint32_t chunk_parity = 0;  // phase of H full / H free[consumer]: one per chunk, across tiles
     float s[L::kSRegs];                   // S_k, then φ(S_k + a) in fp32
+#pragma unroll
+    for (float& v : s) v = 0.f;  // a dead slice's pack() reads S without an expand (kernel's only chunk)
     float zacc[L::kZRegs];                // Z, this CTA's channels
     uint32_t h_own[kHSteps][4];           // H_k packed: A fragments of the project's steps over our slice
     uint32_t h_peer[kS - 1][kHSteps][4];  // the peers' H packed, slot i: the peer i + 1 ranks after us
@@ -352,9 +358,9 @@ __global__ void __launch_bounds__(L::kThreads, 1)
         place(int(tid));
       }
       const int pixel0 = t * kTileRows + consumer * kWgmmaM + 16 * warp;  // this warp's 16 pixels
-      uint32_t t_remote[kS - 1];  // the peers' T buffers, peer i + 1 ranks after us in slot i
-#pragma unroll
-      for (int i = 0; i < kS - 1; ++i) t_remote[i] = in_peer(t_base, i + 1);
+      uint32_t t_remote[kS - 1], t_full_remote[kS - 1];  // the peers' T buffers and T full[consumer],
+#pragma unroll                                            // peer i + 1 ranks after us in slot i
+      for (int i = 0; i < kS - 1; ++i) t_remote[i] = in_peer(t_base, i + 1), t_full_remote[i] = in_peer(t_full(consumer), i + 1);
       // ---- 1. the grouped conv of this warp's 16 pixels x this CTA's channels ----
       // In passes of kPassGroups groups: the pass's accumulators are live at once and the
       // five k-steps run outermost, so kPassGroups independent mma chains are in flight
@@ -382,10 +388,11 @@ __global__ void __launch_bounds__(L::kThreads, 1)
             for (int i = 0; i < kPassGroups; ++i) conv_mma(acc[i], line, j, pass * kPassGroups + i);
           }
 
-          // ---- 2. T[this warp's pixels, the pass's channels] into every CTA's T buffer.
-          //      No wait: this warpgroup's last expand of the previous tile has completed
-          //      (its wait_group), and so have the peers' (we received their last H, each
-          //      sent after its expand). ----
+          // ---- 2. T[this warp's pixels, the pass's channels] into every CTA's T buffer:
+          //      st.shared here, st.async into the peers (each word completes 4 bytes of
+          //      the peer's T full[consumer]). No wait: this warpgroup's last expand of the
+          //      previous tile has completed (its wait_group), and so have the peers' (we
+          //      received their last H, each sent after its expand). ----
 #pragma unroll
           for (int i = 0; i < kPassGroups / 2; ++i) {
             const float(&lo)[4] = acc[2 * i];
@@ -399,7 +406,8 @@ __global__ void __launch_bounds__(L::kThreads, 1)
               const uint32_t offset = uint32_t(L::TTile::byte_offset(at.row, at.col));
               st_shared_u32(t_base + offset, words[reg]);
 #pragma unroll
-              for (int i = 0; i < kS - 1; ++i) gpu::hopper::st_shared_cluster_u32(t_remote[i] + offset, words[reg]);
+              for (int i = 0; i < kS - 1; ++i)
+                gpu::hopper::st_async_u32(t_remote[i] + offset, words[reg], t_full_remote[i]);
             }
           }
         }
@@ -424,19 +432,17 @@ __global__ void __launch_bounds__(L::kThreads, 1)
       xs.advance();
 
       // ---- 4. T complete in this CTA for this warpgroup's 64 pixels: our channels (written
-      //      by these 128 threads) and the peers' (written by their warpgroup `consumer`).
-      //      FENCE: T was written by the generic proxy (st.shared, st.shared::cluster) and is
-      //      read by wgmma through the async proxy, so every writer fences before the arrival
-      //      that publishes its stores (.shared::cta for ours here, .shared::cluster for the
-      //      remote ones); the remote arrivals release at cluster scope, the wait acquires at
-      //      cluster scope. ----
+      //      by these 128 threads) and the peers' (their st.async bytes, counted on T full).
+      //      Each thread arrives expecting its share of the peers' bytes (they may have landed
+      //      already: the phase waits for our 128 arrivals too). The wait acquires at CTA
+      //      scope: every word is in this CTA's shared memory. FENCE: T is written by the
+      //      generic proxy and read by wgmma through the async proxy, so the writers of our
+      //      half fence before their arrival, and every reader fences after the wait (for
+      //      the peers' words). ----
       gpu::fence_proxy_async_shared();
-      gpu::hopper::fence_proxy_async_shared_cluster();
-      gpu::hopper::mbarrier_arrive(t_full(consumer));
-#pragma unroll
-      for (int peer = 1; peer < kS; ++peer) gpu::hopper::mbarrier_arrive_cluster(in_peer(t_full(consumer), peer));
-      gpu::hopper::mbarrier_wait_cluster(t_full(consumer), tile_parity);
-      gpu::fence_proxy_async_shared();  // the reader's side of the same cross-proxy ordering (cheap, once per tile)
+      gpu::hopper::mbarrier_arrive_expect_tx(t_full(consumer), kTPeerBytes);
+      gpu::hopper::mbarrier_wait(t_full(consumer), tile_parity);
+      gpu::fence_proxy_async_shared();
       tile_parity ^= 1u;
 
       // ---- 5. Eq. 32 over hidden chunks of 64·S, this CTA's 64 columns of each ----
@@ -461,7 +467,8 @@ __global__ void __launch_bounds__(L::kThreads, 1)
         gpu::wgmma_commit_group();
       };
       // pack(r): H_k = φ(S_k + a) rounded and packed as the project's A fragments (k16 step kk =
-      //   columns 16kk ..); a slice wholly past `hidden` is H_k = 0 (a select, not a branch).
+      //   columns 16kk ..); a slice wholly past `hidden` is H_k = 0 (a select, not a branch: its
+      //   S is the previous chunk's, or the zeros S started as).
       const auto pack = [&](int r) {
         const bool live = r * L::kChunk + rank * kSliceCols < hidden;
         bias_activate<Element, kRelu>(s, bias);
@@ -622,16 +629,23 @@ __global__ void __launch_bounds__(L::kThreads, 1)
         ws.advance();
       }
 
-      // ---- 6. one store of y's channels of this CTA (b and the residual are already in Z) ----
+      // ---- 6. one store of y's channels of this CTA (b and the residual are already in Z):
+      //      per row and 32 channels, the quad turns its four 8-channel blocks around
+      //      (gpu::quad_transpose) and each thread stores one block, 16 bytes ----
       const int row0 = t * kTileRows + consumer * kWgmmaM + first.row;
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {
         const int row = row0 + 8 * hh;
-        if (row >= M) continue;
-        Element* out = y + int64_t(row) * L::kC + rank * kOwn + first.col;
+        Element* out = y + int64_t(row) * L::kC + rank * kOwn + 8 * tq;
 #pragma unroll
-        for (int j = 0; j < kOwn / 8; ++j)
-          *reinterpret_cast<uint32_t*>(out + 8 * j) = gpu::pack_pair<Element>(zacc[4 * j + 2 * hh], zacc[4 * j + 2 * hh + 1]);
+        for (int m = 0; m < kOwn / 32; ++m) {
+          uint32_t w[4];
+#pragma unroll
+          for (int q = 0; q < 4; ++q)
+            w[q] = gpu::pack_pair<Element>(zacc[4 * (4 * m + q) + 2 * hh], zacc[4 * (4 * m + q) + 2 * hh + 1]);
+          gpu::quad_transpose(w, tq);  // every lane: the shuffles need the whole warp
+          if (row < M) *reinterpret_cast<uint4*>(out + 32 * m) = make_uint4(w[0], w[1], w[2], w[3]);
+        }
       }
     }
   }

@@ -161,6 +161,18 @@ __device__ __forceinline__ void st_async_v4(uint32_t remote, uint32_t a, uint32_
 #endif
 }
 
+// The same for one 4-byte word (the T hand-over of lesson 10's 10e: mma.sync
+// fragments land at scattered rows, so each word is its own store).
+__device__ __forceinline__ void st_async_u32(uint32_t remote, uint32_t v, uint32_t remote_bar) {
+#if CONVLAB_CLUSTER_ASM
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];\n" ::"r"(remote), "r"(v),
+               "r"(remote_bar)
+               : "memory");
+#else
+  __trap();
+#endif
+}
+
 // Arrive once on an mbarrier of (possibly) another CTA, given its
 // shared::cluster address (map_shared_to_rank), with release semantics at
 // cluster scope: this thread's earlier loads and stores, remote ones

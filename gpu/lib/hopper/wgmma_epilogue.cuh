@@ -82,5 +82,29 @@ __device__ __forceinline__ void ld_shared_v4(uint32_t (&v)[4], uint32_t address)
                : "memory");
 }
 
+// A wgmma (or mma.sync) accumulator tile leaves each thread of a quad (the four
+// lanes 4g .. 4g + 3, tq = lane % 4) two adjacent columns of every 8-column block
+// of row g: stored as they are, every 4-byte store of a warp touches eight rows.
+// quad_transpose turns four such blocks around inside the quad: on entry w[q] is
+// thread tq's pair of block q (columns 8q + 2tq, +1); on exit w[s] is thread s's
+// pair of block tq, so thread tq holds the whole block tq (16 contiguous bytes in
+// column order) and one 16-byte store per block writes it. Two butterfly steps,
+// four shuffles; every lane of the warp must take part.
+__device__ __forceinline__ void quad_transpose(uint32_t (&w)[4], int tq) {
+  // Step 1, lanes tq and tq ^ 2 swap 2x2 blocks: the lower keeps blocks 0-1 of both rows,
+  // the upper blocks 2-3.
+  const bool upper = tq & 2;
+  uint32_t x = __shfl_xor_sync(0xffffffffu, upper ? w[0] : w[2], 2);
+  uint32_t y = __shfl_xor_sync(0xffffffffu, upper ? w[1] : w[3], 2);
+  if (upper) w[0] = x, w[1] = y;
+  else w[2] = x, w[3] = y;
+  // Step 2, lanes tq and tq ^ 1 swap single words: each ends with one block's four pairs.
+  const bool odd = tq & 1;
+  x = __shfl_xor_sync(0xffffffffu, odd ? w[0] : w[1], 1);
+  y = __shfl_xor_sync(0xffffffffu, odd ? w[2] : w[3], 1);
+  if (odd) w[0] = x, w[2] = y;
+  else w[1] = x, w[3] = y;
+}
+
 }  // namespace convlab::gpu
 #endif  // __CUDACC__
