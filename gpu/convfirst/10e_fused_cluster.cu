@@ -134,6 +134,9 @@ constexpr int kGroupsPerPanel = kPanelCols / kGroupWidth;  // 8: one 16-byte chu
 // All sixteen of a CTA's 128 channels at once (64 accumulators) would not fit the registers.
 constexpr int kPassGroups = 8;
 static_assert(kGroupsPerPanel % kPassGroups == 0, "a pass stays inside one 64-channel panel of x");
+// A pair issues chunk r + 1's expand behind chunk r's project, before waiting for the
+// project (5, kOverlapExpand); false: every chunk in series. (Four CTAs: always in series.)
+constexpr bool kOverlapPairExpand = false;
 
 // ---- the kernel ------------------------------------------------------------------------
 //
@@ -155,6 +158,7 @@ __global__ void __launch_bounds__(L::kThreads, 1)
                                    const Element* __restrict__ conv_b, const Element* __restrict__ a,
                                    const Element* __restrict__ b, Element* __restrict__ y) {
   constexpr int kOwn = L::kOwn, kS = L::kCluster, kTileRows = L::kTileRows;
+  constexpr bool kOverlapExpand = kOverlapPairExpand && kS == 2;
   extern __shared__ unsigned char shared[];
   // Every CTA of the cluster runs this code on identical layouts, so every region sits at
   // the same offset in each: a peer's copy of a region is map_shared_to_rank(local address, peer).
@@ -191,8 +195,22 @@ __global__ void __launch_bounds__(L::kThreads, 1)
   }
   {
     const int rank = gpu::hopper::cluster_cta_rank();
+    // All of this thread's words are loaded before any is stored: the stores are asm volatile
+    // with a memory clobber, so a load after one cannot be hoisted above it, and a loop of
+    // load-store pairs paid one round trip to memory per word.
     const unsigned* w_words = reinterpret_cast<const unsigned*>(conv_w) + rank * L::kWeightWords;
-    for (int i = threadIdx.x; i < L::kWeightWords; i += L::kThreads) st_shared_u32(weights + 4 * i, __ldg(w_words + i));
+    constexpr int kWordsPerThread = (L::kWeightWords + L::kThreads - 1) / L::kThreads;
+    unsigned w_staged[kWordsPerThread];
+#pragma unroll
+    for (int k = 0; k < kWordsPerThread; ++k) {
+      const int i = int(threadIdx.x) + k * L::kThreads;
+      w_staged[k] = i < L::kWeightWords ? __ldg(w_words + i) : 0u;
+    }
+#pragma unroll
+    for (int k = 0; k < kWordsPerThread; ++k) {
+      const int i = int(threadIdx.x) + k * L::kThreads;
+      if (i < L::kWeightWords) st_shared_u32(weights + 4 * i, w_staged[k]);
+    }
     gpu::stage_biases(a_s, a, hidden, gpu::ceil_div(hidden, L::kChunk), L::kChunk, kSliceCols, rank * kSliceCols, b,
                       conv_b, rank * kOwn, kOwn, threadIdx.x, L::kThreads);
     constexpr int kZeroWords = convfirst_wgmma::kZeroLines * 128 / 4;
@@ -227,17 +245,19 @@ __global__ void __launch_bounds__(L::kThreads, 1)
                                      first_pixel + k * sg.box_rows);
         xs.advance();
       };
-      // U^r[:, this CTA's 64 columns], in UPieces pieces of rows; a slice wholly past `hidden`
-      // (only ever the last chunk's) is not loaded (the consumers skip its expand), each
-      // piece's barrier phase completed by the bare arrival.
+      // U^r[:, this CTA's 64 columns], in UPieces pieces of rows. A slice wholly past `hidden`
+      // (only ever the last chunk's) is not loaded when the consumers skip its expand, each
+      // piece's barrier phase completed by the bare arrival; with kOverlapExpand they run it
+      // (no branch around it), on column 0's slice, and zero its H.
       const auto load_u = [&](int r) {
         const int u_col = r * L::kChunk + rank * kSliceCols;
-        const bool u_live = u_col < hidden;
+        const bool load = u_col < hidden || kOverlapExpand;
 #pragma unroll 1
         for (int q = 0; q < L::kUPieces; ++q) {
-          w_pipe.producer_acquire(ws, u_live ? uint32_t(L::UTile::kBytes) : 0u);
-          if (u_live)
-            gpu::hopper::tma_load_2d(L::slot(base, ws.stage), &u_map, w_pipe.full(ws.stage), u_col, q * L::kURows);
+          w_pipe.producer_acquire(ws, load ? uint32_t(L::UTile::kBytes) : 0u);
+          if (load)
+            gpu::hopper::tma_load_2d(L::slot(base, ws.stage), &u_map, w_pipe.full(ws.stage), u_col < hidden ? u_col : 0,
+                                     q * L::kURows);
           ws.advance();
         }
       };
@@ -533,15 +553,16 @@ __global__ void __launch_bounds__(L::kThreads, 1)
               true);
       };
 
-      for (int r = 0; r < chunks; ++r) {
+      // expand_serial(r): the whole expand of chunk r, issued and waited for. A piece's slot is
+      //   handed back once the wgmma group that reads it has retired: the next piece's group is
+      //   issued first, so the tensor pipe has work during the wait. The whole expand, from the
+      //   first fence to the last wait, sits inside `if (live)` (a dead slice only waits for its
+      //   pieces' arrivals and hands the slots back): a wgmma whose accumulators are still in
+      //   flight where a branch on a runtime value joins makes ptxas serialize every wgmma of
+      //   the kernel (C7520).
+      const auto expand_serial = [&](int r) {
         const int col0 = r * L::kChunk + rank * kSliceCols;  // this CTA's first hidden column
         const bool live = col0 < hidden;                      // else S_k = 0, and so H_k = φ(0) = 0
-        // 5a. A piece's slot is handed back once the wgmma group that reads it has retired:
-        //     the next piece's group is issued first, so the tensor pipe has work during the
-        //     wait. The whole expand, from the first fence to the last wait, sits inside
-        //     `if (live)` (a dead slice only waits for its pieces' bare arrivals and hands the
-        //     slots back): a wgmma whose accumulators are still in flight where a branch on a
-        //     runtime value joins makes ptxas serialize every wgmma of the kernel (C7520).
         if (live) {
 #pragma unroll
           for (int q = 0; q < L::kUPieces; ++q) {
@@ -565,8 +586,11 @@ __global__ void __launch_bounds__(L::kThreads, 1)
             ws.advance();
           }
         }
-        pack(r);  // 5b (a dead slice packs zeros)
-        send();   // 5c
+      };
+      // project_chunk(r): Z += H · V_r over every slice of chunk r (5d-5f), waited for; the V
+      //   pieces' slots handed back.
+      const auto project_chunk = [&](int r) {
+        const bool live = r * L::kChunk + rank * kSliceCols < hidden;  // our own slice
         // 5d-5f. Z += H_k · V_r[rows of our columns], in flight while the peers' words arrive,
         //     then the peers' slices in rank order after us (slot i − 1 holds the words of
         //     rank + i). V piece q serves slices q·kSourcesPerVPiece ..; its slot goes back once
@@ -627,6 +651,85 @@ __global__ void __launch_bounds__(L::kThreads, 1)
         gpu::fence_operands(h_peer);
         w_pipe.consumer_release(ws);
         ws.advance();
+      };
+
+      if constexpr (kOverlapExpand) {
+        // (pair) Chunk r + 1's expand is issued right behind chunk r's project, before the
+        // project is waited for: the tensor pipe goes from one to the other with no gap, and
+        // the wait for the project's retirement overlaps the expand. The ring's order is
+        // unchanged (U^(r+1)'s pieces are the items after V_r's). In flight across every
+        // branch on a runtime value (the loop's back edge, the barrier polls): one expand
+        // group per U piece, and at the polls inside the project also the project's groups,
+        // the same on every path (5a's C7520 rule). The last chunk, whose slices may lie past
+        // `hidden`, is projected by project_chunk (its expand always runs: the producer
+        // loads column 0's slice for a dead one and pack() zeroes its H).
+        // The ring slots of the chunk's first U piece and first V piece (the others follow).
+        int u_first = 0, v_first = 0;
+        const auto release_items = [&](int first_stage, int n) {
+#pragma unroll
+          for (int q = 0; q < n; ++q) w_pipe.consumer_release({(first_stage + q) % L::kStages, 0u});
+        };
+        const auto issue_expand = [&] {
+          u_first = ws.stage;
+#pragma unroll
+          for (int q = 0; q < L::kUPieces; ++q) {
+            w_pipe.consumer_wait(ws);
+            expand_piece(q);
+            ws.advance();
+          }
+        };
+        // retire_expand(r): chunk r's bias pairs (loaded while its products finish: the
+        // project's H registers are free by now), then its pieces, each slot handed back as
+        // it is read.
+        const auto retire_expand = [&](int r) {
+          load_bias(bias, a_s, r * kSliceCols + first.col);
+          if constexpr (L::kUPieces == 2) {
+            gpu::wgmma_wait_group<1>();
+            release_items(u_first, 1);
+          }
+          gpu::wgmma_wait_group<0>();
+          gpu::fence_operands(s);
+          release_items((u_first + L::kUPieces - 1) % L::kStages, 1);
+        };
+        issue_expand();
+        for (int r = 0; r + 1 < chunks; ++r) {
+          retire_expand(r);
+          pack(r);
+          send();
+          w_pipe.consumer_wait(ws);
+          v_first = ws.stage;
+          project(h_own, 0, ws.stage);
+          gpu::wgmma_commit_group();
+          receive();
+#pragma unroll
+          for (int i = 1; i < kS; ++i) {
+            if (i % L::kSourcesPerVPiece == 0) {  // a new V piece
+              ws.advance();
+              w_pipe.consumer_wait(ws);
+            }
+            project(h_peer[i - 1], i, ws.stage);
+            gpu::wgmma_commit_group();
+          }
+          release_peer_words();  // every peer's words went into an issued wgmma
+          ws.advance();
+          issue_expand();                        // chunk r + 1's
+          gpu::wgmma_wait_group<L::kUPieces>();  // the project's groups (older) have retired
+          gpu::fence_operands(zacc);
+          gpu::fence_operands(h_own);
+          gpu::fence_operands(h_peer);
+          release_items(v_first, L::kVPieces);
+        }
+        retire_expand(chunks - 1);
+        pack(chunks - 1);
+        send();
+        project_chunk(chunks - 1);
+      } else {
+        for (int r = 0; r < chunks; ++r) {
+          expand_serial(r);
+          pack(r);  // 5b (a dead slice packs zeros)
+          send();   // 5c
+          project_chunk(r);
+        }
       }
 
       // ---- 6. one store of y's channels of this CTA (b and the residual are already in Z):
