@@ -124,7 +124,6 @@ using convfirst_wgmma::x_offset;
 using convfirst_wgmma::XStaging;
 using gpu::bias_activate;
 using gpu::ld_shared_u32;
-using gpu::ld_shared_v4;
 using gpu::load_bias;
 using gpu::st_shared_u32;
 using gpu::unpack_pair;
@@ -341,7 +340,6 @@ __global__ void __launch_bounds__(L::kThreads, 1)
     for (float& v : s) v = 0.f;  // a dead slice's pack() reads S without an expand (kernel's only chunk)
     float zacc[L::kZRegs];                // Z, this CTA's channels
     uint32_t h_own[kHSteps][4];           // H_k packed: A fragments of the project's steps over our slice
-    uint32_t h_peer[kS - 1][kHSteps][4];  // the peers' H packed, slot i: the peer i + 1 ranks after us
     float2 bias[L::kSRegs / 4];           // a_r of this CTA's columns, fp32 pairs
     const float* const b_s = a_s + chunks * kSliceCols;
     const float2* const b_pairs = reinterpret_cast<const float2*>(b_s);
@@ -507,30 +505,37 @@ __global__ void __launch_bounds__(L::kThreads, 1)
       //   when all peers' 128 threads have read what we sent for the previous chunk (parity of
       //   the previous chunk; passes at once for the first); nothing is read after it, so the
       //   wait acquires at CTA scope only.
+      //   The words go in the layout the peer's project reads from shared memory (HTile, one
+      //   16-byte row piece per thread and step after the quad's transpose, h_piece_coord).
       const auto send = [&] {
+        uint32_t piece[kHSteps][4];
+#pragma unroll
+        for (int kk = 0; kk < kHSteps; ++kk) {
+#pragma unroll
+          for (int q = 0; q < 4; ++q) piece[kk][q] = h_own[kk][q];
+          gpu::quad_transpose(piece[kk], tq);
+        }
         gpu::hopper::mbarrier_wait(h_free(consumer), chunk_parity ^ 1u);
 #pragma unroll
         for (int peer = 1; peer < kS; ++peer) {
-          const int slot = L::slot_in((rank + peer) % kS, rank);
+          const uint32_t tile = h_in + L::h_tile_offset(consumer, L::slot_in((rank + peer) % kS, rank));
           const uint32_t bar = in_peer(h_full(consumer), peer);
 #pragma unroll
-          for (int kk = 0; kk < kHSteps; ++kk)
-            gpu::hopper::st_async_v4(in_peer(h_in + L::h_exchange_offset(consumer, slot, thread, kk), peer),
-                                     h_own[kk][0], h_own[kk][1], h_own[kk][2], h_own[kk][3], bar);
+          for (int kk = 0; kk < kHSteps; ++kk) {
+            const gpu::MatrixCoord at = h_piece_coord(thread, kk);
+            gpu::hopper::st_async_v4(in_peer(tile + uint32_t(HTile::byte_offset(at.row, at.col)), peer), piece[kk][0],
+                                     piece[kk][1], piece[kk][2], piece[kk][3], bar);
+          }
         }
       };
-      // receive(): wait until the peers' words of this chunk have landed, read our thread's 64
-      //   bytes of each, and arrive (with the bytes we expect) on H full for the next chunk.
-      //   The peers learn that their slot here is free from release_peer_words(), once a
-      //   wgmma that reads these registers has been issued: the loads have completed then, so
-      //   a relaxed arrival cannot overtake them.
+      // receive(): wait until the peers' words of this chunk have landed (FENCE: written by the
+      //   generic proxy, read by wgmma through the async proxy), and arrive (with the bytes we
+      //   expect) on H full for the next chunk. The peers learn that their tiles here are free
+      //   from release_peer_words(), once the wgmma groups that read them have retired: a
+      //   relaxed arrival then cannot overtake a read.
       const auto receive = [&] {
         gpu::hopper::mbarrier_wait(h_full(consumer), chunk_parity);
-#pragma unroll
-        for (int i = 0; i < kS - 1; ++i)
-#pragma unroll
-          for (int kk = 0; kk < kHSteps; ++kk)
-            ld_shared_v4(h_peer[i][kk], h_in + L::h_exchange_offset(consumer, i, thread, kk));
+        gpu::fence_proxy_async_shared();
         gpu::hopper::mbarrier_arrive_expect_tx(h_full(consumer), kHPeerBytes);
         chunk_parity ^= 1u;
       };
@@ -539,18 +544,24 @@ __global__ void __launch_bounds__(L::kThreads, 1)
         for (int peer = 1; peer < kS; ++peer)
           gpu::hopper::mbarrier_arrive_cluster_relaxed(in_peer(h_free(consumer), peer));
       };
-      // project(h, i, stage): Z += H_source · V_r[rows of source i's columns, this CTA's
-      //   channels], the kHSteps steps of source i (0: our own slice, then the peers in rank
-      //   order after us) from the V piece in ring slot `stage`; h was written by ordinary
-      //   code, hence the fence. Not committed here.
-      const auto project = [&](const uint32_t(&h)[kHSteps][4], int i, int stage) {
+      // project(i, stage): Z += H_source · V_r[rows of source i's columns, this CTA's
+      //   channels], the kHSteps steps of source i from the V piece in ring slot `stage`: i = 0
+      //   our own slice, A from registers (h_own, written by ordinary code, hence the fence);
+      //   then the peers in rank order after us, A from their tile in the exchange buffer
+      //   (slot i − 1). Not committed here.
+      const auto project = [&](int i, int stage) {
         const uint64_t v_desc = L::v_descriptor(L::slot(base, stage), L::v_first_step(rank, i));
+        const uint64_t h_desc = gpu::k_major_descriptor<HTile>(h_in + L::h_tile_offset(consumer, i > 0 ? i - 1 : 0), 0, 0);
         gpu::wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < kHSteps; ++kk)
-          gpu::wgmma_m64nNk16_rs_mn_major_b<Element, kOwn>(
-              zacc, h[kk], gpu::wgmma_advance(v_desc, gpu::mn_major_step_bytes<typename L::VTile>(kk * kWgmmaK)),
-              true);
+        for (int kk = 0; kk < kHSteps; ++kk) {
+          const uint64_t vd = gpu::wgmma_advance(v_desc, gpu::mn_major_step_bytes<typename L::VTile>(kk * kWgmmaK));
+          if (i == 0)
+            gpu::wgmma_m64nNk16_rs_mn_major_b<Element, kOwn>(zacc, h_own[kk], vd, true);
+          else
+            gpu::wgmma_m64nNk16_ss_mn_major_b<Element, kOwn>(
+                zacc, gpu::wgmma_advance(h_desc, gpu::k_major_step_bytes<HTile>(kk * kWgmmaK)), vd, true);
+        }
       };
 
       // expand_serial(r): the whole expand of chunk r, issued and waited for. A piece's slot is
@@ -602,7 +613,7 @@ __global__ void __launch_bounds__(L::kThreads, 1)
         // group is waited for at once: no wgmma may be in flight across a branch on a runtime
         // value (5a).
         if (L::kVPieces == 1 || r * L::kChunk + (kS - 1) * kSliceCols < hidden) {
-          project(h_own, 0, ws.stage);
+          project(0, ws.stage);
           gpu::wgmma_commit_group();
           receive();
 #pragma unroll
@@ -612,18 +623,18 @@ __global__ void __launch_bounds__(L::kThreads, 1)
               ws.advance();
               w_pipe.consumer_wait(ws);
             }
-            project(h_peer[i - 1], i, ws.stage);
+            project(i, ws.stage);
             gpu::wgmma_commit_group();
             if (piece_starts) {  // retire the previous piece's group, hand its slot back
               gpu::wgmma_wait_group<1>();
               release_before(ws);
             }
           }
-          release_peer_words();  // every peer's words went into an issued wgmma
           gpu::wgmma_wait_group<0>();
+          release_peer_words();  // the groups that read the peers' tiles have retired
         } else {
           if (live) {
-            project(h_own, 0, ws.stage);
+            project(0, ws.stage);
             gpu::wgmma_commit_group();
             gpu::wgmma_wait_group<0>();
           }
@@ -636,19 +647,15 @@ __global__ void __launch_bounds__(L::kThreads, 1)
               release_before(ws);
             }
             if (r * L::kChunk + L::source_of(rank, i) * kSliceCols < hidden) {
-              project(h_peer[i - 1], i, ws.stage);
+              project(i, ws.stage);
               gpu::wgmma_commit_group();
               gpu::wgmma_wait_group<0>();
             }
           }
-          // A dead slice's words were read but used by no wgmma: a fence orders those reads
-          // before the arrivals (once, on the last chunk only).
-          gpu::hopper::fence_acq_rel_cluster();
-          release_peer_words();
+          release_peer_words();  // every group that read a peer's tile has retired
         }
         gpu::fence_operands(zacc);
-        gpu::fence_operands(h_own);  // read by the projects until the wait: keep their registers
-        gpu::fence_operands(h_peer);
+        gpu::fence_operands(h_own);  // read by the project until the wait: keep its registers
         w_pipe.consumer_release(ws);
         ws.advance();
       };
@@ -698,7 +705,7 @@ __global__ void __launch_bounds__(L::kThreads, 1)
           send();
           w_pipe.consumer_wait(ws);
           v_first = ws.stage;
-          project(h_own, 0, ws.stage);
+          project(0, ws.stage);
           gpu::wgmma_commit_group();
           receive();
 #pragma unroll
@@ -707,16 +714,15 @@ __global__ void __launch_bounds__(L::kThreads, 1)
               ws.advance();
               w_pipe.consumer_wait(ws);
             }
-            project(h_peer[i - 1], i, ws.stage);
+            project(i, ws.stage);
             gpu::wgmma_commit_group();
           }
-          release_peer_words();  // every peer's words went into an issued wgmma
           ws.advance();
           issue_expand();                        // chunk r + 1's
           gpu::wgmma_wait_group<L::kUPieces>();  // the project's groups (older) have retired
+          release_peer_words();
           gpu::fence_operands(zacc);
           gpu::fence_operands(h_own);
-          gpu::fence_operands(h_peer);
           release_items(v_first, L::kVPieces);
         }
         retire_expand(chunks - 1);
