@@ -459,45 +459,41 @@ template <class L> int convfirst_cluster_mismatches() {
   return wrong;
 }
 
-// The H exchange: every (warpgroup, source slot) has its own 1024-aligned HTile in the
-// buffer; every sender writes a different slot of each receiver; a thread's 16-byte piece
-// per k16 step is a whole aligned row piece of HTile, the pieces of a warpgroup cover the tile
-// once; and after the quad's transpose (gpu::quad_transpose's contract: thread tq ends with
-// word tq of every thread s of its quad, in place s) each piece holds, in column order, the S
-// elements the sender computed for exactly that pixel and those hidden columns. (The shuffles
-// themselves are checked on the GPU by the 10e test: a wrong word there breaks y and H.)
+// The H exchange: every (warpgroup, source slot, thread, 16-byte quad) has its own
+// aligned place inside the buffer, a quarter-warp's eight threads fill one 128-byte line
+// (no bank conflict); every sender writes a different slot of each receiver; and the
+// word a sender packs from its S accumulators is, for the receiving thread of the same
+// index, the A fragment element of the same pixel and column.
 template <class L> int h_exchange_mismatches() {
   namespace cc = convfirst_cluster;
   int wrong = 0;
-  std::set<uint32_t> tiles;
+  std::set<uint32_t> places;
   for (int w = 0; w < L::kConsumers; ++w)
-    for (int slot = 0; slot < L::kCluster - 1; ++slot) {
-      const uint32_t off = L::h_tile_offset(w, slot);
-      wrong += off % 1024 != 0 || off + uint32_t(cc::HTile::kBytes) > uint32_t(L::kHBufferBytes);
-      tiles.insert(off);
-    }
-  wrong += tiles.size() != std::size_t(L::kConsumers * (L::kCluster - 1));
+    for (int slot = 0; slot < L::kCluster - 1; ++slot)
+      for (int q = 0; q < cc::kHQuads; ++q)
+        for (int thread = 0; thread < kWarpgroupThreads; ++thread) {
+          const uint32_t off = L::h_exchange_offset(w, slot, thread, q);
+          wrong += off % 16 != 0 || off + 16 > uint32_t(L::kHBufferBytes);
+          places.insert(off);
+          if (thread % 8 == 0)
+            for (int i = 1; i < 8; ++i) wrong += L::h_exchange_offset(w, slot, thread + i, q) != off + 16u * uint32_t(i);
+          wrong += (thread % 8 == 0) && off % 128 != 0;
+        }
+  wrong += places.size() != std::size_t(L::kConsumers * (L::kCluster - 1) * cc::kHQuads * kWarpgroupThreads);
   for (int receiver = 0; receiver < L::kCluster; ++receiver) {
     std::set<int> slots;
     for (int sender = 0; sender < L::kCluster; ++sender)
       if (sender != receiver) slots.insert(L::slot_in(receiver, sender));
     wrong += slots.size() != std::size_t(L::kCluster - 1) || *slots.begin() != 0 || *slots.rbegin() != L::kCluster - 2;
   }
-  std::set<std::pair<int, int>> covered;
   for (int thread = 0; thread < kWarpgroupThreads; ++thread)
-    for (int kk = 0; kk < cc::kHSteps; ++kk) {
-      const gpu::MatrixCoord at = cc::h_piece_coord(thread, kk);
-      wrong += at.col % 8 != 0 || cc::HTile::byte_offset(at.row, at.col) % 16 != 0;
-      for (int e = 0; e < 8; ++e) covered.insert({at.row, at.col + e});
-      // After the transpose thread tq of the quad holds word tq of each quad thread s, at place s.
-      const int tq = thread % 4, quad = thread - tq;
-      for (int s = 0; s < 4; ++s)
+    for (int kk = 0; kk < cc::kHSteps; ++kk)
+      for (int reg = 0; reg < 4; ++reg)
         for (int half = 0; half < 2; ++half) {
-          const gpu::MatrixCoord sent = gpu::wgmma_d_coord(quad + s, gpu::wgmma_d_index_for_a(kk, tq, half));
-          wrong += sent.row != at.row || sent.col != at.col + 2 * s + half;
+          const gpu::MatrixCoord sent = gpu::wgmma_d_coord(thread, gpu::wgmma_d_index_for_a(kk, reg, half));
+          const gpu::MatrixCoord used = gpu::wgmma_a_coord(thread, reg, half);
+          wrong += sent.row != used.row || sent.col != 16 * kk + used.col;
         }
-    }
-  wrong += covered.size() != std::size_t(cc::HTile::kBytes / 2);
   return wrong;
 }
 
@@ -510,6 +506,8 @@ TEST_CASE("hopper: the cluster ConvFirst block's T, U and V are read by wgmma wh
   CHECK(h_exchange_mismatches<cc::ClusterLayout128>() == 0);
   CHECK(h_exchange_mismatches<cc::ClusterLayout256>() == 0);
   CHECK(h_exchange_mismatches<cc::ClusterLayout512>() == 0);
+  // C = 128 and 256 keep the pair's offsets of before the generalisation (one slot per warpgroup)
+  CHECK(cc::ClusterLayout256::h_exchange_offset(1, 0, 5, 3) == uint32_t(((1 * 4 + 3) * 128 + 5) * 16));
   CHECK(cc::ClusterLayout512::kTileRows == 64);
   CHECK(cc::ClusterLayout512::kThreads == 256);
   CHECK(gpu::hopper::pair_peer(0) == 1);

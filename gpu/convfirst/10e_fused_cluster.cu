@@ -14,7 +14,7 @@
 //                                 CTAs' T buffers (st.shared + st.async): each CTA ends up with
 //                                 the whole T [128 px][C] in shared memory
 //   Z   = x[tile, channels of k] + b          wgmma accumulators, C/4 registers per thread
-//   for r in chunks of 128 hidden channels:    U^r, V_r slices: TMA into two rings of slots
+//   for r in chunks of 128 hidden channels:    U^r, V_r slices: TMA into a ring of slots (C = 256: two pieces each)
 //     S_k = T · U^r[:, 64k .. 64k+63]  wgmma m64n64k16, A = T from shared memory (descriptor), full K = C:
 //                                      no partial sums cross the pair
 //     H_k = φ(S_k + a)                 registers, rounded, packed as wgmma A fragments
@@ -124,6 +124,7 @@ using convfirst_wgmma::x_offset;
 using convfirst_wgmma::XStaging;
 using gpu::bias_activate;
 using gpu::ld_shared_u32;
+using gpu::ld_shared_v4;
 using gpu::load_bias;
 using gpu::st_shared_u32;
 using gpu::unpack_pair;
@@ -133,9 +134,6 @@ constexpr int kGroupsPerPanel = kPanelCols / kGroupWidth;  // 8: one 16-byte chu
 // All sixteen of a CTA's 128 channels at once (64 accumulators) would not fit the registers.
 constexpr int kPassGroups = 8;
 static_assert(kGroupsPerPanel % kPassGroups == 0, "a pass stays inside one 64-channel panel of x");
-// A pair issues chunk r + 1's expand behind chunk r's project, before waiting for the
-// project (5, kOverlapExpand); false: every chunk in series. (Four CTAs: always in series.)
-constexpr bool kOverlapPairExpand = false;
 
 // ---- the kernel ------------------------------------------------------------------------
 //
@@ -157,7 +155,6 @@ __global__ void __launch_bounds__(L::kThreads, 1)
                                    const Element* __restrict__ conv_b, const Element* __restrict__ a,
                                    const Element* __restrict__ b, Element* __restrict__ y) {
   constexpr int kOwn = L::kOwn, kS = L::kCluster, kTileRows = L::kTileRows;
-  constexpr bool kOverlapExpand = kOverlapPairExpand && kS == 2;
   extern __shared__ unsigned char shared[];
   // Every CTA of the cluster runs this code on identical layouts, so every region sits at
   // the same offset in each: a peer's copy of a region is map_shared_to_rank(local address, peer).
@@ -244,19 +241,17 @@ __global__ void __launch_bounds__(L::kThreads, 1)
                                      first_pixel + k * sg.box_rows);
         xs.advance();
       };
-      // U^r[:, this CTA's 64 columns], in UPieces pieces of rows. A slice wholly past `hidden`
-      // (only ever the last chunk's) is not loaded when the consumers skip its expand, each
-      // piece's barrier phase completed by the bare arrival; with kOverlapExpand they run it
-      // (no branch around it), on column 0's slice, and zero its H.
+      // U^r[:, this CTA's 64 columns], in UPieces pieces of rows; a slice wholly past `hidden`
+      // (only ever the last chunk's) is not loaded (the consumers skip its expand), each
+      // piece's barrier phase completed by the bare arrival.
       const auto load_u = [&](int r) {
         const int u_col = r * L::kChunk + rank * kSliceCols;
-        const bool load = u_col < hidden || kOverlapExpand;
+        const bool u_live = u_col < hidden;
 #pragma unroll 1
         for (int q = 0; q < L::kUPieces; ++q) {
-          w_pipe.producer_acquire(ws, load ? uint32_t(L::UTile::kBytes) : 0u);
-          if (load)
-            gpu::hopper::tma_load_2d(L::slot(base, ws.stage), &u_map, w_pipe.full(ws.stage), u_col < hidden ? u_col : 0,
-                                     q * L::kURows);
+          w_pipe.producer_acquire(ws, u_live ? uint32_t(L::UTile::kBytes) : 0u);
+          if (u_live)
+            gpu::hopper::tma_load_2d(L::slot(base, ws.stage), &u_map, w_pipe.full(ws.stage), u_col, q * L::kURows);
           ws.advance();
         }
       };
@@ -340,6 +335,7 @@ __global__ void __launch_bounds__(L::kThreads, 1)
     for (float& v : s) v = 0.f;  // a dead slice's pack() reads S without an expand (kernel's only chunk)
     float zacc[L::kZRegs];                // Z, this CTA's channels
     uint32_t h_own[kHSteps][4];           // H_k packed: A fragments of the project's steps over our slice
+    uint32_t h_peer[kS - 1][kHSteps][4];  // the peers' H packed, slot i: the peer i + 1 ranks after us
     float2 bias[L::kSRegs / 4];           // a_r of this CTA's columns, fp32 pairs
     const float* const b_s = a_s + chunks * kSliceCols;
     const float2* const b_pairs = reinterpret_cast<const float2*>(b_s);
@@ -505,37 +501,30 @@ __global__ void __launch_bounds__(L::kThreads, 1)
       //   when all peers' 128 threads have read what we sent for the previous chunk (parity of
       //   the previous chunk; passes at once for the first); nothing is read after it, so the
       //   wait acquires at CTA scope only.
-      //   The words go in the layout the peer's project reads from shared memory (HTile, one
-      //   16-byte row piece per thread and step after the quad's transpose, h_piece_coord).
       const auto send = [&] {
-        uint32_t piece[kHSteps][4];
-#pragma unroll
-        for (int kk = 0; kk < kHSteps; ++kk) {
-#pragma unroll
-          for (int q = 0; q < 4; ++q) piece[kk][q] = h_own[kk][q];
-          gpu::quad_transpose(piece[kk], tq);
-        }
         gpu::hopper::mbarrier_wait(h_free(consumer), chunk_parity ^ 1u);
 #pragma unroll
         for (int peer = 1; peer < kS; ++peer) {
-          const uint32_t tile = h_in + L::h_tile_offset(consumer, L::slot_in((rank + peer) % kS, rank));
+          const int slot = L::slot_in((rank + peer) % kS, rank);
           const uint32_t bar = in_peer(h_full(consumer), peer);
 #pragma unroll
-          for (int kk = 0; kk < kHSteps; ++kk) {
-            const gpu::MatrixCoord at = h_piece_coord(thread, kk);
-            gpu::hopper::st_async_v4(in_peer(tile + uint32_t(HTile::byte_offset(at.row, at.col)), peer), piece[kk][0],
-                                     piece[kk][1], piece[kk][2], piece[kk][3], bar);
-          }
+          for (int kk = 0; kk < kHSteps; ++kk)
+            gpu::hopper::st_async_v4(in_peer(h_in + L::h_exchange_offset(consumer, slot, thread, kk), peer),
+                                     h_own[kk][0], h_own[kk][1], h_own[kk][2], h_own[kk][3], bar);
         }
       };
-      // receive(): wait until the peers' words of this chunk have landed (FENCE: written by the
-      //   generic proxy, read by wgmma through the async proxy), and arrive (with the bytes we
-      //   expect) on H full for the next chunk. The peers learn that their tiles here are free
-      //   from release_peer_words(), once the wgmma groups that read them have retired: a
-      //   relaxed arrival then cannot overtake a read.
+      // receive(): wait until the peers' words of this chunk have landed, read our thread's 64
+      //   bytes of each, and arrive (with the bytes we expect) on H full for the next chunk.
+      //   The peers learn that their slot here is free from release_peer_words(), once a
+      //   wgmma that reads these registers has been issued: the loads have completed then, so
+      //   a relaxed arrival cannot overtake them.
       const auto receive = [&] {
         gpu::hopper::mbarrier_wait(h_full(consumer), chunk_parity);
-        gpu::fence_proxy_async_shared();
+#pragma unroll
+        for (int i = 0; i < kS - 1; ++i)
+#pragma unroll
+          for (int kk = 0; kk < kHSteps; ++kk)
+            ld_shared_v4(h_peer[i][kk], h_in + L::h_exchange_offset(consumer, i, thread, kk));
         gpu::hopper::mbarrier_arrive_expect_tx(h_full(consumer), kHPeerBytes);
         chunk_parity ^= 1u;
       };
@@ -544,36 +533,29 @@ __global__ void __launch_bounds__(L::kThreads, 1)
         for (int peer = 1; peer < kS; ++peer)
           gpu::hopper::mbarrier_arrive_cluster_relaxed(in_peer(h_free(consumer), peer));
       };
-      // project(i, stage): Z += H_source · V_r[rows of source i's columns, this CTA's
-      //   channels], the kHSteps steps of source i from the V piece in ring slot `stage`: i = 0
-      //   our own slice, A from registers (h_own, written by ordinary code, hence the fence);
-      //   then the peers in rank order after us, A from their tile in the exchange buffer
-      //   (slot i − 1). Not committed here.
-      const auto project = [&](int i, int stage) {
+      // project(h, i, stage): Z += H_source · V_r[rows of source i's columns, this CTA's
+      //   channels], the kHSteps steps of source i (0: our own slice, then the peers in rank
+      //   order after us) from the V piece in ring slot `stage`; h was written by ordinary
+      //   code, hence the fence. Not committed here.
+      const auto project = [&](const uint32_t(&h)[kHSteps][4], int i, int stage) {
         const uint64_t v_desc = L::v_descriptor(L::slot(base, stage), L::v_first_step(rank, i));
-        const uint64_t h_desc = gpu::k_major_descriptor<HTile>(h_in + L::h_tile_offset(consumer, i > 0 ? i - 1 : 0), 0, 0);
         gpu::wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < kHSteps; ++kk) {
-          const uint64_t vd = gpu::wgmma_advance(v_desc, gpu::mn_major_step_bytes<typename L::VTile>(kk * kWgmmaK));
-          if (i == 0)
-            gpu::wgmma_m64nNk16_rs_mn_major_b<Element, kOwn>(zacc, h_own[kk], vd, true);
-          else
-            gpu::wgmma_m64nNk16_ss_mn_major_b<Element, kOwn>(
-                zacc, gpu::wgmma_advance(h_desc, gpu::k_major_step_bytes<HTile>(kk * kWgmmaK)), vd, true);
-        }
+        for (int kk = 0; kk < kHSteps; ++kk)
+          gpu::wgmma_m64nNk16_rs_mn_major_b<Element, kOwn>(
+              zacc, h[kk], gpu::wgmma_advance(v_desc, gpu::mn_major_step_bytes<typename L::VTile>(kk * kWgmmaK)),
+              true);
       };
 
-      // expand_serial(r): the whole expand of chunk r, issued and waited for. A piece's slot is
-      //   handed back once the wgmma group that reads it has retired: the next piece's group is
-      //   issued first, so the tensor pipe has work during the wait. The whole expand, from the
-      //   first fence to the last wait, sits inside `if (live)` (a dead slice only waits for its
-      //   pieces' arrivals and hands the slots back): a wgmma whose accumulators are still in
-      //   flight where a branch on a runtime value joins makes ptxas serialize every wgmma of
-      //   the kernel (C7520).
-      const auto expand_serial = [&](int r) {
+      for (int r = 0; r < chunks; ++r) {
         const int col0 = r * L::kChunk + rank * kSliceCols;  // this CTA's first hidden column
         const bool live = col0 < hidden;                      // else S_k = 0, and so H_k = φ(0) = 0
+        // 5a. A piece's slot is handed back once the wgmma group that reads it has retired:
+        //     the next piece's group is issued first, so the tensor pipe has work during the
+        //     wait. The whole expand, from the first fence to the last wait, sits inside
+        //     `if (live)` (a dead slice only waits for its pieces' bare arrivals and hands the
+        //     slots back): a wgmma whose accumulators are still in flight where a branch on a
+        //     runtime value joins makes ptxas serialize every wgmma of the kernel (C7520).
         if (live) {
 #pragma unroll
           for (int q = 0; q < L::kUPieces; ++q) {
@@ -597,11 +579,8 @@ __global__ void __launch_bounds__(L::kThreads, 1)
             ws.advance();
           }
         }
-      };
-      // project_chunk(r): Z += H · V_r over every slice of chunk r (5d-5f), waited for; the V
-      //   pieces' slots handed back.
-      const auto project_chunk = [&](int r) {
-        const bool live = r * L::kChunk + rank * kSliceCols < hidden;  // our own slice
+        pack(r);  // 5b (a dead slice packs zeros)
+        send();   // 5c
         // 5d-5f. Z += H_k · V_r[rows of our columns], in flight while the peers' words arrive,
         //     then the peers' slices in rank order after us (slot i − 1 holds the words of
         //     rank + i). V piece q serves slices q·kSourcesPerVPiece ..; its slot goes back once
@@ -613,7 +592,7 @@ __global__ void __launch_bounds__(L::kThreads, 1)
         // group is waited for at once: no wgmma may be in flight across a branch on a runtime
         // value (5a).
         if (L::kVPieces == 1 || r * L::kChunk + (kS - 1) * kSliceCols < hidden) {
-          project(0, ws.stage);
+          project(h_own, 0, ws.stage);
           gpu::wgmma_commit_group();
           receive();
 #pragma unroll
@@ -623,18 +602,18 @@ __global__ void __launch_bounds__(L::kThreads, 1)
               ws.advance();
               w_pipe.consumer_wait(ws);
             }
-            project(i, ws.stage);
+            project(h_peer[i - 1], i, ws.stage);
             gpu::wgmma_commit_group();
             if (piece_starts) {  // retire the previous piece's group, hand its slot back
               gpu::wgmma_wait_group<1>();
               release_before(ws);
             }
           }
+          release_peer_words();  // every peer's words went into an issued wgmma
           gpu::wgmma_wait_group<0>();
-          release_peer_words();  // the groups that read the peers' tiles have retired
         } else {
           if (live) {
-            project(0, ws.stage);
+            project(h_own, 0, ws.stage);
             gpu::wgmma_commit_group();
             gpu::wgmma_wait_group<0>();
           }
@@ -647,95 +626,21 @@ __global__ void __launch_bounds__(L::kThreads, 1)
               release_before(ws);
             }
             if (r * L::kChunk + L::source_of(rank, i) * kSliceCols < hidden) {
-              project(i, ws.stage);
+              project(h_peer[i - 1], i, ws.stage);
               gpu::wgmma_commit_group();
               gpu::wgmma_wait_group<0>();
             }
           }
-          release_peer_words();  // every group that read a peer's tile has retired
+          // A dead slice's words were read but used by no wgmma: a fence orders those reads
+          // before the arrivals (once, on the last chunk only).
+          gpu::hopper::fence_acq_rel_cluster();
+          release_peer_words();
         }
         gpu::fence_operands(zacc);
-        gpu::fence_operands(h_own);  // read by the project until the wait: keep its registers
+        gpu::fence_operands(h_own);  // read by the projects until the wait: keep their registers
+        gpu::fence_operands(h_peer);
         w_pipe.consumer_release(ws);
         ws.advance();
-      };
-
-      if constexpr (kOverlapExpand) {
-        // (pair) Chunk r + 1's expand is issued right behind chunk r's project, before the
-        // project is waited for: the tensor pipe goes from one to the other with no gap, and
-        // the wait for the project's retirement overlaps the expand. The ring's order is
-        // unchanged (U^(r+1)'s pieces are the items after V_r's). In flight across every
-        // branch on a runtime value (the loop's back edge, the barrier polls): one expand
-        // group per U piece, and at the polls inside the project also the project's groups,
-        // the same on every path (5a's C7520 rule). The last chunk, whose slices may lie past
-        // `hidden`, is projected by project_chunk (its expand always runs: the producer
-        // loads column 0's slice for a dead one and pack() zeroes its H).
-        // The ring slots of the chunk's first U piece and first V piece (the others follow).
-        int u_first = 0, v_first = 0;
-        const auto release_items = [&](int first_stage, int n) {
-#pragma unroll
-          for (int q = 0; q < n; ++q) w_pipe.consumer_release({(first_stage + q) % L::kStages, 0u});
-        };
-        const auto issue_expand = [&] {
-          u_first = ws.stage;
-#pragma unroll
-          for (int q = 0; q < L::kUPieces; ++q) {
-            w_pipe.consumer_wait(ws);
-            expand_piece(q);
-            ws.advance();
-          }
-        };
-        // retire_expand(r): chunk r's bias pairs (loaded while its products finish: the
-        // project's H registers are free by now), then its pieces, each slot handed back as
-        // it is read.
-        const auto retire_expand = [&](int r) {
-          load_bias(bias, a_s, r * kSliceCols + first.col);
-          if constexpr (L::kUPieces == 2) {
-            gpu::wgmma_wait_group<1>();
-            release_items(u_first, 1);
-          }
-          gpu::wgmma_wait_group<0>();
-          gpu::fence_operands(s);
-          release_items((u_first + L::kUPieces - 1) % L::kStages, 1);
-        };
-        issue_expand();
-        for (int r = 0; r + 1 < chunks; ++r) {
-          retire_expand(r);
-          pack(r);
-          send();
-          w_pipe.consumer_wait(ws);
-          v_first = ws.stage;
-          project(0, ws.stage);
-          gpu::wgmma_commit_group();
-          receive();
-#pragma unroll
-          for (int i = 1; i < kS; ++i) {
-            if (i % L::kSourcesPerVPiece == 0) {  // a new V piece
-              ws.advance();
-              w_pipe.consumer_wait(ws);
-            }
-            project(i, ws.stage);
-            gpu::wgmma_commit_group();
-          }
-          ws.advance();
-          issue_expand();                        // chunk r + 1's
-          gpu::wgmma_wait_group<L::kUPieces>();  // the project's groups (older) have retired
-          release_peer_words();
-          gpu::fence_operands(zacc);
-          gpu::fence_operands(h_own);
-          release_items(v_first, L::kVPieces);
-        }
-        retire_expand(chunks - 1);
-        pack(chunks - 1);
-        send();
-        project_chunk(chunks - 1);
-      } else {
-        for (int r = 0; r < chunks; ++r) {
-          expand_serial(r);
-          pack(r);  // 5b (a dead slice packs zeros)
-          send();   // 5c
-          project_chunk(r);
-        }
       }
 
       // ---- 6. one store of y's channels of this CTA (b and the residual are already in Z):

@@ -52,17 +52,7 @@ using convfirst_wgmma::round_up_1024;
 constexpr int kSliceCols = 64;                 // a CTA's columns of each hidden chunk: N of its expand
 constexpr int kHSteps = kSliceCols / kWgmmaK;  // project k16 steps per slice (4)
 constexpr int kHWords = 4 * kHSteps;           // packed H words per thread per slice (16)
-// One warpgroup's H slice [64 px][64 hidden columns], as a peer's project reads it: the K-major
-// A operand of wgmma from shared memory (128-byte swizzle, one panel).
-using HTile = gpu::Sw128Tile<kWgmmaM, kSliceCols>;
-// Where thread `thread` of a warpgroup stores its 16 bytes of H for k16 step kk. Its four A
-// fragment words of the step are 4-byte pieces of four 16-byte rows of HTile (word q: pixel
-// 16·warp + g + 8(q & 1), columns 16kk + 8(q >> 1) + 2tq, +1); the quad holds those four rows
-// whole, and after gpu::quad_transpose thread tq holds row piece tq: this pixel and first column.
-CONVLAB_HOST_DEVICE constexpr gpu::MatrixCoord h_piece_coord(int thread, int kk) {
-  const int warp = thread / 32, g = thread % 32 / 4, tq = thread % 4;
-  return {16 * warp + g + 8 * (tq & 1), 16 * kk + 8 * (tq >> 1)};
-}
+constexpr int kHQuads = kHWords / 4;           // 16-byte pieces of them
 constexpr int kProducerRegs = 40;
 
 // ---- tunables, one configuration per C (= C_out) ----------------------------------------
@@ -93,7 +83,7 @@ template <int C, int Cluster, int Consumers, int Stages, int XBuffers, int UPiec
   static constexpr int kWeightWords = kOwn * 9 * kGroupWidth / 2;
   static constexpr int kSRegs = kSliceCols / 2;        // 32 fp32 expand accumulators per consumer thread
   static constexpr int kZRegs = kOwn / 2;              // fp32 project accumulators (this CTA's channels)
-  static constexpr int kHBufferBytes = Consumers * (Cluster - 1) * HTile::kBytes;
+  static constexpr int kHBufferBytes = Consumers * (Cluster - 1) * gpu::hopper::kWarpgroupThreads * kHWords * 4;
   // A consumer warpgroup holding more registers than the launch cap needs setmaxnreg
   // (two consumers: 232, taken from the producer); one consumer has 255 at launch.
   static constexpr int kRegisterCap = gpu::hopper::launch_register_cap(1 + Consumers);
@@ -129,7 +119,7 @@ template <int C, int Cluster, int Consumers, int Stages, int XBuffers, int UPiec
   // ptxas allocates the whole kernel within the launch's cap (168 registers at 384 threads,
   // 255 at 256): Z, S, the fp32 bias pairs, our H and the peers' H must fit with room
   // for addresses.
-  static constexpr int kLoopRegs = kZRegs + kSRegs + kSRegs / 2 + kHWords;
+  static constexpr int kLoopRegs = kZRegs + kSRegs + kSRegs / 2 + Cluster * kHWords;
   static_assert(kLoopRegs <= kRegisterCap - 24, "the loop's live registers fit the cap with room for addresses");
   static_assert(gpu::hopper::register_budget_fits(kProducerRegs, kConsumerRegs, Consumers), "setmaxnreg budget");
 
@@ -171,11 +161,16 @@ template <int C, int Cluster, int Consumers, int Stages, int XBuffers, int UPiec
     return {consumer * kWgmmaM + 16 * warp + g + 8 * (reg & 1), rank * kOwn + 16 * pair + 8 * (reg >> 1) + 2 * tq};
   }
 
-  // The H exchange buffer holds one HTile per (consumer warpgroup, source slot): the slice
-  // sent by the peer that fills slot `source_slot` (the sender of rank j writes slot
-  // (j − k − 1) mod S of CTA k), read by that warpgroup's project straight from shared memory.
-  CONVLAB_HOST_DEVICE static constexpr uint32_t h_tile_offset(int consumer, int source_slot) {
-    return uint32_t((consumer * (Cluster - 1) + source_slot) * HTile::kBytes);
+  // Byte offset, inside the H exchange buffer, of the 16-byte piece `quad` of
+  // thread `thread` of consumer warpgroup `consumer`, sent by the peer that
+  // fills slot `source_slot` (the sender of rank j writes slot (j − k − 1) mod S
+  // of CTA k). Thread-minor, so that the eight threads of one quarter-warp store
+  // one 128-byte line (no bank conflict); [thread][word] would put lanes 64
+  // bytes apart (four-way conflicts).
+  CONVLAB_HOST_DEVICE static constexpr uint32_t h_exchange_offset(int consumer, int source_slot, int thread, int quad) {
+    return uint32_t((((consumer * (Cluster - 1) + source_slot) * kHQuads + quad) * gpu::hopper::kWarpgroupThreads +
+                     thread) *
+                    16);
   }
   CONVLAB_HOST_DEVICE static constexpr int slot_in(int receiver, int sender) {
     return (sender - receiver - 1 + Cluster) % Cluster;
