@@ -34,23 +34,12 @@ __device__ __forceinline__ void stage_biases(float* dst, const Element* __restri
                                              int chunk, int slice, int first, const Element* __restrict__ b,
                                              const Element* __restrict__ conv_b, int c0, int channels, int tid,
                                              int threads) {
-  const int a_floats = chunks * slice, n = a_floats + 2 * channels;
-  const auto value = [&](int i) {
+  const int a_floats = chunks * slice;
+  for (int i = tid; i < a_floats + 2 * channels; i += threads) {
     const int j = i - a_floats;
     const int col = i / slice * chunk + first + i % slice;
-    return j < 0 ? (col < hidden ? to_float(a[col]) : 0.f)
-                 : to_float(j < channels ? b[c0 + j] : conv_b[c0 + j - channels]);
-  };
-  // Four values per thread in flight at once: their loads are issued before any is converted
-  // and stored, one round trip to memory per four values instead of per value.
-  constexpr int kBatch = 4;
-  for (int i0 = tid; i0 < n; i0 += kBatch * threads) {
-    float v[kBatch];
-#pragma unroll
-    for (int k = 0; k < kBatch; ++k) v[k] = i0 + k * threads < n ? value(i0 + k * threads) : 0.f;
-#pragma unroll
-    for (int k = 0; k < kBatch; ++k)
-      if (i0 + k * threads < n) dst[i0 + k * threads] = v[k];
+    dst[i] = j < 0 ? (col < hidden ? to_float(a[col]) : 0.f)
+                   : to_float(j < channels ? b[c0 + j] : conv_b[c0 + j - channels]);
   }
 }
 
