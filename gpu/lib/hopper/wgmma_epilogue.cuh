@@ -91,8 +91,8 @@ __device__ __forceinline__ void ld_shared_v4(uint32_t (&v)[4], uint32_t address)
 // column order) and one 16-byte store per block writes it. Two butterfly steps,
 // four shuffles; every lane of the warp must take part.
 __device__ __forceinline__ void quad_transpose(uint32_t (&w)[4], int tq) {
-  // Step 1, lanes tq and tq ^ 2 swap 2x2 blocks: the lower keeps blocks 0-1 of both rows,
-  // the upper blocks 2-3.
+  // Step 1, lanes tq and tq ^ 2 swap two words each: the lower lane ends with both lanes'
+  // pairs of blocks 0-1, the upper with both lanes' pairs of blocks 2-3.
   const bool upper = tq & 2;
   uint32_t x = __shfl_xor_sync(0xffffffffu, upper ? w[0] : w[2], 2);
   uint32_t y = __shfl_xor_sync(0xffffffffu, upper ? w[1] : w[3], 2);
