@@ -520,6 +520,101 @@ TEST_CASE("hopper: the cluster ConvFirst block's T, U and V are read by wgmma wh
   }
 }
 
+// The pair split by hidden columns (10g): the U and V pieces land where the wgmma descriptors
+// read them (V's column panels rotated so that a CTA's own channels come first, each output
+// channel once per CTA); the conv fragments of the two CTAs write T once each; the Z half
+// a warpgroup sends fills exactly its own 64 rows of T, a quarter-warp one 128-byte line,
+// and the sender's register 4·quad + q + C/4 and the receiver's 4·quad + q are the same
+// pixel and output channel; the regions are aligned and do not overlap.
+template <class L> int convfirst_split_mismatches() {
+  namespace cc = convfirst_cluster;
+  int wrong = 0;
+  const uint32_t base = 0;
+  for (int st = 0; st < L::kStages; ++st) {
+    const uint32_t slot = L::slot(base, st);
+    for (int ks = 0; ks < L::kPieceSteps; ++ks)
+      for (int k = 0; k < 16; ++k)
+        for (int n = 0; n < cc::kSliceCols; ++n)
+          wrong += gpu::wgmma_mn_major_sw128_address(L::u_descriptor(slot, ks), k, n) !=
+                   slot + tma_sw128_box_offset(16 * ks + k, n, 2);
+    for (int kk = 0; kk < L::kVPieceSteps; ++kk) {
+      for (int k = 0; k < 16; ++k)
+        for (int n = 0; n < L::kC; ++n)
+          wrong += gpu::wgmma_mn_major_sw128_address(L::v_descriptor(slot, kk), k, n) !=
+                   L::v_box(slot, n / 64) + tma_sw128_box_offset(16 * kk + k, n % 64, 2);
+      wrong += gpu::wgmma_advance(L::v_descriptor(slot, 0), gpu::mn_major_step_bytes<typename L::VTile>(16 * kk)) !=
+               L::v_descriptor(slot, kk);
+    }
+    wrong += slot % 1024 != 0 || L::UTile::kBytes > L::kSlotBytes || L::VTile::kBytes > L::kSlotBytes;
+  }
+  for (int rank = 0; rank < 2; ++rank) {
+    std::vector<int> channels(std::size_t(L::kC), 0);
+    for (int p = 0; p < L::VTile::kPanels; ++p) {
+      const int col = L::v_panel_col(rank, p);
+      wrong += col % 64 != 0 || (p < L::VTile::kPanels / 2) != (col / L::kOwn == rank);
+      for (int c = 0; c < 64; ++c) ++channels[std::size_t(col + c)];
+    }
+    for (int n : channels) wrong += n != 1;
+  }
+  std::vector<int> written(std::size_t(L::kTileRows) * L::kC, 0);
+  for (int rank = 0; rank < 2; ++rank)
+    for (int w = 0; w < L::kConsumers; ++w)
+      for (int thread = 0; thread < kWarpgroupThreads; ++thread)
+        for (int pair = 0; pair < L::kPairs; ++pair)
+          for (int reg = 0; reg < 4; ++reg) {
+            const gpu::MatrixCoord at = L::t_fragment_coord(w, thread, rank, pair, reg);
+            for (int e = 0; e < 2; ++e) ++written[std::size_t(at.row) * L::kC + std::size_t(at.col + e)];
+          }
+  for (int v : written) wrong += v != 1;
+  // The Z exchange: every 16-byte place of warpgroup w's T rows once, nothing outside them.
+  for (int w = 0; w < L::kConsumers; ++w) {
+    std::set<uint32_t> places;
+    for (int quad = 0; quad < L::kZQuads; ++quad)
+      for (int thread = 0; thread < kWarpgroupThreads; ++thread) {
+        const uint32_t off = L::z_exchange_offset(w, thread, quad);
+        const uint32_t panel = off / uint32_t(L::TTile::kPanelBytes), row = off % uint32_t(L::TTile::kPanelBytes) / 128;
+        wrong += off % 16 != 0 || panel >= uint32_t(L::TTile::kPanels) || row / 64 != uint32_t(w);
+        if (thread % 8 == 0) wrong += off % 128 != 0 || L::z_exchange_offset(w, thread + 7, quad) != off + 112;
+        places.insert(off);
+      }
+    wrong += places.size() != std::size_t(64 * L::kC * 2 / 16);
+  }
+  for (int thread = 0; thread < kWarpgroupThreads; ++thread)
+    for (int quad = 0; quad < L::kZQuads; ++quad)
+      for (int q = 0; q < 4; ++q) {
+        const gpu::MatrixCoord sent = gpu::wgmma_d_coord(thread, L::kZOwnRegs + 4 * quad + q);
+        const gpu::MatrixCoord kept = gpu::wgmma_d_coord(thread, 4 * quad + q);
+        for (int rank = 0; rank < 2; ++rank) {  // sender `rank`, receiver rank ^ 1
+          const int sent_channel = L::v_panel_col(rank, sent.col / 64) + sent.col % 64;
+          const int kept_channel = L::v_panel_col(rank ^ 1, kept.col / 64) + kept.col % 64;
+          wrong += sent.row != kept.row || sent_channel != kept_channel || kept_channel / L::kOwn != (rank ^ 1);
+        }
+      }
+  wrong += L::kBarrierBytes > L::kTBase;
+  wrong += L::kRingBase < L::kTBase + uint32_t(L::TTile::kBytes);
+  wrong += L::kWeightsBase < L::kRingBase + uint32_t(L::kStages * L::kSlotBytes);
+  wrong += L::kXBase < L::kWeightsBase + uint32_t(L::kWeightWords) * 4;
+  for (uint32_t r : {L::kTBase, L::kRingBase, L::kWeightsBase, L::kXBase}) wrong += r % 1024 != 0;
+  return wrong;
+}
+
+TEST_CASE("hopper: the hidden-split ConvFirst pair's weights, T and Z exchange are read where they were written",
+          "[hopper][cpu]") {
+  namespace cc = convfirst_cluster;
+  CHECK(convfirst_split_mismatches<cc::SplitLayout128>() == 0);
+  CHECK(convfirst_split_mismatches<cc::SplitLayout256>() == 0);
+  CHECK(cc::SplitLayout256::kThreads == 256);
+  CHECK(cc::SplitLayout256::kRegisterCap == 255);
+  // C = 256 fits every W <= 29 (hidden = 4C), as 10e; the first width past it does not
+  const auto fits = [](auto layout, int W, int64_t rows, int hidden) {
+    using L = decltype(layout);
+    return cc::cluster_shared_bytes<L>(cc::cluster_staging<L>(W, rows), hidden) <= std::size_t(cc::kMaxShared);
+  };
+  for (int W = 1; W <= 29; ++W) CHECK(fits(cc::SplitLayout256{}, W, 128 * 64, 1024));
+  CHECK(!fits(cc::SplitLayout256{}, 30, 128 * 64, 8));
+  for (int W = 1; W <= 80; ++W) CHECK(fits(cc::SplitLayout128{}, W, 128 * 64, 512));
+}
+
 // A CTA's fp32 biases (its 64 columns of each chunk, then b and conv_b of its C/S channels)
 // start 16-aligned, with b and conv_b at even floats (float2 loads); every pair a consumer
 // reads (columns 64r + 2t + 8j, +1 of chunk r < chunks) lies in a; the region lies inside the

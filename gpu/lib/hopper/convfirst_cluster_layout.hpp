@@ -189,6 +189,117 @@ using ClusterLayout256 = Layout<256, 2, 2, 4, 1, 2, 2>;
 // 128 KB), U in four pieces of 128 rows and V in one piece per slice, 16 KB each.
 using ClusterLayout512 = Layout<512, 4, 1, 5, 1, 4, 4>;
 
+// ---- the pair split by hidden columns (gpu/convfirst/10g_fused_cluster_split_hidden.cu) ----
+//
+// The same pair, tile, T, conv and halo as Layout<C, 2, 2, ...>, but the pair splits the
+// FFN by hidden columns instead of output channels: CTA k expands and projects only its 64
+// columns of each 128-column chunk, into a Z of ALL C channels (a partial sum over half the
+// hidden columns). Nothing crosses the pair inside the chunk loop; once per tile each CTA
+// sends the half of Z that the peer stores (C/4 fp32 per thread) into the peer's T rows of
+// the same warpgroup, which are dead by then, and adds the half it receives to its own.
+//
+//   [ barriers | T [128 px][C] (Z exchange at the tile's end) | weight ring | conv weights | x buffers | biases ]
+//
+//   ring    Stages slots, per chunk UPieces pieces of U^r[:, 64k + (0..63)] ([C/UPieces][64])
+//           then VPieces pieces of V_r[64k + (0..63), all C] ([64/VPieces][C], its column
+//           panels rotated so that this CTA's own channels come first: Z's registers
+//           0 .. C/4 − 1 are always the channels this CTA stores)
+//
+// Threads: two warpgroups (pixels 0-63 and 64-127) and no producer warpgroup: 256 threads,
+// so ptxas's cap is 255 registers a thread (at 384 threads it is 168, and Z of all C
+// channels is C/2 registers: 128 at C = 256; a ninth, producer warp would not help, since a
+// sub-partition holding three warps caps them at 168 too). Each ring slot and halo buffer
+// has a release counter: the consumer warp whose release is the slot's last (of eight)
+// issues the copy of the item that comes into it next.
+template <int C, int Stages, int XBuffers, int UPieces, int VPieces> struct SplitLayout {
+  static constexpr int kC = C, kCluster = 2, kOwn = C / 2;
+  static constexpr int kConsumers = 2, kTileRows = kWgmmaM * kConsumers;
+  static constexpr int kThreads = kConsumers * gpu::hopper::kWarpgroupThreads;
+  static constexpr int kConsumerWarps = 4 * kConsumers;
+  static constexpr int kChunk = kSliceCols * kCluster;
+  static constexpr int kStages = Stages, kXBuffers = XBuffers, kUPieces = UPieces, kVPieces = VPieces;
+  static constexpr int kURows = C / UPieces;
+  static constexpr int kVRows = kSliceCols / VPieces;
+  using TTile = gpu::Sw128Tile<kTileRows, C>;
+  using UTile = gpu::Sw128Tile<kURows, kSliceCols>;
+  using VTile = gpu::Sw128Tile<kVRows, C>;              // [h][all c_out, own half first]
+  static constexpr int kSlotBytes = UTile::kBytes > VTile::kBytes ? UTile::kBytes : VTile::kBytes;
+  static constexpr int kGroups = kOwn / kGroupWidth;
+  static constexpr int kPairs = kGroups / 2;
+  static constexpr int kCSteps = C / kWgmmaK;
+  static constexpr int kPieceSteps = kURows / kWgmmaK;
+  static constexpr int kVPieceSteps = kVRows / kWgmmaK;
+  static constexpr int kWeightWords = kOwn * 9 * kGroupWidth / 2;
+  static constexpr int kSRegs = kSliceCols / 2;
+  static constexpr int kZRegs = C / 2;       // Z of 64 pixels x C channels per warpgroup
+  static constexpr int kZOwnRegs = C / 4;    // registers 0 .. C/4 − 1: this CTA's channels
+  static constexpr int kZQuads = kZOwnRegs / 4;  // 16-byte pieces of the half that is sent
+  static constexpr int kPieces = UPieces + VPieces;  // ring items per chunk
+  static constexpr int kRegisterCap = gpu::hopper::launch_register_cap(kConsumers);
+
+  // barriers: x ring, weight ring, then T full, Z full, Z space, T free (one each per
+  // warpgroup), then the release counters (4 bytes each: the weight ring's, the halo buffers')
+  static constexpr uint32_t kXPipeBase = 0;
+  static constexpr uint32_t kWPipeBase = kXPipeBase + gpu::hopper::kPipelineBarrierBytes<XBuffers>;
+  static constexpr uint32_t kTFullBase = kWPipeBase + gpu::hopper::kPipelineBarrierBytes<Stages>;
+  static constexpr uint32_t kZFullBase = kTFullBase + kConsumers * gpu::hopper::kMbarrierBytes;
+  static constexpr uint32_t kZSpaceBase = kZFullBase + kConsumers * gpu::hopper::kMbarrierBytes;
+  static constexpr uint32_t kTFreeBase = kZSpaceBase + kConsumers * gpu::hopper::kMbarrierBytes;
+  static constexpr uint32_t kCountBase = kTFreeBase + kConsumers * gpu::hopper::kMbarrierBytes;
+  static constexpr uint32_t kBarrierBytes = kCountBase + uint32_t(Stages + XBuffers) * 4;
+
+  static constexpr uint32_t kTBase = convfirst_wgmma::kBarrierRegion;
+  static constexpr uint32_t kRingBase = kTBase + TTile::kBytes;
+  static constexpr uint32_t kWeightsBase = kRingBase + uint32_t(Stages) * kSlotBytes;
+  static constexpr uint32_t kXBase = kWeightsBase + round_up_1024(uint32_t(kWeightWords) * 4);
+
+  static_assert(C == 128 || C == 256, "Z of all C channels is C/2 registers a thread: at most 128");
+  static_assert(C % UPieces == 0 && kURows % 8 == 0 && kURows <= gpu::hopper::kTmaMaxBoxDim, "U pieces: TMA boxes");
+  static_assert(kSliceCols % (VPieces * kWgmmaK) == 0, "a V piece holds whole project steps");
+  static_assert(UTile::kBytes % 1024 == 0 && VTile::kBytes % 1024 == 0 && TTile::kBytes % 1024 == 0,
+                "every region starts on a swizzle atom");
+  static_assert(kBarrierBytes <= uint32_t(convfirst_wgmma::kBarrierRegion), "all barriers fit the barrier region");
+  // The Z half one warpgroup sends (64 px x C/2 fp32) fills exactly its 64 rows of T (64 px x C f16).
+  static_assert(kWgmmaM * kOwn * 4 == kWgmmaM * C * 2, "the sent half of Z fills the warpgroup's T rows");
+  // Live in the chunk loop: Z, S, the fp32 bias pairs and H, with room for addresses.
+  static constexpr int kLoopRegs = kZRegs + kSRegs + kSRegs / 2 + kHWords;
+  static_assert(kLoopRegs <= kRegisterCap - 24, "the loop's live registers fit the cap with room for addresses");
+
+  CONVLAB_HOST_DEVICE static constexpr uint32_t slot(uint32_t base, int s) { return base + kRingBase + s * kSlotBytes; }
+  CONVLAB_HOST_DEVICE static constexpr uint32_t v_box(uint32_t slot, int p) { return slot + p * VTile::kPanelBytes; }
+  CONVLAB_HOST_DEVICE static constexpr uint64_t t_descriptor(uint32_t t_base, int consumer, int ks) {
+    return gpu::k_major_descriptor<TTile>(t_base, consumer * kWgmmaM, ks * kWgmmaK);
+  }
+  CONVLAB_HOST_DEVICE static constexpr uint64_t u_descriptor(uint32_t slot, int ks) {
+    return gpu::mn_major_descriptor<UTile>(slot, ks * kWgmmaK);
+  }
+  CONVLAB_HOST_DEVICE static constexpr uint64_t v_descriptor(uint32_t slot, int kk) {
+    return gpu::mn_major_descriptor<VTile>(slot, kk * kWgmmaK);
+  }
+  // Output channel of V's column panel p in CTA `rank`'s slots: its own half, then the peer's.
+  CONVLAB_HOST_DEVICE static constexpr int v_panel_col(int rank, int p) { return (rank * kOwn + p * kPanelCols) % C; }
+  // The conv's fragments into T: as Layout's (this CTA writes channels [k·C/2, (k+1)·C/2)).
+  CONVLAB_HOST_DEVICE static constexpr gpu::MatrixCoord t_fragment_coord(int consumer, int thread, int rank, int pair,
+                                                                         int reg) {
+    const int warp = thread / 32, lane = thread % 32, g = lane / 4, tq = lane % 4;
+    return {consumer * kWgmmaM + 16 * warp + g + 8 * (reg & 1), rank * kOwn + 16 * pair + 8 * (reg >> 1) + 2 * tq};
+  }
+  // Byte offset from T's base of piece `quad` (Z registers C/4 + 4·quad .. + 3 of the
+  // sender, 0 + 4·quad .. of the receiver) of thread `thread` of warpgroup `consumer`:
+  // 2 KB blocks thread-minor (a quarter-warp stores one 128-byte line), four blocks in each
+  // column panel's 64 rows of this warpgroup (8 KB there).
+  CONVLAB_HOST_DEVICE static constexpr uint32_t z_exchange_offset(int consumer, int thread, int quad) {
+    return uint32_t((quad / 4) * TTile::kPanelBytes + consumer * kWgmmaM * TTile::kRowBytes +
+                    (quad % 4) * gpu::hopper::kWarpgroupThreads * 16 + thread * 16);
+  }
+};
+
+// C = 128: one U piece and one V piece a chunk, two halo buffers; C = 256: U and V in two
+// 16 KB pieces each through five slots (the H exchange buffer of Layout is not needed, and
+// its 16 KB hold the fifth slot).
+using SplitLayout128 = SplitLayout<128, 4, 2, 1, 1>;
+using SplitLayout256 = SplitLayout<256, 5, 1, 2, 2>;
+
 // The fp32 biases of one CTA (gpu::stage_biases with slice = 64, first = 64·rank, c0 = C/S·rank).
 template <class L> constexpr std::size_t cluster_bias_floats(int hidden) {
   return convfirst_wgmma::staged_bias_floats(hidden, L::kChunk, kSliceCols, L::kOwn);
