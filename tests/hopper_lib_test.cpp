@@ -537,9 +537,9 @@ template <class L> int convfirst_split_mismatches() {
         for (int n = 0; n < cc::kSliceCols; ++n)
           wrong += gpu::wgmma_mn_major_sw128_address(L::u_descriptor(slot, ks), k, n) !=
                    slot + tma_sw128_box_offset(16 * ks + k, n, 2);
-    for (int kk = 0; kk < L::kVPieceSteps; ++kk) {
+    for (int kk = 0; kk < L::kVSteps; ++kk) {
       for (int k = 0; k < 16; ++k)
-        for (int n = 0; n < L::kC; ++n)
+        for (int n = 0; n < L::kVCols; ++n)
           wrong += gpu::wgmma_mn_major_sw128_address(L::v_descriptor(slot, kk), k, n) !=
                    L::v_box(slot, n / 64) + tma_sw128_box_offset(16 * kk + k, n % 64, 2);
       wrong += gpu::wgmma_advance(L::v_descriptor(slot, 0), gpu::mn_major_step_bytes<typename L::VTile>(16 * kk)) !=
@@ -549,11 +549,12 @@ template <class L> int convfirst_split_mismatches() {
   }
   for (int rank = 0; rank < 2; ++rank) {
     std::vector<int> channels(std::size_t(L::kC), 0);
-    for (int p = 0; p < L::VTile::kPanels; ++p) {
-      const int col = L::v_panel_col(rank, p);
-      wrong += col % 64 != 0 || (p < L::VTile::kPanels / 2) != (col / L::kOwn == rank);
-      for (int c = 0; c < 64; ++c) ++channels[std::size_t(col + c)];
-    }
+    for (int q = 0; q < L::kVPieces; ++q)
+      for (int p = 0; p < L::VTile::kPanels; ++p) {
+        const int n = q * L::kVCols + p * 64, col = L::v_panel_col(rank, q, p);  // accumulator column n
+        wrong += col % 64 != 0 || (n < L::kOwn) != (col / L::kOwn == rank);
+        for (int c = 0; c < 64; ++c) ++channels[std::size_t(col + c)];
+      }
     for (int n : channels) wrong += n != 1;
   }
   std::vector<int> written(std::size_t(L::kTileRows) * L::kC, 0);
@@ -585,8 +586,10 @@ template <class L> int convfirst_split_mismatches() {
         const gpu::MatrixCoord sent = gpu::wgmma_d_coord(thread, L::kZOwnRegs + 4 * quad + q);
         const gpu::MatrixCoord kept = gpu::wgmma_d_coord(thread, 4 * quad + q);
         for (int rank = 0; rank < 2; ++rank) {  // sender `rank`, receiver rank ^ 1
-          const int sent_channel = L::v_panel_col(rank, sent.col / 64) + sent.col % 64;
-          const int kept_channel = L::v_panel_col(rank ^ 1, kept.col / 64) + kept.col % 64;
+          const auto channel = [](int r, int n) {
+            return L::v_panel_col(r, n / L::kVCols, n % L::kVCols / 64) + n % 64;
+          };
+          const int sent_channel = channel(rank, sent.col), kept_channel = channel(rank ^ 1, kept.col);
           wrong += sent.row != kept.row || sent_channel != kept_channel || kept_channel / L::kOwn != (rank ^ 1);
         }
       }

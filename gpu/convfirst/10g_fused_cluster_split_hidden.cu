@@ -167,31 +167,37 @@ __global__ void __launch_bounds__(L::kThreads, 1)
     const gpu::MatrixCoord first = gpu::wgmma_d_coord(thread, 0);
     const gpu::MatrixCoord a_row = gpu::ldmatrix_x4_row_address(lane);
 
-    // ---- the copies. Item i of the weight ring (slot i % Stages) is piece i % kPieces of
-    //      chunk (i / kPieces) % chunks of this cluster's tile number i / (kPieces·chunks);
-    //      item j of the halo ring is tile number j. Thread 0 issues the first Stages (and
-    //      XBuffers) items; after that, the warp whose release of a slot is the eighth issues
-    //      the item that comes into it next (no thread waits for a slot to drain). ----
-    const int items_per_tile = chunks * L::kPieces;
-    const auto issue_weights = [&](int item) {
-      const int t = cluster + item / items_per_tile * clusters;
+    // ---- the copies. The weight ring's items, in order: for each of this cluster's tiles
+    //      (tile number j: tile cluster + j·clusters), for each chunk r, the UPieces pieces
+    //      of U^r then the VPieces pieces of V_r (q = 0 .. kPieces − 1); item i goes into
+    //      slot i % Stages. The halo ring's item j is tile number j. Thread 0 issues the first
+    //      Stages (and XBuffers) items; after that, the warp whose release of a slot is the
+    //      eighth issues the item Stages later, which comes into the same slot (no thread
+    //      waits for a slot to drain, and the copy starts as soon as it can). ----
+    const auto issue_weights = [&](int j, int r, int q, int stage) {
+      const int t = cluster + j * clusters;
       if (!tiles.valid(t)) return;
-      const int within = item % items_per_tile, q = within % L::kPieces;
-      const int col = within / L::kPieces * L::kChunk + rank * kSliceCols;  // this CTA's first hidden column
+      const int col = r * L::kChunk + rank * kSliceCols;  // this CTA's first hidden column
       const bool live = col < hidden;  // a slice wholly past `hidden`: a bare arrival, no copy
-      const int stage = item % L::kStages;
       const uint32_t slot = L::slot(base, stage), full = w_pipe.full(stage);
       if (q < L::kUPieces) {  // U^r[:, our 64 columns], rows q·kURows ..
         gpu::hopper::mbarrier_arrive_expect_tx(full, live ? uint32_t(L::UTile::kBytes) : 0u);
         if (live) gpu::hopper::tma_load_2d(slot, &u_map, full, col, q * L::kURows);
-      } else {  // V_r[our 64 rows, all C], rows (q − kUPieces)·kVRows .., column panels own half first
+      } else {  // V_r[our 64 rows, column piece q − kUPieces of this CTA's rotated order]
         gpu::hopper::mbarrier_arrive_expect_tx(full, live ? uint32_t(L::VTile::kBytes) : 0u);
         if (live)
 #pragma unroll
           for (int p = 0; p < L::VTile::kPanels; ++p)
-            gpu::hopper::tma_load_2d(L::v_box(slot, p), &v_map, full, L::v_panel_col(rank, p),
-                                     col + (q - L::kUPieces) * L::kVRows);
+            gpu::hopper::tma_load_2d(L::v_box(slot, p), &v_map, full, L::v_panel_col(rank, q - L::kUPieces, p), col);
       }
+    };
+    // Item (j, r, q) in slot `stage` has been read by all eight warps: issue the one Stages later.
+    const auto issue_next = [&](int j, int r, int q, int stage) {
+      q += L::kStages;
+      r += q / L::kPieces;
+      q %= L::kPieces;
+      while (r >= chunks) r -= chunks, ++j;
+      issue_weights(j, r, q, stage);
     };
     const auto issue_halo = [&](int j) {  // the halo rows of tile number j, this CTA's channels
       const int t = cluster + j * clusters;
@@ -204,26 +210,31 @@ __global__ void __launch_bounds__(L::kThreads, 1)
           gpu::hopper::tma_load_2d(x_slot(buffer) + p * sg.panel_bytes + k * sg.box_rows * 128, &x_map,
                                    x_pipe.full(buffer), rank * kOwn + p * kPanelCols, first_pixel + k * sg.box_rows);
     };
-    // Is this warp's release of counter `c` the eighth of its round? (Lane 0 only; the warp's
-    // reads of the slot are complete: a wgmma wait, or loads whose values have been used.)
+    // Is this warp's release of counter `c` the eighth of its round? (Lane 0 only. The warp's
+    // reads of the slot are complete — a wgmma wait, or loads whose values have been used —
+    // so a relaxed add suffices: the copy that follows cannot overtake them.)
     const auto last_release = [&](uint32_t c) {
       uint32_t old;
-      asm volatile("atom.acq_rel.cta.shared::cta.add.u32 %0, [%1], 1;" : "=r"(old) : "r"(c) : "memory");
+      asm volatile("atom.relaxed.cta.shared::cta.add.u32 %0, [%1], 1;" : "=r"(old) : "r"(c) : "memory");
       return old % L::kConsumerWarps == L::kConsumerWarps - 1;
     };
-    const auto release_weights = [&](int item) {
+    int tile_seq = 0;  // this cluster's tile number: the halo ring's item at xs
+    const auto release_weights = [&](int r, int q, int stage) {  // item (tile_seq, r, q), in `stage`
       __syncwarp();
-      if (lane == 0 && last_release(base + L::kCountBase + 4u * uint32_t(item % L::kStages)))
-        issue_weights(item + L::kStages);
+      if (lane == 0 && last_release(base + L::kCountBase + 4u * uint32_t(stage))) issue_next(tile_seq, r, q, stage);
     };
-    const auto release_halo = [&](int j) {
+    const auto release_halo = [&] {
       __syncwarp();
-      if (lane == 0 && last_release(base + L::kCountBase + 4u * uint32_t(L::kStages + j % L::kXBuffers)))
-        issue_halo(j + L::kXBuffers);
+      if (lane == 0 && last_release(base + L::kCountBase + 4u * uint32_t(L::kStages + tile_seq % L::kXBuffers)))
+        issue_halo(tile_seq + L::kXBuffers);
     };
     if (threadIdx.x == 0) {
       for (int j = 0; j < L::kXBuffers; ++j) issue_halo(j);
-      for (int i = 0; i < L::kStages; ++i) issue_weights(i);
+      for (int i = 0, j = 0, r = 0, q = 0; i < L::kStages; ++i) {
+        issue_weights(j, r, q, i);
+        if (++q == L::kPieces) q = 0, ++r;
+        if (r == chunks) r = 0, ++j;
+      }
     }
     // The last chunk whose slice of this CTA has a column below `hidden` (−1: none): after
     // its expand this warpgroup reads T no more in the tile.
@@ -234,8 +245,9 @@ __global__ void __launch_bounds__(L::kThreads, 1)
     const uint32_t z_space = barrier(L::kZSpaceBase, consumer), t_free = barrier(L::kTFreeBase, consumer);
     gpu::hopper::PipelineState<L::kXBuffers> xs;
     gpu::hopper::PipelineState<L::kStages> ws;
-    int item = 0;       // the weight ring's item at ws
-    int tile_seq = 0;   // this cluster's tile number: the halo ring's item at xs
+    const auto before = [](const gpu::hopper::PipelineState<L::kStages>& st) {  // the slot of the item before st's
+      return st.stage == 0 ? L::kStages - 1 : st.stage - 1;
+    };
     constexpr uint32_t kTPeerBytes = L::kPairs * 4 * 4;   // the peer's T words one thread receives
     constexpr uint32_t kZPeerBytes = L::kZQuads * 16;     // the peer's Z words one thread receives
     uint32_t tile_parity = 0;  // phase of T full, Z space and Z full (one per tile)
@@ -334,8 +346,8 @@ __global__ void __launch_bounds__(L::kThreads, 1)
 #pragma unroll
         for (int i = L::kZOwnRegs; i < L::kZRegs; ++i) zacc[i] = 0.f;
       }
-      release_halo(tile_seq);  // the halo rows are read (the residual too)
-      xs.advance(), ++tile_seq;
+      release_halo();  // the halo rows are read (the residual too)
+      xs.advance();
 
       // ---- 4. T complete for this warpgroup's 64 pixels (as 10e: generic writes, async-proxy
       //      reads, a proxy fence on each side) ----
@@ -371,13 +383,13 @@ __global__ void __launch_bounds__(L::kThreads, 1)
             if (q == L::kUPieces - 1) load_bias(bias, a_s, r * kSliceCols + first.col);
             if (q > 0) {
               gpu::wgmma_wait_group<1>();
-              release_weights(item - 1);
+              release_weights(r, q - 1, before(ws));
             }
-            ws.advance(), ++item;
+            ws.advance();
           }
           gpu::wgmma_wait_group<0>();
           gpu::fence_operands(s);
-          release_weights(item - 1);
+          release_weights(r, L::kUPieces - 1, before(ws));
           if (r == last_live) free_t_rows();
           // 5b. H = φ(S + a), rounded and packed as the project's A fragments
           bias_activate<Element, kRelu>(s, bias);
@@ -387,34 +399,36 @@ __global__ void __launch_bounds__(L::kThreads, 1)
             for (int q = 0; q < 4; ++q)
               h[kk][q] = gpu::pack_pair<Element>(s[gpu::wgmma_d_index_for_a(kk, q, 0)],
                                                  s[gpu::wgmma_d_index_for_a(kk, q, 1)]);
-          // 5c. Z += H · V_r[our rows, all C]: V piece q holds project steps q·kVPieceSteps ..
+          // 5c. Z[:, columns of piece q] += H · V_r[our rows, piece q] (m64n{C/VPieces}k16,
+          //     its accumulators registers q·C/(2·VPieces) .. of Z)
 #pragma unroll
           for (int q = 0; q < L::kVPieces; ++q) {
             w_pipe.consumer_wait(ws);
             const uint64_t v_desc = L::v_descriptor(L::slot(base, ws.stage), 0);
+            float(&zq)[L::kVCols / 2] = *reinterpret_cast<float(*)[L::kVCols / 2]>(zacc + q * (L::kVCols / 2));
             gpu::wgmma_fence();
 #pragma unroll
-            for (int ks = 0; ks < L::kVPieceSteps; ++ks)
-              gpu::wgmma_m64nNk16_rs_mn_major_b<Element, L::kC>(
-                  zacc, h[q * L::kVPieceSteps + ks],
-                  gpu::wgmma_advance(v_desc, gpu::mn_major_step_bytes<typename L::VTile>(ks * kWgmmaK)), true);
+            for (int ks = 0; ks < L::kVSteps; ++ks)
+              gpu::wgmma_m64nNk16_rs_mn_major_b<Element, L::kVCols>(
+                  zq, h[ks], gpu::wgmma_advance(v_desc, gpu::mn_major_step_bytes<typename L::VTile>(ks * kWgmmaK)),
+                  true);
             gpu::wgmma_commit_group();
             if (q > 0) {
               gpu::wgmma_wait_group<1>();
-              release_weights(item - 1);
+              release_weights(r, L::kUPieces + q - 1, before(ws));
             }
-            ws.advance(), ++item;
+            ws.advance();
           }
           gpu::wgmma_wait_group<0>();
           gpu::fence_operands(zacc);
           gpu::fence_operands(h);
-          release_weights(item - 1);
+          release_weights(r, L::kPieces - 1, before(ws));
         } else {
 #pragma unroll 1
-          for (int q = 0; q < L::kUPieces + L::kVPieces; ++q) {
+          for (int q = 0; q < L::kPieces; ++q) {
             w_pipe.consumer_wait(ws);  // (completed by the issuer's bare arrival)
-            release_weights(item);
-            ws.advance(), ++item;
+            release_weights(r, q, ws.stage);
+            ws.advance();
           }
         }
       }
@@ -446,6 +460,7 @@ __global__ void __launch_bounds__(L::kThreads, 1)
       gpu::fence_operands(zacc);  // the loads have completed: their values are in the sums
       gpu::hopper::mbarrier_arrive_cluster_relaxed(gpu::hopper::map_shared_to_rank(t_free, rank ^ 1));
       tile_parity ^= 1u;
+      ++tile_seq;
 
       // ---- 7. one store of y's channels of this CTA (as 10e) ----
       const int row0 = t * kTileRows + consumer * kWgmmaM + first.row;

@@ -201,9 +201,11 @@ using ClusterLayout512 = Layout<512, 4, 1, 5, 1, 4, 4>;
 //   [ barriers | T [128 px][C] (Z exchange at the tile's end) | weight ring | conv weights | x buffers | biases ]
 //
 //   ring    Stages slots, per chunk UPieces pieces of U^r[:, 64k + (0..63)] ([C/UPieces][64])
-//           then VPieces pieces of V_r[64k + (0..63), all C] ([64/VPieces][C], its column
-//           panels rotated so that this CTA's own channels come first: Z's registers
-//           0 .. C/4 − 1 are always the channels this CTA stores)
+//           then VPieces column pieces of V_r[64k + (0..63), all C] ([64][C/VPieces]), the
+//           columns rotated so that this CTA's own channels come first: Z's registers
+//           0 .. C/4 − 1 are always the channels this CTA stores. Column pieces rather than
+//           row pieces: a TMA box is at most 64 columns wide (128-byte swizzle) and costs
+//           about the same whatever its height, so 64-row boxes are the fewest.
 //
 // Threads: two warpgroups (pixels 0-63 and 64-127) and no producer warpgroup: 256 threads,
 // so ptxas's cap is 255 registers a thread (at 384 threads it is 168, and Z of all C
@@ -219,16 +221,17 @@ template <int C, int Stages, int XBuffers, int UPieces, int VPieces> struct Spli
   static constexpr int kChunk = kSliceCols * kCluster;
   static constexpr int kStages = Stages, kXBuffers = XBuffers, kUPieces = UPieces, kVPieces = VPieces;
   static constexpr int kURows = C / UPieces;
-  static constexpr int kVRows = kSliceCols / VPieces;
+  static constexpr int kVRows = kSliceCols;      // a V piece: all 64 rows of our slice
+  static constexpr int kVCols = C / VPieces;      // .. and C/VPieces of the (rotated) channels
   using TTile = gpu::Sw128Tile<kTileRows, C>;
   using UTile = gpu::Sw128Tile<kURows, kSliceCols>;
-  using VTile = gpu::Sw128Tile<kVRows, C>;              // [h][all c_out, own half first]
+  using VTile = gpu::Sw128Tile<kVRows, kVCols>;         // [h][c_out piece], MN-major B of the project
   static constexpr int kSlotBytes = UTile::kBytes > VTile::kBytes ? UTile::kBytes : VTile::kBytes;
   static constexpr int kGroups = kOwn / kGroupWidth;
   static constexpr int kPairs = kGroups / 2;
   static constexpr int kCSteps = C / kWgmmaK;
   static constexpr int kPieceSteps = kURows / kWgmmaK;
-  static constexpr int kVPieceSteps = kVRows / kWgmmaK;
+  static constexpr int kVSteps = kVRows / kWgmmaK;  // project k16 steps per V piece (4)
   static constexpr int kWeightWords = kOwn * 9 * kGroupWidth / 2;
   static constexpr int kSRegs = kSliceCols / 2;
   static constexpr int kZRegs = C / 2;       // Z of 64 pixels x C channels per warpgroup
@@ -255,7 +258,8 @@ template <int C, int Stages, int XBuffers, int UPieces, int VPieces> struct Spli
 
   static_assert(C == 128 || C == 256, "Z of all C channels is C/2 registers a thread: at most 128");
   static_assert(C % UPieces == 0 && kURows % 8 == 0 && kURows <= gpu::hopper::kTmaMaxBoxDim, "U pieces: TMA boxes");
-  static_assert(kSliceCols % (VPieces * kWgmmaK) == 0, "a V piece holds whole project steps");
+  static_assert(C % VPieces == 0 && kVCols % kPanelCols == 0 && (kVCols == 64 || kVCols == 128 || kVCols == 256),
+                "a V piece is whole 64-column boxes and one wgmma's N");
   static_assert(UTile::kBytes % 1024 == 0 && VTile::kBytes % 1024 == 0 && TTile::kBytes % 1024 == 0,
                 "every region starts on a swizzle atom");
   static_assert(kBarrierBytes <= uint32_t(convfirst_wgmma::kBarrierRegion), "all barriers fit the barrier region");
@@ -276,8 +280,10 @@ template <int C, int Stages, int XBuffers, int UPieces, int VPieces> struct Spli
   CONVLAB_HOST_DEVICE static constexpr uint64_t v_descriptor(uint32_t slot, int kk) {
     return gpu::mn_major_descriptor<VTile>(slot, kk * kWgmmaK);
   }
-  // Output channel of V's column panel p in CTA `rank`'s slots: its own half, then the peer's.
-  CONVLAB_HOST_DEVICE static constexpr int v_panel_col(int rank, int p) { return (rank * kOwn + p * kPanelCols) % C; }
+  // Output channel of column panel p of V piece q in CTA `rank`'s slots: its own half first.
+  CONVLAB_HOST_DEVICE static constexpr int v_panel_col(int rank, int q, int p) {
+    return (rank * kOwn + q * kVCols + p * kPanelCols) % C;
+  }
   // The conv's fragments into T: as Layout's (this CTA writes channels [k·C/2, (k+1)·C/2)).
   CONVLAB_HOST_DEVICE static constexpr gpu::MatrixCoord t_fragment_coord(int consumer, int thread, int rank, int pair,
                                                                          int reg) {
@@ -294,9 +300,9 @@ template <int C, int Stages, int XBuffers, int UPieces, int VPieces> struct Spli
   }
 };
 
-// C = 128: one U piece and one V piece a chunk, two halo buffers; C = 256: U and V in two
-// 16 KB pieces each through five slots (the H exchange buffer of Layout is not needed, and
-// its 16 KB hold the fifth slot).
+// C = 128: one U piece and one V piece a chunk, two halo buffers; C = 256: U in two row
+// pieces and V in two column pieces, 16 KB each, through five slots (the H exchange buffer of
+// Layout is not needed, and its 16 KB hold the fifth slot): six boxes a chunk, as 10e.
 using SplitLayout128 = SplitLayout<128, 4, 2, 1, 1>;
 using SplitLayout256 = SplitLayout<256, 5, 1, 2, 2>;
 
