@@ -8,12 +8,16 @@
 // profile). Here CTA k keeps ALL C output channels of Z and only its own 64 columns of each
 // chunk: its Z is a partial sum over half the hidden layer. Nothing crosses the pair inside
 // the chunk loop; at the end of a tile each CTA sends the half of Z the peer stores (C/4
-// fp32 per thread) and adds the half it receives. The bytes crossing the pair per tile halve
-// (128 px · C/2 · 4 B each way instead of 8 chunks of 128 px · 64 · 2 B at C = 256 — the
-// same at C = 256, a quarter at C = 128 with hidden = 4C, and one hand-over instead of eight).
-// The price: Z of all C channels is C/2 registers a thread (128 at C = 256), which
-// ptxas's cap of 168 at 384 threads cannot hold; the producer is one warp instead of a
-// warpgroup (288 threads: a cap of 224).
+// fp32 per thread) and adds the half it receives: one hand-over per tile instead of one per
+// chunk, the same bytes at C = 256 and half of them at C = 128 (hidden = 4C).
+// The price: Z of all C channels is C/2 registers a thread (128 at C = 256), more than
+// ptxas's cap of 168 at 384 threads (or at 288: a sub-partition holding three warps caps
+// them there too). So there is no producer warpgroup: two warpgroups of 256 threads (cap
+// 255), and the warp whose release of a ring slot is the slot's eighth issues the TMA copy
+// of the item that comes into it next (a release counter per slot in shared memory).
+// It is SLOWER than 10e (lesson 10's NOTES, wave-2u, has the measurements and the profile):
+// the consumers pay for the copies' issue, eight warps per SM hide less latency than 10e's
+// twelve, and the tile's end waits for the peer's Z — the lesson keeps it as the other cut.
 //
 //   x halo rows, channels of k    TMA, this CTA's C/2 channels (as 10e)
 //   T[:, channels of k]           gconv3x3 on mma.sync, stored into BOTH CTAs' T (as 10e)
@@ -21,7 +25,7 @@
 //   for r in chunks of 128 hidden channels:    U^r, V_r: TMA pieces through a ring of slots
 //     S_k = T · U^r[:, 64k .. 64k+63]          wgmma m64n64k16, full K = C
 //     H_k = φ(S_k + a)                         registers, rounded, packed as A fragments
-//     Z  += H_k · V_r[64k .. 64k+63, all C]    wgmma m64nCk16, A from registers
+//     Z  += H_k · V_r[64k .. 64k+63, all C]    wgmma m64n128k16 per 128-channel piece of V, A from registers
 //   Z[:, peer's half] -> the peer's T rows of this warpgroup (dead once the last expand
 //   of the tile has completed), st.async; Z[:, own half] += what the peer sent
 //   y[tile, channels of k] = Z[:, own half]    one rounding, 16-byte stores (as 10e)
@@ -42,8 +46,9 @@
 // wgmma wait, or the loaded words consumed by an add), so no fence is needed.
 //
 // Cost and floor: as 10e (N=128 14x14 C=256 α=4 f16: 27.2 GFLOP, 0.036 ms at the probe's
-// rate). Per tile and CTA: the same wgmma work and weight bytes as 10e, 32 KB of T sent, and
-// 64 KB of Z sent once at the tile's end instead of 128 KB of H over eight chunks.
+// rate). Per tile and CTA: the same wgmma work, weight bytes and TMA boxes (six a chunk) as
+// 10e, 32 KB of T sent, and 64 KB of Z sent once at the tile's end instead of 8 × 8 KB of H
+// per warpgroup over the chunks.
 // Tunables: SplitLayout128 / 256 in gpu/lib/hopper/convfirst_cluster_layout.hpp (ring
 // slots, U/V pieces per chunk, halo buffers).
 // Supported: f16 and bf16; stride 1; group width 8; C = C_out ∈ {128, 256}; hidden a
@@ -125,6 +130,7 @@ __global__ void __launch_bounds__(L::kThreads, 1)
     for (int w = 0; w < L::kConsumers; ++w)
       for (uint32_t region : {L::kTFullBase, L::kZFullBase, L::kZSpaceBase, L::kTFreeBase})
         gpu::hopper::mbarrier_init(barrier(region, w), gpu::hopper::kWarpgroupThreads);
+    for (int i = 0; i < L::kStages + L::kXBuffers; ++i) st_shared_u32(base + L::kCountBase + 4u * uint32_t(i), 0u);
     gpu::hopper::fence_mbarrier_init();
     gpu::hopper::tma_prefetch_descriptor(&x_map);
     gpu::hopper::tma_prefetch_descriptor(&u_map);
@@ -169,13 +175,13 @@ __global__ void __launch_bounds__(L::kThreads, 1)
     // ---- the copies. The weight ring's items, in order: for each of this cluster's tiles
     //      (tile number j: tile cluster + j·clusters), for each chunk r, the UPieces pieces
     //      of U^r then the VPieces pieces of V_r (q = 0 .. kPieces − 1); item i goes into
-    //      slot i % Stages. The halo ring's item j is tile number j. The slots change hands
-    //      through full and empty mbarriers as in 10e, but there is no producer warpgroup:
-    //      thread 0 issues every copy from pump(), which copies into each slot that the
-    //      eight consumer warps have released (a probe, never a wait) and returns. Thread 0
-    //      pumps after each of its own releases and while it waits for any barrier, so a
-    //      slot released last by the other warpgroup is refilled as soon as thread 0 looks. ----
+    //      slot i % Stages. The halo ring's item j is tile number j. Thread 0 issues the first
+    //      Stages (and XBuffers) items; after that, the warp whose release of a slot is the
+    //      eighth issues the item Stages later, which comes into the same slot (no thread
+    //      waits for a slot to drain, and the copy starts as soon as it can). ----
     const auto issue_weights = [&](int j, int r, int q, int stage) {
+      const int t = cluster + j * clusters;
+      if (!tiles.valid(t)) return;
       const int col = r * L::kChunk + rank * kSliceCols;  // this CTA's first hidden column
       const bool live = col < hidden;  // a slice wholly past `hidden`: a bare arrival, no copy
       const uint32_t slot = L::slot(base, stage), full = w_pipe.full(stage);
@@ -190,8 +196,18 @@ __global__ void __launch_bounds__(L::kThreads, 1)
             gpu::hopper::tma_load_2d(L::v_box(slot, p), &v_map, full, L::v_panel_col(rank, q - L::kUPieces, p), col);
       }
     };
-    const auto issue_halo = [&](int j, int buffer) {  // the halo rows of tile number j, this CTA's channels
+    // Item (j, r, q) in slot `stage` has been read by all eight warps: issue the one Stages later.
+    const auto issue_next = [&](int j, int r, int q, int stage) {
+      q += L::kStages;
+      r += q / L::kPieces;
+      q %= L::kPieces;
+      while (r >= chunks) r -= chunks, ++j;
+      issue_weights(j, r, q, stage);
+    };
+    const auto issue_halo = [&](int j) {  // the halo rows of tile number j, this CTA's channels
       const int t = cluster + j * clusters;
+      if (!tiles.valid(t)) return;
+      const int buffer = j % L::kXBuffers;
       gpu::hopper::mbarrier_arrive_expect_tx(x_pipe.full(buffer), sg.tx_bytes);
       const int first_pixel = (t * kTileRows / W - 1) * W;  // staged row 0 (−W for the batch's first row)
       for (int p = 0; p < sg.panels; ++p)
@@ -199,39 +215,32 @@ __global__ void __launch_bounds__(L::kThreads, 1)
           gpu::hopper::tma_load_2d(x_slot(buffer) + p * sg.panel_bytes + k * sg.box_rows * 128, &x_map,
                                    x_pipe.full(buffer), rank * kOwn + p * kPanelCols, first_pixel + k * sg.box_rows);
     };
-    // Thread 0's cursor: the next weight item (tile number, chunk, piece, slot state) and the
-    // next halo item (tile number, buffer state) to copy.
-    int next_j = 0, next_r = 0, next_q = 0, next_x = 0;
-    gpu::hopper::PipelineState<L::kStages> next_ws;
-    gpu::hopper::PipelineState<L::kXBuffers> next_xs;
-    const auto pump_weights = [&] {
-      while (tiles.valid(cluster + next_j * clusters) &&
-             gpu::hopper::mbarrier_test_wait(w_pipe.empty(next_ws.stage), next_ws.empty_parity())) {
-        issue_weights(next_j, next_r, next_q, next_ws.stage);
-        next_ws.advance();
-        if (++next_q == L::kPieces) next_q = 0, ++next_r;
-        if (next_r == chunks) next_r = 0, ++next_j;
-      }
+    // Is this warp's release of counter `c` the eighth of its round? (Lane 0 only. The warp's
+    // reads of the slot are complete — a wgmma wait, or loads whose values have been used —
+    // so a relaxed add suffices: the copy that follows cannot overtake them.)
+    const auto last_release = [&](uint32_t c) {
+      uint32_t old;
+      asm volatile("atom.relaxed.cta.shared::cta.add.u32 %0, [%1], 1;" : "=r"(old) : "r"(c) : "memory");
+      return old % L::kConsumerWarps == L::kConsumerWarps - 1;
     };
-    const auto pump_halo = [&] {
-      while (tiles.valid(cluster + next_x * clusters) &&
-             gpu::hopper::mbarrier_test_wait(x_pipe.empty(next_xs.stage), next_xs.empty_parity())) {
-        issue_halo(next_x, next_xs.stage);
-        ++next_x, next_xs.advance();
-      }
+    int tile_seq = 0;  // this cluster's tile number: the halo ring's item at xs
+    const auto release_weights = [&](int r, int q, int stage) {  // item (tile_seq, r, q), in `stage`
+      __syncwarp();
+      if (lane == 0 && last_release(base + L::kCountBase + 4u * uint32_t(stage))) issue_next(tile_seq, r, q, stage);
     };
-    const auto pump = [&] { pump_weights(), pump_halo(); };  // the weights first: they are needed sooner
-    const bool issuer = threadIdx.x == 0;
-    // Wait for a barrier's phase; warp 0 probes instead, and its lane 0 pumps in between.
-    const auto wait = [&](uint32_t bar, uint32_t parity) {
-      if (threadIdx.x < 32) {
-        while (!gpu::hopper::mbarrier_test_wait(bar, parity))
-          if (issuer) pump();
-      } else {
-        gpu::hopper::mbarrier_wait(bar, parity);
-      }
+    const auto release_halo = [&] {
+      __syncwarp();
+      if (lane == 0 && last_release(base + L::kCountBase + 4u * uint32_t(L::kStages + tile_seq % L::kXBuffers)))
+        issue_halo(tile_seq + L::kXBuffers);
     };
-    if (issuer) pump_halo(), pump_weights();  // the first halos and Stages items (every slot starts empty)
+    if (threadIdx.x == 0) {
+      for (int j = 0; j < L::kXBuffers; ++j) issue_halo(j);
+      for (int i = 0, j = 0, r = 0, q = 0; i < L::kStages; ++i) {
+        issue_weights(j, r, q, i);
+        if (++q == L::kPieces) q = 0, ++r;
+        if (r == chunks) r = 0, ++j;
+      }
+    }
     // The last chunk whose slice of this CTA has a column below `hidden` (−1: none): after
     // its expand this warpgroup reads T no more in the tile.
     const int last_live = (hidden - 1 - rank * kSliceCols) >= 0 ? (hidden - 1 - rank * kSliceCols) / L::kChunk : -1;
@@ -243,11 +252,6 @@ __global__ void __launch_bounds__(L::kThreads, 1)
     gpu::hopper::PipelineState<L::kStages> ws;
     const auto before = [](const gpu::hopper::PipelineState<L::kStages>& st) {  // the slot of the item before st's
       return st.stage == 0 ? L::kStages - 1 : st.stage - 1;
-    };
-    // Hand a slot back (the group that read it has retired), and refill what is free.
-    const auto release = [&](int stage) {
-      w_pipe.consumer_release({stage, 0u});
-      if (issuer) pump();
     };
     constexpr uint32_t kTPeerBytes = L::kPairs * 4 * 4;   // the peer's T words one thread receives
     constexpr uint32_t kZPeerBytes = L::kZQuads * 16;     // the peer's Z words one thread receives
@@ -287,12 +291,12 @@ __global__ void __launch_bounds__(L::kThreads, 1)
       {
         int tap[kConvSteps];
         conv_taps(t, tap);
-        wait(x_pipe.full(xs.stage), xs.full_parity());
+        x_pipe.consumer_wait(xs);
         const uint32_t xb = x_slot(xs.stage);
         // Before the first T store: the peer has read the Z half we sent into its T rows
         // last tile (T free; passes at once for the first tile), and so has every thread of
         // this warpgroup here (the named barrier).
-        wait(t_free, tile_parity ^ 1u);
+        gpu::hopper::mbarrier_wait(t_free, tile_parity ^ 1u);
         gpu::hopper::named_barrier_sync(1 + consumer, gpu::hopper::kWarpgroupThreads);
 #pragma unroll 1
         for (int pass = 0; pass < L::kGroups / kPassGroups; ++pass) {
@@ -347,15 +351,14 @@ __global__ void __launch_bounds__(L::kThreads, 1)
 #pragma unroll
         for (int i = L::kZOwnRegs; i < L::kZRegs; ++i) zacc[i] = 0.f;
       }
-      x_pipe.consumer_release(xs);  // the halo rows are read (the residual too)
-      if (issuer) pump();
+      release_halo();  // the halo rows are read (the residual too)
       xs.advance();
 
       // ---- 4. T complete for this warpgroup's 64 pixels (as 10e: generic writes, async-proxy
       //      reads, a proxy fence on each side) ----
       gpu::fence_proxy_async_shared();
       gpu::hopper::mbarrier_arrive_expect_tx(t_full, kTPeerBytes);
-      wait(t_full, tile_parity);
+      gpu::hopper::mbarrier_wait(t_full, tile_parity);
       gpu::fence_proxy_async_shared();
       if (last_live < 0) free_t_rows();  // this CTA has no live slice: T is never read
 
@@ -368,7 +371,7 @@ __global__ void __launch_bounds__(L::kThreads, 1)
           //     runtime branch's join).
 #pragma unroll
           for (int q = 0; q < L::kUPieces; ++q) {
-            wait(w_pipe.full(ws.stage), ws.full_parity());
+            w_pipe.consumer_wait(ws);
             const uint64_t t_desc = L::t_descriptor(t_base, consumer, q * L::kPieceSteps);
             const uint64_t u_desc = L::u_descriptor(L::slot(base, ws.stage), 0);
             gpu::wgmma_fence();
@@ -385,13 +388,13 @@ __global__ void __launch_bounds__(L::kThreads, 1)
             if (q == L::kUPieces - 1) load_bias(bias, a_s, r * kSliceCols + first.col);
             if (q > 0) {
               gpu::wgmma_wait_group<1>();
-              release(before(ws));
+              release_weights(r, q - 1, before(ws));
             }
             ws.advance();
           }
           gpu::wgmma_wait_group<0>();
           gpu::fence_operands(s);
-          release(before(ws));
+          release_weights(r, L::kUPieces - 1, before(ws));
           if (r == last_live) free_t_rows();
           // 5b. H = φ(S + a), rounded and packed as the project's A fragments
           bias_activate<Element, kRelu>(s, bias);
@@ -405,7 +408,7 @@ __global__ void __launch_bounds__(L::kThreads, 1)
           //     its accumulators registers q·C/(2·VPieces) .. of Z)
 #pragma unroll
           for (int q = 0; q < L::kVPieces; ++q) {
-            wait(w_pipe.full(ws.stage), ws.full_parity());
+            w_pipe.consumer_wait(ws);
             const uint64_t v_desc = L::v_descriptor(L::slot(base, ws.stage), 0);
             float(&zq)[L::kVCols / 2] = *reinterpret_cast<float(*)[L::kVCols / 2]>(zacc + q * (L::kVCols / 2));
             gpu::wgmma_fence();
@@ -417,19 +420,19 @@ __global__ void __launch_bounds__(L::kThreads, 1)
             gpu::wgmma_commit_group();
             if (q > 0) {
               gpu::wgmma_wait_group<1>();
-              release(before(ws));
+              release_weights(r, L::kUPieces + q - 1, before(ws));
             }
             ws.advance();
           }
           gpu::wgmma_wait_group<0>();
           gpu::fence_operands(zacc);
           gpu::fence_operands(h);
-          release(before(ws));
+          release_weights(r, L::kPieces - 1, before(ws));
         } else {
 #pragma unroll 1
           for (int q = 0; q < L::kPieces; ++q) {
-            wait(w_pipe.full(ws.stage), ws.full_parity());  // (completed by the issuer's bare arrival)
-            release(ws.stage);
+            w_pipe.consumer_wait(ws);  // (completed by the issuer's bare arrival)
+            release_weights(r, q, ws.stage);
             ws.advance();
           }
         }
@@ -440,7 +443,7 @@ __global__ void __launch_bounds__(L::kThreads, 1)
       //      16-byte piece completing its bytes on the peer's Z full; then the peer's copy of
       //      our channels is added to ours. Thread i of both CTAs holds the same pixels and
       //      channel positions (the same fragment layout, the peer's order rotated by C/2). ----
-      wait(z_space, tile_parity);
+      gpu::hopper::mbarrier_wait(z_space, tile_parity);
       {
         const uint32_t peer_z_full = gpu::hopper::map_shared_to_rank(z_full, rank ^ 1);
 #pragma unroll
@@ -451,7 +454,7 @@ __global__ void __launch_bounds__(L::kThreads, 1)
         }
       }
       gpu::hopper::mbarrier_arrive_expect_tx(z_full, kZPeerBytes);
-      wait(z_full, tile_parity);
+      gpu::hopper::mbarrier_wait(z_full, tile_parity);
 #pragma unroll
       for (int j = 0; j < L::kZQuads; ++j) {
         uint32_t w[4];
@@ -462,6 +465,7 @@ __global__ void __launch_bounds__(L::kThreads, 1)
       gpu::fence_operands(zacc);  // the loads have completed: their values are in the sums
       gpu::hopper::mbarrier_arrive_cluster_relaxed(gpu::hopper::map_shared_to_rank(t_free, rank ^ 1));
       tile_parity ^= 1u;
+      ++tile_seq;
 
       // ---- 7. one store of y's channels of this CTA (as 10e) ----
       const int row0 = t * kTileRows + consumer * kWgmmaM + first.row;

@@ -210,8 +210,9 @@ using ClusterLayout512 = Layout<512, 4, 1, 5, 1, 4, 4>;
 // Threads: two warpgroups (pixels 0-63 and 64-127) and no producer warpgroup: 256 threads,
 // so ptxas's cap is 255 registers a thread (at 384 threads it is 168, and Z of all C
 // channels is C/2 registers: 128 at C = 256; a ninth, producer warp would not help, since a
-// sub-partition holding three warps caps them at 168 too). Thread 0 issues the copies
-// between its own work (the kernel's pump()).
+// sub-partition holding three warps caps them at 168 too). Each ring slot and halo buffer
+// has a release counter: the consumer warp whose release is the slot's last (of eight)
+// issues the copy of the item that comes into it next.
 template <int C, int Stages, int XBuffers, int UPieces, int VPieces> struct SplitLayout {
   static constexpr int kC = C, kCluster = 2, kOwn = C / 2;
   static constexpr int kConsumers = 2, kTileRows = kWgmmaM * kConsumers;
@@ -239,14 +240,16 @@ template <int C, int Stages, int XBuffers, int UPieces, int VPieces> struct Spli
   static constexpr int kPieces = UPieces + VPieces;  // ring items per chunk
   static constexpr int kRegisterCap = gpu::hopper::launch_register_cap(kConsumers);
 
-  // barriers: x ring, weight ring, then T full, Z full, Z space, T free (one each per warpgroup)
+  // barriers: x ring, weight ring, then T full, Z full, Z space, T free (one each per
+  // warpgroup), then the release counters (4 bytes each: the weight ring's, the halo buffers')
   static constexpr uint32_t kXPipeBase = 0;
   static constexpr uint32_t kWPipeBase = kXPipeBase + gpu::hopper::kPipelineBarrierBytes<XBuffers>;
   static constexpr uint32_t kTFullBase = kWPipeBase + gpu::hopper::kPipelineBarrierBytes<Stages>;
   static constexpr uint32_t kZFullBase = kTFullBase + kConsumers * gpu::hopper::kMbarrierBytes;
   static constexpr uint32_t kZSpaceBase = kZFullBase + kConsumers * gpu::hopper::kMbarrierBytes;
   static constexpr uint32_t kTFreeBase = kZSpaceBase + kConsumers * gpu::hopper::kMbarrierBytes;
-  static constexpr uint32_t kBarrierBytes = kTFreeBase + kConsumers * gpu::hopper::kMbarrierBytes;
+  static constexpr uint32_t kCountBase = kTFreeBase + kConsumers * gpu::hopper::kMbarrierBytes;
+  static constexpr uint32_t kBarrierBytes = kCountBase + uint32_t(Stages + XBuffers) * 4;
 
   static constexpr uint32_t kTBase = convfirst_wgmma::kBarrierRegion;
   static constexpr uint32_t kRingBase = kTBase + TTile::kBytes;

@@ -142,25 +142,6 @@ __device__ __forceinline__ bool mbarrier_try_wait(uint32_t bar, uint32_t parity)
 #endif
 }
 
-// True if the phase of parity `parity` has completed, without waiting (for a thread
-// that has other work to do between probes).
-__device__ __forceinline__ bool mbarrier_test_wait(uint32_t bar, uint32_t parity) {
-#if CONVLAB_MBARRIER_ASM
-  uint32_t done;
-  asm volatile(
-      "{\n.reg .pred ready;\n"
-      "mbarrier.test_wait.parity.shared::cta.b64 ready, [%1], %2;\n"
-      "selp.b32 %0, 1, 0, ready;\n}\n"
-      : "=r"(done)
-      : "r"(bar), "r"(parity)
-      : "memory");
-  return done != 0;
-#else
-  __trap();
-  return true;
-#endif
-}
-
 // Blocks until the phase of parity `parity` has completed (acquire: what the
 // arrivals and the copies released is visible afterwards).
 __device__ __forceinline__ void mbarrier_wait(uint32_t bar, uint32_t parity) {
