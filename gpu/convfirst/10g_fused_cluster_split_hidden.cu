@@ -74,6 +74,7 @@
 #include "gpu/lib/wgmma_probe.hpp"
 #include "gpu/lib/hopper/cluster.cuh"
 #include "gpu/lib/hopper/convfirst_cluster_layout.hpp"
+#include "gpu/lib/hopper/convfirst_pair.cuh"
 #include "gpu/lib/hopper/convfirst_wgmma_layout.hpp"
 #include "gpu/lib/hopper/mbarrier.cuh"
 #include "gpu/lib/hopper/tile_scheduler.cuh"
@@ -85,19 +86,12 @@ namespace convlab {
 namespace {
 
 using namespace convfirst_cluster;
-using convfirst_wgmma::tap_index;
-using convfirst_wgmma::x_offset;
 using convfirst_wgmma::XStaging;
 using gpu::bias_activate;
 using gpu::ld_shared_u32;
 using gpu::ld_shared_v4;
 using gpu::load_bias;
 using gpu::st_shared_u32;
-using gpu::unpack_pair;
-
-constexpr int kGroupsPerPanel = kPanelCols / kGroupWidth;
-constexpr int kPassGroups = 8;  // conv groups per pass: eight independent mma chains per warp (as 10e)
-static_assert(kGroupsPerPanel % kPassGroups == 0, "a pass stays inside one 64-channel panel of x");
 
 // Contract: as 10e's kernel (x [N·H·W, C] NHWC, conv_w [C][3][3][8], conv_b [C], u [C,
 // hidden], a [hidden], v [hidden, C], b [C], y [N·H·W, C]; fp32 accumulation; T, H and y
@@ -136,29 +130,8 @@ __global__ void __launch_bounds__(L::kThreads, 1)
     gpu::hopper::tma_prefetch_descriptor(&u_map);
     gpu::hopper::tma_prefetch_descriptor(&v_map);
   }
-  {
-    const int rank = gpu::hopper::cluster_cta_rank();
-    const unsigned* w_words = reinterpret_cast<const unsigned*>(conv_w) + rank * L::kWeightWords;
-    constexpr int kWordsPerThread = (L::kWeightWords + L::kThreads - 1) / L::kThreads;
-    unsigned w_staged[kWordsPerThread];
-#pragma unroll
-    for (int k = 0; k < kWordsPerThread; ++k) {
-      const int i = int(threadIdx.x) + k * L::kThreads;
-      w_staged[k] = i < L::kWeightWords ? __ldg(w_words + i) : 0u;
-    }
-#pragma unroll
-    for (int k = 0; k < kWordsPerThread; ++k) {
-      const int i = int(threadIdx.x) + k * L::kThreads;
-      if (i < L::kWeightWords) st_shared_u32(weights + 4 * i, w_staged[k]);
-    }
-    gpu::stage_biases(a_s, a, hidden, gpu::ceil_div(hidden, L::kChunk), L::kChunk, kSliceCols, rank * kSliceCols, b,
-                      conv_b, rank * kOwn, kOwn, threadIdx.x, L::kThreads);
-    constexpr int kZeroWords = convfirst_wgmma::kZeroLines * 128 / 4;
-    for (int i = threadIdx.x; i < L::kXBuffers * sg.panels * kZeroWords; i += L::kThreads) {
-      const int panel = i / kZeroWords % sg.panels, buffer = i / kZeroWords / sg.panels;
-      st_shared_u32(x_slot(buffer) + panel * sg.panel_bytes + sg.zero_index * 128 + 4 * (i % kZeroWords), 0u);
-    }
-  }
+  stage_cta_constants<L>(weights, a_s, base + L::kXBase, sg, hidden, gpu::hopper::cluster_cta_rank(), conv_w, conv_b,
+                         a, b);
   gpu::hopper::cluster_sync();
 
   {
@@ -168,9 +141,8 @@ __global__ void __launch_bounds__(L::kThreads, 1)
     const int chunks = gpu::ceil_div(hidden, L::kChunk);
     const int consumer = gpu::hopper::warpgroup_of(threadIdx.x);
     const int thread = gpu::hopper::thread_in_warpgroup(threadIdx.x);
-    const int warp = thread / 32, lane = thread % 32, g = lane / 4, tq = lane % 4;
-    const gpu::MatrixCoord first = gpu::wgmma_d_coord(thread, 0);
-    const gpu::MatrixCoord a_row = gpu::ldmatrix_x4_row_address(lane);
+    const int lane = thread % 32;
+    const gpu::MatrixCoord first = gpu::wgmma_d_coord(thread, 0);  // row 16·warp + g, column 2·tq
 
     // ---- the copies. The weight ring's items, in order: for each of this cluster's tiles
     //      (tile number j: tile cluster + j·clusters), for each chunk r, the UPieces pieces
@@ -268,29 +240,15 @@ __global__ void __launch_bounds__(L::kThreads, 1)
       gpu::hopper::mbarrier_arrive_cluster_relaxed(gpu::hopper::map_shared_to_rank(z_space, rank ^ 1));
     };
 
-    const auto conv_taps = [&](int t, int (&tap)[kConvSteps]) {
-      const int first_row = t * kTileRows / W - 1;
-      const int pixel = t * kTileRows + consumer * kWgmmaM + 16 * warp + a_row.row;
-#pragma unroll
-      for (int j = 0; j < kConvSteps; ++j) {
-        const int k = 2 * j + a_row.col / 8;
-        tap[j] = k < 9 ? tap_index(pixel, k / 3 - 1, k % 3 - 1, M, H, W, first_row, sg.zero_index) : sg.zero_index;
-      }
-    };
-    const auto conv_mma = [&](float (&acc)[4], uint32_t line, int j, int grp) {
-      const int word = ((grp * kGroupWidth + g) * 72 + 2 * j * 8 + 2 * tq) / 2;
-      const uint32_t bfrag[2] = {ld_shared_u32(weights + 4 * word), j < 4 ? ld_shared_u32(weights + 4 * (word + 4)) : 0u};
-      uint32_t afrag[4];
-      gpu::ldmatrix_x4(afrag, line ^ uint32_t((grp % kGroupsPerPanel) << 4));
-      gpu::mma_m16n8k16<Element>(acc, afrag, bfrag);
-    };
+    const PairConv<L, Element> conv(weights, conv_b_pairs, b_pairs, consumer, thread, rank);
+    const uint32_t peer_t_full = gpu::hopper::map_shared_to_rank(t_full, rank ^ 1);
 
     for (int t = tiles.first(cluster); tiles.valid(t); t = tiles.next(t, clusters)) {
-      const int pixel0 = t * kTileRows + consumer * kWgmmaM + 16 * warp;
-      // ---- 1. the grouped conv of this warp's 16 pixels x this CTA's channels (as 10e) ----
+      // ---- 1. the grouped conv of this warp's 16 pixels x this CTA's channels, and 2. after
+      //      each pass its words of T into both CTAs' T (PairConv::run, as 10e) ----
       {
         int tap[kConvSteps];
-        conv_taps(t, tap);
+        conv.taps(t, M, H, W, sg, tap);
         x_pipe.consumer_wait(xs);
         const uint32_t xb = x_slot(xs.stage);
         // Before the first T store: the peer has read the Z half we sent into its T rows
@@ -298,56 +256,13 @@ __global__ void __launch_bounds__(L::kThreads, 1)
         // this warpgroup here (the named barrier).
         gpu::hopper::mbarrier_wait(t_free, tile_parity ^ 1u);
         gpu::hopper::named_barrier_sync(1 + consumer, gpu::hopper::kWarpgroupThreads);
-#pragma unroll 1
-        for (int pass = 0; pass < L::kGroups / kPassGroups; ++pass) {
-          float acc[kPassGroups][4];
-#pragma unroll
-          for (int i = 0; i < kPassGroups; ++i) {
-            const int grp = pass * kPassGroups + i;
-            const float2 cb = conv_b_pairs[(grp * kGroupWidth) / 2 + tq];
-            acc[i][0] = cb.x, acc[i][1] = cb.y, acc[i][2] = cb.x, acc[i][3] = cb.y;
-          }
-#pragma unroll
-          for (int j = 0; j < kConvSteps; ++j) {
-            const uint32_t line = xb + (pass * kPassGroups / kGroupsPerPanel) * sg.panel_bytes +
-                                  uint32_t(tap[j]) * 128u + uint32_t((tap[j] & 7) << 4);
-#pragma unroll
-            for (int i = 0; i < kPassGroups; ++i) conv_mma(acc[i], line, j, pass * kPassGroups + i);
-          }
-          // ---- 2. T[this warp's pixels, the pass's channels] into both CTAs' T ----
-#pragma unroll
-          for (int i = 0; i < kPassGroups / 2; ++i) {
-            const float(&lo)[4] = acc[2 * i];
-            const float(&hi)[4] = acc[2 * i + 1];
-            const uint32_t words[4] = {gpu::pack_pair<Element>(lo[0], lo[1]), gpu::pack_pair<Element>(lo[2], lo[3]),
-                                       gpu::pack_pair<Element>(hi[0], hi[1]), gpu::pack_pair<Element>(hi[2], hi[3])};
-#pragma unroll
-            for (int reg = 0; reg < 4; ++reg) {
-              const gpu::MatrixCoord at =
-                  L::t_fragment_coord(consumer, thread, rank, pass * kPassGroups / 2 + i, reg);
-              const uint32_t offset = uint32_t(L::TTile::byte_offset(at.row, at.col));
-              st_shared_u32(t_base + offset, words[reg]);
-              gpu::hopper::st_async_u32(peer_t + offset, words[reg],
-                                        gpu::hopper::map_shared_to_rank(t_full, rank ^ 1));
-            }
-          }
-        }
-
-        // ---- 3. Z = [x + b | 0]: zacc[4j + c] is row 16·warp + g + 8(c >> 1), column
-        //      8j + 2tq + (c & 1) of this CTA's channel order (own channels first) ----
-        const int first_row = t * kTileRows / W - 1;
-#pragma unroll
-        for (int hh = 0; hh < 2; ++hh) {
-          const int centre = tap_index(pixel0 + g + 8 * hh, 0, 0, M, H, W, first_row, sg.zero_index);
-#pragma unroll
-          for (int j = 0; j < kOwn / 8; ++j) {
-            const int col = 8 * j + 2 * tq;
-            const float2 xv = unpack_pair<Element>(ld_shared_u32(xb + x_offset(sg, centre, col)));
-            const float2 bv = b_pairs[col / 2];
-            zacc[4 * j + 2 * hh] = xv.x + bv.x;
-            zacc[4 * j + 2 * hh + 1] = xv.y + bv.y;
-          }
-        }
+        conv.run(xb, sg, tap, [&](uint32_t offset, uint32_t word) {
+          st_shared_u32(t_base + offset, word);
+          gpu::hopper::st_async_u32(peer_t + offset, word, peer_t_full);
+        });
+        // ---- 3. Z = [x + b | 0]: this CTA's channels (registers 0 .. C/4 − 1) start from
+        //      the residual plus b, the peer's from zero ----
+        conv.residual(zacc, xb, sg, t, M, H, W);
 #pragma unroll
         for (int i = L::kZOwnRegs; i < L::kZRegs; ++i) zacc[i] = 0.f;
       }
@@ -372,19 +287,7 @@ __global__ void __launch_bounds__(L::kThreads, 1)
 #pragma unroll
           for (int q = 0; q < L::kUPieces; ++q) {
             w_pipe.consumer_wait(ws);
-            const uint64_t t_desc = L::t_descriptor(t_base, consumer, q * L::kPieceSteps);
-            const uint64_t u_desc = L::u_descriptor(L::slot(base, ws.stage), 0);
-            gpu::wgmma_fence();
-#pragma unroll
-            for (int ks = 0; ks < L::kPieceSteps; ++ks) {
-              const uint64_t td = gpu::wgmma_advance(t_desc, gpu::k_major_step_bytes<typename L::TTile>(ks * kWgmmaK));
-              const uint64_t ud = gpu::wgmma_advance(u_desc, gpu::mn_major_step_bytes<typename L::UTile>(ks * kWgmmaK));
-              if (q == 0 && ks == 0)
-                gpu::wgmma_m64n64k16_ss_mn_major_b_overwrite<Element>(s, td, ud);
-              else
-                gpu::wgmma_m64nNk16_ss_mn_major_b<Element, kSliceCols>(s, td, ud, true);
-            }
-            gpu::wgmma_commit_group();
+            expand_piece<L, Element>(s, t_base, consumer, L::slot(base, ws.stage), q);
             if (q == L::kUPieces - 1) load_bias(bias, a_s, r * kSliceCols + first.col);
             if (q > 0) {
               gpu::wgmma_wait_group<1>();
@@ -468,21 +371,7 @@ __global__ void __launch_bounds__(L::kThreads, 1)
       ++tile_seq;
 
       // ---- 7. one store of y's channels of this CTA (as 10e) ----
-      const int row0 = t * kTileRows + consumer * kWgmmaM + first.row;
-#pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
-        const int row = row0 + 8 * hh;
-        Element* out = y + int64_t(row) * L::kC + rank * kOwn + 8 * tq;
-#pragma unroll
-        for (int m = 0; m < kOwn / 32; ++m) {
-          uint32_t w[4];
-#pragma unroll
-          for (int q = 0; q < 4; ++q)
-            w[q] = gpu::pack_pair<Element>(zacc[4 * (4 * m + q) + 2 * hh], zacc[4 * (4 * m + q) + 2 * hh + 1]);
-          gpu::quad_transpose(w, tq);
-          if (row < M) *reinterpret_cast<uint4*>(out + 32 * m) = make_uint4(w[0], w[1], w[2], w[3]);
-        }
-      }
+      conv.store_y(zacc, y, t, M);
     }
   }
   // No CTA leaves while its peer may still store into its shared memory or arrive on its barriers.
@@ -491,58 +380,19 @@ __global__ void __launch_bounds__(L::kThreads, 1)
 
 // ---- launcher ------------------------------------------------------------------------
 
-template <class L> bool fits(const ConvFirstProblem& p) {
-  return cluster_shared_bytes<L>(cluster_staging<L>(p.W, int64_t(p.N) * p.H), p.hidden) <= std::size_t(kMaxShared);
-}
-
 bool supports(const ConvFirstProblem& p) {
   if (!((p.dtype == DType::f16 || p.dtype == DType::bf16) && p.stride == 1 && p.group_width == kGroupWidth &&
         p.C_out == p.C && (p.C == 128 || p.C == 256) && p.hidden % 8 == 0 && p.valid() &&
         p.input_pixels() + 128 < double(INT_MAX) && double(p.hidden) + 256 < double(INT_MAX)))
     return false;
-  return p.C == 128 ? fits<SplitLayout128>(p) : fits<SplitLayout256>(p);
+  return p.C == 128 ? pair_fits<SplitLayout128>(p) : pair_fits<SplitLayout256>(p);
 }
 
 template <class Element, class L> void launch(const ConvFirstProblem& p, const Args<ConvFirstProblem>& args) {
-  constexpr int kE = 2;
-  const int M = int(p.input_pixels());
-  const XStaging sg = cluster_staging<L>(p.W, int64_t(p.N) * p.H);
-  const CUtensorMap x_map = gpu::hopper::cached_tma_tile_2d(
-      {.base = reinterpret_cast<uint64_t>(args.x), .rows = uint64_t(M), .cols = uint64_t(p.C),
-       .row_stride_bytes = uint64_t(p.C) * kE, .elem_bytes = kE, .box_rows = sg.box_rows, .box_cols = kPanelCols});
-  const CUtensorMap u_map = gpu::hopper::cached_tma_tile_2d(
-      {.base = reinterpret_cast<uint64_t>(args.u), .rows = uint64_t(p.C), .cols = uint64_t(p.hidden),
-       .row_stride_bytes = uint64_t(p.hidden) * kE, .elem_bytes = kE, .box_rows = L::kURows, .box_cols = kPanelCols});
-  const CUtensorMap v_map = gpu::hopper::cached_tma_tile_2d(
-      {.base = reinterpret_cast<uint64_t>(args.v), .rows = uint64_t(p.hidden), .cols = uint64_t(p.C_out),
-       .row_stride_bytes = uint64_t(p.C_out) * kE, .elem_bytes = kE, .box_rows = L::kVRows, .box_cols = kPanelCols});
   const auto kernel = p.activation == ConvFirstActivation::relu ? convfirst_split_hidden_kernel<Element, L, true>
                                                                 : convfirst_split_hidden_kernel<Element, L, false>;
-  const std::size_t shared = cluster_shared_bytes<L>(sg, p.hidden);
-  gpu::allow_dynamic_shared(kernel, shared, "convfirst_split_hidden_kernel");
-
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeClusterDimension;
-  attribute.val.clusterDim.x = L::kCluster;
-  attribute.val.clusterDim.y = 1;
-  attribute.val.clusterDim.z = 1;
-  cudaLaunchConfig_t config{};
-  config.blockDim = dim3(L::kThreads);
-  config.dynamicSmemBytes = shared;
-  config.stream = nullptr;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
-  const int tiles = gpu::ceil_div(M, L::kTileRows);
-  config.gridDim = dim3(L::kCluster);
-  const int clusters = std::min(
-      tiles, gpu::hopper::max_active_clusters(reinterpret_cast<const void*>(kernel), config,
-                                              "convfirst/gpu/10g_fused_cluster_split_hidden"));
-  config.gridDim = dim3(L::kCluster * clusters);
-  gpu::check_cuda(cudaLaunchKernelEx(&config, kernel, x_map, u_map, v_map, sg, M, p.H, p.W, p.hidden,
-                                     static_cast<const Element*>(args.conv_w), static_cast<const Element*>(args.conv_b),
-                                     static_cast<const Element*>(args.a), static_cast<const Element*>(args.b),
-                                     static_cast<Element*>(args.y)),
-                  "launching convfirst_split_hidden_kernel");
+  launch_pair_kernel<L, Element>(kernel, p, args, "convfirst_split_hidden_kernel",
+                                 "convfirst/gpu/10g_fused_cluster_split_hidden");
 }
 
 void run(const ConvFirstProblem& p, const Args<ConvFirstProblem>& args) {
