@@ -108,7 +108,6 @@
 #include "gpu/lib/wgmma_probe.hpp"
 #include "gpu/lib/hopper/cluster.cuh"
 #include "gpu/lib/hopper/convfirst_cluster_layout.hpp"
-#include "gpu/lib/hopper/convfirst_pair.cuh"
 #include "gpu/lib/hopper/convfirst_wgmma_layout.hpp"
 #include "gpu/lib/hopper/mbarrier.cuh"
 #include "gpu/lib/hopper/tile_scheduler.cuh"
@@ -120,12 +119,21 @@ namespace convlab {
 namespace {
 
 using namespace convfirst_cluster;
+using convfirst_wgmma::tap_index;
+using convfirst_wgmma::x_offset;
 using convfirst_wgmma::XStaging;
 using gpu::bias_activate;
 using gpu::ld_shared_u32;
 using gpu::ld_shared_v4;
 using gpu::load_bias;
 using gpu::st_shared_u32;
+using gpu::unpack_pair;
+
+constexpr int kGroupsPerPanel = kPanelCols / kGroupWidth;  // 8: one 16-byte chunk of a staged line each
+// Conv groups per pass: eight independent mma chains per warp, one 64-channel panel of x.
+// All sixteen of a CTA's 128 channels at once (64 accumulators) would not fit the registers.
+constexpr int kPassGroups = 8;
+static_assert(kGroupsPerPanel % kPassGroups == 0, "a pass stays inside one 64-channel panel of x");
 
 // ---- the kernel ------------------------------------------------------------------------
 //
@@ -181,8 +189,32 @@ __global__ void __launch_bounds__(L::kThreads, 1)
     gpu::hopper::tma_prefetch_descriptor(&u_map);
     gpu::hopper::tma_prefetch_descriptor(&v_map);
   }
-  stage_cta_constants<L>(weights, a_s, base + L::kXBase, sg, hidden, gpu::hopper::cluster_cta_rank(), conv_w, conv_b,
-                         a, b);
+  {
+    const int rank = gpu::hopper::cluster_cta_rank();
+    // All of this thread's words are loaded before any is stored: the stores are asm volatile
+    // with a memory clobber, so a load after one cannot be hoisted above it, and a loop of
+    // load-store pairs paid one round trip to memory per word.
+    const unsigned* w_words = reinterpret_cast<const unsigned*>(conv_w) + rank * L::kWeightWords;
+    constexpr int kWordsPerThread = (L::kWeightWords + L::kThreads - 1) / L::kThreads;
+    unsigned w_staged[kWordsPerThread];
+#pragma unroll
+    for (int k = 0; k < kWordsPerThread; ++k) {
+      const int i = int(threadIdx.x) + k * L::kThreads;
+      w_staged[k] = i < L::kWeightWords ? __ldg(w_words + i) : 0u;
+    }
+#pragma unroll
+    for (int k = 0; k < kWordsPerThread; ++k) {
+      const int i = int(threadIdx.x) + k * L::kThreads;
+      if (i < L::kWeightWords) st_shared_u32(weights + 4 * i, w_staged[k]);
+    }
+    gpu::stage_biases(a_s, a, hidden, gpu::ceil_div(hidden, L::kChunk), L::kChunk, kSliceCols, rank * kSliceCols, b,
+                      conv_b, rank * kOwn, kOwn, threadIdx.x, L::kThreads);
+    constexpr int kZeroWords = convfirst_wgmma::kZeroLines * 128 / 4;
+    for (int i = threadIdx.x; i < L::kXBuffers * sg.panels * kZeroWords; i += L::kThreads) {
+      const int panel = i / kZeroWords % sg.panels, buffer = i / kZeroWords / sg.panels;
+      st_shared_u32(x_slot(buffer) + panel * sg.panel_bytes + sg.zero_index * 128 + 4 * (i % kZeroWords), 0u);
+    }
+  }
   // Every CTA's barriers are initialised (and its own stores, the biases included, done) before anyone
   // arrives on a peer's barrier or stores into its shared memory.
   gpu::hopper::cluster_sync();
@@ -309,35 +341,106 @@ __global__ void __launch_bounds__(L::kThreads, 1)
     const float2* const b_pairs = reinterpret_cast<const float2*>(b_s);
     const float2* const conv_b_pairs = reinterpret_cast<const float2*>(b_s + kOwn);
 
+    // Staged index of the pixel this lane hands ldmatrix at k-step j of tile t's conv:
+    // pixel lane % 16 of the warp, tap 2j + lane / 16 (tap 9 does not exist: the zero pixel).
+    const auto conv_taps = [&](int t, int (&tap)[kConvSteps]) {
+      const int first_row = t * kTileRows / W - 1;
+      const int pixel = t * kTileRows + consumer * kWgmmaM + 16 * warp + a_row.row;
+#pragma unroll
+      for (int j = 0; j < kConvSteps; ++j) {
+        const int k = 2 * j + a_row.col / 8;
+        tap[j] = k < 9 ? tap_index(pixel, k / 3 - 1, k % 3 - 1, M, H, W, first_row, sg.zero_index) : sg.zero_index;
+      }
+    };
+    // One mma of (this CTA's) group grp at k-step j, as 10c: B from the staged weights, A
+    // straight from the staged pixels by ldmatrix. `line` is the address of the tap's
+    // staged pixel in the group's panel with the swizzle's row term already in: line =
+    // panel + 128·tap + 16·(tap % 8); chunk grp % 8 of the pixel sits at line ^ 16·(grp % 8)
+    // (the line is 128-aligned, so the XOR is 16·((grp % 8) ^ (tap % 8)) added to its start).
+    const auto conv_mma = [&](float (&acc)[4], uint32_t line, int j, int grp) {
+      const int word = ((grp * kGroupWidth + g) * 72 + 2 * j * 8 + 2 * tq) / 2;
+      const uint32_t bfrag[2] = {ld_shared_u32(weights + 4 * word), j < 4 ? ld_shared_u32(weights + 4 * (word + 4)) : 0u};
+      uint32_t afrag[4];
+      gpu::ldmatrix_x4(afrag, line ^ uint32_t((grp % kGroupsPerPanel) << 4));
+      gpu::mma_m16n8k16<Element>(acc, afrag, bfrag);
+    };
+
     for (int t = tiles.first(cluster); tiles.valid(t); t = tiles.next(t, clusters)) {
       if constexpr (kS == 4) {
         uint32_t tid;
         asm volatile("mov.u32 %0, %%tid.x;" : "=r"(tid));
         place(int(tid));
       }
-      const PairConv<L, Element> conv(weights, conv_b_pairs, b_pairs, consumer, thread, rank);
+      const int pixel0 = t * kTileRows + consumer * kWgmmaM + 16 * warp;  // this warp's 16 pixels
       uint32_t t_remote[kS - 1], t_full_remote[kS - 1];  // the peers' T buffers and T full[consumer],
 #pragma unroll                                            // peer i + 1 ranks after us in slot i
       for (int i = 0; i < kS - 1; ++i) t_remote[i] = in_peer(t_base, i + 1), t_full_remote[i] = in_peer(t_full(consumer), i + 1);
-      // ---- 1. the grouped conv of this warp's 16 pixels x this CTA's channels (PairConv::run:
-      //      passes of eight groups, eight mma chains in flight). Z is not live yet.
-      // ---- 2. after each pass, its words of T into every CTA's T buffer: st.shared here,
-      //      st.async into the peers (each word completes 4 bytes of the peer's T full[consumer]).
-      //      No wait: this warpgroup's last expand of the previous tile has completed (its
-      //      wait_group), and so have the peers' (we received their last H, each sent after
-      //      its expand).
-      // ---- 3. Z starts as the residual plus b (this CTA's channels) ----
+      // ---- 1. the grouped conv of this warp's 16 pixels x this CTA's channels ----
+      // In passes of kPassGroups groups: the pass's accumulators are live at once and the
+      // five k-steps run outermost, so kPassGroups independent mma chains are in flight
+      // (10b's order). Z is not live yet. After each pass its 64 channels of T go to every
+      // CTA's T buffer — step 2.
       {
         int tap[kConvSteps];
-        conv.taps(t, M, H, W, sg, tap);
+        conv_taps(t, tap);
         x_pipe.consumer_wait(xs);
         const uint32_t xb = x_slot(xs.stage);
-        conv.run(xb, sg, tap, [&](uint32_t offset, uint32_t word) {
-          st_shared_u32(t_base + offset, word);
+#pragma unroll 1
+        for (int pass = 0; pass < L::kGroups / kPassGroups; ++pass) {
+          float acc[kPassGroups][4];
 #pragma unroll
-          for (int i = 0; i < kS - 1; ++i) gpu::hopper::st_async_u32(t_remote[i] + offset, word, t_full_remote[i]);
-        });
-        conv.residual(zacc, xb, sg, t, M, H, W);
+          for (int i = 0; i < kPassGroups; ++i) {  // the conv bias starts the sums
+            const int grp = pass * kPassGroups + i;
+            const float2 cb = conv_b_pairs[(grp * kGroupWidth) / 2 + tq];
+            acc[i][0] = cb.x, acc[i][1] = cb.y, acc[i][2] = cb.x, acc[i][3] = cb.y;
+          }
+#pragma unroll
+          for (int j = 0; j < kConvSteps; ++j) {
+            const uint32_t line = xb + (pass * kPassGroups / kGroupsPerPanel) * sg.panel_bytes +
+                                  uint32_t(tap[j]) * 128u + uint32_t((tap[j] & 7) << 4);
+#pragma unroll
+            for (int i = 0; i < kPassGroups; ++i) conv_mma(acc[i], line, j, pass * kPassGroups + i);
+          }
+
+          // ---- 2. T[this warp's pixels, the pass's channels] into every CTA's T buffer:
+          //      st.shared here, st.async into the peers (each word completes 4 bytes of
+          //      the peer's T full[consumer]). No wait: this warpgroup's last expand of the
+          //      previous tile has completed (its wait_group), and so have the peers' (we
+          //      received their last H, each sent after its expand). ----
+#pragma unroll
+          for (int i = 0; i < kPassGroups / 2; ++i) {
+            const float(&lo)[4] = acc[2 * i];
+            const float(&hi)[4] = acc[2 * i + 1];
+            const uint32_t words[4] = {gpu::pack_pair<Element>(lo[0], lo[1]), gpu::pack_pair<Element>(lo[2], lo[3]),
+                                       gpu::pack_pair<Element>(hi[0], hi[1]), gpu::pack_pair<Element>(hi[2], hi[3])};
+#pragma unroll
+            for (int reg = 0; reg < 4; ++reg) {
+              const gpu::MatrixCoord at =
+                  L::t_fragment_coord(consumer, thread, rank, pass * kPassGroups / 2 + i, reg);
+              const uint32_t offset = uint32_t(L::TTile::byte_offset(at.row, at.col));
+              st_shared_u32(t_base + offset, words[reg]);
+#pragma unroll
+              for (int i = 0; i < kS - 1; ++i)
+                gpu::hopper::st_async_u32(t_remote[i] + offset, words[reg], t_full_remote[i]);
+            }
+          }
+        }
+
+        // ---- 3. Z starts as the residual plus b (this CTA's channels): zacc[4j + c] is row
+        //      16·warp + g + 8(c >> 1), column 8j + 2tq + (c & 1) of the CTA's channels ----
+        const int first_row = t * kTileRows / W - 1;
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+          const int centre = tap_index(pixel0 + g + 8 * hh, 0, 0, M, H, W, first_row, sg.zero_index);
+#pragma unroll
+          for (int j = 0; j < kOwn / 8; ++j) {
+            const int col = 8 * j + 2 * tq;
+            const float2 xv = unpack_pair<Element>(ld_shared_u32(xb + x_offset(sg, centre, col)));
+            const float2 bv = b_pairs[col / 2];
+            zacc[4 * j + 2 * hh] = xv.x + bv.x;
+            zacc[4 * j + 2 * hh + 1] = xv.y + bv.y;
+          }
+        }
       }
       x_pipe.consumer_release(xs);  // the halo rows are read: the producer may refill the buffer
       xs.advance();
@@ -359,11 +462,23 @@ __global__ void __launch_bounds__(L::kThreads, 1)
       // ---- 5. Eq. 32 over hidden chunks of 64·S, this CTA's 64 columns of each ----
       //
       // The steps of a chunk, in the order the loop below runs them:
-      // expand_piece(q) (convfirst_pair.cuh): S_k += T · U^r[rows of piece q, this CTA's columns],
-      //   issued and committed (C/16 k-steps over all pieces); the chunk's first k-step
-      //   overwrites S (last chunk's values are dead), the others accumulate.
+      // expand_piece(q): S_k += T · U^r[rows of piece q, this CTA's columns], issued and
+      //   committed (C/16 k-steps over all pieces, both operands in shared memory); the chunk's
+      //   first k-step overwrites S (last chunk's values are dead), the others accumulate.
       const auto expand_piece = [&](int q) {
-        convfirst_cluster::expand_piece<L, Element>(s, t_base, consumer, L::slot(base, ws.stage), q);
+        const uint64_t t_desc = L::t_descriptor(t_base, consumer, q * L::kPieceSteps);
+        const uint64_t u_desc = L::u_descriptor(L::slot(base, ws.stage), 0);
+        gpu::wgmma_fence();
+#pragma unroll
+        for (int ks = 0; ks < L::kPieceSteps; ++ks) {
+          const uint64_t td = gpu::wgmma_advance(t_desc, gpu::k_major_step_bytes<typename L::TTile>(ks * kWgmmaK));
+          const uint64_t ud = gpu::wgmma_advance(u_desc, gpu::mn_major_step_bytes<typename L::UTile>(ks * kWgmmaK));
+          if (q == 0 && ks == 0)
+            gpu::wgmma_m64n64k16_ss_mn_major_b_overwrite<Element>(s, td, ud);
+          else
+            gpu::wgmma_m64nNk16_ss_mn_major_b<Element, kSliceCols>(s, td, ud, true);
+        }
+        gpu::wgmma_commit_group();
       };
       // pack(r): H_k = φ(S_k + a) rounded and packed as the project's A fragments (k16 step kk =
       //   columns 16kk ..); a slice wholly past `hidden` is H_k = 0 (a select, not a branch: its
@@ -529,8 +644,23 @@ __global__ void __launch_bounds__(L::kThreads, 1)
       }
 
       // ---- 6. one store of y's channels of this CTA (b and the residual are already in Z):
-      //      16-byte stores after the quad's transpose (PairConv::store_y) ----
-      conv.store_y(zacc, y, t, M);
+      //      per row and 32 channels, the quad turns its four 8-channel blocks around
+      //      (gpu::quad_transpose) and each thread stores one block, 16 bytes ----
+      const int row0 = t * kTileRows + consumer * kWgmmaM + first.row;
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        const int row = row0 + 8 * hh;
+        Element* out = y + int64_t(row) * L::kC + rank * kOwn + 8 * tq;
+#pragma unroll
+        for (int m = 0; m < kOwn / 32; ++m) {
+          uint32_t w[4];
+#pragma unroll
+          for (int q = 0; q < 4; ++q)
+            w[q] = gpu::pack_pair<Element>(zacc[4 * (4 * m + q) + 2 * hh], zacc[4 * (4 * m + q) + 2 * hh + 1]);
+          gpu::quad_transpose(w, tq);  // every lane: the shuffles need the whole warp
+          if (row < M) *reinterpret_cast<uint4*>(out + 32 * m) = make_uint4(w[0], w[1], w[2], w[3]);
+        }
+      }
     }
   }
   // No CTA leaves while a peer may still store into its shared memory or arrive on its
@@ -541,20 +671,59 @@ __global__ void __launch_bounds__(L::kThreads, 1)
 
 // ---- launcher ------------------------------------------------------------------------
 
+template <class L> bool fits(const ConvFirstProblem& p) {
+  return cluster_shared_bytes<L>(cluster_staging<L>(p.W, int64_t(p.N) * p.H), p.hidden) <= std::size_t(kMaxShared);
+}
+
 bool supports(const ConvFirstProblem& p) {
   if (!((p.dtype == DType::f16 || p.dtype == DType::bf16) && p.stride == 1 && p.group_width == kGroupWidth &&
         p.C_out == p.C && (p.C == 128 || p.C == 256 || p.C == 512) && p.hidden % 8 == 0 && p.valid() &&
         p.input_pixels() + 128 < double(INT_MAX) && double(p.hidden) + 256 < double(INT_MAX)))
     return false;
-  return p.C == 128   ? pair_fits<ClusterLayout128>(p)
-         : p.C == 256 ? pair_fits<ClusterLayout256>(p)
-                      : pair_fits<ClusterLayout512>(p);
+  return p.C == 128 ? fits<ClusterLayout128>(p) : p.C == 256 ? fits<ClusterLayout256>(p) : fits<ClusterLayout512>(p);
 }
 
 template <class Element, class L> void launch(const ConvFirstProblem& p, const Args<ConvFirstProblem>& args) {
+  constexpr int kE = 2;
+  const int M = int(p.input_pixels());
+  const XStaging sg = cluster_staging<L>(p.W, int64_t(p.N) * p.H);
+  const CUtensorMap x_map = gpu::hopper::cached_tma_tile_2d(
+      {.base = reinterpret_cast<uint64_t>(args.x), .rows = uint64_t(M), .cols = uint64_t(p.C),
+       .row_stride_bytes = uint64_t(p.C) * kE, .elem_bytes = kE, .box_rows = sg.box_rows, .box_cols = kPanelCols});
+  const CUtensorMap u_map = gpu::hopper::cached_tma_tile_2d(
+      {.base = reinterpret_cast<uint64_t>(args.u), .rows = uint64_t(p.C), .cols = uint64_t(p.hidden),
+       .row_stride_bytes = uint64_t(p.hidden) * kE, .elem_bytes = kE, .box_rows = L::kURows, .box_cols = kPanelCols});
+  const CUtensorMap v_map = gpu::hopper::cached_tma_tile_2d(
+      {.base = reinterpret_cast<uint64_t>(args.v), .rows = uint64_t(p.hidden), .cols = uint64_t(p.C_out),
+       .row_stride_bytes = uint64_t(p.C_out) * kE, .elem_bytes = kE, .box_rows = L::kVRows, .box_cols = kPanelCols});
   const auto kernel = p.activation == ConvFirstActivation::relu ? convfirst_fused_cluster_kernel<Element, L, true>
                                                                 : convfirst_fused_cluster_kernel<Element, L, false>;
-  launch_pair_kernel<L, Element>(kernel, p, args, "convfirst_fused_cluster_kernel", "convfirst/gpu/10e_fused_cluster");
+  const std::size_t shared = cluster_shared_bytes<L>(sg, p.hidden);
+  gpu::allow_dynamic_shared(kernel, shared, "convfirst_fused_cluster_kernel");
+
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeClusterDimension;
+  attribute.val.clusterDim.x = L::kCluster;
+  attribute.val.clusterDim.y = 1;
+  attribute.val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.blockDim = dim3(L::kThreads);
+  config.dynamicSmemBytes = shared;
+  config.stream = nullptr;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  const int tiles = gpu::ceil_div(M, L::kTileRows);
+  config.gridDim = dim3(L::kCluster);  // what the occupancy query needs: one cluster's shape
+  // 0 (a cluster the device cannot co-schedule) is refused inside with a DeviceError
+  const int clusters = std::min(
+      tiles, gpu::hopper::max_active_clusters(reinterpret_cast<const void*>(kernel), config,
+                                              "convfirst/gpu/10e_fused_cluster"));
+  config.gridDim = dim3(L::kCluster * clusters);
+  gpu::check_cuda(cudaLaunchKernelEx(&config, kernel, x_map, u_map, v_map, sg, M, p.H, p.W, p.hidden,
+                                     static_cast<const Element*>(args.conv_w), static_cast<const Element*>(args.conv_b),
+                                     static_cast<const Element*>(args.a), static_cast<const Element*>(args.b),
+                                     static_cast<Element*>(args.y)),
+                  "launching convfirst_fused_cluster_kernel");
 }
 
 void run(const ConvFirstProblem& p, const Args<ConvFirstProblem>& args) {

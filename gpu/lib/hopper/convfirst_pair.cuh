@@ -1,8 +1,9 @@
-// gpu/lib/hopper/convfirst_pair.cuh — the steps that lesson 10's two cluster rungs share
-// (gpu/convfirst/10e_fused_cluster.cu, cut by output channel, and
-// gpu/convfirst/10g_fused_cluster_split_hidden.cu, cut by hidden column): a CTA's constants
-// staged once, the grouped conv of one warp's 16 pixels into T, Z's start from the residual,
-// one expand piece on wgmma, the store of y's channels of this CTA, and the cluster launch.
+// gpu/lib/hopper/convfirst_pair.cuh — the steps of lesson 10's cluster rung cut by hidden column
+// (gpu/convfirst/10g_fused_cluster_split_hidden.cu) that are the same as in the rung cut by
+// output channel (gpu/convfirst/10e_fused_cluster.cu): a CTA's constants staged once, the
+// grouped conv of one warp's 16 pixels into T, Z's start from the residual, one expand piece on
+// wgmma, the store of y's channels of this CTA, and the cluster launch. 10e keeps its own
+// inline copy of them: built on this header it measured slower at C = 256 (lesson 10's NOTES).
 // L is a layout of gpu/lib/hopper/convfirst_cluster_layout.hpp (Layout or SplitLayout): both
 // place T, the staged halo rows and the conv weights the same way; CTA `rank` owns channels
 // [rank·kOwn, (rank + 1)·kOwn) of x, T and y.
