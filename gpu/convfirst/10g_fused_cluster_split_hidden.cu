@@ -119,7 +119,7 @@ __global__ void __launch_bounds__(L::kThreads, 1)
 
   // ---- once per CTA: barriers, this CTA's conv weights, its biases, the zero lines (as 10e) ----
   if (threadIdx.x == 0) {
-    x_pipe.init(L::kConsumerWarps);
+    x_pipe.init(L::kConsumerWarps);  // (only the full barriers are used: release counters replace `empty`)
     w_pipe.init(L::kConsumerWarps);
     for (int w = 0; w < L::kConsumers; ++w)
       for (uint32_t region : {L::kTFullBase, L::kZFullBase, L::kZSpaceBase, L::kTFreeBase})
