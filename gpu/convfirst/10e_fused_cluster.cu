@@ -317,25 +317,6 @@ __global__ void __launch_bounds__(L::kThreads, 1)
     };
     gpu::hopper::PipelineState<L::kXBuffers> xs;
     gpu::hopper::PipelineState<L::kStages> ws;
-    // Two consumer warpgroups take turns at issuing their expands (named barriers 1 and 2, the
-    // turns of warpgroups 0 and 1): a warpgroup waits for its turn, issues its chunk's expand
-    // and hands the turn over. The tensor pipe then runs one warpgroup's expand after the
-    // other's instead of both at half speed, so the first finishes early and its φ, send and
-    // wait for the peer's H run while the second's expand keeps the tensor pipe busy.
-    // Warpgroup 1 gives warpgroup 0 its first turn and does not hand over after its last
-    // expand, so every phase of both barriers completes.
-    constexpr bool kTakeTurns = L::kConsumers == 2;
-    constexpr int kTurnBarrier = 1, kTurnThreads = 2 * gpu::hopper::kWarpgroupThreads;
-    const auto wait_turn = [&] {
-      if constexpr (kTakeTurns) gpu::hopper::named_barrier_sync(kTurnBarrier + consumer, kTurnThreads);
-    };
-    const auto pass_turn = [&](bool last_expand) {
-      if constexpr (kTakeTurns)
-        if (!(last_expand && consumer == 1))
-          gpu::hopper::named_barrier_arrive(kTurnBarrier + (1 - consumer), kTurnThreads);
-    };
-    if constexpr (kTakeTurns)
-      if (consumer == 1) gpu::hopper::named_barrier_arrive(kTurnBarrier, kTurnThreads);
     // Hand back the slot of the ring item before `st` (its wgmma group has retired).
     const auto release_before = [&](const gpu::hopper::PipelineState<L::kStages>& st) {
       w_pipe.consumer_release({(st.stage + L::kStages - 1) % L::kStages, 0u});
@@ -575,17 +556,12 @@ __global__ void __launch_bounds__(L::kThreads, 1)
         //     `if (live)` (a dead slice only waits for its pieces' bare arrivals and hands the
         //     slots back): a wgmma whose accumulators are still in flight where a branch on a
         //     runtime value joins makes ptxas serialize every wgmma of the kernel (C7520).
-        const bool last_expand = r == chunks - 1 && !tiles.valid(tiles.next(t, clusters));
-        wait_turn();
         if (live) {
 #pragma unroll
           for (int q = 0; q < L::kUPieces; ++q) {
             w_pipe.consumer_wait(ws);
             expand_piece(q);
-            if (q == L::kUPieces - 1) {
-              pass_turn(last_expand);
-              load_bias(bias, a_s, r * kSliceCols + first.col);  // while the products run
-            }
+            if (q == L::kUPieces - 1) load_bias(bias, a_s, r * kSliceCols + first.col);  // while the products run
             if (q > 0) {
               gpu::wgmma_wait_group<1>();
               release_before(ws);  // piece q − 1 has been read
@@ -596,7 +572,6 @@ __global__ void __launch_bounds__(L::kThreads, 1)
           gpu::fence_operands(s);
           release_before(ws);  // the last piece has been read
         } else {
-          pass_turn(last_expand);
 #pragma unroll
           for (int q = 0; q < L::kUPieces; ++q) {
             w_pipe.consumer_wait(ws);  // (completed by the producer's bare arrival)
