@@ -1,7 +1,7 @@
 // app/cmd_plans.cpp — `convlab plans convfirst|mbconv --shape SPEC`: the tensor
 // machines of lessons 10 and 11 as text. For one block it prints each execution
 // plan the op's descriptor lists (ops/convfirst.hpp: layer by layer, fused,
-// large-C; ops/mbconv.hpp: layer by layer, two-pass recompute, two-pass store,
+// large-C cut by output channel and by hidden column; ops/mbconv.hpp: layer by layer, two-pass recompute, two-pass store,
 // single pass without SE): where every tensor lives (DRAM, global = L2/DSMEM, local =
 // shared memory/registers), the plan's kernels with their MACs and DRAM
 // bytes, the on-chip global traffic, the fused plans' grid against the SM
@@ -47,7 +47,7 @@ void print_help(std::ostream& out) {
          "                beside the program)\n"
          "--tile N        output pixels per CTA in the fused plans (default 128 for convfirst: 10b_fused's\n"
          "                tile; 64 for mbconv)\n"
-         "--split K       CTAs sharing a tile's channels in convfirst's large-C plan (default 2)\n"
+         "--split K       CTAs sharing a tile in convfirst's two large-C plans (default 2)\n"
          "--sms N         multiprocessors, for the fused plans' CTAs per SM (default 132: H200 and H100 SXM);\n"
          "                below 1 the grid cannot fill the chip, and a fractional part is a partly idle last wave\n"
          "--json          the same as one JSON object (scripts/draw_plans.py draws Fig. 7 from it)\n"
@@ -181,7 +181,7 @@ int run(const std::vector<std::string>& args) {
               << fixed(100.0 * 2.0 * plan.macs() / total / R, 1) << "% of R)\n";
     if (plan.ctas > 0)
       std::cout << "  grid: " << fixed(plan.ctas, 0) << " CTAs (" << tile << "-pixel tiles"
-                << (plan.name == "large_c" ? " × " + std::to_string(split) + " CTAs each" : std::string())
+                << (plan.name.rfind("large_c", 0) == 0 ? " × " + std::to_string(split) + " CTAs each" : std::string())
                 << ") on " << sms << " SMs = " << fixed(plan.ctas / sms, 2) << " CTAs per SM\n";
   }
   return 0;

@@ -153,6 +153,34 @@ std::vector<ConvFirstPlan> convfirst_plans(const ConvFirstProblem& p, int tile_p
     c.ctas = tiles * split;
     plans.push_back(c);
   }
+
+  // (d) large-C cut by hidden column (10g_fused_cluster_split_hidden): the same
+  // tile, conv and t exchange, but each CTA makes 1/split of every hidden chunk's
+  // columns and projects them into a partial Z of ALL C_out channels; h never
+  // leaves its CTA. At the end of a tile each CTA sends the other CTAs' channels of
+  // its partial Z (fp32) and adds what it receives: (split − 1)·pix·C_out fp32
+  // elements cross, once per tile, where (c) sends h in the block's type every chunk.
+  {
+    ConvFirstPlan d{"large_c_hidden", "Fig. 7c",
+                    "fused, a tile shared by " + std::to_string(split) +
+                        " CTAs of a cluster cut by hidden column; t slices and partial sums of Z exchanged through "
+                        "DSMEM",
+                    {}, {}, 0};
+    d.tensors = {{"x", Place::dram, x, "each CTA the halo rows of its channel groups"},
+                 {"weights", Place::global, weights, "each CTA U's columns and V's rows of its hidden slices"},
+                 {"t", Place::local, t, "each CTA convolves its channel groups, writes them to every CTA"},
+                 {"t exchange", Place::global, t * (split - 1), "t slices to the other CTAs (DSMEM)"},
+                 {"h", Place::local, h, "each CTA its slice of a chunk's columns; never leaves the CTA"},
+                 {"Z", Place::local, y * split, "each CTA a partial sum of all output channels, fp32 registers"},
+                 {"Z exchange", Place::global, y * (split - 1) * 4.0 / e,
+                  "the other CTAs' channels of each partial Z, fp32, once per tile (DSMEM)"},
+                 {"y", Place::dram, y, "each CTA its output channels"}};
+    d.kernels.push_back({"convfirst block (cluster, by hidden)", p.macs(), p.min_bytes()});
+    d.global_bytes = e * (tiles * weights + tiles * std::min(halo_pixels, p.input_pixels()) * p.C + y) +
+                     e * (split - 1) * t + 4.0 * (split - 1) * y;
+    d.ctas = tiles * split;
+    plans.push_back(d);
+  }
   return plans;
 }
 

@@ -107,7 +107,7 @@ struct PlanKernel {  // one kernel launch of the plan: what the waterline adds u
   double dram_bytes;
 };
 struct ConvFirstPlan {
-  std::string name;   // "layer_by_layer", "fused", "large_c"
+  std::string name;   // "layer_by_layer", "fused", "large_c", "large_c_hidden"
   std::string figure; // "Fig. 7a"
   std::string summary;
   std::vector<PlanTensor> tensors;
@@ -118,7 +118,9 @@ struct ConvFirstPlan {
   double dram_bytes() const;
 };
 // Every plan of p: layer by layer, fused (tile of `tile_pixels` output pixels
-// per CTA), and large-C (channels split over `split` CTAs of a cluster).
+// per CTA), and large-C over `split` CTAs of a cluster, cut by output channel
+// ("large_c": h exchanged every chunk) and by hidden column ("large_c_hidden":
+// partial sums of Z exchanged once per tile).
 std::vector<ConvFirstPlan> convfirst_plans(const ConvFirstProblem& p, int tile_pixels = 128, int split = 2);
 
 template <> struct Args<ConvFirstProblem> {

@@ -78,7 +78,7 @@ TEST_CASE("convfirst: every plan adds up to the descriptor", "[convfirst][lesson
        {block(2, 7, 9, 16, 64, 16, 1, DType::f16), block(1, 13, 7, 24, 72, 40, 2), block(3, 7, 7, 8, 32, 8, 2)}) {
     INFO(OpTraits<ConvFirstProblem>::spec(p));
     const std::vector<ConvFirstPlan> plans = convfirst_plans(p);
-    REQUIRE(plans.size() == 3);
+    REQUIRE(plans.size() == 4);
     CHECK(plans[0].name == "layer_by_layer");
     CHECK(std::abs(plans[0].dram_bytes() - p.layer_by_layer_bytes()) <= 1e-9 * p.layer_by_layer_bytes());
     CHECK(plans[1].name == "fused");
@@ -93,6 +93,17 @@ TEST_CASE("convfirst: every plan adds up to the descriptor", "[convfirst][lesson
     CHECK(plans[0].ctas == 0);
     CHECK(plans[1].ctas == tiles);
     CHECK(plans[2].ctas == 2 * tiles);
+    // Cut by hidden column: t crosses as before, h never does, and each CTA's copy of the other
+    // CTA's output channels crosses once, in fp32: at a split of 2, e·t + 4·y on top of fused.
+    CHECK(plans[3].name == "large_c_hidden");
+    CHECK(plans[3].ctas == 2 * tiles);
+    CHECK(plans[3].dram_bytes() == p.min_bytes());
+    const double extra_hidden = e * double(p.output_pixels()) * p.C + 4.0 * double(p.output_pixels()) * p.C_out;
+    if (p.stride == 1)
+      CHECK(std::abs(plans[3].global_bytes - plans[1].global_bytes - extra_hidden) <= 1e-9 * extra_hidden);
+    // It moves less than the cut by output channel exactly when 4·C_out < e·hidden (α = 4 in f16: half the h bytes).
+    if (p.stride == 1) CHECK((plans[3].global_bytes < plans[2].global_bytes) == (4.0 * p.C_out < e * p.hidden));
+    CHECK(convfirst_plans(p, 64, 4)[3].ctas == 4 * std::ceil(p.output_pixels() / 64));
     CHECK(convfirst_plans(p, 64, 4)[2].ctas == 4 * std::ceil(p.output_pixels() / 64));
     for (const ConvFirstPlan& plan : plans) CHECK(std::abs(plan.macs() - p.macs()) <= 1e-9 * p.macs());
     // The suite's own layer-by-layer rungs move more than the plan's floor.
@@ -147,12 +158,12 @@ TEST_CASE("convfirst: convlab run --in takes 7 files, or 9 with the projection",
   std::filesystem::remove_all(dir, ec);
 }
 
-TEST_CASE("convfirst: convlab plans prints the three tensor machines", "[convfirst][lesson10][app][cpu]") {
+TEST_CASE("convfirst: convlab plans prints the four tensor machines", "[convfirst][lesson10][app][cpu]") {
   if (testing::skip_without_program("lesson 10 app test")) return;
   const testing::ProgramResult text = testing::run_convlab("plans convfirst --shape N=8,H=14,C=32,dtype=f16 --machine h200");
   INFO(text.err);
   REQUIRE(text.status == 0);
-  for (const char* part : {"plan layer_by_layer (Fig. 7a)", "plan fused (Fig. 7b)", "plan large_c (Fig. 7c)", "DRAM",
+  for (const char* part : {"plan layer_by_layer (Fig. 7a)", "plan fused (Fig. 7b)", "plan large_c (Fig. 7c)", "plan large_c_hidden (Fig. 7c)", "DRAM",
                            "local (smem/regs)", "attainable"})
     CHECK(contains(text.out, part));
   const testing::ProgramResult js = testing::run_convlab("plans convfirst --json --shape N=8,H=14,C=32,dtype=f16 --machine h200");
@@ -160,7 +171,7 @@ TEST_CASE("convfirst: convlab plans prints the three tensor machines", "[convfir
   const json::Value v = json::parse(js.out);
   const json::Value* plans = v.find("plans");
   REQUIRE(plans != nullptr);
-  CHECK(plans->items.size() == 3);
+  CHECK(plans->items.size() == 4);
   CHECK(testing::run_convlab("plans ffn").status == 2);
   // N=8 14x14 = 1568 pixels = 13 tiles of 128 (the last partial); split 4: 52 CTAs on 26 SMs = 2 per SM.
   const testing::ProgramResult grid =
