@@ -9,7 +9,7 @@
 // chunk: its Z is a partial sum over half the hidden layer. Nothing crosses the pair inside
 // the chunk loop; at the end of a tile each CTA sends the half of Z the peer stores (C/4
 // fp32 per thread) and adds the half it receives: one hand-over per tile instead of one per
-// chunk, the same bytes at C = 256 and half of them at C = 128 (hidden = 4C).
+// chunk, and half the bytes at α = 4 (C_out fp32 per pixel where 10e sends α·C 16-bit values).
 // The price: Z of all C channels is C/2 registers a thread (128 at C = 256), more than
 // ptxas's cap of 168 at 384 threads (or at 288: a sub-partition holding three warps caps
 // them there too). So there is no producer warpgroup: two warpgroups of 256 threads (cap
@@ -47,8 +47,8 @@
 //
 // Cost and floor: as 10e (N=128 14x14 C=256 α=4 f16: 27.2 GFLOP, 0.036 ms at the probe's
 // rate). Per tile and CTA: the same wgmma work, weight bytes and TMA boxes (six a chunk) as
-// 10e, 32 KB of T sent, and 64 KB of Z sent once at the tile's end instead of 8 × 8 KB of H
-// per warpgroup over the chunks.
+// 10e, 32 KB of T sent, and 32 KB of Z per warpgroup sent once at the tile's end, where 10e
+// sends 8 KB of H per warpgroup every chunk (64 KB over C = 256's eight chunks).
 // Tunables: SplitLayout128 / 256 in gpu/lib/hopper/convfirst_cluster_layout.hpp (ring
 // slots, U/V pieces per chunk, halo buffers).
 // Supported: f16 and bf16; stride 1; group width 8; C = C_out ∈ {128, 256}; hidden a
