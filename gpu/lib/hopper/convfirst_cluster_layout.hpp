@@ -55,6 +55,38 @@ constexpr int kHWords = 4 * kHSteps;           // packed H words per thread per 
 constexpr int kHQuads = kHWords / 4;           // 16-byte pieces of them
 constexpr int kProducerRegs = 40;
 
+// ---- what both cuts of the pair (Layout, SplitLayout below) compute alike -----------------
+//
+// L is the layout deriving from this (its ring base and slot size, its T, U and V tiles, its
+// channel share kOwn); the functions are instantiated only when called, once L is complete.
+template <class L> struct PairGeometry {
+  // Ring slot s's shared address, and column panel p of a V piece in it.
+  CONVLAB_HOST_DEVICE static constexpr uint32_t slot(uint32_t base, int s) { return base + L::kRingBase + s * L::kSlotBytes; }
+  CONVLAB_HOST_DEVICE static constexpr uint32_t v_box(uint32_t slot, int p) { return slot + p * L::VTile::kPanelBytes; }
+  // Expand step ks (channels 16ks ..) of consumer warpgroup `consumer`'s 64 pixels.
+  CONVLAB_HOST_DEVICE static constexpr uint64_t t_descriptor(uint32_t t_base, int consumer, int ks) {
+    return gpu::k_major_descriptor<typename L::TTile>(t_base, consumer * kWgmmaM, ks * kWgmmaK);
+  }
+  // Step ks (rows 16ks ..) of a U piece.
+  CONVLAB_HOST_DEVICE static constexpr uint64_t u_descriptor(uint32_t slot, int ks) {
+    return gpu::mn_major_descriptor<typename L::UTile>(slot, ks * kWgmmaK);
+  }
+  // Step kk (rows 16kk ..) of a V piece.
+  CONVLAB_HOST_DEVICE static constexpr uint64_t v_descriptor(uint32_t slot, int kk) {
+    return gpu::mn_major_descriptor<typename L::VTile>(slot, kk * kWgmmaK);
+  }
+  // Where the conv's rounded accumulators go. Thread `thread` (0..127) of
+  // consumer warpgroup `consumer` in CTA `rank` holds, for 16-channel piece
+  // `pair` (groups 2·pair, 2·pair + 1 of the CTA), word `reg` of mma.sync's
+  // m16n8 accumulators of both groups: rows g, g + 8 of its warp's 16 pixels,
+  // channels 2tq, 2tq + 1 of the group (reg 0, 1 the lower group, 2, 3 the upper).
+  CONVLAB_HOST_DEVICE static constexpr gpu::MatrixCoord t_fragment_coord(int consumer, int thread, int rank, int pair,
+                                                                         int reg) {
+    const int warp = thread / 32, lane = thread % 32, g = lane / 4, tq = lane % 4;
+    return {consumer * kWgmmaM + 16 * warp + g + 8 * (reg & 1), rank * L::kOwn + 16 * pair + 8 * (reg >> 1) + 2 * tq};
+  }
+};
+
 // ---- tunables, one configuration per C (= C_out) ----------------------------------------
 //
 //   Cluster           CTAs per cluster: the channel split (Z = C/S channels of 64 pixels per warpgroup)
@@ -62,7 +94,8 @@ constexpr int kProducerRegs = 40;
 //   Stages            slots of the weight ring (U and V pieces in the order the consumers read them)
 //   XBuffers          halo buffers (2: the next tile's rows land during this one's conv)
 //   UPieces, VPieces  pieces a chunk's U slice and V slice arrive in (more pieces: smaller slots)
-template <int C, int Cluster, int Consumers, int Stages, int XBuffers, int UPieces, int VPieces> struct Layout {
+template <int C, int Cluster, int Consumers, int Stages, int XBuffers, int UPieces, int VPieces>
+struct Layout : PairGeometry<Layout<C, Cluster, Consumers, Stages, XBuffers, UPieces, VPieces>> {
   static constexpr int kC = C, kCluster = Cluster, kOwn = C / Cluster;
   static constexpr int kConsumers = Consumers, kTileRows = kWgmmaM * Consumers;
   static constexpr int kThreads = (1 + Consumers) * gpu::hopper::kWarpgroupThreads;
@@ -123,20 +156,6 @@ template <int C, int Cluster, int Consumers, int Stages, int XBuffers, int UPiec
   static_assert(kLoopRegs <= kRegisterCap - 24, "the loop's live registers fit the cap with room for addresses");
   static_assert(gpu::hopper::register_budget_fits(kProducerRegs, kConsumerRegs, Consumers), "setmaxnreg budget");
 
-  CONVLAB_HOST_DEVICE static constexpr uint32_t slot(uint32_t base, int s) { return base + kRingBase + s * kSlotBytes; }
-  CONVLAB_HOST_DEVICE static constexpr uint32_t v_box(uint32_t slot, int p) { return slot + p * VTile::kPanelBytes; }
-  // Expand step ks (channels 16ks ..) of consumer warpgroup `consumer`'s 64 pixels.
-  CONVLAB_HOST_DEVICE static constexpr uint64_t t_descriptor(uint32_t t_base, int consumer, int ks) {
-    return gpu::k_major_descriptor<TTile>(t_base, consumer * kWgmmaM, ks * kWgmmaK);
-  }
-  // Step ks (rows 16ks ..) of a U piece.
-  CONVLAB_HOST_DEVICE static constexpr uint64_t u_descriptor(uint32_t slot, int ks) {
-    return gpu::mn_major_descriptor<UTile>(slot, ks * kWgmmaK);
-  }
-  // Step kk (rows 16kk ..) of a V piece.
-  CONVLAB_HOST_DEVICE static constexpr uint64_t v_descriptor(uint32_t slot, int kk) {
-    return gpu::mn_major_descriptor<VTile>(slot, kk * kWgmmaK);
-  }
   // The project's i-th slice of a chunk (i = 0: this CTA's own, then the peers in rank
   // order after it) comes from rank (rank + i) % S, its H from slot i − 1 of H in.
   // Its V rows are in V piece i / kSourcesPerVPiece, starting at project step
@@ -150,16 +169,6 @@ template <int C, int Cluster, int Consumers, int Stages, int XBuffers, int UPiec
     return VPieces == 1 ? 0 : source_of(rank, q * kSourcesPerVPiece) * kSliceCols;
   }
 
-  // Where the conv's rounded accumulators go. Thread `thread` (0..127) of
-  // consumer warpgroup `consumer` in CTA `rank` holds, for 16-channel piece
-  // `pair` (groups 2·pair, 2·pair + 1 of the CTA), word `reg` of mma.sync's
-  // m16n8 accumulators of both groups: rows g, g + 8 of its warp's 16 pixels,
-  // channels 2tq, 2tq + 1 of the group (reg 0, 1 the lower group, 2, 3 the upper).
-  CONVLAB_HOST_DEVICE static constexpr gpu::MatrixCoord t_fragment_coord(int consumer, int thread, int rank, int pair,
-                                                                         int reg) {
-    const int warp = thread / 32, lane = thread % 32, g = lane / 4, tq = lane % 4;
-    return {consumer * kWgmmaM + 16 * warp + g + 8 * (reg & 1), rank * kOwn + 16 * pair + 8 * (reg >> 1) + 2 * tq};
-  }
 
   // Byte offset, inside the H exchange buffer, of the 16-byte piece `quad` of
   // thread `thread` of consumer warpgroup `consumer`, sent by the peer that
@@ -213,7 +222,8 @@ using ClusterLayout512 = Layout<512, 4, 1, 5, 1, 4, 4>;
 // sub-partition holding three warps caps them at 168 too). Each ring slot and halo buffer
 // has a release counter: the consumer warp whose release is the slot's last (of eight)
 // issues the copy of the item that comes into it next.
-template <int C, int Stages, int XBuffers, int UPieces, int VPieces> struct SplitLayout {
+template <int C, int Stages, int XBuffers, int UPieces, int VPieces>
+struct SplitLayout : PairGeometry<SplitLayout<C, Stages, XBuffers, UPieces, VPieces>> {
   static constexpr int kC = C, kCluster = 2, kOwn = C / 2;
   static constexpr int kConsumers = 2, kTileRows = kWgmmaM * kConsumers;
   static constexpr int kThreads = kConsumers * gpu::hopper::kWarpgroupThreads;
@@ -269,26 +279,9 @@ template <int C, int Stages, int XBuffers, int UPieces, int VPieces> struct Spli
   static constexpr int kLoopRegs = kZRegs + kSRegs + kSRegs / 2 + kHWords;
   static_assert(kLoopRegs <= kRegisterCap - 24, "the loop's live registers fit the cap with room for addresses");
 
-  CONVLAB_HOST_DEVICE static constexpr uint32_t slot(uint32_t base, int s) { return base + kRingBase + s * kSlotBytes; }
-  CONVLAB_HOST_DEVICE static constexpr uint32_t v_box(uint32_t slot, int p) { return slot + p * VTile::kPanelBytes; }
-  CONVLAB_HOST_DEVICE static constexpr uint64_t t_descriptor(uint32_t t_base, int consumer, int ks) {
-    return gpu::k_major_descriptor<TTile>(t_base, consumer * kWgmmaM, ks * kWgmmaK);
-  }
-  CONVLAB_HOST_DEVICE static constexpr uint64_t u_descriptor(uint32_t slot, int ks) {
-    return gpu::mn_major_descriptor<UTile>(slot, ks * kWgmmaK);
-  }
-  CONVLAB_HOST_DEVICE static constexpr uint64_t v_descriptor(uint32_t slot, int kk) {
-    return gpu::mn_major_descriptor<VTile>(slot, kk * kWgmmaK);
-  }
   // Output channel of column panel p of V piece q in CTA `rank`'s slots: its own half first.
   CONVLAB_HOST_DEVICE static constexpr int v_panel_col(int rank, int q, int p) {
     return (rank * kOwn + q * kVCols + p * kPanelCols) % C;
-  }
-  // The conv's fragments into T: as Layout's (this CTA writes channels [k·C/2, (k+1)·C/2)).
-  CONVLAB_HOST_DEVICE static constexpr gpu::MatrixCoord t_fragment_coord(int consumer, int thread, int rank, int pair,
-                                                                         int reg) {
-    const int warp = thread / 32, lane = thread % 32, g = lane / 4, tq = lane % 4;
-    return {consumer * kWgmmaM + 16 * warp + g + 8 * (reg & 1), rank * kOwn + 16 * pair + 8 * (reg >> 1) + 2 * tq};
   }
   // Byte offset from T's base of piece `quad` (Z registers C/4 + 4·quad .. + 3 of the
   // sender, 0 + 4·quad .. of the receiver) of thread `thread` of warpgroup `consumer`:
