@@ -46,6 +46,7 @@
 #include "gpu/lib/hopper/tma.cuh"
 #include "gpu/lib/hopper/tma_im2col.cuh"
 #include "gpu/lib/hopper/warp_specialization.cuh"
+#include "gpu/lib/quad_transpose_probe.hpp"
 #include "gpu/lib/tma_multicast_cluster_probe.hpp"
 #include "gpu/lib/wgmma_probe.hpp"
 #include "tests/catch_compat.hpp"
@@ -1086,6 +1087,26 @@ TEST_CASE("hopper: in every conv slot, wgmma's descriptors read where the im2col
   // k items walk taps outer, channel blocks inner, covering j = (r·S + s)·C + c once.
   const conv_wgmma::KIter last = conv_wgmma::k_iter(3 * 5 * 2 - 1, 2, 5);
   CHECK((last.r == 2 && last.s == 4 && last.rs == 14 && last.c0 == 64));
+}
+
+// The quad's transpose before 10e's 16-byte y stores: every lane of 1, 3 and 64 warps must end
+// with its quad's block tq, in column order (thread s's pair in word s). The rule's own check
+// on the host: it is not the identity, and each quad's sixteen words are a permutation.
+TEST_CASE("hopper: quad_transpose leaves each thread of a quad one whole block", "[hopper][gpu]") {
+  for (int g = 0; g < 8; ++g)
+    for (int tq = 0; tq < 4; ++tq)
+      for (int s = 0; s < 4; ++s)
+        CHECK((gpu::quad_transpose_word(0, g, tq, s) == gpu::quad_transpose_word(0, g, s, tq)) == (s == tq));
+  if (testing::skip_without_gpu()) return;
+#if CONVLAB_HAVE_CUDA
+  for (int warps : {1, 3, 64}) {
+    INFO(warps << " warps");
+    CHECK(gpu::run_quad_transpose_probe(warps) == 0);
+  }
+  CHECK_THROWS_AS(gpu::run_quad_transpose_probe(0), std::invalid_argument);
+#else
+  FAIL("unreachable: skip_without_gpu() is true in a build without CUDA");
+#endif
 }
 
 // The GPU half of the multicast copy: every box, asked for once per cluster by the CTA whose

@@ -99,6 +99,7 @@
 #include <climits>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "ops/convfirst.hpp"
 #include "gpu/lib/check.cuh"
@@ -155,6 +156,9 @@ __global__ void __launch_bounds__(L::kThreads, 1)
                                    const Element* __restrict__ conv_b, const Element* __restrict__ a,
                                    const Element* __restrict__ b, Element* __restrict__ y) {
   constexpr int kOwn = L::kOwn, kS = L::kCluster, kTileRows = L::kTileRows;
+  // A pair projects the peer's slice of chunk r one chunk late, behind chunk r + 1's expand
+  // (step 5); C = 512's four CTAs keep the serial order.
+  constexpr bool kLatePeer = kS == 2;
   extern __shared__ unsigned char shared[];
   // Every CTA of the cluster runs this code on identical layouts, so every region sits at
   // the same offset in each: a peer's copy of a region is map_shared_to_rank(local address, peer).
@@ -241,34 +245,38 @@ __global__ void __launch_bounds__(L::kThreads, 1)
                                      first_pixel + k * sg.box_rows);
         xs.advance();
       };
-      // U^r[:, this CTA's 64 columns], in UPieces pieces of rows; a slice wholly past `hidden`
-      // (only ever the last chunk's) is not loaded (the consumers skip its expand), each
-      // piece's barrier phase completed by the bare arrival.
+      // U^r[:, this CTA's 64 columns], in UPieces pieces of rows. A slice wholly past `hidden`
+      // (only ever the last chunk's): at C = 512 it is not loaded (the consumers skip its
+      // expand), each piece's barrier phase completed by the bare arrival; in a pair
+      // (kLatePeer) column 0 is loaded in its place (finite values whose H the consumers
+      // zero), so that the consumers' chunk loop has no branch.
       const auto load_u = [&](int r) {
         const int u_col = r * L::kChunk + rank * kSliceCols;
         const bool u_live = u_col < hidden;
 #pragma unroll 1
         for (int q = 0; q < L::kUPieces; ++q) {
-          w_pipe.producer_acquire(ws, u_live ? uint32_t(L::UTile::kBytes) : 0u);
-          if (u_live)
-            gpu::hopper::tma_load_2d(L::slot(base, ws.stage), &u_map, w_pipe.full(ws.stage), u_col, q * L::kURows);
+          w_pipe.producer_acquire(ws, u_live || kLatePeer ? uint32_t(L::UTile::kBytes) : 0u);
+          if (u_live || kLatePeer)
+            gpu::hopper::tma_load_2d(L::slot(base, ws.stage), &u_map, w_pipe.full(ws.stage), u_live ? u_col : 0,
+                                     q * L::kURows);
           ws.advance();
         }
       };
       // V_r[rows of the chunk, this CTA's output channels] in the order the project reads them
       // (this CTA's slice first): rows past `hidden` arrive as zeros; a piece of one slice
-      // wholly past `hidden` is not loaded (the consumers skip its steps).
+      // wholly past `hidden` is not loaded at C = 512 (the consumers skip its steps) and is
+      // row 0's in a pair (multiplied by a zero H).
       const auto load_v = [&](int r) {
 #pragma unroll 1
         for (int q = 0; q < L::kVPieces; ++q) {
           const int v_row = r * L::kChunk + L::v_piece_row(rank, q);
           const bool v_live = L::kVPieces == 1 || v_row < hidden;
-          w_pipe.producer_acquire(ws, v_live ? uint32_t(L::VTile::kBytes) : 0u);
-          if (v_live) {
+          w_pipe.producer_acquire(ws, v_live || kLatePeer ? uint32_t(L::VTile::kBytes) : 0u);
+          if (v_live || kLatePeer) {
 #pragma unroll
             for (int p = 0; p < L::VTile::kPanels; ++p)
               gpu::hopper::tma_load_2d(L::v_box(L::slot(base, ws.stage), p), &v_map, w_pipe.full(ws.stage),
-                                       rank * kOwn + p * kPanelCols, v_row);
+                                       rank * kOwn + p * kPanelCols, v_live ? v_row : 0);
           }
           ws.advance();
         }
@@ -465,9 +473,9 @@ __global__ void __launch_bounds__(L::kThreads, 1)
       // expand_piece(q): S_k += T · U^r[rows of piece q, this CTA's columns], issued and
       //   committed (C/16 k-steps over all pieces, both operands in shared memory); the chunk's
       //   first k-step overwrites S (last chunk's values are dead), the others accumulate.
-      const auto expand_piece = [&](int q) {
+      const auto expand_piece = [&](int q, int stage) {
         const uint64_t t_desc = L::t_descriptor(t_base, consumer, q * L::kPieceSteps);
-        const uint64_t u_desc = L::u_descriptor(L::slot(base, ws.stage), 0);
+        const uint64_t u_desc = L::u_descriptor(L::slot(base, stage), 0);
         gpu::wgmma_fence();
 #pragma unroll
         for (int ks = 0; ks < L::kPieceSteps; ++ks) {
@@ -547,6 +555,88 @@ __global__ void __launch_bounds__(L::kThreads, 1)
               true);
       };
 
+      if constexpr (kLatePeer) {
+        // ---- 5, in a pair: the peer's slice of chunk r is projected in chunk r + 1, right
+        //      after that chunk's expand has been issued, so the wait for the peer's H is a
+        //      whole expand later than the serial order's. The wgmma groups in flight run
+        //      [O(r − 1), E(r)], then [E(r), P(r − 1)], then [O(r)] (E expand, O own project,
+        //      P peer project). Ring items are addressed by their index: chunk r's U pieces,
+        //      then its V pieces (own first), kPerChunk a chunk, every one loaded (step 5's
+        //      producer). The own V piece (C = 256) goes back when O retires; the peer's (or
+        //      C = 128's single piece) when P does. ----
+        constexpr int kPerChunk = L::kUPieces + L::kVPieces;
+        constexpr int kOwnV = L::kUPieces, kPeerV = L::kUPieces + L::kVPieces - 1;
+        const int item0 = ws.stage + L::kStages * int(ws.phase);  // (only the parity matters)
+        const auto item = [&](int r, int k) {
+          return gpu::hopper::PipelineState<L::kStages>::at(item0 + r * kPerChunk + k);
+        };
+        // E(r), its pieces issued in order; with prior (O(r − 1) in flight ahead of it) the
+        // first wait retires O(r − 1). Returns with E(r)'s last piece in flight.
+        const auto expand_chunk = [&](int r, auto prior) {
+#pragma unroll
+          for (int q = 0; q < L::kUPieces; ++q) {
+            w_pipe.consumer_wait(item(r, q));
+            expand_piece(q, item(r, q).stage);
+            if (q == L::kUPieces - 1) load_bias(bias, a_s, r * kSliceCols + first.col);  // while the products run
+            if constexpr (decltype(prior)::value) {
+              if (q == 0) {
+                gpu::wgmma_wait_group<1>();  // O(r − 1)
+                gpu::fence_operands(zacc);
+                gpu::fence_operands(h_own);
+                if constexpr (kOwnV != kPeerV) w_pipe.consumer_release(item(r - 1, kOwnV));
+              }
+            }
+            if (q > 0) {
+              gpu::wgmma_wait_group<1>();  // piece q − 1
+              w_pipe.consumer_release(item(r, q - 1));
+            }
+          }
+        };
+        // P(r): Z += H_peer(r) · V_r[rows of the peer's slice], once its words are here.
+        const auto project_peer = [&](int r) {
+          receive();
+          project(h_peer[0], 1, item(r, kPeerV).stage);
+          gpu::wgmma_commit_group();
+          release_peer_words();  // its words went into an issued wgmma
+        };
+        // O(r): Z += H_own(r) · V_r[rows of our slice].
+        const auto project_own = [&](int r) {
+          w_pipe.consumer_wait(item(r, kOwnV));
+          project(h_own, 0, item(r, kOwnV).stage);
+          gpu::wgmma_commit_group();
+        };
+
+        expand_chunk(0, std::false_type{});
+        gpu::wgmma_wait_group<0>();
+        gpu::fence_operands(s);
+        w_pipe.consumer_release(item(0, L::kUPieces - 1));
+        pack(0);
+        send();
+        project_own(0);
+#pragma unroll 1
+        for (int r = 1; r < chunks; ++r) {
+          expand_chunk(r, std::true_type{});
+          project_peer(r - 1);
+          gpu::wgmma_wait_group<1>();  // E(r); P(r − 1) stays in flight under pack and send
+          gpu::fence_operands(s);
+          w_pipe.consumer_release(item(r, L::kUPieces - 1));
+          pack(r);  // a slice wholly past `hidden` packs zeros
+          send();
+          gpu::wgmma_wait_group<0>();  // P(r − 1): its H registers are refilled in chunk r + 1
+          gpu::fence_operands(zacc);
+          gpu::fence_operands(h_peer);
+          w_pipe.consumer_release(item(r - 1, kPeerV));
+          project_own(r);
+        }
+        project_peer(chunks - 1);
+        gpu::wgmma_wait_group<0>();  // O and P of the last chunk
+        gpu::fence_operands(zacc);
+        gpu::fence_operands(h_own);
+        gpu::fence_operands(h_peer);
+        if constexpr (kOwnV != kPeerV) w_pipe.consumer_release(item(chunks - 1, kOwnV));
+        w_pipe.consumer_release(item(chunks - 1, kPeerV));
+        ws = item(chunks, 0);
+      } else {
       for (int r = 0; r < chunks; ++r) {
         const int col0 = r * L::kChunk + rank * kSliceCols;  // this CTA's first hidden column
         const bool live = col0 < hidden;                      // else S_k = 0, and so H_k = φ(0) = 0
@@ -560,7 +650,7 @@ __global__ void __launch_bounds__(L::kThreads, 1)
 #pragma unroll
           for (int q = 0; q < L::kUPieces; ++q) {
             w_pipe.consumer_wait(ws);
-            expand_piece(q);
+            expand_piece(q, ws.stage);
             if (q == L::kUPieces - 1) load_bias(bias, a_s, r * kSliceCols + first.col);  // while the products run
             if (q > 0) {
               gpu::wgmma_wait_group<1>();
@@ -641,6 +731,7 @@ __global__ void __launch_bounds__(L::kThreads, 1)
         gpu::fence_operands(h_peer);
         w_pipe.consumer_release(ws);
         ws.advance();
+      }
       }
 
       // ---- 6. one store of y's channels of this CTA (b and the residual are already in Z):
