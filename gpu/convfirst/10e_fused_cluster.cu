@@ -594,6 +594,7 @@ __global__ void __launch_bounds__(L::kThreads, 1)
         };
         // P(r): Z += H_peer(r) · V_r[rows of the peer's slice], once its words are here.
         const auto project_peer = [&](int r) {
+          if constexpr (kOwnV != kPeerV) w_pipe.consumer_wait(item(r, kPeerV));  // (C = 128: waited by O(r))
           receive();
           project(h_peer[0], 1, item(r, kPeerV).stage);
           gpu::wgmma_commit_group();
