@@ -266,9 +266,8 @@ __global__ void __launch_bounds__(L::kThreads, 1)
       // (this CTA's slice first): rows past `hidden` arrive as zeros; a piece of one slice
       // wholly past `hidden` is not loaded at C = 512 (the consumers skip its steps) and is
       // row 0's in a pair (multiplied by a zero H).
-      const auto load_v = [&](int r) {
-#pragma unroll 1
-        for (int q = 0; q < L::kVPieces; ++q) {
+      const auto load_v_piece = [&](int r, int q) {
+        {
           const int v_row = r * L::kChunk + L::v_piece_row(rank, q);
           const bool v_live = L::kVPieces == 1 || v_row < hidden;
           w_pipe.producer_acquire(ws, v_live || kLatePeer ? uint32_t(L::VTile::kBytes) : 0u);
@@ -281,16 +280,25 @@ __global__ void __launch_bounds__(L::kThreads, 1)
           ws.advance();
         }
       };
+      // In a pair with two V pieces (C = 256) the peer's piece of chunk r is read in chunk
+      // r + 1 (step 5), so it is loaded there, after that chunk's U pieces: an in-order
+      // producer that loaded it beside the own piece waited for its slot (freed late in chunk
+      // r + 1) before it could load chunk r + 2's U, and every expand waited for its first
+      // piece (wave-2v, call 2).
+      constexpr bool kPeerVLate = kLatePeer && L::kVPieces == 2;
       int t = tiles.first(cluster);
       if (tiles.valid(t)) load_x(t);
       for (; tiles.valid(t); t = tiles.next(t, clusters)) {
         for (int r = 0; r < chunks; ++r) {
           load_u(r);
-          load_v(r);
+          if (kPeerVLate && r > 0) load_v_piece(r - 1, 1);
+#pragma unroll 1
+          for (int q = 0; q < (kPeerVLate ? 1 : L::kVPieces); ++q) load_v_piece(r, q);
           // The next tile's halo once this tile's chunk 0 is on its way (the consumers free
           // the halo buffer before they wait for chunk 0's first U piece).
           if (r == 0 && tiles.valid(tiles.next(t, clusters))) load_x(tiles.next(t, clusters));
         }
+        if (kPeerVLate) load_v_piece(chunks - 1, 1);
       }
     }
   } else {
@@ -565,52 +573,61 @@ __global__ void __launch_bounds__(L::kThreads, 1)
         //      producer). The own V piece (C = 256) goes back when O retires; the peer's (or
         //      C = 128's single piece) when P does. ----
         constexpr int kPerChunk = L::kUPieces + L::kVPieces;
-        constexpr int kOwnV = L::kUPieces, kPeerV = L::kUPieces + L::kVPieces - 1;
+        constexpr bool kPeerVLate = L::kVPieces == 2;
         const int item0 = ws.stage + L::kStages * int(ws.phase);  // (only the parity matters)
-        const auto item = [&](int r, int k) {
-          return gpu::hopper::PipelineState<L::kStages>::at(item0 + r * kPerChunk + k);
+        const auto at = [&](int i) { return gpu::hopper::PipelineState<L::kStages>::at(item0 + i); };
+        // A tile's items. C = 128: chunk r is [U(r), V(r)]. C = 256: chunk 0 is [U0, U1,
+        // own V], chunk r ≥ 1 [U0, U1, peer V of r − 1, own V], and the tile ends with the
+        // last chunk's peer V (the producer's order).
+        const auto u_item = [&](int r, int q) {
+          return at(kPeerVLate ? (r == 0 ? q : kPerChunk * r - 1 + q) : kPerChunk * r + q);
+        };
+        const auto own_item = [&](int r) { return at(kPerChunk * r + L::kUPieces); };
+        const auto peer_item = [&](int r) {
+          return at(kPeerVLate ? (r + 1 < chunks ? kPerChunk * (r + 1) + L::kUPieces - 1 : kPerChunk * chunks - 1)
+                               : kPerChunk * r + L::kUPieces);
         };
         // E(r), its pieces issued in order; with prior (O(r − 1) in flight ahead of it) the
         // first wait retires O(r − 1). Returns with E(r)'s last piece in flight.
         const auto expand_chunk = [&](int r, auto prior) {
 #pragma unroll
           for (int q = 0; q < L::kUPieces; ++q) {
-            w_pipe.consumer_wait(item(r, q));
-            expand_piece(q, item(r, q).stage);
+            w_pipe.consumer_wait(u_item(r, q));
+            expand_piece(q, u_item(r, q).stage);
             if (q == L::kUPieces - 1) load_bias(bias, a_s, r * kSliceCols + first.col);  // while the products run
             if constexpr (decltype(prior)::value) {
               if (q == 0) {
                 gpu::wgmma_wait_group<1>();  // O(r − 1)
                 gpu::fence_operands(zacc);
                 gpu::fence_operands(h_own);
-                if constexpr (kOwnV != kPeerV) w_pipe.consumer_release(item(r - 1, kOwnV));
+                if constexpr (kPeerVLate) w_pipe.consumer_release(own_item(r - 1));
               }
             }
             if (q > 0) {
               gpu::wgmma_wait_group<1>();  // piece q − 1
-              w_pipe.consumer_release(item(r, q - 1));
+              w_pipe.consumer_release(u_item(r, q - 1));
             }
           }
         };
         // P(r): Z += H_peer(r) · V_r[rows of the peer's slice], once its words are here.
         const auto project_peer = [&](int r) {
-          if constexpr (kOwnV != kPeerV) w_pipe.consumer_wait(item(r, kPeerV));  // (C = 128: waited by O(r))
+          if constexpr (kPeerVLate) w_pipe.consumer_wait(peer_item(r));  // (C = 128: waited by O(r))
           receive();
-          project(h_peer[0], 1, item(r, kPeerV).stage);
+          project(h_peer[0], 1, peer_item(r).stage);
           gpu::wgmma_commit_group();
           release_peer_words();  // its words went into an issued wgmma
         };
         // O(r): Z += H_own(r) · V_r[rows of our slice].
         const auto project_own = [&](int r) {
-          w_pipe.consumer_wait(item(r, kOwnV));
-          project(h_own, 0, item(r, kOwnV).stage);
+          w_pipe.consumer_wait(own_item(r));
+          project(h_own, 0, own_item(r).stage);
           gpu::wgmma_commit_group();
         };
 
         expand_chunk(0, std::false_type{});
         gpu::wgmma_wait_group<0>();
         gpu::fence_operands(s);
-        w_pipe.consumer_release(item(0, L::kUPieces - 1));
+        w_pipe.consumer_release(u_item(0, L::kUPieces - 1));
         pack(0);
         send();
         project_own(0);
@@ -620,13 +637,13 @@ __global__ void __launch_bounds__(L::kThreads, 1)
           project_peer(r - 1);
           gpu::wgmma_wait_group<1>();  // E(r); P(r − 1) stays in flight under pack and send
           gpu::fence_operands(s);
-          w_pipe.consumer_release(item(r, L::kUPieces - 1));
+          w_pipe.consumer_release(u_item(r, L::kUPieces - 1));
           pack(r);  // a slice wholly past `hidden` packs zeros
           send();
           gpu::wgmma_wait_group<0>();  // P(r − 1): its H registers are refilled in chunk r + 1
           gpu::fence_operands(zacc);
           gpu::fence_operands(h_peer);
-          w_pipe.consumer_release(item(r - 1, kPeerV));
+          w_pipe.consumer_release(peer_item(r - 1));
           project_own(r);
         }
         project_peer(chunks - 1);
@@ -634,9 +651,9 @@ __global__ void __launch_bounds__(L::kThreads, 1)
         gpu::fence_operands(zacc);
         gpu::fence_operands(h_own);
         gpu::fence_operands(h_peer);
-        if constexpr (kOwnV != kPeerV) w_pipe.consumer_release(item(chunks - 1, kOwnV));
-        w_pipe.consumer_release(item(chunks - 1, kPeerV));
-        ws = item(chunks, 0);
+        if constexpr (kPeerVLate) w_pipe.consumer_release(own_item(chunks - 1));
+        w_pipe.consumer_release(peer_item(chunks - 1));
+        ws = at(kPerChunk * chunks);
       } else {
       for (int r = 0; r < chunks; ++r) {
         const int col0 = r * L::kChunk + rank * kSliceCols;  // this CTA's first hidden column
