@@ -455,7 +455,7 @@ template <class L> int convfirst_cluster_mismatches() {
   wrong += L::kRingBase < L::kTBase + uint32_t(L::TTile::kBytes);
   wrong += L::kHBase < L::kRingBase + uint32_t(L::kStages * L::kSlotBytes);
   wrong += L::kWeightsBase < L::kHBase + uint32_t(L::kHBufferBytes);
-  wrong += L::kXBase < L::kWeightsBase + uint32_t(L::kWeightWords) * 4;
+  wrong += L::kXBase < L::kWeightsBase + (L::kStagedConvWeights ? uint32_t(L::kWeightWords) * 4 : 0u);
   for (uint32_t r : {L::kTBase, L::kRingBase, L::kHBase, L::kWeightsBase, L::kXBase}) wrong += r % 1024 != 0;
   return wrong;
 }
@@ -657,10 +657,10 @@ TEST_CASE("hopper: the cluster ConvFirst block's halo rows (a channel share) and
            std::size_t(cc::kMaxShared);
   };
   // What the rung's header states (halo rows and biases, hidden <= 4C): C = 256 takes every
-  // W <= 29, C = 128 every W <= 80, C = 512 every W <= 19 (tall batches); the first width
+  // W <= 30, C = 128 every W <= 80, C = 512 every W <= 19 (tall batches); the first width
   // past each fails even at the smallest hidden.
-  for (int W = 1; W <= 29; ++W) CHECK(fits(cc::ClusterLayout256{}, W, 128 * 64));
-  CHECK(!fits(cc::ClusterLayout256{}, 30, 128 * 64, 8));
+  for (int W = 1; W <= 30; ++W) CHECK(fits(cc::ClusterLayout256{}, W, 128 * 64));
+  CHECK(!fits(cc::ClusterLayout256{}, 31, 128 * 64, 8));
   for (int W = 1; W <= 80; ++W) CHECK(fits(cc::ClusterLayout128{}, W, 128 * 64));
   CHECK(!fits(cc::ClusterLayout128{}, 81, 128 * 64, 8));
   for (int W = 1; W <= 19; ++W) CHECK(fits(cc::ClusterLayout512{}, W, 128 * 64));
