@@ -455,7 +455,7 @@ template <class L> int convfirst_cluster_mismatches() {
   wrong += L::kRingBase < L::kTBase + uint32_t(L::TTile::kBytes);
   wrong += L::kHBase < L::kRingBase + uint32_t(L::kStages * L::kSlotBytes);
   wrong += L::kWeightsBase < L::kHBase + uint32_t(L::kHBufferBytes);
-  wrong += L::kXBase < L::kWeightsBase + (L::kStagedConvWeights ? uint32_t(L::kWeightWords) * 4 : 0u);
+  wrong += L::kXBase < L::kWeightsBase + uint32_t(L::kWeightWords) * 4;
   for (uint32_t r : {L::kTBase, L::kRingBase, L::kHBase, L::kWeightsBase, L::kXBase}) wrong += r % 1024 != 0;
   return wrong;
 }
@@ -657,10 +657,10 @@ TEST_CASE("hopper: the cluster ConvFirst block's halo rows (a channel share) and
            std::size_t(cc::kMaxShared);
   };
   // What the rung's header states (halo rows and biases, hidden <= 4C): C = 256 takes every
-  // W <= 30, C = 128 every W <= 80, C = 512 every W <= 19 (tall batches); the first width
+  // W <= 29, C = 128 every W <= 80, C = 512 every W <= 19 (tall batches); the first width
   // past each fails even at the smallest hidden.
-  for (int W = 1; W <= 30; ++W) CHECK(fits(cc::ClusterLayout256{}, W, 128 * 64));
-  CHECK(!fits(cc::ClusterLayout256{}, 31, 128 * 64, 8));
+  for (int W = 1; W <= 29; ++W) CHECK(fits(cc::ClusterLayout256{}, W, 128 * 64));
+  CHECK(!fits(cc::ClusterLayout256{}, 30, 128 * 64, 8));
   for (int W = 1; W <= 80; ++W) CHECK(fits(cc::ClusterLayout128{}, W, 128 * 64));
   CHECK(!fits(cc::ClusterLayout128{}, 81, 128 * 64, 8));
   for (int W = 1; W <= 19; ++W) CHECK(fits(cc::ClusterLayout512{}, W, 128 * 64));
@@ -955,6 +955,171 @@ TEST_CASE("hopper: the exchange model catches wrong parities", "[hopper][cpu]") 
 }
 
 // ---- tile scheduler, register budget ------------------------------------------------------
+
+// ---- 10e's weight ring when a pair projects the peer's slice a chunk late -----------------
+//
+// The producer's order and the consumers' reads, waits and releases, written out as the
+// kernel runs them (gpu/convfirst/10e_fused_cluster.cu, step 5 in a pair, and the
+// producer's load loop), over tiles of `chunks` chunks, against the barrier model above.
+// An item is named by what it holds (tile, kind, chunk, piece); a consumer computes the
+// index of what it wants from the kernel's formulas and must find exactly that in the
+// slot. Copies land in any order; two consumer warpgroups run independently, as in the
+// kernel. `bug` injects what the model must catch: 1 the peer's V piece projected without
+// its wait (call 1 of wave-2v), 2 the producer loading the peer's piece beside the own one
+// (the consumers' order unchanged), 3 the own V piece never handed back.
+struct LatePeerOutcome {
+  bool finished = false;
+  int misreads = 0;    // a read found another item, or one not yet landed
+  int overwrites = 0;  // a copy into a slot some consumer had not released
+};
+
+template <int kStages, int kU, int kV>
+LatePeerOutcome run_late_peer_ring(int tiles, int chunks, uint64_t seed, int bug = 0) {
+  static_assert(kV == 1 || kV == 2, "C = 128 (one V piece a chunk) or C = 256 (two)");
+  enum Kind { kUPiece, kOwnV, kPeerV };
+  struct Item {
+    int tile = -1, kind = -1, chunk = -1, piece = -1;
+    bool operator==(const Item&) const = default;
+  };
+  constexpr int kPer = kU + kV;
+  const bool late = kV == 2;
+  // The consumers' indices within a tile (the kernel's u_item, own_item, peer_item).
+  const auto u_index = [&](int r, int q) { return late ? (r == 0 ? q : kPer * r - 1 + q) : kPer * r + q; };
+  const auto own_index = [&](int r) { return kPer * r + kU; };
+  const auto peer_index = [&](int r) {
+    return late ? (r + 1 < chunks ? kPer * (r + 1) + kU - 1 : kPer * chunks - 1) : kPer * r + kU;
+  };
+  // The producer's order (C = 128's single V piece is named kOwnV: both projects read it).
+  std::vector<Item> order;
+  for (int t = 0; t < tiles; ++t) {
+    for (int r = 0; r < chunks; ++r) {
+      for (int q = 0; q < kU; ++q) order.push_back({t, kUPiece, r, q});
+      if (late && bug != 2 && r > 0) order.push_back({t, kPeerV, r - 1, 0});
+      order.push_back({t, kOwnV, r, 0});
+      if (late && bug == 2) order.push_back({t, kPeerV, r, 0});
+    }
+    if (late && bug != 2) order.push_back({t, kPeerV, chunks - 1, 0});
+  }
+  // One consumer warpgroup's events, in the kernel's order.
+  enum Op { kWait, kRead, kRelease };
+  struct Event { Op op; int index; Item item; };
+  std::vector<Event> events;
+  for (int t = 0; t < tiles; ++t) {
+    const int base = t * kPer * chunks;
+    const auto ev = [&](Op op, int index, Item item) { events.push_back({op, base + index, item}); };
+    const auto u = [&](Op op, int r, int q) { ev(op, u_index(r, q), {t, kUPiece, r, q}); };
+    const auto own = [&](Op op, int r) { ev(op, own_index(r), {t, kOwnV, r, 0}); };
+    const auto peer = [&](Op op, int r) {
+      ev(op, peer_index(r), late ? Item{t, kPeerV, r, 0} : Item{t, kOwnV, r, 0});
+    };
+    for (int r = 0; r < chunks; ++r) {
+      for (int q = 0; q < kU; ++q) {  // E(r); its first wait retires O(r − 1)
+        u(kWait, r, q), u(kRead, r, q);
+        if (q == 0 && r > 0 && late && bug != 3) own(kRelease, r - 1);
+        if (q > 0) u(kRelease, r, q - 1);
+      }
+      if (r > 0) {  // P(r − 1), issued behind E(r)
+        if (late && bug != 1) peer(kWait, r - 1);
+        peer(kRead, r - 1);
+      }
+      u(kRelease, r, kU - 1);             // E(r) retired
+      if (r > 0) peer(kRelease, r - 1);   // P(r − 1) retired
+      own(kWait, r), own(kRead, r);       // O(r)
+    }
+    if (late && bug != 1) peer(kWait, chunks - 1);
+    peer(kRead, chunks - 1);
+    if (late && bug != 3) own(kRelease, chunks - 1);
+    peer(kRelease, chunks - 1);
+  }
+
+  constexpr int kWarpgroups = 2;
+  std::mt19937_64 rng(seed);
+  ModelBarrier full[kStages], empty[kStages];
+  for (int s = 0; s < kStages; ++s) full[s].init(1), empty[s].init(kWarpgroups);
+  Item slot[kStages];
+  bool landed[kStages] = {};
+  int unreleased[kStages] = {};
+  struct Copy { int stage; Item item; };
+  std::vector<Copy> in_flight;
+  int produced = 0;
+  std::vector<std::size_t> next(kWarpgroups, 0);  // each warpgroup's next event
+  std::vector<std::set<int>> held(kWarpgroups);   // the items it read and has not released
+  LatePeerOutcome out;
+  for (int step = 0; step < 400000; ++step) {
+    std::vector<int> ready;  // 0 producer, 1 a copy lands, 2 + w warpgroup w
+    const PipelineState<kStages> p = PipelineState<kStages>::at(produced);
+    if (produced < int(order.size()) && empty[p.stage].try_wait(p.empty_parity())) ready.push_back(0);
+    if (!in_flight.empty()) ready.push_back(1);
+    for (int w = 0; w < kWarpgroups; ++w) {
+      if (next[w] == events.size()) continue;
+      const Event& e = events[next[w]];
+      const PipelineState<kStages> st = PipelineState<kStages>::at(e.index);
+      if (e.op != kWait || full[st.stage].try_wait(st.full_parity())) ready.push_back(2 + w);
+    }
+    if (ready.empty()) break;
+    const int agent = ready[rng() % ready.size()];
+    if (agent == 0) {
+      if (unreleased[p.stage] != 0) ++out.overwrites;
+      full[p.stage].arrive_expect_tx(1);
+      in_flight.push_back({p.stage, order[std::size_t(produced)]});
+      landed[p.stage] = false;
+      ++produced;
+    } else if (agent == 1) {
+      const std::size_t i = rng() % in_flight.size();
+      const Copy c = in_flight[i];
+      in_flight.erase(in_flight.begin() + long(i));
+      slot[c.stage] = c.item, landed[c.stage] = true;
+      full[c.stage].complete_tx(1);
+    } else {
+      const int w = agent - 2;
+      const Event& e = events[next[w]++];
+      const int s = PipelineState<kStages>::at(e.index).stage;
+      if (e.op == kRead) {  // (C = 128's V piece is read twice, by O and by P, and released once)
+        if (!landed[s] || !(slot[s] == e.item)) ++out.misreads;
+        if (held[w].insert(e.index).second) ++unreleased[s];
+      } else if (e.op == kRelease) {
+        if (held[w].erase(e.index) == 0) ++out.misreads;  // a release of what it never read
+        --unreleased[s];
+        empty[s].arrive();
+      }
+    }
+  }
+  out.finished = produced == int(order.size()) && in_flight.empty();
+  for (std::size_t n : next) out.finished = out.finished && n == events.size();
+  return out;
+}
+
+TEST_CASE("hopper: 10e's late peer project reads every weight piece where it landed, under any interleaving",
+          "[hopper][cpu]") {
+  namespace cc = convfirst_cluster;
+  // The kernel's layouts: C = 128 four slots, one U and one V piece a chunk; C = 256 four
+  // slots, two of each.
+  static_assert(cc::ClusterLayout128::kStages == 4 && cc::ClusterLayout128::kUPieces == 1 &&
+                cc::ClusterLayout128::kVPieces == 1);
+  static_assert(cc::ClusterLayout256::kStages == 4 && cc::ClusterLayout256::kUPieces == 2 &&
+                cc::ClusterLayout256::kVPieces == 2);
+  for (uint64_t seed = 1; seed <= 150; ++seed) {
+    const int tiles = 1 + int(seed % 3), chunks = 1 + int(seed % 9);  // chunks 1 .. 9: one, fewer, more than slots
+    INFO("seed " << seed << ", " << tiles << " tiles of " << chunks << " chunks");
+    const LatePeerOutcome c128 = run_late_peer_ring<4, 1, 1>(tiles, chunks, seed);
+    CHECK((c128.finished && c128.misreads == 0 && c128.overwrites == 0));
+    const LatePeerOutcome c256 = run_late_peer_ring<4, 2, 2>(tiles, chunks, seed);
+    CHECK((c256.finished && c256.misreads == 0 && c256.overwrites == 0));
+  }
+}
+
+TEST_CASE("hopper: the late peer ring model catches the missing wait, the old load order and a piece never freed",
+          "[hopper][cpu]") {
+  for (const int bug : {1, 2, 3}) {
+    int caught = 0;
+    for (uint64_t seed = 1; seed <= 60; ++seed) {
+      const LatePeerOutcome r = run_late_peer_ring<4, 2, 2>(2, 3 + int(seed % 6), seed, bug);
+      caught += !r.finished || r.misreads > 0 || r.overwrites > 0;
+    }
+    INFO("bug " << bug);
+    CHECK(caught >= 30);  // bug 1 needs a copy still in flight at the read; 2 and 3 always show
+  }
+}
 
 TEST_CASE("hopper: the persistent tile scheduler hands out every tile exactly once", "[hopper][cpu]") {
   for (const auto& [tm, tn] : {std::pair{1, 1}, std::pair{3, 5}, std::pair{17, 9}, std::pair{64, 32},

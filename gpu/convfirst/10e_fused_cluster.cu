@@ -87,7 +87,7 @@
 // its bias staged as 0, φ(0) = 0; a CTA whose slice of the last chunk is wholly
 // past `hidden` skips its expand, and at C = 512 the project steps of such a
 // slice); ReLU and SiLU; any N, H, W whose halo rows and biases fit shared
-// memory (with hidden ≤ 4C: every W ≤ 30 at C = 256, W ≤ 80 at C = 128, W ≤ 19
+// memory (with hidden ≤ 4C: every W ≤ 29 at C = 256, W ≤ 80 at C = 128, W ≤ 19
 // at C = 512; wider W when N·H is small) and N·H·W < 2^31 − 128; 16-byte
 // aligned x, u, v, a, b, y and 4-byte aligned conv_w and conv_b. Needs compute
 // capability 9.0, 90 in CONVLAB_CUDA_ARCHS, and a device that can co-schedule
@@ -200,20 +200,18 @@ __global__ void __launch_bounds__(L::kThreads, 1)
     // All of this thread's words are loaded before any is stored: the stores are asm volatile
     // with a memory clobber, so a load after one cannot be hoisted above it, and a loop of
     // load-store pairs paid one round trip to memory per word.
-    if constexpr (L::kStagedConvWeights) {
-      const unsigned* w_words = reinterpret_cast<const unsigned*>(conv_w) + rank * L::kWeightWords;
-      constexpr int kWordsPerThread = (L::kWeightWords + L::kThreads - 1) / L::kThreads;
-      unsigned w_staged[kWordsPerThread];
+    const unsigned* w_words = reinterpret_cast<const unsigned*>(conv_w) + rank * L::kWeightWords;
+    constexpr int kWordsPerThread = (L::kWeightWords + L::kThreads - 1) / L::kThreads;
+    unsigned w_staged[kWordsPerThread];
 #pragma unroll
-      for (int k = 0; k < kWordsPerThread; ++k) {
-        const int i = int(threadIdx.x) + k * L::kThreads;
-        w_staged[k] = i < L::kWeightWords ? __ldg(w_words + i) : 0u;
-      }
+    for (int k = 0; k < kWordsPerThread; ++k) {
+      const int i = int(threadIdx.x) + k * L::kThreads;
+      w_staged[k] = i < L::kWeightWords ? __ldg(w_words + i) : 0u;
+    }
 #pragma unroll
-      for (int k = 0; k < kWordsPerThread; ++k) {
-        const int i = int(threadIdx.x) + k * L::kThreads;
-        if (i < L::kWeightWords) st_shared_u32(weights + 4 * i, w_staged[k]);
-      }
+    for (int k = 0; k < kWordsPerThread; ++k) {
+      const int i = int(threadIdx.x) + k * L::kThreads;
+      if (i < L::kWeightWords) st_shared_u32(weights + 4 * i, w_staged[k]);
     }
     gpu::stage_biases(a_s, a, hidden, gpu::ceil_div(hidden, L::kChunk), L::kChunk, kSliceCols, rank * kSliceCols, b,
                       conv_b, rank * kOwn, kOwn, threadIdx.x, L::kThreads);
@@ -372,23 +370,14 @@ __global__ void __launch_bounds__(L::kThreads, 1)
         tap[j] = k < 9 ? tap_index(pixel, k / 3 - 1, k % 3 - 1, M, H, W, first_row, sg.zero_index) : sg.zero_index;
       }
     };
-    // One mma of (this CTA's) group grp at k-step j, as 10c: B from the weights, A
+    // One mma of (this CTA's) group grp at k-step j, as 10c: B from the staged weights, A
     // straight from the staged pixels by ldmatrix. `line` is the address of the tap's
     // staged pixel in the group's panel with the swizzle's row term already in: line =
     // panel + 128·tap + 16·(tap % 8); chunk grp % 8 of the pixel sits at line ^ 16·(grp % 8)
     // (the line is 128-aligned, so the XOR is 16·((grp % 8) ^ (tap % 8)) added to its start).
-    // The weights come from shared memory when the layout stages them, else through L1 (this
-    // CTA's words of conv_w, 18 KB at C/S = 128, read by every tile).
-    const unsigned* const w_global = reinterpret_cast<const unsigned*>(conv_w) + rank * L::kWeightWords;
-    const auto weight_word = [&](int word) {
-      if constexpr (L::kStagedConvWeights)
-        return ld_shared_u32(weights + 4 * word);
-      else
-        return __ldg(w_global + word);
-    };
     const auto conv_mma = [&](float (&acc)[4], uint32_t line, int j, int grp) {
       const int word = ((grp * kGroupWidth + g) * 72 + 2 * j * 8 + 2 * tq) / 2;
-      const uint32_t bfrag[2] = {weight_word(word), j < 4 ? weight_word(word + 4) : 0u};
+      const uint32_t bfrag[2] = {ld_shared_u32(weights + 4 * word), j < 4 ? ld_shared_u32(weights + 4 * (word + 4)) : 0u};
       uint32_t afrag[4];
       gpu::ldmatrix_x4(afrag, line ^ uint32_t((grp % kGroupsPerPanel) << 4));
       gpu::mma_m16n8k16<Element>(acc, afrag, bfrag);
@@ -581,10 +570,10 @@ __global__ void __launch_bounds__(L::kThreads, 1)
         //      after that chunk's expand has been issued, so the wait for the peer's H is a
         //      whole expand later than the serial order's. The wgmma groups in flight run
         //      [O(r − 1), E(r)], then [E(r), P(r − 1)], then [O(r)] (E expand, O own project,
-        //      P peer project). Ring items are addressed by their index: chunk r's U pieces,
-        //      then its V pieces (own first), kPerChunk a chunk, every one loaded (step 5's
-        //      producer). The own V piece (C = 256) goes back when O retires; the peer's (or
-        //      C = 128's single piece) when P does. ----
+        //      P peer project). Ring items are addressed by their index in the tile, in the
+        //      producer's order (below; every item is loaded, a slice past `hidden` too). The
+        //      own V piece (C = 256) goes back when O retires; the peer's (or C = 128's single
+        //      piece) when P does. tests/hopper_lib_test.cpp models this order. ----
         constexpr int kPerChunk = L::kUPieces + L::kVPieces;
         constexpr bool kPeerVLate = L::kVPieces == 2;
         const int item0 = ws.stage + L::kStages * int(ws.phase);  // (only the parity matters)

@@ -94,19 +94,14 @@ template <class L> struct PairGeometry {
 //   Stages            slots of the weight ring (U and V pieces in the order the consumers read them)
 //   XBuffers          halo buffers (2: the next tile's rows land during this one's conv)
 //   UPieces, VPieces  pieces a chunk's U slice and V slice arrive in (more pieces: smaller slots)
-//   StagedConvWeights the conv's weights staged in shared memory (false: read through L1, which
-//                     leaves their 18 KB (C/S = 128) to the ring)
-template <int C, int Cluster, int Consumers, int Stages, int XBuffers, int UPieces, int VPieces,
-          bool StagedConvWeights = true>
-struct Layout
-    : PairGeometry<Layout<C, Cluster, Consumers, Stages, XBuffers, UPieces, VPieces, StagedConvWeights>> {
+template <int C, int Cluster, int Consumers, int Stages, int XBuffers, int UPieces, int VPieces>
+struct Layout : PairGeometry<Layout<C, Cluster, Consumers, Stages, XBuffers, UPieces, VPieces>> {
   static constexpr int kC = C, kCluster = Cluster, kOwn = C / Cluster;
   static constexpr int kConsumers = Consumers, kTileRows = kWgmmaM * Consumers;
   static constexpr int kThreads = (1 + Consumers) * gpu::hopper::kWarpgroupThreads;
   static constexpr int kConsumerWarps = 4 * Consumers;
   static constexpr int kChunk = kSliceCols * Cluster;  // hidden channels per loop step, over the cluster
   static constexpr int kStages = Stages, kXBuffers = XBuffers, kUPieces = UPieces, kVPieces = VPieces;
-  static constexpr bool kStagedConvWeights = StagedConvWeights;
   static constexpr int kURows = C / UPieces;           // expand K rows per U piece
   static constexpr int kVRows = kChunk / VPieces;      // project K rows per V piece
   static constexpr int kSourcesPerVPiece = Cluster / VPieces;  // slices of H one V piece serves
@@ -139,7 +134,7 @@ struct Layout
   static constexpr uint32_t kRingBase = kTBase + TTile::kBytes;
   static constexpr uint32_t kHBase = kRingBase + uint32_t(Stages) * kSlotBytes;
   static constexpr uint32_t kWeightsBase = kHBase + kHBufferBytes;
-  static constexpr uint32_t kXBase = kWeightsBase + (StagedConvWeights ? round_up_1024(uint32_t(kWeightWords) * 4) : 0u);
+  static constexpr uint32_t kXBase = kWeightsBase + round_up_1024(uint32_t(kWeightWords) * 4);
 
   static_assert(Cluster == 2 || Cluster == 4, "a pair, or four CTAs (the portable cluster sizes that divide C)");
   static_assert(Consumers == 1 || Consumers == 2, "one or two consumer warpgroups of 64 pixels");
@@ -193,14 +188,12 @@ struct Layout
 
 // C = 128 and 256: a pair, 128-pixel tiles. At C = 128 one U and one V piece per chunk (the
 // ring alternates them, so 2s slots behave as s U slots and s V slots). At C = 256 a chunk's
-// U and V slices are 32 KB each, as two pieces each in 16 KB slots: a piece's slot goes back
-// once half the expand (or one slice's project) has read it, so the next chunk's first pieces
-// load sooner than whole 32 KB slices would (lesson 10's NOTES.md, wave-2t). Five slots, one
-// more than a chunk, so that a piece's slot is not the one its predecessor of the chunk
-// before still holds (the peer's V piece is read a chunk late); shared memory at W = 14 has
-// room for the fifth only with the conv weights read through L1 (NOTES.md, wave-2v).
+// U and V slices are 32 KB each and the ring holds one chunk (what is left of shared memory
+// at W = 14): as two pieces each in four 16 KB slots, a piece's slot goes back once half the
+// expand (or the own slice's project) has read it, so the next chunk's first pieces load
+// sooner than whole 32 KB slices would (lesson 10's NOTES.md, wave-2t, has the measurement).
 using ClusterLayout128 = Layout<128, 2, 2, 4, 2, 1, 1>;
-using ClusterLayout256 = Layout<256, 2, 2, 5, 1, 2, 2, false>;
+using ClusterLayout256 = Layout<256, 2, 2, 4, 1, 2, 2>;
 // C = 512: four CTAs of 128 channels, 64-pixel tiles (T is 64 KB; 128 pixels would be
 // 128 KB), U in four pieces of 128 rows and V in one piece per slice, 16 KB each.
 using ClusterLayout512 = Layout<512, 4, 1, 5, 1, 4, 4>;
