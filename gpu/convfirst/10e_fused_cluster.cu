@@ -85,9 +85,9 @@
 // Supported: f16 and bf16; stride 1; group width 8; C = C_out ∈ {128, 256,
 // 512}; hidden a multiple of 8 (a partial last chunk is zero-filled by TMA,
 // its bias staged as 0, φ(0) = 0; a CTA whose slice of the last chunk is wholly
-// past `hidden` skips its expand, and at C = 512 the project steps of such a
-// slice); ReLU and SiLU; any N, H, W whose halo rows and biases fit shared
-// memory (with hidden ≤ 4C: every W ≤ 29 at C = 256, W ≤ 80 at C = 128, W ≤ 19
+// past `hidden` expands column 0 in a pair and zeroes its H, and at C = 512
+// skips its expand and the project steps of such a slice); ReLU and SiLU;
+// any N, H, W whose halo rows and biases fit shared memory (with hidden ≤ 4C: every W ≤ 29 at C = 256, W ≤ 80 at C = 128, W ≤ 19
 // at C = 512; wider W when N·H is small) and N·H·W < 2^31 − 128; 16-byte
 // aligned x, u, v, a, b, y and 4-byte aligned conv_w and conv_b. Needs compute
 // capability 9.0, 90 in CONVLAB_CUDA_ARCHS, and a device that can co-schedule
@@ -269,18 +269,16 @@ __global__ void __launch_bounds__(L::kThreads, 1)
       // wholly past `hidden` is not loaded at C = 512 (the consumers skip its steps) and is
       // row 0's in a pair (multiplied by a zero H).
       const auto load_v_piece = [&](int r, int q) {
-        {
-          const int v_row = r * L::kChunk + L::v_piece_row(rank, q);
-          const bool v_live = L::kVPieces == 1 || v_row < hidden;
-          w_pipe.producer_acquire(ws, v_live || kLatePeer ? uint32_t(L::VTile::kBytes) : 0u);
-          if (v_live || kLatePeer) {
+        const int v_row = r * L::kChunk + L::v_piece_row(rank, q);
+        const bool v_live = L::kVPieces == 1 || v_row < hidden;
+        w_pipe.producer_acquire(ws, v_live || kLatePeer ? uint32_t(L::VTile::kBytes) : 0u);
+        if (v_live || kLatePeer) {
 #pragma unroll
-            for (int p = 0; p < L::VTile::kPanels; ++p)
-              gpu::hopper::tma_load_2d(L::v_box(L::slot(base, ws.stage), p), &v_map, w_pipe.full(ws.stage),
-                                       rank * kOwn + p * kPanelCols, v_live ? v_row : 0);
-          }
-          ws.advance();
+          for (int p = 0; p < L::VTile::kPanels; ++p)
+            gpu::hopper::tma_load_2d(L::v_box(L::slot(base, ws.stage), p), &v_map, w_pipe.full(ws.stage),
+                                     rank * kOwn + p * kPanelCols, v_live ? v_row : 0);
         }
+        ws.advance();
       };
       // In a pair with two V pieces (C = 256) the peer's piece of chunk r is read in chunk
       // r + 1 (step 5), so it is loaded there, after that chunk's U pieces: an in-order
@@ -657,101 +655,101 @@ __global__ void __launch_bounds__(L::kThreads, 1)
         w_pipe.consumer_release(peer_item(chunks - 1));
         ws = at(kPerChunk * chunks);
       } else {
-      for (int r = 0; r < chunks; ++r) {
-        const int col0 = r * L::kChunk + rank * kSliceCols;  // this CTA's first hidden column
-        const bool live = col0 < hidden;                      // else S_k = 0, and so H_k = φ(0) = 0
-        // 5a. A piece's slot is handed back once the wgmma group that reads it has retired:
-        //     the next piece's group is issued first, so the tensor pipe has work during the
-        //     wait. The whole expand, from the first fence to the last wait, sits inside
-        //     `if (live)` (a dead slice only waits for its pieces' bare arrivals and hands the
-        //     slots back): a wgmma whose accumulators are still in flight where a branch on a
-        //     runtime value joins makes ptxas serialize every wgmma of the kernel (C7520).
-        if (live) {
-#pragma unroll
-          for (int q = 0; q < L::kUPieces; ++q) {
-            w_pipe.consumer_wait(ws);
-            expand_piece(q, ws.stage);
-            if (q == L::kUPieces - 1) load_bias(bias, a_s, r * kSliceCols + first.col);  // while the products run
-            if (q > 0) {
-              gpu::wgmma_wait_group<1>();
-              release_before(ws);  // piece q − 1 has been read
-            }
-            ws.advance();
-          }
-          gpu::wgmma_wait_group<0>();
-          gpu::fence_operands(s);
-          release_before(ws);  // the last piece has been read
-        } else {
-#pragma unroll
-          for (int q = 0; q < L::kUPieces; ++q) {
-            w_pipe.consumer_wait(ws);  // (completed by the producer's bare arrival)
-            w_pipe.consumer_release(ws);
-            ws.advance();
-          }
-        }
-        pack(r);  // 5b (a dead slice packs zeros)
-        send();   // 5c
-        // 5d-5f. Z += H_k · V_r[rows of our columns], in flight while the peers' words arrive,
-        //     then the peers' slices in rank order after us (slot i − 1 holds the words of
-        //     rank + i). V piece q serves slices q·kSourcesPerVPiece ..; its slot goes back once
-        //     the group reading it retired (the next piece's group is issued first).
-        w_pipe.consumer_wait(ws);
-        // The pipelined path when every slice of the chunk has a column below `hidden` (the
-        // last slice's first). Otherwise (at most the last chunk) the slices wholly past
-        // `hidden` are zero and skipped (their pieces were not loaded) and each live slice's
-        // group is waited for at once: no wgmma may be in flight across a branch on a runtime
-        // value (5a).
-        if (L::kVPieces == 1 || r * L::kChunk + (kS - 1) * kSliceCols < hidden) {
-          project(h_own, 0, ws.stage);
-          gpu::wgmma_commit_group();
-          receive();
-#pragma unroll
-          for (int i = 1; i < kS; ++i) {
-            const bool piece_starts = i % L::kSourcesPerVPiece == 0;
-            if (piece_starts) {  // a new V piece
-              ws.advance();
-              w_pipe.consumer_wait(ws);
-            }
-            project(h_peer[i - 1], i, ws.stage);
-            gpu::wgmma_commit_group();
-            if (piece_starts) {  // retire the previous piece's group, hand its slot back
-              gpu::wgmma_wait_group<1>();
-              release_before(ws);
-            }
-          }
-          release_peer_words();  // every peer's words went into an issued wgmma
-          gpu::wgmma_wait_group<0>();
-        } else {
+        for (int r = 0; r < chunks; ++r) {
+          const int col0 = r * L::kChunk + rank * kSliceCols;  // this CTA's first hidden column
+          const bool live = col0 < hidden;                      // else S_k = 0, and so H_k = φ(0) = 0
+          // 5a. A piece's slot is handed back once the wgmma group that reads it has retired:
+          //     the next piece's group is issued first, so the tensor pipe has work during the
+          //     wait. The whole expand, from the first fence to the last wait, sits inside
+          //     `if (live)` (a dead slice only waits for its pieces' bare arrivals and hands the
+          //     slots back): a wgmma whose accumulators are still in flight where a branch on a
+          //     runtime value joins makes ptxas serialize every wgmma of the kernel (C7520).
           if (live) {
+#pragma unroll
+            for (int q = 0; q < L::kUPieces; ++q) {
+              w_pipe.consumer_wait(ws);
+              expand_piece(q, ws.stage);
+              if (q == L::kUPieces - 1) load_bias(bias, a_s, r * kSliceCols + first.col);  // while the products run
+              if (q > 0) {
+                gpu::wgmma_wait_group<1>();
+                release_before(ws);  // piece q − 1 has been read
+              }
+              ws.advance();
+            }
+            gpu::wgmma_wait_group<0>();
+            gpu::fence_operands(s);
+            release_before(ws);  // the last piece has been read
+          } else {
+#pragma unroll
+            for (int q = 0; q < L::kUPieces; ++q) {
+              w_pipe.consumer_wait(ws);  // (completed by the producer's bare arrival)
+              w_pipe.consumer_release(ws);
+              ws.advance();
+            }
+          }
+          pack(r);  // 5b (a dead slice packs zeros)
+          send();   // 5c
+          // 5d-5f. Z += H_k · V_r[rows of our columns], in flight while the peers' words arrive,
+          //     then the peers' slices in rank order after us (slot i − 1 holds the words of
+          //     rank + i). V piece q serves slices q·kSourcesPerVPiece ..; its slot goes back once
+          //     the group reading it retired (the next piece's group is issued first).
+          w_pipe.consumer_wait(ws);
+          // The pipelined path when every slice of the chunk has a column below `hidden` (the
+          // last slice's first). Otherwise (at most the last chunk) the slices wholly past
+          // `hidden` are zero and skipped (their pieces were not loaded) and each live slice's
+          // group is waited for at once: no wgmma may be in flight across a branch on a runtime
+          // value (5a).
+          if (L::kVPieces == 1 || r * L::kChunk + (kS - 1) * kSliceCols < hidden) {
             project(h_own, 0, ws.stage);
             gpu::wgmma_commit_group();
-            gpu::wgmma_wait_group<0>();
-          }
-          receive();
+            receive();
 #pragma unroll
-          for (int i = 1; i < kS; ++i) {
-            if (i % L::kSourcesPerVPiece == 0) {  // a new V piece; the previous one is read
-              ws.advance();
-              w_pipe.consumer_wait(ws);
-              release_before(ws);
-            }
-            if (r * L::kChunk + L::source_of(rank, i) * kSliceCols < hidden) {
+            for (int i = 1; i < kS; ++i) {
+              const bool piece_starts = i % L::kSourcesPerVPiece == 0;
+              if (piece_starts) {  // a new V piece
+                ws.advance();
+                w_pipe.consumer_wait(ws);
+              }
               project(h_peer[i - 1], i, ws.stage);
+              gpu::wgmma_commit_group();
+              if (piece_starts) {  // retire the previous piece's group, hand its slot back
+                gpu::wgmma_wait_group<1>();
+                release_before(ws);
+              }
+            }
+            release_peer_words();  // every peer's words went into an issued wgmma
+            gpu::wgmma_wait_group<0>();
+          } else {
+            if (live) {
+              project(h_own, 0, ws.stage);
               gpu::wgmma_commit_group();
               gpu::wgmma_wait_group<0>();
             }
+            receive();
+#pragma unroll
+            for (int i = 1; i < kS; ++i) {
+              if (i % L::kSourcesPerVPiece == 0) {  // a new V piece; the previous one is read
+                ws.advance();
+                w_pipe.consumer_wait(ws);
+                release_before(ws);
+              }
+              if (r * L::kChunk + L::source_of(rank, i) * kSliceCols < hidden) {
+                project(h_peer[i - 1], i, ws.stage);
+                gpu::wgmma_commit_group();
+                gpu::wgmma_wait_group<0>();
+              }
+            }
+            // A dead slice's words were read but used by no wgmma: a fence orders those reads
+            // before the arrivals (once, on the last chunk only).
+            gpu::hopper::fence_acq_rel_cluster();
+            release_peer_words();
           }
-          // A dead slice's words were read but used by no wgmma: a fence orders those reads
-          // before the arrivals (once, on the last chunk only).
-          gpu::hopper::fence_acq_rel_cluster();
-          release_peer_words();
+          gpu::fence_operands(zacc);
+          gpu::fence_operands(h_own);  // read by the projects until the wait: keep their registers
+          gpu::fence_operands(h_peer);
+          w_pipe.consumer_release(ws);
+          ws.advance();
         }
-        gpu::fence_operands(zacc);
-        gpu::fence_operands(h_own);  // read by the projects until the wait: keep their registers
-        gpu::fence_operands(h_peer);
-        w_pipe.consumer_release(ws);
-        ws.advance();
-      }
       }
 
       // ---- 6. one store of y's channels of this CTA (b and the residual are already in Z):
