@@ -87,8 +87,9 @@
 // its bias staged as 0, φ(0) = 0; a CTA whose slice of the last chunk is wholly
 // past `hidden` expands column 0 in a pair and zeroes its H, and at C = 512
 // skips its expand and the project steps of such a slice); ReLU and SiLU;
-// any N, H, W whose halo rows and biases fit shared memory (with hidden ≤ 4C: every W ≤ 29 at C = 256, W ≤ 80 at C = 128, W ≤ 19
-// at C = 512; wider W when N·H is small) and N·H·W < 2^31 − 128; 16-byte
+// any N, H, W whose halo rows and biases fit shared memory (with hidden ≤ 4C:
+// every W ≤ 29 at C = 256, W ≤ 80 at C = 128, W ≤ 19 at C = 512; wider W when
+// N·H is small) and N·H·W < 2^31 − 128; 16-byte
 // aligned x, u, v, a, b, y and 4-byte aligned conv_w and conv_b. Needs compute
 // capability 9.0, 90 in CONVLAB_CUDA_ARCHS, and a device that can co-schedule
 // a cluster of 2 (4) such CTAs (else launch() throws a DeviceError, never a
