@@ -354,13 +354,6 @@ __global__ void __launch_bounds__(L::kThreads, 1)
     uint32_t h_own[kHSteps][4];           // H_k packed: A fragments of the project's steps over our slice
     uint32_t h_peer[kS - 1][kHSteps][4];  // the peers' H packed, slot i: the peer i + 1 ranks after us
     float2 bias[L::kSRegs / 4];           // a_r of this CTA's columns, fp32 pairs
-    // At C = 256 the expand's A operand, T [this warpgroup's 64 pixels][256], is held in
-    // registers for the whole tile (16 k-steps of 4 words: 64 of the consumers' 232 registers),
-    // so the expand reads only U from shared memory: two consumer warpgroups' m64n64k16 with
-    // both operands in shared memory ask 256 bytes a cycle of its 128. C = 128 (ptxas spills
-    // 24 bytes with it) and C = 512 (128 words) read T from shared memory in every wgmma.
-    constexpr bool kTInRegisters = kLatePeer && L::kCSteps == 16;
-    uint32_t t_frag[kTInRegisters ? L::kCSteps : 1][4];
     const float* const b_s = a_s + chunks * kSliceCols;
     const float2* const b_pairs = reinterpret_cast<const float2*>(b_s);
     const float2* const conv_b_pairs = reinterpret_cast<const float2*>(b_s + kOwn);
@@ -482,17 +475,6 @@ __global__ void __launch_bounds__(L::kThreads, 1)
       gpu::hopper::mbarrier_wait(t_full(consumer), tile_parity);
       gpu::fence_proxy_async_shared();
       tile_parity ^= 1u;
-      if constexpr (kTInRegisters) {  // the A fragments of every k-step, once per tile
-        // (the row from a volatile read of %tid.x: the sixteen addresses are not hoisted out of
-        // the tile loop to stay live beside the chunk loop's registers)
-        uint32_t tid;
-        asm volatile("mov.u32 %0, %%tid.x;" : "=r"(tid));
-        const int l = int(tid) % 32;
-        const int t_row = consumer * kWgmmaM + 16 * ((int(tid) % gpu::hopper::kWarpgroupThreads) / 32) + l % 16;
-#pragma unroll
-        for (int ks = 0; ks < L::kCSteps; ++ks)
-          gpu::ldmatrix_x4(t_frag[ks], t_base + uint32_t(L::TTile::byte_offset(t_row, ks * kWgmmaK + 8 * (l / 16))));
-      }
 
       // ---- 5. Eq. 32 over hidden chunks of 64·S, this CTA's 64 columns of each ----
       //
@@ -508,10 +490,7 @@ __global__ void __launch_bounds__(L::kThreads, 1)
         for (int ks = 0; ks < L::kPieceSteps; ++ks) {
           const uint64_t td = gpu::wgmma_advance(t_desc, gpu::k_major_step_bytes<typename L::TTile>(ks * kWgmmaK));
           const uint64_t ud = gpu::wgmma_advance(u_desc, gpu::mn_major_step_bytes<typename L::UTile>(ks * kWgmmaK));
-          if constexpr (kTInRegisters)
-            gpu::wgmma_m64nNk16_rs_mn_major_b<Element, kSliceCols>(s, t_frag[q * L::kPieceSteps + ks], ud,
-                                                                   q != 0 || ks != 0);
-          else if (q == 0 && ks == 0)
+          if (q == 0 && ks == 0)
             gpu::wgmma_m64n64k16_ss_mn_major_b_overwrite<Element>(s, td, ud);
           else
             gpu::wgmma_m64nNk16_ss_mn_major_b<Element, kSliceCols>(s, td, ud, true);
@@ -649,7 +628,6 @@ __global__ void __launch_bounds__(L::kThreads, 1)
         expand_chunk(0, std::false_type{});
         gpu::wgmma_wait_group<0>();
         gpu::fence_operands(s);
-        gpu::fence_operands(t_frag);
         w_pipe.consumer_release(u_item(0, L::kUPieces - 1));
         pack(0);
         send();
@@ -660,7 +638,6 @@ __global__ void __launch_bounds__(L::kThreads, 1)
           project_peer(r - 1);
           gpu::wgmma_wait_group<1>();  // E(r); P(r − 1) stays in flight under pack and send
           gpu::fence_operands(s);
-          gpu::fence_operands(t_frag);
           w_pipe.consumer_release(u_item(r, L::kUPieces - 1));
           pack(r);  // a slice wholly past `hidden` packs zeros
           send();

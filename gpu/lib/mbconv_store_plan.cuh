@@ -1,7 +1,8 @@
-// gpu/lib/mbconv_store_plan.cuh — lesson 11's store plan, the three launches that 11c and 11e
-// share: pass 1 (the tile kernel's store stage: D and its per-tile channel sums), the SE gate,
-// and pass 2 (one GEMM over the batch that gates D and projects). The two rungs differ only in
-// pass 1's depthwise: on the FMA pipes (11c) or on the tensor cores (11e).
+// gpu/lib/mbconv_store_plan.cuh — lesson 11's store plan, the three launches that 11c, 11e and
+// 11h share: pass 1 (the tile kernel's store stage: D and its per-tile channel sums), the SE gate,
+// and pass 2 (one GEMM over the batch that gates D and projects). The rungs differ in pass 1's
+// depthwise, on the FMA pipes (11c, 11h) or on the tensor cores (11e), and in pass 2: mma.sync
+// (11c, 11e) or Hopper's wgmma (11h, gpu/lib/mbconv_project_wgmma.cuh).
 //
 //   workspace  partial [N][tiles][hidden] fp32 | gate16 [N][dbuf_live] | dbuf (dbuf_elems) | Wp padded
 #pragma once
@@ -9,6 +10,7 @@
 #include "gpu/lib/mbconv_fused.cuh"
 #include "gpu/lib/mbconv_layers.cuh"
 #include "gpu/lib/mbconv_project.cuh"
+#include "gpu/lib/mbconv_project_wgmma.cuh"
 #include "ops/mbconv.hpp"
 
 namespace convlab::gpu::mbconv {
@@ -28,7 +30,7 @@ struct StorePlanLayout {
   std::size_t bytes() const { return partial + gate16 + dbuf + wp; }
 };
 
-template <bool kTensorDw> void run_store_plan(const MBConvProblem& p, const Args<MBConvProblem>& a) {
+template <bool kTensorDw, bool kWgmmaProject = false> void run_store_plan(const MBConvProblem& p, const Args<MBConvProblem>& a) {
   const Tile t = choose_tile(p, Stage::store);
   const StorePlanLayout l(p);
   unsigned char* base = static_cast<unsigned char*>(a.workspace);
@@ -39,7 +41,10 @@ template <bool kTensorDw> void run_store_plan(const MBConvProblem& p, const Args
     using E = typename decltype(tag)::type;
     launch_stage<E, Stage::store, kTensorDw>(p, a, nullptr, partial, dbuf);
     se_gate<E>(p, t.tiles, partial, a.se1_w, a.se1_b, a.se2_w, a.se2_b, nullptr, gate16, dbuf_live(p.hidden()));
-    launch_project<E>(p, a, dbuf, gate16, base + l.partial + l.gate16 + l.dbuf);
+    if constexpr (kWgmmaProject)
+      launch_project_wgmma<E>(p, a, dbuf, gate16, base + l.partial + l.gate16 + l.dbuf);
+    else
+      launch_project<E>(p, a, dbuf, gate16, base + l.partial + l.gate16 + l.dbuf);
   });
 }
 
