@@ -2,36 +2,35 @@
 // (11h): the same GEMM as gpu/lib/mbconv_project.cuh, Y[N·P·Q, C_out] = (D ⊙ G)·Wp + bp (+ x),
 // with each warpgroup's 64 × bn slice of a block made by one wgmma per k16 step.
 //
-// Why: mbconv_project.cuh's warps each load A fragments with ldmatrix, gate them register by
-// register (one gate load and one multiply per register) and issue kMT·4 mma.sync per k16 step;
-// its profiles (lesson 11's NOTES) show the pass issue- and latency-bound at 14², a third of 11c's
-// time there. Here the gate is applied once per element, in shared memory, by the thread whose
-// cp.async brought it, and the tensor cores read A and B from shared memory themselves.
+// Why: mbconv_project.cuh's warps each load A fragments with ldmatrix, gate them, then issue
+// kMT·4 mma.sync per k16 step and 32 columns, and stream Wp beside D in every stage; its profiles
+// (lesson 11's NOTES) show the pass issue- and latency-bound at 14², a third of 11c's time there.
+// Here Wp stays in shared memory for the CTA's whole life, and per k16 step a warpgroup issues
+// one wgmma over all bn columns, its A (D, gated) from registers.
 //
 //   plain loop:  for row m (image n, pixel), o: y[m, o] = bp[o] (+ x[m, o]) + Σ_j d[m, j]·g[n, j]·Wp[j, o]
-//   here, per block of 128 rows × kBN columns (CTA c makes blocks c, c + grid, ...):
-//     for each 64-channel step k (one stage of a kStages-deep cp.async ring, running on across blocks):
-//       A [128 rows][64 ch]  <- dbuf (two 32-channel chunks), 128-byte swizzled, K-major
-//       B [64 k][kBN cols]   <- Wp rows, 128-byte swizzled panels of 64 columns, MN-major
-//       A *= G               each thread its own 16-byte pieces, in place (f16x2 / bf16x2 multiplies)
-//       warpgroup w: acc += A[64w .., :] · B   four wgmma m64nNk16, both operands in shared memory
-//     y = acc + bp (+ x)     fp32 sums rounded once
+//   here:        Wp[:, n0 .. n0 + bn) -> shared memory once (128-byte-swizzled panels of 64 columns)
+//                per block of 128 rows × bn columns (CTA c makes blocks c, c + grid, ...):
+//                  for each 64-channel step k (a kStages-deep cp.async ring, running on across blocks):
+//                    A [128 rows][64 ch] <- dbuf (two 32-channel chunks), 128-byte swizzled
+//                    warp: ldmatrix its 16 rows, multiply each register by its rows' gates (L1)
+//                    warpgroup w: acc += A[64w .., :] · Wp[k rows]   four wgmma m64nNk16, A from registers
+//                  y = acc + bp (+ x)   fp32 sums rounded once
 //
-// Synchronisation: one CTA barrier per stage. A thread waits for its own copies of stage s
-// (cp.async.wait_group), gates its A pieces, fences (its generic writes will be read by the async
-// proxy), and meets the others at the barrier; then it issues stage s + kStages − 1's copies into
-// the buffer stage s − 1 used — every warpgroup finished that stage's wgmma (wait_group 0) before
-// the barrier — and its warpgroup runs stage s's wgmma and waits for them.
+// No proxy fence per stage: A reaches the tensor cores through registers, and Wp is written once
+// (one fence.proxy.async after its copies). A first version gated A in shared memory and fenced
+// every stage for the async proxy; it ran 1.2–1.9× slower than 11c's pass 2 (lesson 11's NOTES,
+// wave-2w call 2), every stage as long as a DRAM round trip.
 //
-// Cost: 2·N·P·Q·hidden·bn flops (C_out rounded up to kBN: the tensor cores are not what this
-// pass waits on); DRAM: D, x and y once, Wp from L2 per block; per stage and thread: 4 A and
-// kBN/32 B copies, 4 gated pieces (a shared load, a gate load from L1, 4 multiplies, a shared
-// store), one barrier.
+// Cost: 2·N·P·Q·hidden·bn flops (C_out rounded up to bn: the tensor cores are not what this pass
+// waits on); DRAM: D, x and y once, Wp once per CTA from L2; per stage and thread: 4 A copies,
+// 4 ldmatrix, 16 gate loads (L1) and 16 multiplies, 4 wgmma per warpgroup, one CTA barrier.
 // Contract: dbuf [N][chunks][P·Q][32] as pass 1 writes it (channels ≥ dbuf_live(hidden) are never
-// read: zero-filled here); gate16 [N][dbuf_live(hidden)] 16-byte aligned rows; Wp [hidden][ldw],
-// ldw a multiple of 8, 16-byte aligned; N·P·Q ≤ 2^31 − 512; f16 or bf16; an sm_90a build on a
-// compute capability 9.0 device. Tunables: kBN (64 or 128 from C_out), kStages (from the
-// shared memory a stage takes), the block's 128 rows (two consumer warpgroups).
+// read: zero-filled here); gate16 [N][dbuf_live(hidden)]; Wp [hidden][ldw], ldw a multiple of 8,
+// 16-byte aligned; N·P·Q ≤ 2^31 − 512; f16 or bf16; Wp's rows (hidden rounded up to 64) × bn
+// beside two A stages in 227 KB (wg_project_fits); an sm_90a build on a compute capability 9.0
+// device. Tunables: bn (64 or 128 from C_out), kStages (what shared memory leaves, ≤ 8), the
+// block's 128 rows (two consumer warpgroups).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -43,8 +42,7 @@
 
 #include "gpu/lib/check.cuh"
 #include "gpu/lib/element.cuh"
-#include "gpu/lib/hopper/wgmma_epilogue.cuh"  // ld_shared_v4
-#include "gpu/lib/mbconv_project.cuh"         // mul_pair, copy_rows_kernel, project_workspace_bytes
+#include "gpu/lib/mbconv_project.cuh"  // mul_pair, copy_rows_kernel, project_workspace_bytes
 #include "gpu/lib/mbconv_tile.hpp"
 #include "gpu/lib/mma.cuh"
 #include "gpu/lib/wgmma.cuh"
@@ -55,21 +53,32 @@ namespace convlab::gpu::mbconv {
 inline constexpr int kWgProjectRows = 128;     // rows a block: two warpgroups of 64
 inline constexpr int kWgProjectStep = 64;      // hidden channels a stage: two dbuf chunks, one 128-byte row
 inline constexpr int kWgProjectThreads = 256;  // two warpgroups, each copying, gating and multiplying
+inline constexpr int kWgProjectABytes = kWgProjectRows * 128;  // one A stage: [128][64] 16-bit
+inline constexpr int kWgProjectMaxStages = 8;
 
 // C_out -> the block's columns: 64 where that covers C_out, else column blocks of 128 (at 256 the
 // 128 accumulators a thread did not stay in registers: ptxas put them on the stack).
 CONVLAB_HOST_DEVICE constexpr int wg_project_bn(int c_out) { return c_out <= 64 ? 64 : 128; }
-CONVLAB_HOST_DEVICE constexpr std::size_t wg_project_stage_bytes(int bn) {
-  return std::size_t(kWgProjectRows) * 128 + std::size_t(kWgProjectStep) * bn * 2;
+// Wp's resident rows: hidden rounded up to whole steps (zeros past hidden).
+CONVLAB_HOST_DEVICE constexpr int wg_project_k_rows(int hidden) {
+  return (hidden + kWgProjectStep - 1) / kWgProjectStep * kWgProjectStep;
 }
-// As many stages as ~200 KB holds (6 at bn = 128, 8 at 64), plus 1 KB to align the ring.
-CONVLAB_HOST_DEVICE constexpr int wg_project_stages(int bn) {
-  return int((200 * 1024) / wg_project_stage_bytes(bn)) < 8 ? int((200 * 1024) / wg_project_stage_bytes(bn)) : 8;
+CONVLAB_HOST_DEVICE constexpr std::size_t wg_project_b_bytes(int hidden, int bn) {
+  return std::size_t(wg_project_k_rows(hidden)) * bn * 2;
 }
-CONVLAB_HOST_DEVICE constexpr std::size_t wg_project_bytes(int bn) { return wg_project_stages(bn) * wg_project_stage_bytes(bn) + 1024; }
+// A stages: what kMaxShared leaves beside Wp and 1 KB of alignment, at most 8.
+inline int wg_project_stages(int hidden, int bn) {
+  const std::size_t left = kMaxShared - 1024 - std::min(kMaxShared - 1024, wg_project_b_bytes(hidden, bn));
+  return int(std::min<std::size_t>(kWgProjectMaxStages, left / kWgProjectABytes));
+}
+inline bool wg_project_fits(const MBConvProblem& p) { return wg_project_stages(p.hidden(), wg_project_bn(p.C_out)) >= 2; }
+inline std::size_t wg_project_bytes(const MBConvProblem& p) {
+  const int bn = wg_project_bn(p.C_out);
+  return 1024 + wg_project_b_bytes(p.hidden(), bn) + std::size_t(wg_project_stages(p.hidden(), bn)) * kWgProjectABytes;
+}
 
 struct WgProjectParams {
-  int m, pq, chunks, d_live, hidden, c, c_out, ldw, blocks, n_blocks;
+  int m, pq, chunks, d_live, hidden, c, c_out, ldw, blocks, n_blocks, stages, k_rows;
   FastDiv pq_div, nb_div;
   bool residual, pairs;
 };
@@ -79,35 +88,45 @@ __global__ void __launch_bounds__(kWgProjectThreads, 1) mbconv_project_wgmma_ker
     WgProjectParams t, const Element* __restrict__ dbuf, const Element* __restrict__ gate16,
     const Element* __restrict__ wp, const Element* __restrict__ bp, const Element* __restrict__ x,
     Element* __restrict__ y) {
-  using ATile = Sw128Tile<kWgProjectRows, kWgProjectStep>;  // [row][channel], K-major
-  using BTile = Sw128Tile<kWgProjectStep, kBN>;             // [channel][column], MN-major
-  constexpr int kStages = wg_project_stages(kBN);
-  constexpr uint32_t kStageBytes = uint32_t(ATile::kBytes + BTile::kBytes);
-  static_assert(kStageBytes == wg_project_stage_bytes(kBN) && kStageBytes % 1024 == 0, "1024-aligned stages");
+  using ATile = Sw128Tile<kWgProjectRows, kWgProjectStep>;  // [row][channel], 128-byte swizzled
+  static_assert(ATile::kBytes == kWgProjectABytes, "one A stage");
   constexpr int kAPieces = kWgProjectRows * kWgProjectStep / 8 / kWgProjectThreads;  // 4
-  constexpr int kBPieces = kWgProjectStep * kBN / 8 / kWgProjectThreads;             // 2, 4 or 8
   constexpr int kUnits = kWgProjectStep / 8;                                          // 16-byte units of an A row
 
   extern __shared__ unsigned char shared_raw[];
-  const uint32_t ring = (shared_address(shared_raw) + 1023u) & ~1023u;  // 128-byte swizzle atoms: 1024-aligned
+  // Wp [k_rows][kBN] in panels of 64 columns (k_rows·128 bytes each, 1024-aligned), then the A ring.
+  const uint32_t b_base = (shared_address(shared_raw) + 1023u) & ~1023u;
+  const uint32_t panel_bytes = uint32_t(t.k_rows) * 128u;
+  const uint32_t ring = b_base + panel_bytes * (kBN / 64);
   const int tid = threadIdx.x, warpgroup = tid / 128, thread = tid % 128;
+  const int warp = thread / 32, lane = thread % 32;
   const std::ptrdiff_t chunk_step = std::ptrdiff_t(t.pq) * kChunk;
-
-  // ---- copies: thread tid owns A pieces (row a_row + 32i, unit a_unit) and B pieces (row
-  //      b_row + (256 / (kBN/8))·j, column b_col) of every stage; it gates the A pieces it copied ----
-  const int a_unit = tid % kUnits, a_row = tid / kUnits;  // rows a_row + 32i
-  const int b_col = 8 * (tid % (kBN / 8)), b_row = tid / (kBN / 8);
-  constexpr int kBRowStep = kWgProjectThreads / (kBN / 8);
-  int ib = blockIdx.x, ik = 0, i_buf = 0;  // the stage issued next: step ik of block ib, into buffer i_buf
-  const Element* a_src[kAPieces];
-  bool a_in[kAPieces];
-  const Element* b_src = wp;
-  bool b_in = false;
-  const int steps = (t.hidden + kWgProjectStep - 1) / kWgProjectStep;
+  const int steps = t.k_rows / kWgProjectStep, kStages = t.stages;
   const auto block_origin = [&](int b, int& m0, int& n0) {
     const int mb = fast_quotient(t.nb_div, b);
     m0 = mb * kWgProjectRows, n0 = (b - mb * t.n_blocks) * kBN;
   };
+
+  // ---- Wp's columns of this CTA's blocks, once (every block of a CTA has the same column block
+  //      when gridDim.x is a multiple of n_blocks: the launcher's grid) ----
+  {
+    int m0, n0;
+    block_origin(blockIdx.x, m0, n0);
+    for (int piece = tid; piece < t.k_rows * (kBN / 8); piece += kWgProjectThreads) {
+      const int k = piece / (kBN / 8), col = 8 * (piece % (kBN / 8));
+      const bool in = k < t.hidden && n0 + col < t.ldw;
+      const uint32_t at = b_base + uint32_t(col / 64) * panel_bytes + uint32_t(k) * 128u +
+                          uint32_t(16 * (((col % 64) / 8) ^ (k % 8)));
+      cp_async_16(at, in ? wp + std::ptrdiff_t(k) * t.ldw + n0 + col : wp, in);
+    }
+    cp_async_commit();
+  }
+
+  // ---- A copies: thread tid owns pieces (row a_row + 32i, unit a_unit) of every stage ----
+  const int a_unit = tid % kUnits, a_row = tid / kUnits;
+  int ib = blockIdx.x, ik = 0, i_buf = 0;  // the stage issued next: step ik of block ib, into buffer i_buf
+  const Element* a_src[kAPieces];
+  bool a_in[kAPieces];
   const auto issue = [&] {
     if (ib >= t.blocks) return;  // past this CTA's last block: an empty group keeps the wait counts
     if (ik == 0) {
@@ -121,32 +140,24 @@ __global__ void __launch_bounds__(kWgProjectThreads, 1) mbconv_project_wgmma_ker
         a_src[i] = dbuf + (std::ptrdiff_t(n) * t.chunks * t.pq + pixel) * kChunk + (a_unit / 4) * chunk_step +
                    8 * (a_unit % 4);
       }
-      b_in = n0 + b_col < t.ldw;
-      b_src = wp + n0 + b_col;  // row c0 of the step; piece j is row c0 + b_row + j·kBRowStep
     }
-    const int c0 = ik * kWgProjectStep;
-    const uint32_t a_s = ring + uint32_t(i_buf) * kStageBytes, b_s = a_s + ATile::kBytes;
-    const bool unit_in = c0 + 8 * a_unit < t.d_live;
+    const uint32_t a_s = ring + uint32_t(i_buf) * kWgProjectABytes;
+    const bool unit_in = ik * kWgProjectStep + 8 * a_unit < t.d_live;
 #pragma unroll
     for (int i = 0; i < kAPieces; ++i) {
       const bool in = a_in[i] && unit_in;
       cp_async_16(a_s + ATile::byte_offset(a_row + 32 * i, 8 * a_unit), in ? a_src[i] : dbuf, in);
       a_src[i] += 2 * chunk_step;
     }
-#pragma unroll
-    for (int j = 0; j < kBPieces; ++j) {
-      const int k = b_row + j * kBRowStep;
-      const bool in = b_in && c0 + k < t.hidden;
-      cp_async_16(b_s + BTile::byte_offset(k, b_col), in ? b_src + std::ptrdiff_t(k) * t.ldw : wp, in);
-    }
-    b_src += std::ptrdiff_t(kWgProjectStep) * t.ldw;
     i_buf = i_buf + 1 == kStages ? 0 : i_buf + 1;
     if (++ik == steps) ik = 0, ib += gridDim.x;
   };
 
   // ---- the compute side: step ck of block cb in buffer c_buf ----
   int cb = blockIdx.x, ck = 0, c_buf = 0, m0 = 0, n0 = 0;
-  const Element* g_row[kAPieces];  // the gate row of each of this thread's A rows (their image's)
+  // This lane's two A rows of each k16 step (warp rows g and g + 8): their images' gate rows.
+  const Element* g_lo = gate16;
+  const Element* g_hi = gate16;
   float acc[kBN / 2];
 #pragma unroll
   for (float& v : acc) v = 0.0f;
@@ -156,48 +167,56 @@ __global__ void __launch_bounds__(kWgProjectThreads, 1) mbconv_project_wgmma_ker
     issue();
     cp_async_commit();
   }
+  // Wp landed (its group is the oldest); written by the generic proxy, read by wgmma: one fence.
+  cp_async_wait<0>();
+  fence_proxy_async_shared();
+  // (the first loop barrier below orders every thread's Wp pieces before any wgmma)
 #pragma unroll 1
   while (cb < t.blocks) {
     if (ck == 0) {
       block_origin(cb, m0, n0);
-#pragma unroll
-      for (int i = 0; i < kAPieces; ++i) {
-        const int m = m0 + a_row + 32 * i;
-        g_row[i] = gate16 + std::ptrdiff_t(m < t.m ? fast_quotient(t.pq_div, m) : 0) * t.d_live + 8 * a_unit;
-      }
+      const int r = m0 + 64 * warpgroup + 16 * warp + lane / 4;
+      g_lo = gate16 + std::ptrdiff_t(r < t.m ? fast_quotient(t.pq_div, r) : 0) * t.d_live;
+      g_hi = gate16 + std::ptrdiff_t(r + 8 < t.m ? fast_quotient(t.pq_div, r + 8) : 0) * t.d_live;
     }
-    cp_async_wait<kStages - 2>();  // this thread's copies of step ck have landed
-    const uint32_t a_s = ring + uint32_t(c_buf) * kStageBytes, b_s = a_s + ATile::kBytes;
-    const int c0 = ck * kWgProjectStep;
-    if (c0 + 8 * a_unit < t.d_live) {  // past d_live the pieces are zeros (and the gate row ends)
-#pragma unroll
-      for (int i = 0; i < kAPieces; ++i) {
-        const uint32_t at = a_s + ATile::byte_offset(a_row + 32 * i, 8 * a_unit);
-        uint32_t v[4];
-        ld_shared_v4(v, at);
-        const uint4 g = __ldg(reinterpret_cast<const uint4*>(g_row[i] + c0));
-        v[0] = mul_pair<Element>(v[0], g.x), v[1] = mul_pair<Element>(v[1], g.y);
-        v[2] = mul_pair<Element>(v[2], g.z), v[3] = mul_pair<Element>(v[3], g.w);
-        st_shared_16(at, v);
-      }
-    }
-    fence_proxy_async_shared();  // the gated pieces are read next by wgmma (the async proxy)
-    __syncthreads();             // every piece of step ck gated; every wgmma of the previous step done
-    issue();                     // kStages − 1 steps ahead, into the buffer the previous step used
+    // This thread's copies of step ck have landed (kStages − 2 later groups may still fly).
+    if (kStages == 2) cp_async_wait<0>();
+    else if (kStages == 3) cp_async_wait<1>();
+    else if (kStages == 4) cp_async_wait<2>();
+    else if (kStages == 5) cp_async_wait<3>();
+    else if (kStages == 6) cp_async_wait<4>();
+    else if (kStages == 7) cp_async_wait<5>();
+    else cp_async_wait<6>();
+    __syncthreads();  // step ck landed for every thread; every warp is done reading the buffer refilled next
+    issue();          // kStages − 1 steps ahead, into the buffer the previous step used
     cp_async_commit();
 
-    const uint64_t a_desc = k_major_descriptor<ATile>(a_s, 64 * warpgroup, 0);
-    const uint64_t b_desc = mn_major_descriptor<BTile>(b_s, 0);
+    const uint32_t a_s = ring + uint32_t(c_buf) * kWgProjectABytes;
+    const int c0 = ck * kWgProjectStep;
+    uint32_t a[4][4];
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks) {
+      ldmatrix_x4(a[ks], a_s + ATile::byte_offset(64 * warpgroup + 16 * warp + lane % 16, 16 * ks + 8 * (lane / 16)));
+      // register r: row g (r even) or g + 8, channels c0 + 16ks + 2(lane % 4) (+ 8 for r ≥ 2)
+      const int ch = c0 + 16 * ks + 2 * (lane % 4);
+      const bool in_lo = ch < t.d_live, in_hi = ch + 8 < t.d_live;  // past d_live: A is zero
+      const uint32_t gl0 = in_lo ? *reinterpret_cast<const uint32_t*>(g_lo + ch) : 0u;
+      const uint32_t gh0 = in_lo ? *reinterpret_cast<const uint32_t*>(g_hi + ch) : 0u;
+      const uint32_t gl1 = in_hi ? *reinterpret_cast<const uint32_t*>(g_lo + ch + 8) : 0u;
+      const uint32_t gh1 = in_hi ? *reinterpret_cast<const uint32_t*>(g_hi + ch + 8) : 0u;
+      a[ks][0] = mul_pair<Element>(a[ks][0], gl0), a[ks][1] = mul_pair<Element>(a[ks][1], gh0);
+      a[ks][2] = mul_pair<Element>(a[ks][2], gl1), a[ks][3] = mul_pair<Element>(a[ks][3], gh1);
+    }
+    const uint64_t b_desc =
+        wgmma_descriptor(b_base + uint32_t(c0) * 128u, panel_bytes, 8 * 128, WgmmaSwizzle::b128);
     wgmma_fence();
 #pragma unroll
-    for (int ks = 0; ks < kWgProjectStep / 16; ++ks) {
-      const uint64_t ad = wgmma_advance(a_desc, k_major_step_bytes<ATile>(16 * ks));
-      const uint64_t bd = wgmma_advance(b_desc, mn_major_step_bytes<BTile>(16 * ks));
-      wgmma_m64nNk16_ss_mn_major_b<Element, kBN>(acc, ad, bd, true);
-    }
+    for (int ks = 0; ks < 4; ++ks)
+      wgmma_m64nNk16_rs_mn_major_b<Element, kBN>(acc, a[ks], wgmma_advance(b_desc, uint32_t(16 * ks) * 128u), true);
     wgmma_commit_group();
     wgmma_wait_group<0>();
     fence_operands(acc);
+    fence_operands(a);
     c_buf = c_buf + 1 == kStages ? 0 : c_buf + 1;
     if (++ck < steps) continue;
 
@@ -269,7 +288,10 @@ void launch_project_wgmma(const MBConvProblem& p, const Args<MBConvProblem>& a, 
     check_launch("mbconv copy_rows_kernel");
     wp = padded;
   }
-  const unsigned grid = unsigned(std::min<std::int64_t>(t.blocks, std::max(1, sms)));
+  if (!wg_project_fits(p)) throw std::invalid_argument("mbconv: internal: Wp does not fit 11h's pass 2");
+  t.k_rows = wg_project_k_rows(p.hidden()), t.stages = wg_project_stages(p.hidden(), bn);
+  // A multiple of n_blocks CTAs, so that every block of a CTA has its column block (Wp resident).
+  const unsigned grid = unsigned(std::min<std::int64_t>(t.blocks, std::max(1, sms / t.n_blocks) * t.n_blocks));
   const auto go = [&](auto kernel, std::size_t bytes, const char* name) {
     allow_dynamic_shared(kernel, bytes, name);
     kernel<<<grid, kWgProjectThreads, bytes>>>(t, static_cast<const Element*>(dbuf),
@@ -278,8 +300,8 @@ void launch_project_wgmma(const MBConvProblem& p, const Args<MBConvProblem>& a, 
                                                static_cast<const Element*>(a.x), static_cast<Element*>(a.y));
     check_launch(name);
   };
-  if (bn == 64) go(mbconv_project_wgmma_kernel<Element, 64>, wg_project_bytes(64), "mbconv_project_wgmma_kernel<64>");
-  else go(mbconv_project_wgmma_kernel<Element, 128>, wg_project_bytes(128), "mbconv_project_wgmma_kernel<128>");
+  if (bn == 64) go(mbconv_project_wgmma_kernel<Element, 64>, wg_project_bytes(p), "mbconv_project_wgmma_kernel<64>");
+  else go(mbconv_project_wgmma_kernel<Element, 128>, wg_project_bytes(p), "mbconv_project_wgmma_kernel<128>");
 }
 
 }  // namespace convlab::gpu::mbconv
