@@ -17,11 +17,12 @@
 //                    warpgroup w: acc += A[64w .., :] · Wp[k rows]   four wgmma m64nNk16, A from registers
 //                  y = acc + bp (+ x)   fp32 sums rounded once
 //
-// No proxy fence per stage: A reaches the tensor cores through registers, and Wp is written once
-// (one fence.proxy.async after its copies). A first version gated A in shared memory and fenced
-// every stage for the async proxy; it ran 1.2–1.9× slower than 11c's pass 2 (lesson 11's NOTES,
-// wave-2w call 2), every stage as long as a DRAM round trip.
-//
+// Where it stands (lesson 11's NOTES, wave-2w): correct on the whole test table, and SLOWER than
+// 11c's pass 2 on most shapes (at C = 112 @ 14² under half the instructions, 1.3× the time). The reading, not yet
+// checked by a stall profile: one CTA per SM waits in series, every stage, for its copies, the
+// barrier and its wgmma group. A
+// first version gated D in shared memory with a proxy fence per stage; without the fence it ran
+// no faster, so the fence is not the cost.
 // Cost: 2·N·P·Q·hidden·bn flops (C_out rounded up to bn: the tensor cores are not what this pass
 // waits on); DRAM: D, x and y once, Wp once per CTA from L2; per stage and thread: 4 A copies,
 // 4 ldmatrix, 16 gate loads (L1) and 16 multiplies, 4 wgmma per warpgroup, one CTA barrier.
