@@ -25,7 +25,8 @@
 // no faster, so the fence is not the cost.
 // Cost: 2·N·P·Q·hidden·bn flops (C_out rounded up to bn: the tensor cores are not what this pass
 // waits on); DRAM: D, x and y once, Wp once per CTA from L2; per stage and thread: 4 A copies,
-// 4 ldmatrix, 16 gate loads (L1) and 16 multiplies, 4 wgmma per warpgroup, one CTA barrier.
+// 4 ldmatrix, 16 gate loads (L1, issued before the wait) and 16 multiplies, 4 wgmma per
+// warpgroup left in flight across the next step's wait and barrier, one CTA barrier.
 // Contract: dbuf [N][chunks][P·Q][32] as pass 1 writes it (channels ≥ dbuf_live(hidden) are never
 // read: zero-filled here); gate16 [N][dbuf_live(hidden)]; Wp [hidden][ldw], ldw a multiple of 8,
 // 16-byte aligned; N·P·Q ≤ 2^31 − 512; f16 or bf16; Wp's rows (hidden rounded up to 64) × bn
@@ -162,6 +163,7 @@ __global__ void __launch_bounds__(kWgProjectThreads, 1) mbconv_project_wgmma_ker
   float acc[kBN / 2];
 #pragma unroll
   for (float& v : acc) v = 0.0f;
+  uint32_t a[4][4];  // A fragments of the step in flight (read by its wgmma group until the next step)
 
 #pragma unroll 1
   for (int s = 0; s < kStages - 1; ++s) {
@@ -180,6 +182,20 @@ __global__ void __launch_bounds__(kWgProjectThreads, 1) mbconv_project_wgmma_ker
       g_lo = gate16 + std::ptrdiff_t(r < t.m ? fast_quotient(t.pq_div, r) : 0) * t.d_live;
       g_hi = gate16 + std::ptrdiff_t(r + 8 < t.m ? fast_quotient(t.pq_div, r + 8) : 0) * t.d_live;
     }
+    // The gates of this step's A registers first: their loads (L1, else L2) fly while this
+    // thread waits for its copies and the barrier. Register r of k-step ks: row g (r even) or
+    // g + 8, channels c0 + 16ks + 2(lane % 4) (+ 8 for r ≥ 2); past d_live A is zero.
+    const int c0 = ck * kWgProjectStep;
+    uint32_t gate[4][4];
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks) {
+      const int ch = c0 + 16 * ks + 2 * (lane % 4);
+      const bool in_lo = ch < t.d_live, in_hi = ch + 8 < t.d_live;
+      gate[ks][0] = in_lo ? *reinterpret_cast<const uint32_t*>(g_lo + ch) : 0u;
+      gate[ks][1] = in_lo ? *reinterpret_cast<const uint32_t*>(g_hi + ch) : 0u;
+      gate[ks][2] = in_hi ? *reinterpret_cast<const uint32_t*>(g_lo + ch + 8) : 0u;
+      gate[ks][3] = in_hi ? *reinterpret_cast<const uint32_t*>(g_hi + ch + 8) : 0u;
+    }
     // This thread's copies of step ck have landed (kStages − 2 later groups may still fly).
     if (kStages == 2) cp_async_wait<0>();
     else if (kStages == 3) cp_async_wait<1>();
@@ -192,21 +208,16 @@ __global__ void __launch_bounds__(kWgProjectThreads, 1) mbconv_project_wgmma_ker
     issue();          // kStages − 1 steps ahead, into the buffer the previous step used
     cp_async_commit();
 
+    // The previous step's wgmma group ran through the barrier and the copies; it reads a[].
+    wgmma_wait_group<0>();
+    fence_operands(acc);
+    fence_operands(a);
     const uint32_t a_s = ring + uint32_t(c_buf) * kWgProjectABytes;
-    const int c0 = ck * kWgProjectStep;
-    uint32_t a[4][4];
 #pragma unroll
     for (int ks = 0; ks < 4; ++ks) {
       ldmatrix_x4(a[ks], a_s + ATile::byte_offset(64 * warpgroup + 16 * warp + lane % 16, 16 * ks + 8 * (lane / 16)));
-      // register r: row g (r even) or g + 8, channels c0 + 16ks + 2(lane % 4) (+ 8 for r ≥ 2)
-      const int ch = c0 + 16 * ks + 2 * (lane % 4);
-      const bool in_lo = ch < t.d_live, in_hi = ch + 8 < t.d_live;  // past d_live: A is zero
-      const uint32_t gl0 = in_lo ? *reinterpret_cast<const uint32_t*>(g_lo + ch) : 0u;
-      const uint32_t gh0 = in_lo ? *reinterpret_cast<const uint32_t*>(g_hi + ch) : 0u;
-      const uint32_t gl1 = in_hi ? *reinterpret_cast<const uint32_t*>(g_lo + ch + 8) : 0u;
-      const uint32_t gh1 = in_hi ? *reinterpret_cast<const uint32_t*>(g_hi + ch + 8) : 0u;
-      a[ks][0] = mul_pair<Element>(a[ks][0], gl0), a[ks][1] = mul_pair<Element>(a[ks][1], gh0);
-      a[ks][2] = mul_pair<Element>(a[ks][2], gl1), a[ks][3] = mul_pair<Element>(a[ks][3], gh1);
+#pragma unroll
+      for (int r = 0; r < 4; ++r) a[ks][r] = mul_pair<Element>(a[ks][r], gate[ks][r]);
     }
     const uint64_t b_desc =
         wgmma_descriptor(b_base + uint32_t(c0) * 128u, panel_bytes, 8 * 128, WgmmaSwizzle::b128);
@@ -214,12 +225,12 @@ __global__ void __launch_bounds__(kWgProjectThreads, 1) mbconv_project_wgmma_ker
 #pragma unroll
     for (int ks = 0; ks < 4; ++ks)
       wgmma_m64nNk16_rs_mn_major_b<Element, kBN>(acc, a[ks], wgmma_advance(b_desc, uint32_t(16 * ks) * 128u), true);
-    wgmma_commit_group();
+    wgmma_commit_group();  // left in flight: waited for at the next step, or before the epilogue
+    c_buf = c_buf + 1 == kStages ? 0 : c_buf + 1;
+    if (++ck < steps) continue;
     wgmma_wait_group<0>();
     fence_operands(acc);
     fence_operands(a);
-    c_buf = c_buf + 1 == kStages ? 0 : c_buf + 1;
-    if (++ck < steps) continue;
 
     // ---- epilogue of block cb: y = acc + bp (+ x); acc[4j + c] is row 16w + g + 8(c >> 1),
     //      column 8j + 2t + (c & 1) of this warpgroup's 64 rows ----
