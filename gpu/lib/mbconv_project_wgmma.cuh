@@ -164,6 +164,19 @@ __global__ void __launch_bounds__(kWgProjectThreads, 1) mbconv_project_wgmma_ker
 #pragma unroll
   for (float& v : acc) v = 0.0f;
   uint32_t a[4][4];  // A fragments of the step in flight (read by its wgmma group until the next step)
+  // The output bias of this thread's columns, packed pairs as stored, once: a CTA's blocks share
+  // their column block (the launcher's grid is a multiple of n_blocks).
+  uint32_t bias[kBN / 8];
+  {
+    int mb0, nb0;
+    block_origin(blockIdx.x, mb0, nb0);
+    const unsigned short* bits = reinterpret_cast<const unsigned short*>(bp);
+#pragma unroll
+    for (int j = 0; j < kBN / 8; ++j) {
+      const int o = nb0 + wgmma_d_coord(thread, 4 * j).col;
+      bias[j] = (o < t.c_out ? bits[o] : 0u) | (o + 1 < t.c_out ? uint32_t(bits[o + 1]) << 16 : 0u);
+    }
+  }
 
 #pragma unroll 1
   for (int s = 0; s < kStages - 1; ++s) {
@@ -233,25 +246,34 @@ __global__ void __launch_bounds__(kWgProjectThreads, 1) mbconv_project_wgmma_ker
     fence_operands(a);
 
     // ---- epilogue of block cb: y = acc + bp (+ x); acc[4j + c] is row 16w + g + 8(c >> 1),
-    //      column 8j + 2t + (c & 1) of this warpgroup's 64 rows ----
+    //      column 8j + 2t + (c & 1) of this warpgroup's 64 rows. Every residual load is issued
+    //      before any is used (one round trip a block, not one per column tile: wave-2w call 4's
+    //      stall profile found the epilogue's dependent loads the largest wait of the pass) ----
+    uint32_t xr[kBN / 8][2];  // the residual pairs (t.pairs), as stored
+#pragma unroll
+    for (int j = 0; j < kBN / 8; ++j)
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const MatrixCoord at = wgmma_d_coord(thread, 4 * j);
+        const int o = n0 + at.col, row = m0 + 64 * warpgroup + at.row + 8 * half;
+        const bool in = t.residual && t.pairs && o < t.c_out && row < t.m;
+        xr[j][half] = in ? *reinterpret_cast<const uint32_t*>(x + std::ptrdiff_t(row) * t.c + o) : 0u;
+      }
 #pragma unroll
     for (int j = 0; j < kBN / 8; ++j) {
       const MatrixCoord at = wgmma_d_coord(thread, 4 * j);
       const int o = n0 + at.col;
       if (o >= t.c_out) continue;
-      const float b_lo = to_float(bp[o]), b_hi = o + 1 < t.c_out ? to_float(bp[o + 1]) : 0.0f;
+      const float2 b = unpack_pair<Element>(bias[j]);
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const int row = m0 + 64 * warpgroup + at.row + 8 * half;
         if (row >= t.m) continue;
-        float lo = acc[4 * j + 2 * half] + b_lo, hi = acc[4 * j + 2 * half + 1] + b_hi;
+        float lo = acc[4 * j + 2 * half] + b.x, hi = acc[4 * j + 2 * half + 1] + b.y;
         const std::ptrdiff_t at_y = std::ptrdiff_t(row) * t.c_out + o, at_x = std::ptrdiff_t(row) * t.c + o;
         if (t.pairs) {  // C_out even, y and x 4-byte aligned: o + 1 < C_out
-          if (t.residual) {
-            const float2 v = unpack_pair<Element>(*reinterpret_cast<const uint32_t*>(x + at_x));
-            lo += v.x, hi += v.y;
-          }
-          *reinterpret_cast<uint32_t*>(y + at_y) = pack_pair<Element>(lo, hi);
+          const float2 v = unpack_pair<Element>(xr[j][half]);  // zeros without a residual
+          *reinterpret_cast<uint32_t*>(y + at_y) = pack_pair<Element>(lo + v.x, hi + v.y);
         } else {
           if (t.residual) lo += to_float(x[at_x]);
           y[at_y] = from_float<Element>(lo);
