@@ -17,12 +17,10 @@
 //                    warpgroup w: acc += A[64w .., :] · Wp[k rows]   four wgmma m64nNk16, A from registers
 //                  y = acc + bp (+ x)   fp32 sums rounded once
 //
-// Where it stands (lesson 11's NOTES, wave-2w): correct on the whole test table, and SLOWER than
-// 11c's pass 2 on most shapes (at C = 112 @ 14² under half the instructions, 1.3× the time). The reading, not yet
-// checked by a stall profile: one CTA per SM waits in series, every stage, for its copies, the
-// barrier and its wgmma group. A
-// first version gated D in shared memory with a proxy fence per stage; without the fence it ran
-// no faster, so the fence is not the cost.
+// Where it stands (lesson 11's NOTES, wave-2w): faster than 11c's pass 2 at 14² (the whole
+// block 7–8 % at C = 80 and 112), slower where D is large and C_out small (56², the e = 1 block
+// at 112²: DRAM-bound there; the reading, not yet profiled, is that one CTA per SM keeps fewer
+// bytes in flight than 11c's two).
 // Cost: 2·N·P·Q·hidden·bn flops (C_out rounded up to bn: the tensor cores are not what this pass
 // waits on); DRAM: D, x and y once, Wp once per CTA from L2; per stage and thread: 4 A copies,
 // 4 ldmatrix, 16 gate loads (L1, issued before the wait) and 16 multiplies, 4 wgmma per
@@ -33,6 +31,7 @@
 // beside two A stages in 227 KB (wg_project_fits); an sm_90a build on a compute capability 9.0
 // device. Tunables: bn (64 or 128 from C_out), kStages (what shared memory leaves, ≤ 8), the
 // block's 128 rows (two consumer warpgroups).
+// Run just this pass's rung: build/convlab run mbconv/gpu/11h_fused_store_wgmma --shape N=128,H=14,C=112,dtype=f16
 #pragma once
 
 #include <cuda_runtime.h>
@@ -247,8 +246,7 @@ __global__ void __launch_bounds__(kWgProjectThreads, 1) mbconv_project_wgmma_ker
 
     // ---- epilogue of block cb: y = acc + bp (+ x); acc[4j + c] is row 16w + g + 8(c >> 1),
     //      column 8j + 2t + (c & 1) of this warpgroup's 64 rows. Every residual load is issued
-    //      before any is used (one round trip a block, not one per column tile: wave-2w call 4's
-    //      stall profile found the epilogue's dependent loads the largest wait of the pass) ----
+    //      before any is used: one round trip a block, not one per column tile and half ----
     uint32_t xr[kBN / 8][2];  // the residual pairs (t.pairs), as stored
 #pragma unroll
     for (int j = 0; j < kBN / 8; ++j)

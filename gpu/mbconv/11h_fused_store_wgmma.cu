@@ -6,7 +6,7 @@
 // k16 step (N = 64 or 128 columns of C_out): Wp held in shared memory for the CTA's life, D's
 // rows streamed through a cp.async ring, gated in registers (gpu/lib/mbconv_project_wgmma.cuh).
 // 11c's pass 2 issues 4 mma.sync per 16 rows, 32 columns and k16 step, and streams Wp with D.
-// Measured slower than 11c on most shapes (lesson 11's README and NOTES say why, as far as known).
+// Where it wins and loses (faster at 14², slower at 56²): lesson 11's README and NOTES.
 //
 //   pass 1  per tile: E, D on chip; sums -> partial; D -> dbuf [N][hidden chunk][P·Q][32]
 //   gate    se_gate_kernel: g [N, hidden]
