@@ -10,11 +10,12 @@
 // the chunk loop; at the end of a tile each CTA sends the half of Z the peer stores (C/4
 // fp32 per thread) and adds the half it receives: one hand-over per tile instead of one per
 // chunk, and half the bytes at α = 4 (C_out fp32 per pixel where 10e sends α·C 16-bit values).
-// The price: Z of all C channels is C/2 registers a thread (128 at C = 256), more than
-// ptxas's cap of 168 at 384 threads (or at 288: a sub-partition holding three warps caps
-// them there too). So there is no producer warpgroup: two warpgroups of 256 threads (cap
-// 255), and the warp whose release of a ring slot is the slot's eighth issues the TMA copy
-// of the item that comes into it next (a release counter per slot in shared memory).
+// The price: Z of all C channels is C/2 registers a thread (128 at C = 256). There is no
+// producer warpgroup: two warpgroups of 256 threads (cap 255), and the warp whose release of
+// a ring slot is the slot's eighth issues the TMA copy of the item that comes into it next (a
+// release counter per slot in shared memory). (Built so on the belief that ptxas allocates
+// every warpgroup within the launch's 168 at 384 threads; it allocates code after
+// setmaxnreg against the new count — docs/gpu-method.md — so a producer warpgroup would fit.)
 // It is SLOWER than 10e (lesson 10's NOTES, wave-2u, has the measurements and the profile):
 // the consumers pay for the copies' issue, eight warps per SM hide less latency than 10e's
 // twelve, and the tile's end waits for the peer's Z — the lesson keeps it as the other cut.

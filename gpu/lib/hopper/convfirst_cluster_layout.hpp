@@ -149,9 +149,9 @@ struct Layout : PairGeometry<Layout<C, Cluster, Consumers, Stages, XBuffers, UPi
                     kHBufferBytes % 1024 == 0,
                 "every region starts on a swizzle atom");
   static_assert(kBarrierBytes <= uint32_t(convfirst_wgmma::kBarrierRegion), "all barriers fit the barrier region");
-  // ptxas allocates the whole kernel within the launch's cap (168 registers at 384 threads,
-  // 255 at 256): Z, S, the fp32 bias pairs, our H and the peers' H must fit with room
-  // for addresses.
+  // The launch's cap (168 registers at 384 threads, 255 at 256), a conservative bound where
+  // the consumers raise theirs with setmaxnreg (ptxas allocates their code against 232): Z,
+  // S, the fp32 bias pairs, our H and the peers' H must fit with room for addresses.
   static constexpr int kLoopRegs = kZRegs + kSRegs + kSRegs / 2 + Cluster * kHWords;
   static_assert(kLoopRegs <= kRegisterCap - 24, "the loop's live registers fit the cap with room for addresses");
   static_assert(gpu::hopper::register_budget_fits(kProducerRegs, kConsumerRegs, Consumers), "setmaxnreg budget");
@@ -217,9 +217,9 @@ using ClusterLayout512 = Layout<512, 4, 1, 5, 1, 4, 4>;
 //           about the same whatever its height, so 64-row boxes are the fewest.
 //
 // Threads: two warpgroups (pixels 0-63 and 64-127) and no producer warpgroup: 256 threads,
-// so ptxas's cap is 255 registers a thread (at 384 threads it is 168, and Z of all C
-// channels is C/2 registers: 128 at C = 256; a ninth, producer warp would not help, since a
-// sub-partition holding three warps caps them at 168 too). Each ring slot and halo buffer
+// so the launch's cap is 255 registers a thread (Z of all C channels is C/2 registers: 128
+// at C = 256; the choice was made believing a producer warpgroup would cap every warp at 168,
+// which setmaxnreg does not: docs/gpu-method.md). Each ring slot and halo buffer
 // has a release counter: the consumer warp whose release is the slot's last (of eight)
 // issues the copy of the item that comes into it next.
 template <int C, int Stages, int XBuffers, int UPieces, int VPieces>

@@ -75,8 +75,9 @@ template <int C, int Chunk, int Stages, bool Overlap> struct Layout {
   static_assert(gpu::hopper::kPipelineBarrierBytes<kXBuffers> + gpu::hopper::kPipelineBarrierBytes<Stages> <=
                     kBarrierRegion,
                 "both barrier rings fit the barrier region");
-  // ptxas allocates the whole kernel within the launch's cap (65536 / 384 threads = 168),
-  // whatever setmaxnreg hands the consumers later: what is live in the hidden loop must fit it.
+  // What is live in the hidden loop must fit the launch's cap (65536 / 384 threads = 168): a
+  // conservative bound, since ptxas allocates the consumers' code after setmaxnreg against
+  // kConsumerRegs (docs/gpu-method.md).
   static constexpr int kLoopRegs = kZRegs + 4 * kCSteps + kSRegs + kSRegs / 2 + (Overlap ? 4 * kHSteps : 0);
   static_assert(kLoopRegs <= 168 - 24,
                 "Z, packed T, S, the fp32 bias pairs (and packed H when overlapped) fit 168 registers with "
