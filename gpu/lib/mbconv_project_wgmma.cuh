@@ -11,7 +11,7 @@
 //   plain loop:  for row m (image n, pixel), o: y[m, o] = bp[o] (+ x[m, o]) + Σ_j d[m, j]·g[n, j]·Wp[j, o]
 //   here:        Wp[:, n0 .. n0 + bn) -> shared memory once (128-byte-swizzled panels of 64 columns)
 //                per block of 128 rows × bn columns (CTA c makes blocks c, c + grid, ...):
-//                  for each 64-channel step k (a kStages-deep cp.async ring, running on across blocks):
+//                  for each 64-channel step k (a stages-deep cp.async ring, running on across blocks):
 //                    A [128 rows][64 ch] <- dbuf (two 32-channel chunks), 128-byte swizzled
 //                    warp: ldmatrix its 16 rows, multiply each register by its rows' gates (L1)
 //                    warpgroup w: acc += A[64w .., :] · Wp[k rows]   four wgmma m64nNk16, A from registers
@@ -29,7 +29,7 @@
 // read: zero-filled here); gate16 [N][dbuf_live(hidden)]; Wp [hidden][ldw], ldw a multiple of 8,
 // 16-byte aligned; N·P·Q ≤ 2^31 − 512; f16 or bf16; Wp's rows (hidden rounded up to 64) × bn
 // beside two A stages in 227 KB (wg_project_fits); an sm_90a build on a compute capability 9.0
-// device. Tunables: bn (64 or 128 from C_out), kStages (what shared memory leaves, ≤ 8), the
+// device. Tunables: bn (64 or 128 from C_out), stages (what shared memory leaves, ≤ 8), the
 // block's 128 rows (two consumer warpgroups).
 // Run just this pass's rung: build/convlab run mbconv/gpu/11h_fused_store_wgmma --shape N=128,H=14,C=112,dtype=f16
 #pragma once
@@ -102,7 +102,7 @@ __global__ void __launch_bounds__(kWgProjectThreads, 1) mbconv_project_wgmma_ker
   const int tid = threadIdx.x, warpgroup = tid / 128, thread = tid % 128;
   const int warp = thread / 32, lane = thread % 32;
   const std::ptrdiff_t chunk_step = std::ptrdiff_t(t.pq) * kChunk;
-  const int steps = t.k_rows / kWgProjectStep, kStages = t.stages;
+  const int steps = t.k_rows / kWgProjectStep, stages = t.stages;  // (stages: run-time, from Wp's size)
   const auto block_origin = [&](int b, int& m0, int& n0) {
     const int mb = fast_quotient(t.nb_div, b);
     m0 = mb * kWgProjectRows, n0 = (b - mb * t.n_blocks) * kBN;
@@ -150,7 +150,7 @@ __global__ void __launch_bounds__(kWgProjectThreads, 1) mbconv_project_wgmma_ker
       cp_async_16(a_s + ATile::byte_offset(a_row + 32 * i, 8 * a_unit), in ? a_src[i] : dbuf, in);
       a_src[i] += 2 * chunk_step;
     }
-    i_buf = i_buf + 1 == kStages ? 0 : i_buf + 1;
+    i_buf = i_buf + 1 == stages ? 0 : i_buf + 1;
     if (++ik == steps) ik = 0, ib += gridDim.x;
   };
 
@@ -178,7 +178,7 @@ __global__ void __launch_bounds__(kWgProjectThreads, 1) mbconv_project_wgmma_ker
   }
 
 #pragma unroll 1
-  for (int s = 0; s < kStages - 1; ++s) {
+  for (int s = 0; s < stages - 1; ++s) {
     issue();
     cp_async_commit();
   }
@@ -208,16 +208,16 @@ __global__ void __launch_bounds__(kWgProjectThreads, 1) mbconv_project_wgmma_ker
       gate[ks][2] = in_hi ? *reinterpret_cast<const uint32_t*>(g_lo + ch + 8) : 0u;
       gate[ks][3] = in_hi ? *reinterpret_cast<const uint32_t*>(g_hi + ch + 8) : 0u;
     }
-    // This thread's copies of step ck have landed (kStages − 2 later groups may still fly).
-    if (kStages == 2) cp_async_wait<0>();
-    else if (kStages == 3) cp_async_wait<1>();
-    else if (kStages == 4) cp_async_wait<2>();
-    else if (kStages == 5) cp_async_wait<3>();
-    else if (kStages == 6) cp_async_wait<4>();
-    else if (kStages == 7) cp_async_wait<5>();
+    // This thread's copies of step ck have landed (stages − 2 later groups may still fly).
+    if (stages == 2) cp_async_wait<0>();
+    else if (stages == 3) cp_async_wait<1>();
+    else if (stages == 4) cp_async_wait<2>();
+    else if (stages == 5) cp_async_wait<3>();
+    else if (stages == 6) cp_async_wait<4>();
+    else if (stages == 7) cp_async_wait<5>();
     else cp_async_wait<6>();
     __syncthreads();  // step ck landed for every thread; every warp is done reading the buffer refilled next
-    issue();          // kStages − 1 steps ahead, into the buffer the previous step used
+    issue();          // stages − 1 steps ahead, into the buffer the previous step used
     cp_async_commit();
 
     // The previous step's wgmma group ran through the barrier and the copies; it reads a[].
@@ -238,7 +238,7 @@ __global__ void __launch_bounds__(kWgProjectThreads, 1) mbconv_project_wgmma_ker
     for (int ks = 0; ks < 4; ++ks)
       wgmma_m64nNk16_rs_mn_major_b<Element, kBN>(acc, a[ks], wgmma_advance(b_desc, uint32_t(16 * ks) * 128u), true);
     wgmma_commit_group();  // left in flight: waited for at the next step, or before the epilogue
-    c_buf = c_buf + 1 == kStages ? 0 : c_buf + 1;
+    c_buf = c_buf + 1 == stages ? 0 : c_buf + 1;
     if (++ck < steps) continue;
     wgmma_wait_group<0>();
     fence_operands(acc);
