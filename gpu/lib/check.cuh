@@ -40,10 +40,17 @@ inline bool aligned_16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 
 // dynamic shared memory) the current device runs at once: its SM count times
 // the blocks one SM holds. A grid of this size is one full wave, the size of a
 // "persistent" grid whose blocks loop over the work.
-template <class Kernel> int resident_blocks(Kernel kernel, int threads, std::size_t shared) {
-  int device = 0, sms = 0, per_sm = 0;
+// The current device's SM count.
+inline int sm_count() {
+  int device = 0, sms = 0;
   check_cuda(cudaGetDevice(&device), "cudaGetDevice");
   check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute(SMs)");
+  return sms;
+}
+
+template <class Kernel> int resident_blocks(Kernel kernel, int threads, std::size_t shared) {
+  const int sms = sm_count();
+  int per_sm = 0;
   check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared),
              "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
   // per_sm is 0 when the kernel cannot run at all with these resources; one

@@ -85,6 +85,7 @@
 #include "gpu/lib/check.cuh"
 #include "gpu/lib/element.cuh"
 #include "gpu/lib/ffn_epilogue.cuh"
+#include "gpu/lib/hopper/dependent_launch.cuh"
 #include "gpu/lib/mbconv_tile.hpp"
 #include "gpu/lib/mma.cuh"
 #include "ops/mbconv.hpp"
@@ -348,6 +349,9 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
   const auto vs = [&](int b) { return reinterpret_cast<float*>(shared + t.v_off + b * t.v_bytes); };        // be, bd, g
   const auto reds = [&](int b) { return reinterpret_cast<float*>(shared + t.red_off + b * t.red_bytes); };  // [16][32]
 
+  // The store plan launches the SE gate as this grid's dependent: it may be scheduled into the
+  // room this grid's last wave leaves (it waits for the sums itself; gpu/lib/hopper/dependent_launch.cuh).
+  hopper::allow_dependent_launch();
   const int tile = blockIdx.x / t.splits, part = blockIdx.x % t.splits;
   const int n = blockIdx.y * t.images, images = min(t.images, t.N - n);  // images n .. n + images − 1 (the last group: fewer)
   // A CTA's share of its tile (t.splits CTAs per tile, neighbours in blockIdx.x so they meet in L2):

@@ -23,6 +23,7 @@
 #include "gpu/lib/check.cuh"
 #include "gpu/lib/element.cuh"
 #include "gpu/lib/ffn_epilogue.cuh"
+#include "gpu/lib/hopper/dependent_launch.cuh"
 #include "gpu/lib/mbconv_tile.hpp"  // se_gate_threads, se_gate_shared_bytes
 #include "ops/conv2d.hpp"
 #include "ops/gemm.hpp"
@@ -54,6 +55,8 @@ namespace convlab::gpu::mbconv {
 // hidden .. ld16 − 1 zero — what 11c's pass 2 copies beside D with 16-byte copies.
 // vec1, vec2: W1's and W2's rows are whole 16-byte pieces (Cr, hidden multiples of 8, aligned).
 // Block: kBlockThreads threads. Dynamic shared memory: se_gate_shared_bytes(p).
+// se_gate(..., dependent = true) launches it as a programmatic dependent of the kernel before it
+// (gpu/lib/hopper/dependent_launch.cuh): it waits for that kernel's sums inside.
 // Eight consecutive weights of a row of `len`, from column col (zeros past the row's end);
 // vec: one 16-byte load (two for fp32).
 template <class Element>
@@ -93,6 +96,10 @@ __global__ void __launch_bounds__(kBlockThreads, 1) se_gate_kernel(int hidden, i
   float* mean = se_shared;   // [hidden]
   float* z = mean + hidden;  // [cr]
   float* red = z + cr;       // se_gate_red_floats
+  // As a dependent of pass 1 (the store plan): pass 2 may be scheduled now, and nothing here is
+  // read before pass 1 has completed.
+  hopper::allow_dependent_launch();
+  hopper::wait_for_prerequisite_grid();
   const int n = blockIdx.x, tid = threadIdx.x;
   const float* rows = partial + std::ptrdiff_t(n) * parts * hidden;
   for (int j = tid; j < hidden; j += kBlockThreads) {
@@ -166,15 +173,16 @@ __global__ void __launch_bounds__(kBlockThreads, 1) se_gate_kernel(int hidden, i
 
 template <class Element>
 void se_gate(const MBConvProblem& p, int parts, const float* partial, const void* w1, const void* b1, const void* w2,
-             const void* b2, float* gate, void* gate16 = nullptr, int ld16 = 0) {
+             const void* b2, float* gate, void* gate16 = nullptr, int ld16 = 0, bool dependent = false) {
   const bool vec1 = p.se_channels() % 8 == 0 && aligned_16(w1), vec2 = p.hidden() % 8 == 0 && aligned_16(w2);
   const auto go = [&](auto kernel, int threads) {
     allow_dynamic_shared(kernel, se_gate_shared_bytes(p), "mbconv se_gate_kernel");
-    kernel<<<unsigned(p.N), threads, se_gate_shared_bytes(p)>>>(
-        p.hidden(), p.se_channels(), parts, float(1.0 / (double(p.P()) * p.Q())), p.activation, partial,
-        static_cast<const Element*>(w1), static_cast<const Element*>(b1), static_cast<const Element*>(w2),
-        static_cast<const Element*>(b2), vec1, vec2, gate, static_cast<Element*>(gate16), ld16);
-    check_launch("mbconv se_gate_kernel");
+    hopper::launch_kernel(dependent, kernel, dim3(unsigned(p.N)), dim3(unsigned(threads)), se_gate_shared_bytes(p),
+                          "mbconv se_gate_kernel", p.hidden(), p.se_channels(), parts,
+                          float(1.0 / (double(p.P()) * p.Q())), p.activation, partial,
+                          static_cast<const Element*>(w1), static_cast<const Element*>(b1),
+                          static_cast<const Element*>(w2), static_cast<const Element*>(b2), vec1, vec2, gate,
+                          static_cast<Element*>(gate16), ld16);
   };
   if (se_gate_threads(p.hidden(), p.se_channels()) == kGateThreadsSmall)
     go(se_gate_kernel<Element, kGateThreadsSmall>, kGateThreadsSmall);

@@ -55,6 +55,7 @@
 
 #include "gpu/lib/check.cuh"
 #include "gpu/lib/element.cuh"
+#include "gpu/lib/hopper/dependent_launch.cuh"
 #include "gpu/lib/mbconv_fused.cuh"  // unpack_pair
 #include "gpu/lib/mbconv_tile.hpp"
 #include "gpu/lib/mma.cuh"
@@ -101,6 +102,9 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_project_kernel(
   extern __shared__ __align__(16) unsigned char shared[];
   const uint32_t shared_base = shared_address(shared);
   const uint32_t x_base = shared_base + kStages * uint32_t(t.stage_bytes);  // X region i at x_base + i·x_bytes
+  // Launched as the gate kernel's dependent (the store plan): its first copy reads D and the
+  // gates, so it waits for that grid (and, through it, pass 1) before anything else.
+  hopper::wait_for_prerequisite_grid();
 
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int wm = warp / kWN, wn = warp % kWN;
@@ -322,43 +326,55 @@ __global__ void copy_rows_kernel(int rows, int cols, int ld, const Element* __re
   }
 }
 
-// Bytes of workspace launch_project may use: Wp with rows of C_out rounded up to 8, for when
+// Bytes of workspace project_weights may use: Wp with rows of C_out rounded up to 8, for when
 // the given Wp's rows are not whole 16-byte pieces.
 inline std::size_t project_workspace_bytes(const MBConvProblem& p) {
   return std::size_t(p.hidden()) * ((p.C_out + 7) / 8 * 8) * 2;
 }
 
-// Pass 2 over the batch: Y = (D ⊙ G)·Wp + bp (+ x) -> a.y. gate16: se_gate's 16-bit gates,
-// rows of dbuf_live(hidden). workspace: project_workspace_bytes(p), 16-byte aligned.
+// Wp as both pass-2 kernels read it: rows of ldw elements, whole 16-byte pieces.
+template <class Element> struct ProjectWeights {
+  const Element* wp;
+  int ldw;
+};
+
+// What both pass-2 launchers (launch_project below, launch_project_wgmma) need first: the rows
+// index check, and Wp in whole 16-byte rows — the given Wp, or, where C_out is not a multiple of
+// 8 or Wp is not 16-byte aligned, a zero-padded copy in `workspace` (project_workspace_bytes(p),
+// 16-byte aligned) made by a small kernel. The store plan calls it before pass 1, so that pass 2,
+// launched as a dependent of the gate, may read Wp before its wait.
 template <class Element>
-void launch_project(const MBConvProblem& p, const Args<MBConvProblem>& a, const void* dbuf, const void* gate16,
-                    void* workspace) {
+ProjectWeights<Element> project_weights(const MBConvProblem& p, const Args<MBConvProblem>& a, void* workspace) {
   if (!project_rows_fit(p))
     throw std::invalid_argument("mbconv: pass 2 indexes rows with 32-bit integers: N·P·Q must stay below 2^31 − 512");
-  int device = 0, sms = 0;
-  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
-  check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute(SMs)");
-  const bool x_staged = p.has_residual() && p.C % 8 == 0 && aligned_to(a.x, 16);
-  ProjectTile t = choose_project_tile(p, sms, x_staged);
-  if (t.bm == 0) throw std::invalid_argument("mbconv: internal: no projection tile fits this shape");
   const Element* wp = static_cast<const Element*>(a.project_w);
-  t.ldw = p.C_out;
-  if (p.C_out % 8 != 0 || !aligned_to(wp, 16)) {
-    t.ldw = (p.C_out + 7) / 8 * 8;
-    Element* padded = static_cast<Element*>(workspace);
-    const std::int64_t count = std::int64_t(p.hidden()) * t.ldw;
-    copy_rows_kernel<Element><<<unsigned(std::min<std::int64_t>((count + 255) / 256, 4096)), 256>>>(
-        p.hidden(), p.C_out, t.ldw, wp, padded);
-    check_launch("mbconv copy_rows_kernel");
-    wp = padded;
-  }
+  if (p.C_out % 8 == 0 && aligned_to(wp, 16)) return {wp, p.C_out};
+  const int ldw = (p.C_out + 7) / 8 * 8;
+  Element* padded = static_cast<Element*>(workspace);
+  const std::int64_t count = std::int64_t(p.hidden()) * ldw;
+  copy_rows_kernel<Element><<<unsigned(std::min<std::int64_t>((count + 255) / 256, 4096)), 256>>>(
+      p.hidden(), p.C_out, ldw, wp, padded);
+  check_launch("mbconv copy_rows_kernel");
+  return {padded, ldw};
+}
+
+// Pass 2 over the batch: Y = (D ⊙ G)·Wp + bp (+ x) -> a.y. gate16: se_gate's 16-bit gates,
+// rows of dbuf_live(hidden); w: project_weights(). dependent: launched as a programmatic
+// dependent of the gate kernel (the kernel waits for it before its first copy).
+template <class Element>
+void launch_project(const MBConvProblem& p, const Args<MBConvProblem>& a, const void* dbuf, const void* gate16,
+                    const ProjectWeights<Element>& w, bool dependent) {
+  const bool x_staged = p.has_residual() && p.C % 8 == 0 && aligned_to(a.x, 16);
+  ProjectTile t = choose_project_tile(p, sm_count(), x_staged);
+  if (t.bm == 0) throw std::invalid_argument("mbconv: internal: no projection tile fits this shape");
+  t.ldw = w.ldw;
   t.pairs = p.C_out % 2 == 0 && aligned_to(a.y, 4) && aligned_to(a.x, 4);
   const auto go = [&](auto kernel, const char* name) {
     allow_dynamic_shared(kernel, t.bytes, name);
-    kernel<<<unsigned(t.grid), kThreads, t.bytes>>>(
-        t, static_cast<const Element*>(dbuf), static_cast<const Element*>(gate16), wp,
-        static_cast<const Element*>(a.project_b), static_cast<const Element*>(a.x), static_cast<Element*>(a.y));
-    check_launch(name);
+    hopper::launch_kernel(dependent, kernel, dim3(unsigned(t.grid)), dim3(kThreads), t.bytes, name, t,
+                          static_cast<const Element*>(dbuf), static_cast<const Element*>(gate16), w.wp,
+                          static_cast<const Element*>(a.project_b), static_cast<const Element*>(a.x),
+                          static_cast<Element*>(a.y));
   };
   // One instantiation per entry of kProjectTiles (mbconv_tile.hpp).
   if (t.bm == 256) go(mbconv_project_kernel<Element, 256, 32, 32>, "mbconv_project_kernel<256,32,32>");

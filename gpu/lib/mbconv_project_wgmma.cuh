@@ -43,7 +43,7 @@
 
 #include "gpu/lib/check.cuh"
 #include "gpu/lib/element.cuh"
-#include "gpu/lib/mbconv_project.cuh"  // mul_pair, copy_rows_kernel, project_workspace_bytes
+#include "gpu/lib/mbconv_project.cuh"  // mul_pair, project_weights, launch_kernel
 #include "gpu/lib/mbconv_tile.hpp"
 #include "gpu/lib/mma.cuh"
 #include "gpu/lib/wgmma.cuh"
@@ -177,6 +177,10 @@ __global__ void __launch_bounds__(kWgProjectThreads, 1) mbconv_project_wgmma_ker
     }
   }
 
+  // Launched as the gate kernel's dependent (the store plan): Wp and the bias above are the
+  // block's weights, which no kernel before this one writes, so they were fetched while the gate
+  // (and pass 1's last wave) still ran; D and the gates are read only after this wait.
+  hopper::wait_for_prerequisite_grid();
 #pragma unroll 1
   for (int s = 0; s < stages - 1; ++s) {
     issue();
@@ -289,16 +293,12 @@ __global__ void __launch_bounds__(kWgProjectThreads, 1) mbconv_project_wgmma_ker
   cp_async_wait<0>();  // no copy outlives the CTA's shared memory
 }
 
-// Pass 2 over the batch on wgmma: Y = (D ⊙ G)·Wp + bp (+ x) -> a.y. workspace:
-// project_workspace_bytes(p) (Wp padded to rows of whole 16-byte pieces where needed).
+// Pass 2 over the batch on wgmma: Y = (D ⊙ G)·Wp + bp (+ x) -> a.y; w: project_weights().
+// dependent: launched as a programmatic dependent of the gate kernel (gpu/lib/hopper/dependent_launch.cuh).
 template <class Element>
 void launch_project_wgmma(const MBConvProblem& p, const Args<MBConvProblem>& a, const void* dbuf, const void* gate16,
-                          void* workspace) {
-  if (!project_rows_fit(p))
-    throw std::invalid_argument("mbconv: pass 2 indexes rows with 32-bit integers: N·P·Q must stay below 2^31 − 512");
-  int device = 0, sms = 0;
-  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
-  check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute(SMs)");
+                          const ProjectWeights<Element>& w, bool dependent) {
+  const int sms = sm_count();
   WgProjectParams t{};
   const int bn = wg_project_bn(p.C_out);
   t.m = int(std::int64_t(p.N) * p.P() * p.Q()), t.pq = p.P() * p.Q();
@@ -309,28 +309,17 @@ void launch_project_wgmma(const MBConvProblem& p, const Args<MBConvProblem>& a, 
   t.pq_div = fast_div(std::uint32_t(t.pq)), t.nb_div = fast_div(std::uint32_t(t.n_blocks));
   t.residual = p.has_residual();
   t.pairs = p.C_out % 2 == 0 && aligned_to(a.y, 4) && aligned_to(a.x, 4);
-  const Element* wp = static_cast<const Element*>(a.project_w);
-  t.ldw = p.C_out;
-  if (p.C_out % 8 != 0 || !aligned_to(wp, 16)) {
-    t.ldw = (p.C_out + 7) / 8 * 8;
-    Element* padded = static_cast<Element*>(workspace);
-    const std::int64_t count = std::int64_t(p.hidden()) * t.ldw;
-    copy_rows_kernel<Element><<<unsigned(std::min<std::int64_t>((count + 255) / 256, 4096)), 256>>>(
-        p.hidden(), p.C_out, t.ldw, wp, padded);
-    check_launch("mbconv copy_rows_kernel");
-    wp = padded;
-  }
+  t.ldw = w.ldw;
   if (!wg_project_fits(p)) throw std::invalid_argument("mbconv: internal: Wp does not fit 11h's pass 2");
   t.k_rows = wg_project_k_rows(p.hidden()), t.stages = wg_project_stages(p.hidden(), bn);
   // A multiple of n_blocks CTAs, so that every block of a CTA has its column block (Wp resident).
   const unsigned grid = unsigned(std::min<std::int64_t>(t.blocks, std::max(1, sms / t.n_blocks) * t.n_blocks));
   const auto go = [&](auto kernel, std::size_t bytes, const char* name) {
     allow_dynamic_shared(kernel, bytes, name);
-    kernel<<<grid, kWgProjectThreads, bytes>>>(t, static_cast<const Element*>(dbuf),
-                                               static_cast<const Element*>(gate16), wp,
-                                               static_cast<const Element*>(a.project_b),
-                                               static_cast<const Element*>(a.x), static_cast<Element*>(a.y));
-    check_launch(name);
+    hopper::launch_kernel(dependent, kernel, dim3(grid), dim3(kWgProjectThreads), bytes, name, t,
+                          static_cast<const Element*>(dbuf), static_cast<const Element*>(gate16), w.wp,
+                          static_cast<const Element*>(a.project_b), static_cast<const Element*>(a.x),
+                          static_cast<Element*>(a.y));
   };
   if (bn == 64) go(mbconv_project_wgmma_kernel<Element, 64>, wg_project_bytes(p), "mbconv_project_wgmma_kernel<64>");
   else go(mbconv_project_wgmma_kernel<Element, 128>, wg_project_bytes(p), "mbconv_project_wgmma_kernel<128>");
