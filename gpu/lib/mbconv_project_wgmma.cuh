@@ -163,6 +163,7 @@ __global__ void __launch_bounds__(kWgProjectThreads, 1) mbconv_project_wgmma_ker
 #pragma unroll
   for (float& v : acc) v = 0.0f;
   uint32_t a[4][4];  // A fragments of the step in flight (read by its wgmma group until the next step)
+  uint32_t xr[kBN / 8][2];  // the block's residual pairs (t.pairs), as stored; zeros without one
   // The output bias of this thread's columns, packed pairs as stored, once: a CTA's blocks share
   // their column block (the launcher's grid is a multiple of n_blocks).
   uint32_t bias[kBN / 8];
@@ -197,6 +198,18 @@ __global__ void __launch_bounds__(kWgProjectThreads, 1) mbconv_project_wgmma_ker
       const int r = m0 + 64 * warpgroup + 16 * warp + lane / 4;
       g_lo = gate16 + std::ptrdiff_t(r < t.m ? fast_quotient(t.pq_div, r) : 0) * t.d_live;
       g_hi = gate16 + std::ptrdiff_t(r + 8 < t.m ? fast_quotient(t.pq_div, r + 8) : 0) * t.d_live;
+      // The block's residual, loaded now and used by its epilogue: the loads fly under the
+      // block's steps instead of stalling the epilogue (at 56² a CTA makes ~24 blocks of 3 steps,
+      // and a round trip to DRAM per block was a large part of each).
+#pragma unroll
+      for (int j = 0; j < kBN / 8; ++j)
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const MatrixCoord at = wgmma_d_coord(thread, 4 * j);
+          const int o = n0 + at.col, row = m0 + 64 * warpgroup + at.row + 8 * half;
+          const bool in = t.residual && t.pairs && o < t.c_out && row < t.m;
+          xr[j][half] = in ? *reinterpret_cast<const uint32_t*>(x + std::ptrdiff_t(row) * t.c + o) : 0u;
+        }
     }
     // The gates of this step's A registers first: their loads (L1, else L2) fly while this
     // thread waits for its copies and the barrier. Register r of k-step ks: row g (r even) or
@@ -249,18 +262,8 @@ __global__ void __launch_bounds__(kWgProjectThreads, 1) mbconv_project_wgmma_ker
     fence_operands(a);
 
     // ---- epilogue of block cb: y = acc + bp (+ x); acc[4j + c] is row 16w + g + 8(c >> 1),
-    //      column 8j + 2t + (c & 1) of this warpgroup's 64 rows. Every residual load is issued
-    //      before any is used: one round trip a block, not one per column tile and half ----
-    uint32_t xr[kBN / 8][2];  // the residual pairs (t.pairs), as stored
-#pragma unroll
-    for (int j = 0; j < kBN / 8; ++j)
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const MatrixCoord at = wgmma_d_coord(thread, 4 * j);
-        const int o = n0 + at.col, row = m0 + 64 * warpgroup + at.row + 8 * half;
-        const bool in = t.residual && t.pairs && o < t.c_out && row < t.m;
-        xr[j][half] = in ? *reinterpret_cast<const uint32_t*>(x + std::ptrdiff_t(row) * t.c + o) : 0u;
-      }
+    //      column 8j + 2t + (c & 1) of this warpgroup's 64 rows; the residual pairs were loaded
+    //      at the block's first step ----
 #pragma unroll
     for (int j = 0; j < kBN / 8; ++j) {
       const MatrixCoord at = wgmma_d_coord(thread, 4 * j);
