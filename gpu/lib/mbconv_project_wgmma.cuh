@@ -17,14 +17,14 @@
 //                    warpgroup w: acc += A[64w .., :] · Wp[k rows]   four wgmma m64nNk16, A from registers
 //                  y = acc + bp (+ x)   fp32 sums rounded once
 //
-// Where it stands (lesson 11's NOTES, wave-2w): faster than 11c's pass 2 at 14² (the whole
-// block 7–8 % at C = 80 and 112), slower where D is large and C_out small (56², the e = 1 block
-// at 112²: DRAM-bound there; the reading, not yet profiled, is that one CTA per SM keeps fewer
-// bytes in flight than 11c's two).
+// Where it stands (lesson 11's NOTES, wave-2x): faster than 11c's pass 2 at 14² and 28², slower
+// at 56² and on the e = 1 block at 112², where each block is one step and its set-up and epilogue
+// instructions (≈ 490 per warp per block, profiled) outweigh its four wgmma.
 // Cost: 2·N·P·Q·hidden·bn flops (C_out rounded up to bn: the tensor cores are not what this pass
 // waits on); DRAM: D, x and y once, Wp once per CTA from L2; per stage and thread: 4 A copies,
 // 4 ldmatrix, 16 gate loads (L1, issued before the wait) and 16 multiplies, 4 wgmma per
-// warpgroup left in flight across the next step's wait and barrier, one CTA barrier.
+// warpgroup left in flight across the next step's wait and barrier, one CTA barrier; per block
+// the residual pairs, loaded at its first step and added in its epilogue.
 // Contract: dbuf [N][chunks][P·Q][32] as pass 1 writes it (channels ≥ dbuf_live(hidden) are never
 // read: zero-filled here); gate16 [N][dbuf_live(hidden)]; Wp [hidden][ldw], ldw a multiple of 8,
 // 16-byte aligned; N·P·Q ≤ 2^31 − 512; f16 or bf16; Wp's rows (hidden rounded up to 64) × bn
