@@ -351,7 +351,7 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
 
   // The store plan launches the SE gate as this grid's dependent: it may be scheduled into the
   // room this grid's last wave leaves (it waits for the sums itself; gpu/lib/hopper/dependent_launch.cuh).
-  hopper::allow_dependent_launch();
+  if constexpr (kStage == Stage::store) hopper::allow_dependent_launch();
   const int tile = blockIdx.x / t.splits, part = blockIdx.x % t.splits;
   const int n = blockIdx.y * t.images, images = min(t.images, t.N - n);  // images n .. n + images − 1 (the last group: fewer)
   // A CTA's share of its tile (t.splits CTAs per tile, neighbours in blockIdx.x so they meet in L2):

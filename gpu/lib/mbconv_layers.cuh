@@ -55,7 +55,7 @@ namespace convlab::gpu::mbconv {
 // hidden .. ld16 − 1 zero — what 11c's pass 2 copies beside D with 16-byte copies.
 // vec1, vec2: W1's and W2's rows are whole 16-byte pieces (Cr, hidden multiples of 8, aligned).
 // Block: kBlockThreads threads. Dynamic shared memory: se_gate_shared_bytes(p).
-// se_gate(..., dependent = true) launches it as a programmatic dependent of the kernel before it
+// se_gate<Element, true> launches it as a programmatic dependent of the kernel before it
 // (gpu/lib/hopper/dependent_launch.cuh): it waits for that kernel's sums inside.
 // Eight consecutive weights of a row of `len`, from column col (zeros past the row's end);
 // vec: one 16-byte load (two for fp32).
@@ -83,7 +83,7 @@ __device__ __forceinline__ void load_eight(const Element* row, int col, int len,
   for (int i = 0; i < 8; ++i) w[i] = col + i < len ? to_float(row[col + i]) : 0.0f;
 }
 
-template <class Element, int kBlockThreads>
+template <class Element, int kBlockThreads, bool kDependent>
 __global__ void __launch_bounds__(kBlockThreads, 1) se_gate_kernel(int hidden, int cr, int parts, float inv_pixels,
                                                                FfnActivation act, const float* __restrict__ partial,
                                                                const Element* __restrict__ w1,
@@ -98,8 +98,10 @@ __global__ void __launch_bounds__(kBlockThreads, 1) se_gate_kernel(int hidden, i
   float* red = z + cr;       // se_gate_red_floats
   // As a dependent of pass 1 (the store plan): pass 2 may be scheduled now, and nothing here is
   // read before pass 1 has completed.
-  hopper::allow_dependent_launch();
-  hopper::wait_for_prerequisite_grid();
+  if constexpr (kDependent) {
+    hopper::allow_dependent_launch();
+    hopper::wait_for_prerequisite_grid();
+  }
   const int n = blockIdx.x, tid = threadIdx.x;
   const float* rows = partial + std::ptrdiff_t(n) * parts * hidden;
   for (int j = tid; j < hidden; j += kBlockThreads) {
@@ -171,13 +173,13 @@ __global__ void __launch_bounds__(kBlockThreads, 1) se_gate_kernel(int hidden, i
     for (int j = hidden + tid; j < ld16; j += kBlockThreads) gate16[std::ptrdiff_t(n) * ld16 + j] = from_float<Element>(0.0f);
 }
 
-template <class Element>
+template <class Element, bool kDependent = false>
 void se_gate(const MBConvProblem& p, int parts, const float* partial, const void* w1, const void* b1, const void* w2,
-             const void* b2, float* gate, void* gate16 = nullptr, int ld16 = 0, bool dependent = false) {
+             const void* b2, float* gate, void* gate16 = nullptr, int ld16 = 0) {
   const bool vec1 = p.se_channels() % 8 == 0 && aligned_16(w1), vec2 = p.hidden() % 8 == 0 && aligned_16(w2);
   const auto go = [&](auto kernel, int threads) {
     allow_dynamic_shared(kernel, se_gate_shared_bytes(p), "mbconv se_gate_kernel");
-    hopper::launch_kernel(dependent, kernel, dim3(unsigned(p.N)), dim3(unsigned(threads)), se_gate_shared_bytes(p),
+    hopper::launch_kernel(kDependent, kernel, dim3(unsigned(p.N)), dim3(unsigned(threads)), se_gate_shared_bytes(p),
                           "mbconv se_gate_kernel", p.hidden(), p.se_channels(), parts,
                           float(1.0 / (double(p.P()) * p.Q())), p.activation, partial,
                           static_cast<const Element*>(w1), static_cast<const Element*>(b1),
@@ -185,9 +187,9 @@ void se_gate(const MBConvProblem& p, int parts, const float* partial, const void
                           static_cast<Element*>(gate16), ld16);
   };
   if (se_gate_threads(p.hidden(), p.se_channels()) == kGateThreadsSmall)
-    go(se_gate_kernel<Element, kGateThreadsSmall>, kGateThreadsSmall);
+    go(se_gate_kernel<Element, kGateThreadsSmall, kDependent>, kGateThreadsSmall);
   else
-    go(se_gate_kernel<Element, kGateThreadsLarge>, kGateThreadsLarge);
+    go(se_gate_kernel<Element, kGateThreadsLarge, kDependent>, kGateThreadsLarge);
 }
 
 // ---- the layer passes ---------------------------------------------------------------------

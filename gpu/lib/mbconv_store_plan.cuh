@@ -1,9 +1,9 @@
-// gpu/lib/mbconv_store_plan.cuh — lesson 11's store plan, the three launches that 11c, 11e and
-// 11h share: pass 1 (the tile kernel's store stage: D and its per-tile channel sums), the SE gate,
+// gpu/lib/mbconv_store_plan.cuh — lesson 11's store plan, the three launches that 11c, 11e, 11h
+// and 11i share: pass 1 (the tile kernel's store stage: D and its per-tile channel sums), the SE gate,
 // and pass 2 (one GEMM over the batch that gates D and projects), the gate and pass 2 launched as
 // programmatic dependents of the kernel before each. The rungs differ in pass 1's
-// depthwise, on the FMA pipes (11c, 11h) or on the tensor cores (11e), and in pass 2: mma.sync
-// (11c, 11e) or Hopper's wgmma (11h, gpu/lib/mbconv_project_wgmma.cuh).
+// depthwise, on the FMA pipes (11c, 11h) or on the tensor cores (11e, 11i), and in pass 2: mma.sync
+// (11c, 11e) or Hopper's wgmma (11h, 11i: gpu/lib/mbconv_project_wgmma.cuh).
 //
 //   workspace  partial [N][tiles][hidden] fp32 | gate16 [N][dbuf_live] | dbuf (dbuf_elems) | Wp padded
 #pragma once
@@ -33,7 +33,7 @@ struct StorePlanLayout {
 
 // kDependentLaunch: the gate and pass 2 each launched as a programmatic dependent of the kernel
 // before it (gpu/lib/hopper/dependent_launch.cuh): the gate is scheduled into pass 1's last wave
-// and waits for its sums there; pass 2 (11h) fetches its Wp while the gate runs. Wp's padded copy,
+// and waits for its sums there; pass 2 on wgmma (11h, 11i) fetches its Wp while the gate runs. Wp's padded copy,
 // where one is needed, is made before pass 1, so nothing pass 2 reads before its wait is written
 // by a kernel still running.
 template <bool kTensorDw, bool kWgmmaProject = false, bool kDependentLaunch = true> void run_store_plan(const MBConvProblem& p, const Args<MBConvProblem>& a) {
@@ -47,8 +47,8 @@ template <bool kTensorDw, bool kWgmmaProject = false, bool kDependentLaunch = tr
     using E = typename decltype(tag)::type;
     const ProjectWeights<E> w = project_weights<E>(p, a, base + l.partial + l.gate16 + l.dbuf);
     launch_stage<E, Stage::store, kTensorDw>(p, a, nullptr, partial, dbuf);
-    se_gate<E>(p, t.tiles, partial, a.se1_w, a.se1_b, a.se2_w, a.se2_b, nullptr, gate16, dbuf_live(p.hidden()),
-               kDependentLaunch);
+    se_gate<E, kDependentLaunch>(p, t.tiles, partial, a.se1_w, a.se1_b, a.se2_w, a.se2_b, nullptr, gate16,
+                                 dbuf_live(p.hidden()));
     if constexpr (kWgmmaProject)
       launch_project_wgmma<E>(p, a, dbuf, gate16, w, kDependentLaunch);
     else
