@@ -17,9 +17,9 @@
 //                    warpgroup w: acc += A[64w .., :] · Wp[k rows]   four wgmma m64nNk16, A from registers
 //                  y = acc + bp (+ x)   fp32 sums rounded once
 //
-// Where it stands (lesson 11's NOTES, wave-2x): faster than 11c's pass 2 at 14² and 28², slower
-// at 56² and on the e = 1 block at 112², where each block is one step and its set-up and epilogue
-// instructions (≈ 490 per warp per block, profiled) outweigh its four wgmma.
+// Where it stands: faster than 11c's pass 2 at 14² and 28², slower at 56² and on the e = 1 block
+// at 112², where each block is a single step and its set-up and epilogue instructions outweigh its
+// four wgmma (lesson 11's NOTES.md has the measurements and the profile).
 // Cost: 2·N·P·Q·hidden·bn flops (C_out rounded up to bn: the tensor cores are not what this pass
 // waits on); DRAM: D, x and y once, Wp once per CTA from L2; per stage and thread: 4 A copies,
 // 4 ldmatrix, 16 gate loads (L1, issued before the wait) and 16 multiplies, 4 wgmma per
@@ -199,8 +199,8 @@ __global__ void __launch_bounds__(kWgProjectThreads, 1) mbconv_project_wgmma_ker
       g_lo = gate16 + std::ptrdiff_t(r < t.m ? fast_quotient(t.pq_div, r) : 0) * t.d_live;
       g_hi = gate16 + std::ptrdiff_t(r + 8 < t.m ? fast_quotient(t.pq_div, r + 8) : 0) * t.d_live;
       // The block's residual, loaded now and used by its epilogue: the loads fly under the
-      // block's steps instead of stalling the epilogue (at 56² a CTA makes ~24 blocks of 3 steps,
-      // and a round trip to DRAM per block was a large part of each).
+      // block's steps. Loaded in the epilogue, each block would wait one DRAM round trip that
+      // nothing hides (one CTA per SM), which counts where a CTA makes many short blocks (56²).
 #pragma unroll
       for (int j = 0; j < kBN / 8; ++j)
 #pragma unroll
