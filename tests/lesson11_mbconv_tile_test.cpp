@@ -895,17 +895,19 @@ TEST_CASE("mbconv image (11f): which goal and EfficientNet-B0 shapes one CTA can
   CHECK(l.m_blocks == 1);
 }
 
-TEST_CASE("mbconv image on wgmma (11g): the layout's tiles start on swizzle atoms, are disjoint, and hold the Wp stages",
+TEST_CASE("mbconv image on wgmma (11g, 11j): the layout's tiles start on swizzle atoms, are disjoint, and hold the Wp stages",
           "[mbconv][lesson11][cpu]") {
-  int fitting = 0;
-  for (const MBConvProblem& p : fused_shapes()) {
-    const WgImageLayout l(p);
+  int fitting[3] = {0, 0, 0};
+  for (const MBConvProblem& p : fused_shapes())
+  for (int split : {1, 2}) {
+    const WgImageLayout l(p, split);
     if (!l.fits()) continue;
-    ++fitting;
-    INFO(OpTraits<MBConvProblem>::spec(p));
+    ++fitting[split];
+    INFO(OpTraits<MBConvProblem>::spec(p) << " split " << split);
     CHECK(p.has_expand());
-    CHECK(l.HW <= 64);
-    CHECK(l.PQ <= 64);
+    CHECK(l.px_in <= 64 * l.mt);
+    CHECK(l.px_out <= 64 * l.mt);
+    CHECK(l.tasks_per_warpgroup() * 3 >= l.nb * l.mt);
     // wgmma reads 128-byte-swizzled tiles from 1024-byte boundaries: every panel and slot.
     for (std::size_t at : {l.ds, l.xs, l.wes, l.x_panel, l.d_panel, l.we_slot, l.wp_stage, l.wp_panel})
       CHECK(at % 1024 == 0);
@@ -918,7 +920,7 @@ TEST_CASE("mbconv image on wgmma (11g): the layout's tiles start on swizzle atom
         {l.pooled, std::size_t(l.hidden_p) * 4},
         {l.red, std::size_t(kWgRedFloats) * 4},
         {l.z, std::size_t(l.cr_p) * 4},
-        {l.rows, std::size_t(64 + l.PQ) * 2},
+        {l.rows, std::size_t(64 * l.mt + l.px_out) * 2},
         {l.bars, std::size_t(kWgBars) * 8}};
     CHECK(l.bars % 8 == 0);  // mbarriers
     CHECK((l.hp * l.wp) < (1 << 15));  // the row table's int16 entries
@@ -928,12 +930,12 @@ TEST_CASE("mbconv image on wgmma (11g): the layout's tiles start on swizzle atom
       if (i + 1 < std::size(regions)) CHECK(regions[i].first + regions[i].second <= regions[i + 1].first);
     }
     CHECK(l.bytes <= kWgSharedLimit);
-    // An m64 read of x or D past its rows stays inside the layout (it lands in the next region).
-    CHECK(l.xs + std::size_t(l.cp / 64 - 1) * l.x_panel + 64 * 128 <= l.bytes - 1024);
-    CHECK(l.ds + std::size_t(l.chunks - 1) * l.d_panel + 64 * 128 <= l.bytes - 1024);
+    // The m64 tiles' read of x or D past its rows stays inside the layout (it lands in the next region).
+    CHECK(l.xs + std::size_t(l.cp / 64 - 1) * l.x_panel + 64 * l.mt * 128 <= l.bytes - 1024);
+    CHECK(l.ds + std::size_t(l.chunks - 1) * l.d_panel + 64 * l.mt * 128 <= l.bytes - 1024);
     CHECK(l.cp >= p.C);
-    CHECK(l.rx >= l.HW);
-    CHECK(l.rd >= l.PQ);
+    CHECK(l.rx >= l.px_in);
+    CHECK(l.rd >= l.px_out);
     CHECK(l.hidden_p >= p.hidden());
     CHECK(l.hidden_p % kWgProjectK == 0);
     // We's TMA boxes tile the slot exactly (a box past cp would write past the slot).
@@ -942,11 +944,64 @@ TEST_CASE("mbconv image on wgmma (11g): the layout's tiles start on swizzle atom
     // The Wp stages fit the room of x, We and E, which are dead by the project.
     CHECK(l.wp_stages() * l.wp_stage <= l.wp_room());
     CHECK(l.xs + l.wp_stages() * l.wp_stage <= l.es + l.e_slots * l.e_slot);
-    // The depthwise's taps of every output pixel fall inside E's bordered rows.
+    // The depthwise's taps of every output pixel fall inside E's bordered rows (each band's, from
+    // its first output row), and every expand row the band stores lands in them.
     CHECK(((p.Q() - 1) * p.stride + p.kernel - 1) < l.wp);
-    CHECK(((p.P() - 1) * p.stride + p.kernel - 1) < l.hp);
+    for (int k = 0; k < split; ++k) {
+      const WgBand b = split == 1 ? WgBand{0, p.P(), 0, p.H} : wg_band(p.P(), p.H, p.kernel, p.stride, split, k);
+      CHECK(((b.rows - 1) * p.stride + p.kernel - 1) < l.hp);
+      const int top = b.p0 * p.stride - p.kernel / 2;
+      CHECK(b.ih0 - top >= 0);
+      CHECK(b.ih1 - 1 - top < l.hp);
+    }
   }
-  CHECK(fitting > 10);
+  CHECK(fitting[1] > 10);
+  CHECK(fitting[2] > 5);
+}
+
+TEST_CASE("mbconv image over a cluster (11j): the bands cover the output rows once and read every tap's input row",
+          "[mbconv][lesson11][cpu]") {
+  for (int K : {3, 5})
+    for (int S : {1, 2})
+      for (int H = 1; H <= 31; ++H) {
+        const int P = (H + 2 * (K / 2) - K) / S + 1;
+        for (int split = 2; split <= 4; ++split) {
+          if (P < split) continue;
+          INFO("H " << H << " K " << K << " S " << S << " split " << split);
+          int next = 0, lo = P, hi = 0;
+          for (int k = 0; k < split; ++k) {
+            const WgBand b = wg_band(P, H, K, S, split, k);
+            CHECK(b.p0 == next);  // contiguous, in rank order
+            next = b.p0 + b.rows;
+            lo = std::min(lo, b.rows), hi = std::max(hi, b.rows);
+            // The input rows are exactly those some tap of the band's output rows reads.
+            int need_lo = H, need_hi = 0;
+            for (int p = b.p0; p < b.p0 + b.rows; ++p)
+              for (int t = 0; t < K; ++t) {
+                const int ih = p * S - K / 2 + t;
+                if (ih >= 0 && ih < H) need_lo = std::min(need_lo, ih), need_hi = std::max(need_hi, ih + 1);
+              }
+            CHECK(b.ih0 == need_lo);
+            CHECK(b.ih1 == need_hi);
+          }
+          CHECK(next == P);
+          CHECK(hi - lo <= 1);  // balanced
+        }
+      }
+  // EfficientNet-B0's 14 × 14 blocks: C = 80 takes a cluster of two with both E slots; C = 112's D
+  // (11 chunks of 104 rows) does not fit beside the rest.
+  const auto layout = [](int C, int k, int split) {
+    MBConvProblem p;
+    p.N = 128, p.H = p.W = 14, p.C = C, p.expand = 6, p.kernel = k, p.se = 0.25, p.C_out = C, p.dtype = DType::f16;
+    return WgImageLayout(p, split);
+  };
+  CHECK(layout(80, 3, 2).fits());
+  CHECK(layout(80, 3, 2).e_slots == 2);
+  CHECK(layout(80, 3, 2).px_in == 112);  // 8 rows of 14: one halo row
+  CHECK(layout(80, 3, 2).px_out == 98);
+  CHECK(layout(80, 5, 2).px_in == 126);
+  CHECK_FALSE(layout(80, 3, 1).fits());
+  CHECK_FALSE(layout(112, 3, 2).fits());
 }
 
 TEST_CASE("mbconv image on wgmma (11g): its swizzled offsets are Sw128Tile's, and which shapes fit", "[mbconv][lesson11][cpu]") {

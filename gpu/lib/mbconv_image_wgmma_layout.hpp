@@ -1,29 +1,36 @@
 // gpu/lib/mbconv_image_wgmma_layout.hpp — the shared-memory layout of lesson 11's one-kernel
-// MBConv on Hopper's warpgroup MMA (gpu/mbconv/11g_fused_image_wgmma.cu): one CTA holds one whole
-// small image (at most 64 input and 64 output pixels: one m64 tile), three warpgroups. Plain C++,
-// so that tests/lesson11_mbconv_tile_test.cpp checks it on the host.
+// MBConv on Hopper's warpgroup MMA (gpu/lib/mbconv_image_wgmma.cuh): one CTA holds one whole
+// small image (11g: at most 64 input and 64 output pixels, one m64 tile), or a cluster of
+// `split` CTAs shares one image by bands of output rows (11j: each CTA's input rows, halo
+// included, and its output rows at most two m64 tiles). Three warpgroups a CTA. Plain C++, so
+// that tests/lesson11_mbconv_tile_test.cpp checks it on the host.
 //
 // From a 1024-byte-aligned base, in this order (16-bit elements unless marked fp32):
 //
 //   ds   chunks panels of [rd][64]   D of every hidden channel, K-major for wgmma's A operand:
 //                                    panel c holds chunk c's 64 channels, one 128-byte row a
-//                                    pixel, 128-byte swizzle (sw128_offset); rd = P·Q rounded up
-//                                    to 8. The project reads 64 rows a k step: rows past rd fall
-//                                    into the next panel (or xs), rows it discards.
-//   xs   C/64 panels of [rx][64]     the image's x, K-major, zero in the columns past C (the
-//                                    expand's K padding); rx = H·W rounded up to 8
+//                                    pixel, 128-byte swizzle (sw128_offset); rd = the CTA's
+//                                    output pixels rounded up to 8. The project reads 64 rows
+//                                    per m tile and k step: rows past rd fall into the next
+//                                    panel (or xs), rows it discards.
+//   xs   C/64 panels of [rx][64]     the CTA's rows of x, K-major, zero in the columns past C
+//                                    (the expand's K padding); rx = its input pixels rounded
+//                                    up to 8
 //   wes  2 slots of [cp][64]         We[:, chunk] MN-major (a row of 64 hidden channels per k):
 //                                    the expand's B operand, copied two chunks ahead (by TMA in
 //                                    cp / we_box boxes: the copy engine's time goes by boxes)
 //   es   e_slots of [hp·wp][72]      E of one chunk inside a zero border of K/2 pixels (what the
-//                                    depthwise reads); two slots where they fit, else one
+//                                    depthwise reads): hp the band's input rows with its halo
+//                                    (the whole padded image when split = 1); two slots where
+//                                    they fit, else one
 //   pooled [hidden_p] fp32           the channel sums of D, then the gate (past hidden the sums,
 //                                    0, stay: the gate sweep multiplies D's zero padding by them)
 //   red [8][64] fp32, z [cr_p] fp32  the SE's scratch (these last regions 16-byte aligned): the
-//                                    depthwise warps' FC1 partials (Cr ≤ 64), or the CTA-wide
-//                                    FC1's [12][8]
-//   rows [64 + P·Q] int16            the bordered E row of each of the expand's 64 rows (-1 past
-//                                    the image), then each output pixel's top-left tap in E
+//                                    depthwise warps' FC1 partials (Cr ≤ 64; with split > 1 the
+//                                    peers read them through distributed shared memory), or
+//                                    the CTA-wide FC1's [12][8]
+//   rows [64·mt + px_out] int16          the bordered E row of each of the expand's 64·mt rows (-1
+//                                    past the band), then each output pixel's top-left tap in E
 //   bars kWgBars mbarriers           per E slot: full (the expand's 128 threads arrive), empty
 //                                    (the depthwise's 256 arrive); the expand warpgroup's barrier;
 //                                    per We slot and per Wp stage: full (the copy's bytes landed)
@@ -66,7 +73,28 @@ CONVLAB_HOST_DEVICE constexpr std::size_t sw128_offset(int row, int col, std::si
          2 * (col % 8);
 }
 
+// The band of output rows CTA `rank` of a cluster of `split` makes, and the input rows it
+// expands (its halo included, clipped to the image): output rows p0 .. p0 + rows − 1 (the first
+// P % split CTAs one row more), input rows ih0 .. ih1 − 1. The bordered E of the band starts at
+// input row p0·stride − K/2 (rows above the image stay zero).
+struct WgBand {
+  int p0 = 0, rows = 0, ih0 = 0, ih1 = 0;
+};
+CONVLAB_HOST_DEVICE constexpr WgBand wg_band(int P, int H, int K, int stride, int split, int rank) {
+  WgBand b;
+  const int base = P / split, extra = P % split;
+  b.rows = base + (rank < extra ? 1 : 0);
+  b.p0 = rank * base + (rank < extra ? rank : extra);
+  const int top = b.p0 * stride - K / 2, bottom = (b.p0 + b.rows - 1) * stride - K / 2 + K;
+  b.ih0 = top < 0 ? 0 : top;
+  b.ih1 = bottom > H ? H : bottom;
+  return b;
+}
+
 struct WgImageLayout {
+  int split = 1;      // CTAs an image (a cluster when > 1)
+  int mt = 1;         // m64 tiles of the expand's and the project's M: 1, or 2 with split > 1
+  int px_in = 0, px_out = 0;  // the most input pixels (halo included) and output pixels a CTA has
   int HW = 0, PQ = 0, rx = 0, rd = 0, cp = 0, chunks = 0, hidden_p = 0, nb = 0, cr_p = 0;
   int pad = 0, hp = 0, wp = 0, e_slots = 0;
   int we_box = 0;  // k rows of a We TMA box: the tallest multiple of 64 that divides cp, ≤ 256
@@ -76,10 +104,22 @@ struct WgImageLayout {
   bool expand = false;
 
   WgImageLayout() = default;
-  explicit WgImageLayout(const MBConvProblem& p) {
+  explicit WgImageLayout(const MBConvProblem& p, int split_ = 1) {
     const auto up = [](std::size_t v, std::size_t m) { return (v + m - 1) / m * m; };
+    split = std::max(split_, 1), mt = split > 1 ? 2 : 1;
     HW = p.H * p.W, PQ = p.P() * p.Q();
-    rx = int(up(HW, 8)), rd = int(up(PQ, 8)), cp = int(up(p.C, 64));
+    pad = p.kernel / 2, wp = p.W + 2 * pad;
+    if (split == 1) {
+      px_in = HW, px_out = PQ, hp = p.H + 2 * pad;
+    } else {
+      for (int k = 0; k < split; ++k) {
+        const WgBand b = wg_band(p.P(), p.H, p.kernel, p.stride, split, k);
+        px_in = std::max(px_in, (b.ih1 - b.ih0) * p.W), px_out = std::max(px_out, b.rows * p.Q());
+        hp = std::max(hp, (b.rows - 1) * p.stride + p.kernel);
+      }
+      if (p.P() < split) px_out = 0;  // a CTA without a row: not a split this layout takes
+    }
+    rx = int(up(px_in, 8)), rd = int(up(px_out, 8)), cp = int(up(p.C, 64));
     for (int d = 4; d >= 1; --d)
       if ((cp / 64) % d == 0) {
         we_box = 64 * d;
@@ -87,7 +127,6 @@ struct WgImageLayout {
       }
     chunks = (p.hidden() + kWgChunk - 1) / kWgChunk, hidden_p = chunks * kWgChunk;
     nb = (p.C_out + 63) / 64, cr_p = int(up(std::max(p.se_channels(), 1), 4));
-    pad = p.kernel / 2, hp = p.H + 2 * pad, wp = p.W + 2 * pad;
     expand = p.has_expand();
     x_panel = std::size_t(rx) * 128, d_panel = std::size_t(rd) * 128, we_slot = std::size_t(cp) * 128;
     e_slot = up(std::size_t(hp) * wp * kWgLde * 2, 128);
@@ -101,7 +140,7 @@ struct WgImageLayout {
       pooled = at, at = up(at + std::size_t(hidden_p) * 4, 16);
       red = at, at = up(at + std::size_t(kWgRedFloats) * 4, 16);
       z = at, at = up(at + std::size_t(cr_p) * 4, 16);
-      rows = at, at = up(at + std::size_t(64 + PQ) * 2, 16);
+      rows = at, at = up(at + std::size_t(64 * mt + px_out) * 2, 16);
       bars = at, at = up(at + kWgBars * 8, 16);
       bytes = at + 1024;
       if (bytes <= kWgSharedLimit) break;
@@ -111,9 +150,12 @@ struct WgImageLayout {
   // The Wp stages' room: xs up to the end of the E slots.
   CONVLAB_HOST_DEVICE std::size_t wp_room() const { return es + e_slots * e_slot - xs; }
   CONVLAB_HOST_DEVICE int wp_stages() const { return kWgProjectStagesDeep * wp_stage <= wp_room() ? kWgProjectStagesDeep : kWgProjectStages; }
+  // The project's (n64 block, m tile) tasks, spread over the three warpgroups (at most two each).
+  CONVLAB_HOST_DEVICE int project_tasks() const { return nb * mt; }
+  CONVLAB_HOST_DEVICE int tasks_per_warpgroup() const { return (project_tasks() + 2) / 3; }
   bool fits(std::size_t limit = kWgSharedLimit) const {
-    return expand && HW <= 64 && PQ <= 64 && nb <= kWgMaxNBlocks && bytes <= limit &&
-           kWgProjectStages * wp_stage <= wp_room();
+    return expand && split >= 1 && px_out > 0 && px_in <= 64 * mt && px_out <= 64 * mt && nb <= kWgMaxNBlocks &&
+           tasks_per_warpgroup() <= 2 && bytes <= limit && kWgProjectStages * wp_stage <= wp_room();
   }
 };
 

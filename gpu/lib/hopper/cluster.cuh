@@ -238,6 +238,36 @@ __device__ __forceinline__ void fence_proxy_async_shared_cluster() {
 #endif
 }
 
+// A 4-byte load from (any CTA's) shared memory through the cluster window.
+__device__ __forceinline__ float ld_shared_cluster_f32(uint32_t remote) {
+#if CONVLAB_CLUSTER_ASM
+  float v;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(remote) : "memory");
+  return v;
+#else
+  __trap();
+  return 0.0f;
+#endif
+}
+
+// cluster_sync() in two halves, for a CTA that only has to stay alive while its peers read
+// its shared memory: every thread arrives (relaxed: it publishes nothing) once it is done
+// reading theirs, and waits before it exits.
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+#if CONVLAB_CLUSTER_ASM
+  asm volatile("barrier.cluster.arrive.relaxed;\n" ::: "memory");
+#else
+  __trap();
+#endif
+}
+__device__ __forceinline__ void cluster_wait() {
+#if CONVLAB_CLUSTER_ASM
+  asm volatile("barrier.cluster.wait;\n" ::: "memory");
+#else
+  __trap();
+#endif
+}
+
 // Every thread of every CTA of the cluster: arrive (release) and wait
 // (acquire). Not the .aligned form, so threads of one warp may reach it apart.
 __device__ __forceinline__ void cluster_sync() {
