@@ -923,7 +923,9 @@ TEST_CASE("mbconv image on wgmma (11g, 11j): the layout's tiles start on swizzle
         {l.rows, std::size_t(64 * l.mt + l.px_out) * 2},
         {l.bars, std::size_t(kWgBars) * 8}};
     CHECK(l.bars % 8 == 0);  // mbarriers
-    CHECK((l.hp * l.wp) < (1 << 15));  // the row table's int16 entries
+    CHECK((l.hp * l.ep) < (1 << 15));  // the row table's int16 entries
+    CHECK(l.ep % 2 == 1);  // eight consecutive bordered rows on eight bank groups
+    CHECK(l.ep >= l.wp);
     for (std::size_t i = 0; i < std::size(regions); ++i) {
       CHECK(regions[i].first % 16 == 0);
       CHECK(regions[i].first + regions[i].second + 1024 <= l.bytes);  // the base's alignment slack

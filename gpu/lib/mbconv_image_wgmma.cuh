@@ -232,24 +232,24 @@ __device__ __forceinline__ void project(const WgParams& prm, const WpPieces& pc,
   }
 }
 
-// The depthwise of one output row segment (up to 8 pixels q0 .. q0 + 7 of a row, stride S) for a
-// lane's channel pair: the segment's input window, row r of the taps at a time, each E pair loaded
-// and converted once and added into every output of the segment that one of its taps reaches
-// (up to K of them). e points at the pair's channels of the segment's top-left tap; span: the
-// window's valid columns ((nq − 1)·S + K; the rest of the unrolled window reads nothing).
-// wk: channel 0's K² taps, then channel 1's.
-template <int K, int S, class Element>
-__device__ __forceinline__ void dw_segment(const Element* e, int wp, int span, const float (&wk)[2 * K * K],
-                                           float (&a0)[8], float (&a1)[8]) {
-  constexpr int kWindow = 7 * S + K;
+// The depthwise of one output row segment (up to kSeg pixels q0 .. q0 + kSeg − 1 of a row, stride
+// S) for a lane's channel pair: the segment's input window, row r of the taps at a time, each E pair
+// loaded and converted once and added into every output of the segment that one of its taps
+// reaches (up to K of them). e points at the pair's channels of the segment's top-left tap, E's rows
+// ep pixels apart; span: the window's valid columns ((nq − 1)·S + K; the rest of the unrolled window
+// reads nothing). wk: channel 0's K² taps, then channel 1's.
+template <int K, int S, int kSeg, class Element>
+__device__ __forceinline__ void dw_segment(const Element* e, int ep, int span, const float (&wk)[2 * K * K],
+                                           float (&a0)[kSeg], float (&a1)[kSeg]) {
+  constexpr int kWindow = (kSeg - 1) * S + K;
 #pragma unroll
   for (int r = 0; r < K; ++r) {
-    const Element* row = e + r * wp * kWgLde;
+    const Element* row = e + r * ep * kWgLde;
 #pragma unroll
     for (int j = 0; j < kWindow; ++j) {
       const float2 v = j < span ? load_pair(row + j * kWgLde) : make_float2(0.0f, 0.0f);
 #pragma unroll
-      for (int o = 0; o < 8; ++o) {
+      for (int o = 0; o < kSeg; ++o) {
         const int t = j - o * S;  // the tap column that takes input column j to output o
         if (t >= 0 && t < K) {
           a0[o] = fmaf(v.x, wk[r * K + t], a0[o]);
@@ -262,7 +262,8 @@ __device__ __forceinline__ void dw_segment(const Element* e, int wp, int span, c
 
 // Grid: N CTAs (one per image), or with kSplit N clusters of l.split CTAs (cluster c = image c,
 // CTA rank k its band of output rows, wg_band); 384 threads, l.bytes of dynamic shared memory.
-template <class Element, int K, bool kRelu, bool kTrace, bool kSplit>
+// kSeg: the depthwise's output row segment (8, or 16 for the bands of 14-pixel rows).
+template <class Element, int K, bool kRelu, bool kTrace, bool kSplit, int kSeg>
 __global__ void __launch_bounds__(kThreads, 1)
     mbconv_image_wgmma_kernel(const __grid_constant__ CUtensorMap we_map, const __grid_constant__ CUtensorMap wp_map,
                               WgParams prm, const Element* __restrict__ x, const Element* __restrict__ we,
@@ -320,11 +321,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (std::size_t i = tid; i < slots * e_elems / 8; i += kThreads) reinterpret_cast<uint4*>(es)[i] = make_uint4(0, 0, 0, 0);
   for (int r = tid; r < 64 * kMT; r += kThreads) {
     const int ih = r / prm.W;  // the band's input row
-    erow[r] = short(r < px_in ? (band.ih0 + ih - e_top) * l.wp + r - ih * prm.W + l.pad : -1);
+    erow[r] = short(r < px_in ? (band.ih0 + ih - e_top) * l.ep + r - ih * prm.W + l.pad : -1);
   }
   for (int pix = tid; pix < px_out; pix += kThreads) {
     const int p = pix / prm.Q, q = pix - p * prm.Q;
-    tap0[pix] = short(p * prm.stride * l.wp + q * prm.stride);
+    tap0[pix] = short(p * prm.stride * l.ep + q * prm.stride);
   }
   // We[:, chunk c] -> slot c % 2: row k (k < C) of 64 channels, MN-major; warpgroup 0's threads only.
   // Thread t copies the 16-byte piece t % 8 of rows t / 8, t / 8 + 16, ...: its column, and the
@@ -361,7 +362,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int s = 0; s < 2; ++s) mbarrier_init(full(s), 128), mbarrier_init(empty(s), kThreads - 128);
     mbarrier_init(wgbar, 128);
     for (int s = 0; s < 2; ++s) mbarrier_init(we_full(s), 1);
-    for (int s = 0; s < kWgProjectStagesDeep; ++s) mbarrier_init(wp_full + 8 * s, 1);
+    for (int s = 0; s < kWgWpBars; ++s) mbarrier_init(wp_full + 8 * s, 1);
     gpu::hopper::fence_mbarrier_init();
     if (prm.tma_we) gpu::hopper::tma_prefetch_descriptor(&we_map);
     if (prm.tma_wp) gpu::hopper::tma_prefetch_descriptor(&wp_map);
@@ -462,12 +463,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   } else {
     // ---- warpgroups 1-2: D = φ(dw(E) + bd) -> D's panel c; channel sums -> pooled -------------------
     // Warp v owns channels 8v .. 8v + 7 of every chunk; its lane (pg, cq) the pair 8v + 2cq over the
-    // output row segments pg, pg + 8, ... (a segment: up to 8 pixels of one output row). A load
-    // reads eight segments' 16 bytes (no bank conflict on E's 144-byte rows at stride 1), and a
-    // pair's sum over the pixels is three shuffles within the warp.
+    // output row segments pg, pg + 8, ... (a segment: up to kSeg pixels of one output row). A load
+    // reads eight segments' 16 bytes (no bank conflict where the eight start on different rows at
+    // stride 1: E's odd pitch), and a pair's sum over the pixels is three shuffles within the warp.
     constexpr int kTaps = K * K;
     const int v = warp - 4, pg = lane / 4, cq = lane % 4;
-    const int segs = (prm.Q + 7) / 8, items = band.rows * segs;
+    const int segs = (prm.Q + kSeg - 1) / kSeg, items = band.rows * segs;
     // The lane's taps and bias for chunk c + 1, loaded during chunk c: channel 8v + 2cq's K² 16-bit
     // taps then its neighbour's, two a word (dw_w is [hidden][K²]: the pair's 2K² are contiguous and
     // start at an even element), then the bias pair.
@@ -516,15 +517,15 @@ __global__ void __launch_bounds__(kThreads, 1)
       const uint32_t d_at = ds_at + uint32_t(c * l.d_panel) + 4 * cq;
       float sum0 = 0.0f, sum1 = 0.0f;
       for (int item = pg; item < items; item += 8) {
-        const int p = item / segs, q0 = (item - p * segs) * 8, nq = min(8, prm.Q - q0), pix0 = p * prm.Q + q0;
-        float a0[8], a1[8];
+        const int p = item / segs, q0 = (item - p * segs) * kSeg, nq = min(kSeg, prm.Q - q0), pix0 = p * prm.Q + q0;
+        float a0[kSeg], a1[kSeg];
 #pragma unroll
-        for (int o = 0; o < 8; ++o) a0[o] = bdp.x, a1[o] = bdp.y;
+        for (int o = 0; o < kSeg; ++o) a0[o] = bdp.x, a1[o] = bdp.y;
         const Element* at = e + tap0[pix0] * kWgLde;
-        if (prm.stride == 1) dw_segment<K, 1>(at, l.wp, nq - 1 + K, wk, a0, a1);
-        else dw_segment<K, 2>(at, l.wp, 2 * (nq - 1) + K, wk, a0, a1);
+        if (prm.stride == 1) dw_segment<K, 1, kSeg>(at, l.ep, nq - 1 + K, wk, a0, a1);
+        else dw_segment<K, 2, kSeg>(at, l.ep, 2 * (nq - 1) + K, wk, a0, a1);
 #pragma unroll
-        for (int o = 0; o < 8; ++o) {
+        for (int o = 0; o < kSeg; ++o) {
           if (o >= nq) break;
           const int pix = pix0 + o;
           const uint32_t d = activate_pair<Element, kRelu>(a0[o], a1[o]);
@@ -558,7 +559,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (tid == 0) phase_stamp(prm.stamps, 3, kStampKinds);
 
   // ---- the project's first stages go out now, under the SE ------------------------------------
-  const int stages = l.tasks_per_warpgroup() > 1 ? kWgProjectStages : l.wp_stages();
+  const int stages = l.wp_stages();
   const WpPieces pc(l);
   for (int kk = 0; kk < stages - 1; ++kk) {
     if (prm.tma_wp) issue_wp_stage_tma(prm, xs_at, &wp_map, wp_full, kk, stages);
@@ -628,11 +629,22 @@ __global__ void __launch_bounds__(kThreads, 1)
   const std::ptrdiff_t out0 = std::ptrdiff_t(n) * PQ + std::ptrdiff_t(band.p0) * prm.Q;
   const Element* xo = x + (prm.residual ? out0 * prm.C : 0);
   Element* yo = y + out0 * prm.C_out;
-  if (l.tasks_per_warpgroup() > 1)
-    project<Element, 2, kWgProjectStages, kMT>(prm, pc, ds_at, xs_at, px_out, xo, wp, bp, yo, &wp_map, wp_full);
-  else if (stages == kWgProjectStagesDeep)
-    project<Element, 1, kWgProjectStagesDeep, kMT>(prm, pc, ds_at, xs_at, px_out, xo, wp, bp, yo, &wp_map, wp_full);
-  else project<Element, 1, kWgProjectStages, kMT>(prm, pc, ds_at, xs_at, px_out, xo, wp, bp, yo, &wp_map, wp_full);
+  const auto run_project = [&](auto tasks, auto ring) {
+    project<Element, decltype(tasks)::value, decltype(ring)::value, kMT>(prm, pc, ds_at, xs_at, px_out, xo, wp, bp, yo,
+                                                                         &wp_map, wp_full);
+  };
+  using One = std::integral_constant<int, 1>;
+  using Two = std::integral_constant<int, 2>;
+  if constexpr (kSplit) {
+    using Ring = std::integral_constant<int, kWgProjectStagesSplit>;
+    using Short = std::integral_constant<int, kWgProjectStages>;
+    if (l.tasks_per_warpgroup() > 1) stages == Ring::value ? run_project(Two{}, Ring{}) : run_project(Two{}, Short{});
+    else stages == Ring::value ? run_project(One{}, Ring{}) : run_project(One{}, Short{});
+  } else {
+    if (l.tasks_per_warpgroup() > 1) run_project(Two{}, std::integral_constant<int, kWgProjectStages>{});
+    else if (stages == kWgProjectStagesDeep) run_project(One{}, std::integral_constant<int, kWgProjectStagesDeep>{});
+    else run_project(One{}, std::integral_constant<int, kWgProjectStages>{});
+  }
   if (tid == 0) phase_stamp(prm.stamps, 7, kStampKinds);
   if constexpr (kSplit)
     if (prm.has_se) gpu::hopper::cluster_wait();  // the peers are done reading this CTA's red
@@ -642,9 +654,10 @@ __global__ void __launch_bounds__(kThreads, 1)
 // ---- host: the launch -----------------------------------------------------------------------
 
 // Runs the kernel on p: one CTA per image (split 1, kSplit false) or N clusters of `split` CTAs
-// (kSplit). rung names the phase stamps' and the chunk trace's report. The caller has checked
-// that wgmma runs here and that WgImageLayout(p, split) fits.
-template <bool kSplit>
+// (kSplit). rung names the phase stamps' and the chunk trace's report. kSeg3: the depthwise's row
+// segment at K = 3 (K = 5 takes 8: its 50 taps and 16-pixel accumulators spill). The caller has
+// checked that wgmma runs here and that WgImageLayout(p, split) fits.
+template <bool kSplit, int kSeg3 = (kSplit ? 16 : 8)>
 void run_image_wgmma(const MBConvProblem& p, const Args<MBConvProblem>& a, int split, const char* rung) {
   WgParams prm{};
   set_image_params(prm, p, a);  // the rungs' shapes all have an expand (their supports)
@@ -710,16 +723,16 @@ void run_image_wgmma(const MBConvProblem& p, const Args<MBConvProblem>& a, int s
     const bool relu = p.activation == MBConvActivation::relu;
     if constexpr (std::is_same_v<E, __half>)
       if (trace) {
-        if (p.kernel == 3) go(mbconv_image_wgmma_kernel<E, 3, false, true, kSplit>, "mbconv_image_wgmma_kernel<k=3, trace>");
-        else go(mbconv_image_wgmma_kernel<E, 5, false, true, kSplit>, "mbconv_image_wgmma_kernel<k=5, trace>");
+        if (p.kernel == 3) go(mbconv_image_wgmma_kernel<E, 3, false, true, kSplit, kSeg3>, "mbconv_image_wgmma_kernel<k=3, trace>");
+        else go(mbconv_image_wgmma_kernel<E, 5, false, true, kSplit, 8>, "mbconv_image_wgmma_kernel<k=5, trace>");
         return;
       }
     if (p.kernel == 3) {
-      if (relu) go(mbconv_image_wgmma_kernel<E, 3, true, false, kSplit>, "mbconv_image_wgmma_kernel<k=3>");
-      else go(mbconv_image_wgmma_kernel<E, 3, false, false, kSplit>, "mbconv_image_wgmma_kernel<k=3>");
+      if (relu) go(mbconv_image_wgmma_kernel<E, 3, true, false, kSplit, kSeg3>, "mbconv_image_wgmma_kernel<k=3>");
+      else go(mbconv_image_wgmma_kernel<E, 3, false, false, kSplit, kSeg3>, "mbconv_image_wgmma_kernel<k=3>");
     } else {
-      if (relu) go(mbconv_image_wgmma_kernel<E, 5, true, false, kSplit>, "mbconv_image_wgmma_kernel<k=5>");
-      else go(mbconv_image_wgmma_kernel<E, 5, false, false, kSplit>, "mbconv_image_wgmma_kernel<k=5>");
+      if (relu) go(mbconv_image_wgmma_kernel<E, 5, true, false, kSplit, 8>, "mbconv_image_wgmma_kernel<k=5>");
+      else go(mbconv_image_wgmma_kernel<E, 5, false, false, kSplit, 8>, "mbconv_image_wgmma_kernel<k=5>");
     }
   });
 }

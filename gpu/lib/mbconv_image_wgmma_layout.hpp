@@ -19,10 +19,13 @@
 //   wes  2 slots of [cp][64]         We[:, chunk] MN-major (a row of 64 hidden channels per k):
 //                                    the expand's B operand, copied two chunks ahead (by TMA in
 //                                    cp / we_box boxes: the copy engine's time goes by boxes)
-//   es   e_slots of [hp·wp][72]      E of one chunk inside a zero border of K/2 pixels (what the
+//   es   e_slots of [hp·ep][72]      E of one chunk inside a zero border of K/2 pixels (what the
 //                                    depthwise reads): hp the band's input rows with its halo
-//                                    (the whole padded image when split = 1); two slots where
-//                                    they fit, else one
+//                                    (the whole padded image when split = 1); a bordered row of
+//                                    wp pixels at a pitch of ep = wp rounded up to odd, so that
+//                                    eight rows start on eight different 16-byte bank groups (a
+//                                    pixel is 9 units of 16 bytes); two slots where they fit,
+//                                    else one
 //   pooled [hidden_p] fp32           the channel sums of D, then the gate (past hidden the sums,
 //                                    0, stay: the gate sweep multiplies D's zero padding by them)
 //   red [8][64] fp32, z [cr_p] fp32  the SE's scratch (these last regions 16-byte aligned): the
@@ -56,14 +59,18 @@ inline constexpr int kWgLde = kWgChunk + 8;   // E row stride: 9 units of 16 byt
 // box in about the same time at 16 to 128 rows: lesson 11's NOTES.md, wave-2p).
 inline constexpr int kWgProjectK = 64;
 inline constexpr int kWgProjectStages = 2, kWgProjectStagesDeep = 3;  // Wp stages in flight: 3 where the room holds them
+// With split > 1 the project runs one m64 tile more per stage and the SE is short: a ring of four
+// stages where the room holds them, three of them issued before the SE.
+inline constexpr int kWgProjectStagesSplit = 4;
 inline constexpr int kWgMaxNBlocks = 6;       // C_out ≤ 384: two n64 blocks per warpgroup
 inline constexpr int kWgLoopFc1Max = 64;      // Cr up to which FC1 runs inside the chunk loop (two outputs a lane)
 // The SE's scratch: the depthwise warps' FC1 partials, or the CTA-wide FC1's [warps][8].
 inline constexpr int kWgRedFloats = std::max(kWgDwWarps * kWgLoopFc1Max, kWgImageThreads / 32 * 8);
 inline constexpr std::size_t kWgSharedLimit = 227 * 1024;
-// The mbarriers, in this order: E full [2], E empty [2], the expand warpgroup's, We full [2], Wp full [3].
+// The mbarriers, in this order: E full [2], E empty [2], the expand warpgroup's, We full [2], Wp full [4].
 inline constexpr int kWgBarEFull = 0, kWgBarEEmpty = 2, kWgBarExpand = 4, kWgBarWe = 5, kWgBarWp = 7;
-inline constexpr int kWgBars = kWgBarWp + kWgProjectStagesDeep;
+inline constexpr int kWgWpBars = std::max(kWgProjectStagesDeep, kWgProjectStagesSplit);
+inline constexpr int kWgBars = kWgBarWp + kWgWpBars;
 
 // Byte offset of element (row, col) of a tile stored as 64-column panels of panel_bytes (rows of
 // 128 bytes, the 16-byte unit u of row r at position u ^ (r % 8)): gpu::Sw128Tile's layout with
@@ -96,7 +103,7 @@ struct WgImageLayout {
   int mt = 1;         // m64 tiles of the expand's and the project's M: 1, or 2 with split > 1
   int px_in = 0, px_out = 0;  // the most input pixels (halo included) and output pixels a CTA has
   int HW = 0, PQ = 0, rx = 0, rd = 0, cp = 0, chunks = 0, hidden_p = 0, nb = 0, cr_p = 0;
-  int pad = 0, hp = 0, wp = 0, e_slots = 0;
+  int pad = 0, hp = 0, wp = 0, ep = 0, e_slots = 0;
   int we_box = 0;  // k rows of a We TMA box: the tallest multiple of 64 that divides cp, ≤ 256
   std::size_t x_panel = 0, d_panel = 0, we_slot = 0, e_slot = 0, wp_stage = 0, wp_panel = 0;
   std::size_t ds = 0, xs = 0, wes = 0, es = 0, pooled = 0, red = 0, z = 0, rows = 0, bars = 0;
@@ -108,7 +115,7 @@ struct WgImageLayout {
     const auto up = [](std::size_t v, std::size_t m) { return (v + m - 1) / m * m; };
     split = std::max(split_, 1), mt = split > 1 ? 2 : 1;
     HW = p.H * p.W, PQ = p.P() * p.Q();
-    pad = p.kernel / 2, wp = p.W + 2 * pad;
+    pad = p.kernel / 2, wp = p.W + 2 * pad, ep = wp | 1;
     if (split == 1) {
       px_in = HW, px_out = PQ, hp = p.H + 2 * pad;
     } else {
@@ -129,7 +136,7 @@ struct WgImageLayout {
     nb = (p.C_out + 63) / 64, cr_p = int(up(std::max(p.se_channels(), 1), 4));
     expand = p.has_expand();
     x_panel = std::size_t(rx) * 128, d_panel = std::size_t(rd) * 128, we_slot = std::size_t(cp) * 128;
-    e_slot = up(std::size_t(hp) * wp * kWgLde * 2, 128);
+    e_slot = up(std::size_t(hp) * ep * kWgLde * 2, 128);
     wp_panel = std::size_t(kWgProjectK) * 128, wp_stage = nb * wp_panel;
     ds = 0;
     xs = ds + chunks * d_panel;
@@ -149,7 +156,11 @@ struct WgImageLayout {
   }
   // The Wp stages' room: xs up to the end of the E slots.
   CONVLAB_HOST_DEVICE std::size_t wp_room() const { return es + e_slots * e_slot - xs; }
-  CONVLAB_HOST_DEVICE int wp_stages() const { return kWgProjectStagesDeep * wp_stage <= wp_room() ? kWgProjectStagesDeep : kWgProjectStages; }
+  CONVLAB_HOST_DEVICE int wp_stages() const {
+    if (split > 1) return kWgProjectStagesSplit * wp_stage <= wp_room() ? kWgProjectStagesSplit : kWgProjectStages;
+    if (tasks_per_warpgroup() > 1) return kWgProjectStages;  // two n64 blocks a warpgroup: wide stages
+    return kWgProjectStagesDeep * wp_stage <= wp_room() ? kWgProjectStagesDeep : kWgProjectStages;
+  }
   // The project's (n64 block, m tile) tasks, spread over the three warpgroups (at most two each).
   CONVLAB_HOST_DEVICE int project_tasks() const { return nb * mt; }
   CONVLAB_HOST_DEVICE int tasks_per_warpgroup() const { return (project_tasks() + 2) / 3; }

@@ -31,7 +31,8 @@
 // most 128 pixels; C_out ≤ 192; a layout (gpu/lib/mbconv_image_wgmma_layout.hpp, split 2) that
 // fits 227 KB of shared memory; an sm_90a build on an H100/H200-class GPU (else Unsupported).
 // No workspace.
-// Tunables: the split (2: a cluster of two), and 11g's (the layout header).
+// Tunables: the split (2: a cluster of two); the depthwise's row segment at K = 3 (16 pixels: a
+// 14-pixel row in one); the Wp ring (four stages where they fit); 11g's (the layout header).
 // Run just this: build/convlab run mbconv/gpu/11j_fused_image_cluster --shape N=128,H=14,C=80,dtype=f16
 // Its phases' times per CTA: the same with CONVLAB_PHASE_STAMPS=1 and --reps 0 (gpu/lib/phase_stamps.cuh);
 // the chunk loop's steps in SM cycles: CONVLAB_CHUNK_TRACE=1 (f16, SiLU).
