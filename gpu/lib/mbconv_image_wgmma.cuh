@@ -202,25 +202,38 @@ __device__ __forceinline__ void project(const WgParams& prm, const WpPieces& pc,
   }
   cp_async_wait<0>();
 
+  // The epilogue of a task: its bias and residual loads all issued first (one round trip to L2),
+  // then the adds and the stores. Loaded between the stores, each load would wait for the one
+  // before it: x may alias y for all the compiler knows, so it keeps them in program order.
   const int row0 = 16 * (warp % 4) + g;
 #pragma unroll
   for (int b = 0; b < kTasks; ++b) {
     if (wg + 3 * b >= tasks) continue;  // a repeated task
+    float add[8][2][2];                 // [j][h][column]: bp, plus x's pixel with the residual
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int col = 64 * blk[b] + 8 * j + 2 * tq;
+      const bool one = col < prm.C_out, two = col + 1 < prm.C_out;
+      const float bp0 = one ? to_float(__ldg(bp + col)) : 0.0f, bp1 = two ? to_float(__ldg(bp + col + 1)) : 0.0f;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = 64 * mtile[b] + row0 + 8 * h;
+        const Element* xr = xo + std::ptrdiff_t(row) * prm.C + col;
+        const bool res = prm.residual && row < rows;  // stride 1 and C = C_out: y's pixel is x's
+        add[j][h][0] = bp0 + (res && one ? to_float(__ldg(xr)) : 0.0f);
+        add[j][h][1] = bp1 + (res && two ? to_float(__ldg(xr + 1)) : 0.0f);
+      }
+    }
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
       const int col = 64 * blk[b] + 8 * j + 2 * tq;
       if (col >= prm.C_out) continue;
       const bool two = col + 1 < prm.C_out;
-      const float bp0 = to_float(bp[col]), bp1 = two ? to_float(bp[col + 1]) : 0.0f;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int row = 64 * mtile[b] + row0 + 8 * h;
         if (row >= rows) continue;
-        float v0 = acc[b][4 * j + 2 * h] + bp0, v1 = acc[b][4 * j + 2 * h + 1] + bp1;
-        if (prm.residual) {  // stride 1 and C = C_out: y's pixel is x's
-          v0 += to_float(xo[std::ptrdiff_t(row) * prm.C + col]);
-          if (two) v1 += to_float(xo[std::ptrdiff_t(row) * prm.C + col + 1]);
-        }
+        const float v0 = acc[b][4 * j + 2 * h] + add[j][h][0], v1 = acc[b][4 * j + 2 * h + 1] + add[j][h][1];
         Element* out = yo + std::ptrdiff_t(row) * prm.C_out + col;
         if (two && prm.pairs_y) *reinterpret_cast<uint32_t*>(out) = pack_pair<Element>(v0, v1);
         else {
