@@ -285,7 +285,7 @@ __global__ void __launch_bounds__(L::kThreads, 1)
       // r + 1 (step 5), so it is loaded there, after that chunk's U pieces: an in-order
       // producer that loaded it beside the own piece waited for its slot (freed late in chunk
       // r + 1) before it could load chunk r + 2's U, and every expand waited for its first
-      // piece (wave-2v, call 2).
+      // piece (lesson 10's NOTES.md has the measurement).
       constexpr bool kPeerVLate = kLatePeer && L::kVPieces == 2;
       int t = tiles.first(cluster);
       if (tiles.valid(t)) load_x(t);

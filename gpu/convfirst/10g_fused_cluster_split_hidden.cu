@@ -16,7 +16,7 @@
 // release counter per slot in shared memory). (Built so on the belief that ptxas allocates
 // every warpgroup within the launch's 168 at 384 threads; it allocates code after
 // setmaxnreg against the new count — docs/gpu-method.md — so a producer warpgroup would fit.)
-// It is SLOWER than 10e (lesson 10's NOTES, wave-2u, has the measurements and the profile):
+// It is SLOWER than 10e (lesson 10's tables; its NOTES.md has the measurements and profile):
 // the consumers pay for the copies' issue, eight warps per SM hide less latency than 10e's
 // twelve, and the tile's end waits for the peer's Z — the lesson keeps it as the other cut.
 //

@@ -56,7 +56,7 @@ inline constexpr int kWgDwWarps = 8;
 inline constexpr int kWgChunk = 64;           // hidden channels a chunk: the expand's n64, one panel of D
 inline constexpr int kWgLde = kWgChunk + 8;   // E row stride: 9 units of 16 bytes
 // Hidden rows of Wp a stage: four k16 steps, and TMA boxes of 64 rows (the copy engine takes a
-// box in about the same time at 16 to 128 rows: lesson 11's NOTES.md, wave-2p).
+// box in about the same time at 16 to 128 rows: lesson 11's NOTES.md, the TMA stream probe).
 inline constexpr int kWgProjectK = 64;
 inline constexpr int kWgProjectStages = 2, kWgProjectStagesDeep = 3;  // Wp stages in flight: 3 where the room holds them
 // With split > 1 the project runs one m64 tile more per stage and the SE is short: a ring of four

@@ -18,9 +18,9 @@
 // DRAM: x, y and the weights once; every CTA reads all the weights from L2 (N·|weights|: 145 MB
 // at N = 128, 7², C = 192). A CTA has one image's worth of parallelism, so the grid is N CTAs of
 // 16 warps, one per SM: the rung is for batches of small images (7², 14² at stride 2).
-// Where it stands (lesson 11's NOTES.md, session wave-2l): the fastest rung at the stride-2 block on
-// 14²; at 7² level with the store plans (11c, 11e). Bound by latency: one CTA's phases run in
-// series, and the expand's small units spend many instructions per mma.
+// Where it stands: lesson 11's tables (README.md) and NOTES.md. Bound by latency: one CTA's phases
+// run in series, and the expand's small units (mma.sync fragments loaded by ldmatrix) spend many
+// instructions per mma.
 // Contract: f16/bf16, SE or none, e ≥ 1, K = 3 or 5, stride 1 or 2, any C, C_out, H, W whose
 // layout (gpu/lib/mbconv_image_layout.hpp) fits 227 KB of shared memory. No workspace.
 // Tunables: the chunk (64 channels), the project's stage depth and warp tile (the layout header).

@@ -191,7 +191,7 @@ struct Layout : PairGeometry<Layout<C, Cluster, Consumers, Stages, XBuffers, UPi
 // U and V slices are 32 KB each and the ring holds one chunk (what is left of shared memory
 // at W = 14): as two pieces each in four 16 KB slots, a piece's slot goes back once half the
 // expand (or the own slice's project) has read it, so the next chunk's first pieces load
-// sooner than whole 32 KB slices would (lesson 10's NOTES.md, wave-2t, has the measurement).
+// sooner than whole 32 KB slices would (lesson 10's NOTES.md has the measurement).
 using ClusterLayout128 = Layout<128, 2, 2, 4, 2, 1, 1>;
 using ClusterLayout256 = Layout<256, 2, 2, 4, 1, 2, 2>;
 // C = 512: four CTAs of 128 channels, 64-pixel tiles (T is 64 KB; 128 pixels would be
