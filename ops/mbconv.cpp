@@ -163,6 +163,37 @@ std::vector<MBConvPlan> mbconv_plans(const MBConvProblem& p, int tile_pixels) {
       o.global_bytes = b * (x + p.N * weights + y);
       plans.push_back(o);
     }
+
+    // One image over a cluster of kImageCluster CTAs (11j): each CTA makes a band of output rows
+    // from its input rows with the halo, the bands' SE partials meet in distributed shared memory.
+    if (p.P() >= kImageCluster && d / p.N * b <= kImageCluster * kImageOnChipBytes) {
+      double rows_in = 0;  // input rows the bands expand, halos counted in every band that reads them
+      for (int k = 0, P = p.P(); k < kImageCluster; ++k) {
+        const int first = k * (P / kImageCluster) + std::min(k, P % kImageCluster);
+        const int rows = P / kImageCluster + (k < P % kImageCluster ? 1 : 0);
+        const int top = std::max(0, first * p.stride - p.kernel / 2);
+        const int bottom = std::min(p.H, (first + rows - 1) * p.stride - p.kernel / 2 + p.kernel);
+        rows_in += bottom - top;
+      }
+      const double halo = x * (rows_in / p.H - 1.0);  // x's halo rows, read a second time (from L2)
+      MBConvPlan c{"one_kernel_per_image_cluster", "one pass",
+                   "one kernel, a cluster of " + std::to_string(kImageCluster) +
+                       " CTAs per image, a band of output rows each: expand (halo rows twice) + depthwise chunk by "
+                       "chunk, the band's d kept on chip; FC1's partial sums exchanged through distributed shared "
+                       "memory; SE, d * g, project + x, store y",
+                   {}, {}, 0};
+      c.tensors = {{"x", Place::dram, x, "read once from DRAM; the halo rows again from L2"},
+                   {"e, d", Place::local, e * (rows_in / p.H) + d,
+                    "each band's d in its CTA's shared memory, e one chunk at a time"},
+                   {"FC1 partials", Place::global, double(p.N) * kImageCluster * (kImageCluster - 1) * 8 * p.se_channels(),
+                    "fp32: each CTA reads its peers' (8 warps' partial sums of Cr outputs) through DSMEM"},
+                   {"weights", Place::global, kImageCluster * p.N * weights, "every CTA reads them from L2"},
+                   {"y", Place::dram, y, "written once"}};
+      c.kernels.push_back({"mbconv block, a cluster per image",
+                           p.macs() + p.expand_macs() * (rows_in / p.H - 1.0), p.min_bytes()});
+      c.global_bytes = b * (x + halo + kImageCluster * p.N * weights + y) + 4.0 * c.tensors[2].elems;
+      plans.push_back(c);
+    }
   } else {
     MBConvPlan f{"single_pass", "one pass",
                  "one kernel, per tile: expand + depthwise + project + x on chip, store y (no SE: nothing waits for "

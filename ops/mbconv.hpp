@@ -21,7 +21,9 @@
 //   two_pass_store   pass 1 stores d (f16) and the sums; pass 2 reads d, gates, projects;
 //   single_pass      the block without SE (se = 0): one kernel, x in, y out;
 //   one_kernel_per_image  with SE, where one image's d fits one SM's shared memory
-//                    (kImageOnChipBytes): one CTA per image keeps d, pools it, gates it, projects.
+//                    (kImageOnChipBytes): one CTA per image keeps d, pools it, gates it, projects;
+//   one_kernel_per_image_cluster  with SE, where it fits a cluster of kImageCluster CTAs: each
+//                    CTA a band of output rows (the halo's expand twice), FC1's partials over DSMEM.
 #pragma once
 
 #include <cstdint>
@@ -117,6 +119,8 @@ struct MBConvProblem {
 // The shared memory one CTA may hold on the suite's GPU (an H200: 227 KB per block), the bound of
 // the one-kernel-per-image plan's d of one image.
 inline constexpr double kImageOnChipBytes = 227.0 * 1024;
+// The CTAs of the one-kernel-per-image plan over a cluster (11j): bands of output rows.
+inline constexpr int kImageCluster = 2;
 
 // Every plan of p that exists for it: layer by layer, then (with SE) the
 // two-pass recompute and store plans, (without SE) the single pass. Tiles of

@@ -89,8 +89,10 @@ TEST_CASE("mbconv: every plan adds up to the descriptor", "[mbconv][lesson11][cp
     INFO(OpTraits<MBConvProblem>::spec(p));
     const std::vector<MBConvPlan> plans = mbconv_plans(p);
     const auto close = [](double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(std::abs(b), 1.0); };
-    const bool per_image = p.has_se() && p.d_elems() / p.N * dtype_size(p.dtype) <= kImageOnChipBytes;
-    REQUIRE(plans.size() == (p.has_se() ? (per_image ? 4u : 3u) : 2u));
+    const double d_image = p.d_elems() / p.N * dtype_size(p.dtype);
+    const bool per_image = p.has_se() && d_image <= kImageOnChipBytes;
+    const bool per_cluster = p.has_se() && p.P() >= kImageCluster && d_image <= kImageCluster * kImageOnChipBytes;
+    REQUIRE(plans.size() == (p.has_se() ? 3u + per_image + per_cluster : 2u));
     CHECK(plans[0].name == "layer_by_layer");
     CHECK(close(plans[0].dram_bytes(), p.layer_by_layer_bytes()));
     CHECK(close(plans[0].macs(), p.macs()));
@@ -107,6 +109,13 @@ TEST_CASE("mbconv: every plan adds up to the descriptor", "[mbconv][lesson11][cp
         CHECK(close(plans[3].dram_bytes(), p.min_bytes()));
         CHECK(close(plans[3].macs(), p.macs()));
         CHECK(close(plans[3].global_bytes, dtype_size(p.dtype) * (p.x_elems() + p.N * p.weight_elems() + p.y_elems())));
+      }
+      if (per_cluster) {
+        const MBConvPlan& c = plans.back();
+        CHECK(c.name == "one_kernel_per_image_cluster");
+        CHECK(close(c.dram_bytes(), p.min_bytes()));
+        CHECK(c.macs() >= p.macs());  // the halo rows' expand, made by two bands
+        CHECK(c.macs() <= p.macs() + p.expand_macs() * (kImageCluster - 1) * (p.kernel - 1.0) / p.H + 1e-6);
       }
     } else {
       CHECK(plans[1].name == "single_pass");
@@ -128,6 +137,26 @@ TEST_CASE("mbconv: the one-kernel-per-image plan exists where one image's d fits
   CHECK_FALSE(has(block(128, 14, 14, 112, 6, 3, 1, 0.25, 112, DType::f16)));  // 263 KB
   CHECK_FALSE(has(block(128, 56, 56, 24, 6, 3, 1, 0.25, 24, DType::f16)));    // 903 KB
   CHECK_FALSE(has(block(128, 7, 7, 192, 6, 3, 1, 0.0, 192, DType::f16)));     // no SE: the single pass
+}
+
+TEST_CASE("mbconv: the plan over a cluster counts the halo's expand twice and exists where d fits two CTAs",
+          "[mbconv][lesson11][cpu]") {
+  const auto cluster_plan = [](const MBConvProblem& p) -> const MBConvPlan* {
+    static std::vector<MBConvPlan> plans;
+    plans = mbconv_plans(p);
+    for (const MBConvPlan& plan : plans)
+      if (plan.name == "one_kernel_per_image_cluster") return &plan;
+    return nullptr;
+  };
+  // C = 80 @ 14², K = 3: bands of 7 output rows expand 8 input rows each, 16 of 14.
+  const MBConvProblem p80 = block(128, 14, 14, 80, 6, 3, 1, 0.25, 80, DType::f16);
+  const MBConvPlan* c = cluster_plan(p80);
+  REQUIRE(c != nullptr);
+  CHECK(std::abs(c->macs() - (p80.macs() + p80.expand_macs() * 2.0 / 14)) <= 1e-6 * p80.macs());
+  CHECK(cluster_plan(block(128, 14, 14, 112, 6, 3, 1, 0.25, 112, DType::f16)) != nullptr);  // 263 KB: two CTAs
+  CHECK(cluster_plan(block(128, 28, 28, 40, 6, 3, 1, 0.25, 40, DType::f16)) != nullptr);  // 376 KB: two CTAs
+  CHECK(cluster_plan(block(128, 56, 56, 24, 6, 3, 1, 0.25, 24, DType::f16)) == nullptr);  // 903 KB
+  CHECK(cluster_plan(block(1, 1, 1, 16, 6, 3, 1, 0.25, 16, DType::f16)) == nullptr);        // one output row
 }
 
 TEST_CASE("mbconv: every CPU rung pools the SE per image", "[mbconv][lesson11][cpu]") {
