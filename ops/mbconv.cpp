@@ -379,8 +379,10 @@ std::vector<MBConvProblem> test_shapes() {
       // 11j, an image over a cluster of two by bands of output rows: EfficientNet's C = 80 block
       // (8 chunks, bands of 7 rows expanding 8); an odd row count (bands of 7 and 6, the first
       // expanding 81 pixels: two m64 tiles, the other 72) at k = 5; stride 2 (bands of 4 output
-      // rows from 8 input rows each); exactly 128 input pixels a band (8 rows of 16)
+      // rows from 8 input rows each); exactly 128 input pixels a band (8 rows of 16); K = 5 at C = 80
+      // (126 input pixels a band, one E slot)
       block(2, 14, 14, 80, 6, 3, 1, 0.25, 80, silu, f16),
+      block(1, 14, 14, 80, 6, 5, 1, 0.25, 112, silu, f16),
       block(3, 13, 9, 24, 6, 5, 1, 0.25, 24, relu, bf16),
       block(2, 15, 9, 16, 6, 3, 2, 0.25, 24, silu, f16),
       block(1, 14, 16, 32, 4, 3, 1, 0.25, 40, silu, f16),

@@ -1002,6 +1002,8 @@ TEST_CASE("mbconv image over a cluster (11j): the bands cover the output rows on
   CHECK(layout(80, 3, 2).px_in == 112);  // 8 rows of 14: one halo row
   CHECK(layout(80, 3, 2).px_out == 98);
   CHECK(layout(80, 5, 2).px_in == 126);
+  CHECK(layout(80, 5, 2).e_slots == 1);  // K = 5's taller bordered band: one E slot beside D
+  CHECK(layout(80, 3, 2).ep == 17);      // 16-pixel bordered rows at an odd pitch
   CHECK_FALSE(layout(80, 3, 1).fits());
   CHECK_FALSE(layout(112, 3, 2).fits());
 }
