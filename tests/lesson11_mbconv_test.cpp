@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -141,22 +142,20 @@ TEST_CASE("mbconv: the one-kernel-per-image plan exists where one image's d fits
 
 TEST_CASE("mbconv: the plan over a cluster counts the halo's expand twice and exists where d fits two CTAs",
           "[mbconv][lesson11][cpu]") {
-  const auto cluster_plan = [](const MBConvProblem& p) -> const MBConvPlan* {
-    static std::vector<MBConvPlan> plans;
-    plans = mbconv_plans(p);
-    for (const MBConvPlan& plan : plans)
-      if (plan.name == "one_kernel_per_image_cluster") return &plan;
-    return nullptr;
+  const auto cluster_plan = [](const MBConvProblem& p) -> std::optional<MBConvPlan> {
+    for (const MBConvPlan& plan : mbconv_plans(p))
+      if (plan.name == "one_kernel_per_image_cluster") return plan;
+    return std::nullopt;
   };
   // C = 80 @ 14², K = 3: bands of 7 output rows expand 8 input rows each, 16 of 14.
   const MBConvProblem p80 = block(128, 14, 14, 80, 6, 3, 1, 0.25, 80, DType::f16);
-  const MBConvPlan* c = cluster_plan(p80);
-  REQUIRE(c != nullptr);
+  const std::optional<MBConvPlan> c = cluster_plan(p80);
+  REQUIRE(c.has_value());
   CHECK(std::abs(c->macs() - (p80.macs() + p80.expand_macs() * 2.0 / 14)) <= 1e-6 * p80.macs());
-  CHECK(cluster_plan(block(128, 14, 14, 112, 6, 3, 1, 0.25, 112, DType::f16)) != nullptr);  // 263 KB: two CTAs
-  CHECK(cluster_plan(block(128, 28, 28, 40, 6, 3, 1, 0.25, 40, DType::f16)) != nullptr);  // 376 KB: two CTAs
-  CHECK(cluster_plan(block(128, 56, 56, 24, 6, 3, 1, 0.25, 24, DType::f16)) == nullptr);  // 903 KB
-  CHECK(cluster_plan(block(1, 1, 1, 16, 6, 3, 1, 0.25, 16, DType::f16)) == nullptr);        // one output row
+  CHECK(cluster_plan(block(128, 14, 14, 112, 6, 3, 1, 0.25, 112, DType::f16)).has_value());  // 263 KB: two CTAs
+  CHECK(cluster_plan(block(128, 28, 28, 40, 6, 3, 1, 0.25, 40, DType::f16)).has_value());    // 376 KB: two CTAs
+  CHECK_FALSE(cluster_plan(block(128, 56, 56, 24, 6, 3, 1, 0.25, 24, DType::f16)).has_value());  // 903 KB
+  CHECK_FALSE(cluster_plan(block(1, 1, 1, 16, 6, 3, 1, 0.25, 16, DType::f16)).has_value());      // one output row
 }
 
 TEST_CASE("mbconv: every CPU rung pools the SE per image", "[mbconv][lesson11][cpu]") {

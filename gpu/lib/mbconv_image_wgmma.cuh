@@ -642,6 +642,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   const std::ptrdiff_t out0 = std::ptrdiff_t(n) * PQ + std::ptrdiff_t(band.p0) * prm.Q;
   const Element* xo = x + (prm.residual ? out0 * prm.C : 0);
   Element* yo = y + out0 * prm.C_out;
+  // project() takes its tasks per warpgroup and its ring depth as template values (its accumulators
+  // and ring indices are arrays and constants); the layout's run-time choice picks one of the
+  // instantiations below: 11g two tasks with a short ring, or one task with a ring of 3 or 2; 11j
+  // one or two tasks with a ring of 4 where it fits, else 2.
   const auto run_project = [&](auto tasks, auto ring) {
     project<Element, decltype(tasks)::value, decltype(ring)::value, kMT>(prm, pc, ds_at, xs_at, px_out, xo, wp, bp, yo,
                                                                          &wp_map, wp_full);
@@ -662,7 +666,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   if constexpr (kSplit)
     if (prm.has_se) gpu::hopper::cluster_wait();  // the peers are done reading this CTA's red
 }
-
 
 // ---- host: the launch -----------------------------------------------------------------------
 

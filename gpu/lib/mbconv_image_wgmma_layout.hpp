@@ -165,7 +165,7 @@ struct WgImageLayout {
   CONVLAB_HOST_DEVICE int project_tasks() const { return nb * mt; }
   CONVLAB_HOST_DEVICE int tasks_per_warpgroup() const { return (project_tasks() + 2) / 3; }
   bool fits(std::size_t limit = kWgSharedLimit) const {
-    return expand && split >= 1 && px_out > 0 && px_in <= 64 * mt && px_out <= 64 * mt && nb <= kWgMaxNBlocks &&
+    return expand && px_out > 0 && px_in <= 64 * mt && px_out <= 64 * mt && nb <= kWgMaxNBlocks &&
            tasks_per_warpgroup() <= 2 && bytes <= limit && kWgProjectStages * wp_stage <= wp_room();
   }
 };
