@@ -13,6 +13,8 @@
 //                fences the generic proxy against the async one before the barrier (as 11g did)
 //   tma-nofence  the same without the fence (the barrier and thread 0's issue after it order the
 //                reads of stage kk − 1 before the engine rewrites it)
+//   tma-panels   tma-nofence with the stage's cols/64 panels in one copy (a 3-D tensor map,
+//                TmaTile2d::box_panels): the same bytes in the same places, one copy per stage
 //   cp.async     every thread asks for 16-byte pieces of the stage; wait_group, then the barrier
 // Sweeps box_rows 16..128 and stages 2..8 (those that fit the room).
 // --copies R: R copies of the matrix one under another, CTA b streams copy b mod R (R = 1: every
@@ -69,8 +71,9 @@ __device__ __forceinline__ void record(uint64_t* stamps, uint64_t entry, uint64_
 // Grid: ctas CTAs of kThreads, stages · stage_bytes + 1024 + spacer bytes of dynamic shared memory.
 // Thread 0 of CTA b stamps %globaltimer at its entry, before and after the stage loop: stamps[3b ..].
 __global__ void __launch_bounds__(kThreads, 1)
-    stream_kernel(const __grid_constant__ CUtensorMap map, int k_stages, int nb, int box_rows, int stages,
-                  bool fence, int copies, float* sums, uint64_t* stamps) {
+    stream_kernel(const __grid_constant__ CUtensorMap map, const __grid_constant__ CUtensorMap panels_map, int k_stages,
+                  int nb, int box_rows, int stages, bool fence, bool one_copy, int copies, float* sums,
+                  uint64_t* stamps) {
   const uint64_t t_entry = global_ns();
   extern __shared__ unsigned char smem_raw[];
   __shared__ alignas(8) uint64_t full[kMaxStages];
@@ -92,7 +95,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int slot = kk % stages, row0 = copy_row0 + kk * box_rows;
     const uint32_t bar = gpu::shared_address(&full[slot]), dst = base + uint32_t(slot) * stage_bytes;
     gpu::hopper::mbarrier_arrive_expect_tx(bar, stage_bytes);
-    for (int b = 0; b < nb; ++b) gpu::hopper::tma_load_2d(dst + uint32_t(b * box_rows * 128), &map, bar, 64 * b, row0);
+    if (one_copy) gpu::hopper::tma_load_panels(dst, &panels_map, bar, 0, row0, 64);
+    else
+      for (int b = 0; b < nb; ++b) gpu::hopper::tma_load_2d(dst + uint32_t(b * box_rows * 128), &map, bar, 64 * b, row0);
   };
   if (tid == 0)
     for (int kk = 0; kk < min(stages - 1, k_stages); ++kk) issue(kk);
@@ -218,9 +223,12 @@ int main(int argc, char** argv) {
     GpuTimer timer;
     for (const int box_rows : {16, 32, 64, 128}) {
       const std::size_t stage_bytes = std::size_t(nb) * box_rows * 128;
-      const CUtensorMap map = gpu::hopper::encode_tma_tile_2d(
-          {.base = reinterpret_cast<uint64_t>(matrix), .rows = uint64_t(rows) * copies, .cols = uint64_t(cols),
-           .row_stride_bytes = uint64_t(cols) * 2, .elem_bytes = 2, .box_rows = box_rows, .box_cols = 64});
+      gpu::hopper::TmaTile2d tile{.base = reinterpret_cast<uint64_t>(matrix), .rows = uint64_t(rows) * copies,
+                                  .cols = uint64_t(cols), .row_stride_bytes = uint64_t(cols) * 2, .elem_bytes = 2,
+                                  .box_rows = box_rows, .box_cols = 64};
+      const CUtensorMap map = gpu::hopper::encode_tma_tile_2d(tile);
+      tile.box_panels = nb;  // one copy a stage (a single panel is the same copy as tma's)
+      const CUtensorMap panels_map = nb > 1 ? gpu::hopper::encode_tma_tile_2d(tile) : map;
       const int k_stages = rows / box_rows;
       for (const int stages : {2, 3, 4, 6, 8}) {
         if (stages * stage_bytes > std::size_t(room_kb) * 1024 || stages > k_stages) continue;
@@ -237,15 +245,16 @@ int main(int argc, char** argv) {
           }
         }();
         gpu::allow_dynamic_shared(cp_kernel, shared, "cp_async_kernel");
-        for (const char* method : {"tma", "tma-nofence", "cp.async"}) {
+        for (const char* method : {"tma", "tma-nofence", "tma-panels", "cp.async"}) {
           const std::string m = method;
           const auto launch = [&] {
             if (m == "cp.async")
               cp_kernel<<<unsigned(ctas), kThreads, shared>>>(static_cast<const unsigned short*>(matrix), k_stages,
                                                                box_rows * cols, copies, sums, stamps);
             else
-              stream_kernel<<<unsigned(ctas), kThreads, shared>>>(map, k_stages, nb, box_rows, stages, m == "tma",
-                                                                  copies, sums, stamps);
+              stream_kernel<<<unsigned(ctas), kThreads, shared>>>(map, panels_map, k_stages, nb, box_rows, stages,
+                                                                  m == "tma", m == "tma-panels" && nb > 1, copies,
+                                                                  sums, stamps);
           };
           device_memset(sums, 0, std::size_t(ctas) * sizeof(float));
           launch();  // warm-up: the matrix into L2, and the check

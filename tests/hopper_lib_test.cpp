@@ -48,6 +48,7 @@
 #include "gpu/lib/hopper/warp_specialization.cuh"
 #include "gpu/lib/quad_transpose_probe.hpp"
 #include "gpu/lib/tma_multicast_cluster_probe.hpp"
+#include "gpu/lib/tma_panels_wgmma_probe.hpp"
 #include "gpu/lib/wgmma_probe.hpp"
 #include "tests/catch_compat.hpp"
 #include "tests/support.hpp"
@@ -129,6 +130,37 @@ TEST_CASE("hopper: TMA's 128-byte swizzle puts a box where Sw128Tile says, a bij
       b_mismatches += tma != uint32_t(wg::BTile::byte_offset(k, n));
     }
   CHECK(b_mismatches == 0);
+}
+
+// A box of several panels (TmaTile2d::box_panels, one 3-D copy) must write exactly what its panels
+// copied one by one would: the GEMM's B slot (four panels) is the case at hand.
+TEST_CASE("hopper: a TMA box of several panels lands as its panels copied one by one", "[hopper][cpu]") {
+  TmaTile2d t = b_map(64, 256);
+  t.box_panels = wg::BTile::kPanels;
+  CHECK(tma_tile_unsupported_reason(t).empty());
+  CHECK(tma_box_bytes(t) == uint32_t(wg::BTile::kBytes));
+  int wrong = 0;
+  std::set<uint32_t> seen;
+  for (int k = 0; k < wg::kBlockK; ++k)
+    for (int n = 0; n < wg::kBlockN; ++n) {
+      const uint32_t off = tma_sw128_panels_offset(k, n, wg::kBlockK, 64, 2);
+      wrong += off != uint32_t(wg::BTile::byte_offset(k, n));
+      wrong += off != wg::b_box_address(0, n / 64) - uint32_t(wg::ATile::kBytes) + tma_sw128_box_offset(k, n % 64, 2);
+      seen.insert(off);
+    }
+  CHECK(wrong == 0);
+  CHECK(seen.size() == std::size_t(wg::kBlockK) * wg::kBlockN);  // a bijection onto the slot
+  // A last panel partly past the row's end would read the next row: refused, where one panel a
+  // box (zero fill past cols) is taken.
+  t = b_map(64, 200);
+  CHECK(tma_tile_unsupported_reason(t).empty());
+  t.box_panels = 2;
+  CHECK(tma_tile_unsupported_reason(t).find("whole panels") != std::string::npos);
+  t = b_map(64, 256);
+  for (int panels : {0, 257}) {
+    t.box_panels = panels;
+    CHECK(!tma_tile_unsupported_reason(t).empty());
+  }
 }
 
 TEST_CASE("hopper: in every slot, wgmma's descriptors read each element where TMA wrote it", "[hopper][cpu]") {
@@ -519,6 +551,31 @@ TEST_CASE("hopper: the cluster ConvFirst block's T, U and V are read by wgmma wh
     CHECK(gpu::hopper::cluster_of_block(block, 4) == block / 4);
     CHECK(gpu::hopper::rank_of_block(block, 4) == block % 4);
   }
+}
+
+// 10e's V piece as one copy of its panels (kVOneCopy): the box lands panel after panel, which is
+// where the per-panel copies put them (v_box) and where Sw128Tile, the descriptors' model, reads.
+template <class L> int v_one_copy_mismatches() {
+  int wrong = 0;
+  TmaTile2d v{.base = 0x40000, .rows = 4 * uint64_t(L::kC), .cols = uint64_t(L::kC),
+              .row_stride_bytes = uint64_t(L::kC) * 2, .elem_bytes = 2, .box_rows = L::kVRows, .box_cols = 64,
+              .box_panels = L::VTile::kPanels};
+  wrong += !tma_tile_unsupported_reason(v).empty() || tma_box_bytes(v) != uint32_t(L::VTile::kBytes);
+  for (int k = 0; k < L::kVRows; ++k)
+    for (int n = 0; n < L::kOwn; ++n) {
+      const uint32_t off = tma_sw128_panels_offset(k, n, L::kVRows, 64, 2);
+      wrong += off != uint32_t(L::VTile::byte_offset(k, n));
+      wrong += off != L::v_box(0, n / 64) + tma_sw128_box_offset(k, n % 64, 2);
+    }
+  return wrong;
+}
+
+TEST_CASE("hopper: the cluster ConvFirst block's V piece as one copy lands as its panels copied one by one",
+          "[hopper][cpu]") {
+  namespace cc = convfirst_cluster;
+  CHECK(v_one_copy_mismatches<cc::ClusterLayout128>() == 0);
+  CHECK(v_one_copy_mismatches<cc::ClusterLayout256>() == 0);
+  CHECK(v_one_copy_mismatches<cc::ClusterLayout512>() == 0);
 }
 
 // The pair split by hidden columns (10g): the U and V pieces land where the wgmma descriptors
@@ -1269,6 +1326,33 @@ TEST_CASE("hopper: quad_transpose leaves each thread of a quad one whole block",
     CHECK(gpu::run_quad_transpose_probe(warps) == 0);
   }
   CHECK_THROWS_AS(gpu::run_quad_transpose_probe(0), std::invalid_argument);
+#else
+  FAIL("unreachable: skip_without_gpu() is true in a build without CUDA");
+#endif
+}
+
+// The GPU half of the box of several panels: one 3-D copy, each element of the tile where
+// tma_sw128_panels_offset says, zeros for rows past the matrix and for panels past its columns.
+TEST_CASE("hopper: one TMA copy of several panels lands where the model says, zeros outside", "[hopper][gpu]") {
+  if (testing::skip_without_gpu()) return;
+#if CONVLAB_HAVE_CUDA
+  if (const std::string why = gpu::wgmma_unavailable_reason(); !why.empty()) FAIL("sm_90a code cannot run here: " << why);
+  std::mt19937_64 rng(testing::base_seed() + 91);
+  const gpu::TmaPanelsCase cases[] = {
+      {1152, 192, 64, 3, 0, 0},     // 11g's Wp stage at C_out 192
+      {1152, 192, 64, 3, 1120, 0},  // the last stage runs 32 rows past the matrix
+      {1152, 320, 64, 5, 64, 0},    // C_out 320: five panels
+      {512, 320, 128, 2, 64, 192},  // panels 3 and 4 of 5, 128-row box
+      {512, 320, 128, 2, 256, 256}, // the second panel lies past the columns
+      {200, 128, 16, 2, 192, 0},    // rows not a multiple of the box
+  };
+  for (const gpu::TmaPanelsCase& c : cases) {
+    std::vector<uint16_t> matrix(std::size_t(c.rows) * c.cols);
+    for (uint16_t& v : matrix) v = uint16_t(1 + rng() % 0xfffe);  // never 0 (the fill) nor the poison 0xffff
+    INFO(c.rows << " x " << c.cols << ", box " << c.box_rows << " x " << c.box_panels << " panels at (" << c.row0
+                << ", " << c.col0 << ") (replay: CONVLAB_SEED=" << testing::base_seed() << ")");
+    CHECK(gpu::run_tma_panels_probe(c, matrix) == 0);
+  }
 #else
   FAIL("unreachable: skip_without_gpu() is true in a build without CUDA");
 #endif

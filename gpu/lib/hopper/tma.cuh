@@ -18,6 +18,10 @@
 //   for (r = 0; r < box_rows; ++r) for (c = 0; c < box_cols; ++c)
 //     tile[sw128(r·128 + 2c)] = (row0+r < rows && col0+c < cols) ? g[row0+r][col0+c] : 0;
 //
+// A box of several such panels side by side (box_panels, a 3-D tensor map) is one copy that
+// writes them one panel after another: the loop above once per panel p, at tile + p·box_rows·128,
+// from column col0 + p·box_cols.
+//
 // Two halves, as in gpu/lib/wgmma.cuh: (1) a plain-C++ model of what the
 // encoder demands (TmaTile2d, tma_tile_unsupported_reason) and of where the
 // engine puts each element (tma_sw128_box_offset), checked on the host by
@@ -50,12 +54,20 @@ inline constexpr int kTmaSwizzleAtomBytes = 1024;  // 8 rows of 128 bytes: where
 inline constexpr int kTmaMaxBoxDim = 256;          // cuTensorMapEncodeTiled: every boxDim[i] ≤ 256
 
 // One row-major 2-D matrix in global memory and the box a copy moves.
+//
+// box_panels > 1: one copy moves box_panels side-by-side panels of box_rows × box_cols, the
+// columns col0 .. col0 + box_panels·box_cols − 1, and writes them one panel after another
+// (panel p at p·box_rows·128 bytes), exactly as box_panels copies of single panels would. The
+// tensor map is then 3-D — (column within a panel, row, panel), strides (row stride, 128 bytes)
+// — so that a stage of a weight matrix is one copy instead of one per panel (the copy engine
+// takes each copy in turn: lesson 11's NOTES.md, the TMA stream probe).
 struct TmaTile2d {
   uint64_t base = 0;              // global address of element (0, 0)
   uint64_t rows = 0, cols = 0;    // the matrix; cols is the contiguous dimension
   uint64_t row_stride_bytes = 0;  // distance between rows
   int elem_bytes = 2;             // 2 (f16, bf16) or 4
   int box_rows = 0, box_cols = 0;  // the box; box_cols·elem_bytes must be the 128-byte swizzle span
+  int box_panels = 1;              // panels of box_cols columns moved by one copy
   bool operator==(const TmaTile2d&) const = default;
 };
 
@@ -80,11 +92,19 @@ inline std::string tma_tile_unsupported_reason(const TmaTile2d& t) {
   if (t.box_cols * t.elem_bytes != kTmaSwizzleBytes)
     return "TMA tile: the box's inner extent must be exactly the 128-byte swizzle span";
   if (t.box_rows % 8 != 0) return "TMA tile: the box must hold whole 8-row swizzle atoms";
+  if (t.box_panels < 1 || t.box_panels > kTmaMaxBoxDim) return "TMA tile: box panels must be 1 .. 256";
+  // The engine checks each dimension of a 3-D box on its own: a last panel partly past the row's
+  // end would read the next row's first columns (and, after the last row, past the matrix).
+  if (t.box_panels > 1 && t.cols % uint64_t(t.box_cols) != 0)
+    return "TMA tile: a box of several panels needs whole panels (cols a multiple of " +
+           std::to_string(t.box_cols) + ")";
   return "";
 }
 
 // Bytes one copy of the box writes (and adds to the mbarrier's transaction count).
-CONVLAB_HOST_DEVICE constexpr uint32_t tma_box_bytes(const TmaTile2d& t) { return uint32_t(t.box_rows) * t.box_cols * t.elem_bytes; }
+CONVLAB_HOST_DEVICE constexpr uint32_t tma_box_bytes(const TmaTile2d& t) {
+  return uint32_t(t.box_rows) * t.box_cols * t.elem_bytes * t.box_panels;
+}
 
 // Where the engine writes element (r, c) of the box, relative to a
 // 1024-aligned destination: rows are 128 bytes apart and the 16-byte chunk
@@ -93,6 +113,14 @@ CONVLAB_HOST_DEVICE constexpr uint32_t tma_box_bytes(const TmaTile2d& t) { retur
 // Sw128Tile<box_rows, 64>::byte_offset(r, c) — one panel (host-tested).
 CONVLAB_HOST_DEVICE constexpr uint32_t tma_sw128_box_offset(int r, int c, int elem_bytes) {
   return sw128_address(uint32_t(r) * kTmaSwizzleBytes + uint32_t(c) * elem_bytes);
+}
+
+// The same for a box of several panels (TmaTile2d::box_panels): column c of the box is column
+// c % panel_cols of panel c / panel_cols, and each panel is box_rows rows of 128 bytes.
+CONVLAB_HOST_DEVICE constexpr uint32_t tma_sw128_panels_offset(int r, int c, int box_rows, int panel_cols,
+                                                                int elem_bytes) {
+  return uint32_t(c / panel_cols) * uint32_t(box_rows) * kTmaSwizzleBytes +
+         tma_sw128_box_offset(r, c % panel_cols, elem_bytes);
 }
 
 }  // namespace convlab::gpu::hopper
@@ -133,23 +161,29 @@ inline EncodeTiledFn tensor_map_encoder() {
 }
 
 // Encodes `t` (which must pass tma_tile_unsupported_reason) with the
-// 128-byte swizzle and zero fill outside the matrix.
+// 128-byte swizzle and zero fill outside the matrix. One panel a box: a 2-D
+// map (cols, rows). Several: a 3-D map (column within a panel, row, panel)
+// whose panel stride, 128 bytes, is smaller than its row stride — the
+// encoder takes strides in any order; the panels then land one after another.
 inline CUtensorMap encode_tma_tile_2d(const TmaTile2d& t) {
   if (const std::string why = tma_tile_unsupported_reason(t); !why.empty()) throw std::invalid_argument(why);
   CUtensorMap map;
-  const cuuint64_t dims[2] = {t.cols, t.rows};                  // innermost first
-  const cuuint64_t strides[1] = {t.row_stride_bytes};           // dims 1.. only; dim 0 is dense
-  const cuuint32_t box[2] = {cuuint32_t(t.box_cols), cuuint32_t(t.box_rows)};
-  const cuuint32_t elem_strides[2] = {1, 1};
+  const bool panels = t.box_panels > 1;
+  const cuuint64_t dims[3] = {panels ? cuuint64_t(t.box_cols) : t.cols, t.rows,  // innermost first
+                              panels ? t.cols / cuuint64_t(t.box_cols) : 1};
+  const cuuint64_t strides[2] = {t.row_stride_bytes, cuuint64_t(t.box_cols) * t.elem_bytes};  // dims 1..; dim 0 dense
+  const cuuint32_t box[3] = {cuuint32_t(t.box_cols), cuuint32_t(t.box_rows), cuuint32_t(t.box_panels)};
+  const cuuint32_t elem_strides[3] = {1, 1, 1};
   const CUtensorMapDataType type =
       t.elem_bytes == 2 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;  // bits only: bf16 copies alike
-  const CUresult r = tensor_map_encoder()(&map, type, 2, reinterpret_cast<void*>(t.base), dims, strides, box,
-                                          elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+  const CUresult r = tensor_map_encoder()(&map, type, panels ? 3 : 2, reinterpret_cast<void*>(t.base), dims, strides,
+                                          box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                           CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
     throw DeviceError("cuTensorMapEncodeTiled failed (CUresult " + std::to_string(int(r)) + ") for a " +
                       std::to_string(t.rows) + " x " + std::to_string(t.cols) + " matrix, box " +
-                      std::to_string(t.box_rows) + " x " + std::to_string(t.box_cols));
+                      std::to_string(t.box_rows) + " x " + std::to_string(t.box_cols) +
+                      (panels ? " x " + std::to_string(t.box_panels) + " panels" : std::string()));
   return map;
 }
 
@@ -158,11 +192,11 @@ inline CUtensorMap encode_tma_tile_2d(const TmaTile2d& t) {
 // launch does no driver call. A handful of entries per problem; the cache
 // holds at most kMaxEntries and starts over when full.
 inline CUtensorMap cached_tma_tile_2d(const TmaTile2d& t) {
-  using Key = std::tuple<uint64_t, uint64_t, uint64_t, uint64_t, int, int, int>;
+  using Key = std::tuple<uint64_t, uint64_t, uint64_t, uint64_t, int, int, int, int>;
   constexpr std::size_t kMaxEntries = 256;
   static std::mutex mutex;
   static std::map<Key, CUtensorMap> cache;
-  const Key key{t.base, t.rows, t.cols, t.row_stride_bytes, t.elem_bytes, t.box_rows, t.box_cols};
+  const Key key{t.base, t.rows, t.cols, t.row_stride_bytes, t.elem_bytes, t.box_rows, t.box_cols, t.box_panels};
   const std::lock_guard<std::mutex> lock(mutex);
   if (const auto it = cache.find(key); it != cache.end()) return it->second;
   if (cache.size() >= kMaxEntries) cache.clear();
@@ -197,6 +231,23 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map
       "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\n" ::
           "r"(dst),
       "l"(tensor_map_address(map)), "r"(barrier), "r"(col0), "r"(row0)
+      : "memory");
+#else
+  __trap();
+#endif
+}
+
+// The box of a map encoded with box_panels > 1 (3-D) whose first element is (row0, col0), col0
+// a multiple of the panel width (panel_cols): its panels land one after another at `dst`, as
+// box_panels calls of tma_load_2d at panel_cols-column steps would put them. Out-of-matrix rows
+// and panels arrive as zeros.
+__device__ __forceinline__ void tma_load_panels(uint32_t dst, const CUtensorMap* map, uint32_t barrier, int col0,
+                                                int row0, int panel_cols) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], "
+      "[%2];\n" ::"r"(dst),
+      "l"(tensor_map_address(map)), "r"(barrier), "r"(0), "r"(row0), "r"(col0 / panel_cols)
       : "memory");
 #else
   __trap();
