@@ -39,7 +39,8 @@
 #     reported "not run")  CONVLAB_SANITIZE_TEST_TIMEOUT (300: one test under one tool)
 #   CONVLAB_SANITIZE_JOBS (8 processes at a time)  CONVLAB_SANITIZE_TOOLS ("memcheck racecheck
 #     synccheck initcheck")  CONVLAB_SANITIZE_TESTS ("[gpu]~[sweep]", a Catch test spec: every
-#     GPU test but lesson 12's every-tile sweep, whose kernel "[sanitize]" covers one tile of each kind)
+#     GPU test but the sweeps: lesson 12's every tile, whose kernel "[sanitize]" covers one tile of
+#     each kind, and the block ops' random shapes, whose variants the tables' tests cover)
 #   CONVLAB_SANITIZE_FLOP_LIMIT (1e9: under the sanitizer a test's table leaves out shapes above
 #     this many FLOPs, keeping its smallest; the tools slow kernels 10-1000x. 0: whole tables)
 #   CONVLAB_RACECHECK_FLOP_LIMIT (1e8: the same under racecheck, which instruments every shared
