@@ -76,11 +76,14 @@ ConvFirstProblem draw_convfirst(Rng& rng, Device device, double flop_cap) {
     p.N = pick(rng, 1, 3);
     p.H = pick(rng, 1, chance(rng, 20) ? 60 : 20);
     p.W = chance(rng, 50) ? p.H : pick(rng, 1, 30);
-    p.C = device == Device::gpu && chance(rng, 35) ? one_of(rng, {128, 256, 512}) : 8 * pick(rng, 1, 12);
+    // C: any multiple of the group width, or (on the GPU, half the time) the powers of two the
+    // fused rungs are built for; at stride 2 C_out = C, 2C (the fused BlurPool rungs) or other.
+    p.C = device == Device::gpu && chance(rng, 50) ? one_of(rng, {16, 32, 64, 128, 256, 512}) : 8 * pick(rng, 1, 12);
     p.hidden = chance(rng, 50) ? 4 * p.C : 8 * pick(rng, 1, p.C / 2 + 8);  // α = 4, or any multiple of 8
     if (chance(rng, 10)) p.hidden = pick(rng, 1, 4 * p.C);                 // not a multiple of 8
-    p.stride = chance(rng, 70) ? 1 : 2;
-    p.C_out = p.stride == 1 || chance(rng, 40) ? p.C : 8 * pick(rng, 1, 24);
+    p.stride = chance(rng, 65) ? 1 : 2;
+    const int r = pick(rng, 0, 9);
+    p.C_out = p.stride == 1 || r < 4 ? p.C : r < 8 ? 2 * p.C : 8 * pick(rng, 1, 24);
     p.activation = chance(rng, 50) ? ConvFirstActivation::relu : ConvFirstActivation::silu;
     p.dtype = draw_dtype(rng, device);
     if (p.valid() && p.flops() <= flop_cap) return p;
@@ -135,7 +138,7 @@ TEST_CASE("mbconv: every GPU rung agrees with the reference on random shapes", "
 TEST_CASE("convfirst: every GPU rung agrees with the reference on random shapes", "[convfirst][lesson10][gpu][sweep]") {
   if (testing::skip_without_gpu()) return;
   sweep("convfirst", Device::gpu,
-        draws<ConvFirstProblem>(0x10d, 40, [](Rng& r) { return draw_convfirst(r, Device::gpu, kGpuFlopCap); }));
+        draws<ConvFirstProblem>(0x10d, 60, [](Rng& r) { return draw_convfirst(r, Device::gpu, kGpuFlopCap); }));
 }
 
 }  // namespace
