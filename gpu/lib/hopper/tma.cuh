@@ -163,8 +163,10 @@ inline EncodeTiledFn tensor_map_encoder() {
 // Encodes `t` (which must pass tma_tile_unsupported_reason) with the
 // 128-byte swizzle and zero fill outside the matrix. One panel a box: a 2-D
 // map (cols, rows). Several: a 3-D map (column within a panel, row, panel)
-// whose panel stride, 128 bytes, is smaller than its row stride — the
-// encoder takes strides in any order; the panels then land one after another.
+// whose panel stride, 128 bytes, is smaller than its row stride (strides
+// not nested, as ThunderKittens encodes its swizzled tiles; the [gpu] test
+// of tma_panels_wgmma_probe checks that the encoder takes it and where the
+// bytes land).
 inline CUtensorMap encode_tma_tile_2d(const TmaTile2d& t) {
   if (const std::string why = tma_tile_unsupported_reason(t); !why.empty()) throw std::invalid_argument(why);
   CUtensorMap map;
