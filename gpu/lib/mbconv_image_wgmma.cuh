@@ -58,16 +58,21 @@ inline constexpr int kStampKinds = 8;
 inline const std::vector<std::string> kWgPhases = {"setup", "chunk loop", "loop barrier", "SE: z", "SE: FC2", "SE: gate sweep",
                                           "project"};
 // The chunk trace (CONVLAB_CHUNK_TRACE, gpu/lib/phase_stamps.cuh): thread 0 stamps the expand's
-// steps of each chunk, thread 128 the depthwise's; each name is the step that ends at its stamp.
+// steps of each chunk, thread 128 the depthwise's, and thread 0 the project's steps of each Wp
+// stage (a stage is 64 hidden rows, as a chunk is 64 hidden channels: stage kk is "chunk" kk);
+// each name is the step that ends at its stamp.
 enum TraceStep : int {
   kExpandTop, kWeLanded, kWgmmaIssued, kWgmmaDone, kWgSynced, kSlotEmpty, kFullArrived,
-  kDwTop, kTapsReady, kSlotFull, kSegmentsDone, kEmptyArrived, kFc1Done, kTraceSteps
+  kDwTop, kTapsReady, kSlotFull, kSegmentsDone, kEmptyArrived, kFc1Done,
+  kProjectTop, kProjectSynced, kProjectLanded, kProjectRetired, kTraceSteps
 };
 inline const std::vector<std::vector<std::string>> kWgTraceRoles = {
     {"expand, thread 0", "We landed", "12 wgmma issued, be loads", "wgmma done", "warpgroup synced, We issued",
      "E slot empty", "bias, phi, E stored, full arrived"},
     {"depthwise, thread 128", "taps unpacked, next taps issued", "E slot full", "row segments done",
-     "sums shuffled, empty arrived", "FC1 share"}};
+     "sums shuffled, empty arrived", "FC1 share"},
+    {"project, thread 0 (a Wp stage)", "stage barrier passed, a stage asked for", "stage landed",
+     "wgmma issued and retired"}};
 
 // A 16-byte piece of a row-major global matrix (row `src`, columns col .. col + 7, of which those
 // below `valid` exist) into shared memory at `dst`: one cp.async (vec: 16-byte aligned rows, valid
@@ -162,7 +167,7 @@ __device__ __forceinline__ void issue_wp_stage_tma(const WgParams& prm, uint32_t
 // tasks (n64 block t / kMT, m tile t % kMT) go round the warpgroups: warpgroup w takes tasks w,
 // w + 3, ... (kTasks of them; one past the last task repeats the last). xo and yo point at the
 // CTA's first output pixel in x (the residual) and y. All 384 threads.
-template <class Element, int kTasks, int kStages, int kMT, bool kWpPanels>
+template <class Element, int kTasks, int kStages, int kMT, bool kWpPanels, bool kTrace>
 __device__ __forceinline__ void project(const WgParams& prm, const WpPieces& pc, uint32_t ds_at, uint32_t wps_at,
                                         int rows, const Element* xo, const Element* __restrict__ wp,
                                         const Element* __restrict__ bp, Element* __restrict__ yo, const CUtensorMap* wp_map,
@@ -181,16 +186,25 @@ __device__ __forceinline__ void project(const WgParams& prm, const WpPieces& pc,
   for (int b = 0; b < kTasks; ++b)
 #pragma unroll
     for (int i = 0; i < 32; ++i) acc[b][i] = 0.0f;
+  // Step e of stage kk (the trace instantiation only; thread 0).
+  const auto step = [&](int kk, int e) {
+    if constexpr (kTrace)
+      if (tid == 0) chunk_stamp(prm.trace, l.chunks, kTraceSteps, kk, e);
+  };
   for (int kk = 0; kk < k_stages; ++kk) {
+    step(kk, kProjectTop);
     if (!prm.tma_wp) cp_async_wait<kStages - 2>();
     fence_proxy_async_shared();  // this thread's Wp pieces (and, at kk = 0, its gated D) seen by wgmma
     __syncthreads();             // (cp.async: stage kk whole); every warpgroup is done reading stage kk - 1
     if (prm.tma_wp) {
       issue_wp_stage_tma<kWpPanels>(prm, wps_at, wp_map, wp_full, kk + kStages - 1, kStages);
+      step(kk, kProjectSynced);
       mbarrier_wait(wp_full + 8 * (kk % kStages), (kk / kStages) & 1);  // stage kk landed
     } else {
       issue_wp_stage(prm, pc, wps_at, wp, kk + kStages - 1, kStages);
+      step(kk, kProjectSynced);
     }
+    step(kk, kProjectLanded);
     const uint32_t stage = wps_at + uint32_t((kk % kStages) * l.wp_stage);
     wgmma_fence();
 #pragma unroll
@@ -205,6 +219,7 @@ __device__ __forceinline__ void project(const WgParams& prm, const WpPieces& pc,
     wgmma_commit_group();
     wgmma_wait_group<0>();
     fence_operands(acc);
+    step(kk, kProjectRetired);
   }
   cp_async_wait<0>();
 
@@ -654,8 +669,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   // instantiations below: 11g two tasks with a short ring, or one task with a ring of 3 or 2; 11j
   // one or two tasks with a ring of 4 where it fits, else 2.
   const auto run_project = [&](auto tasks, auto ring) {
-    project<Element, decltype(tasks)::value, decltype(ring)::value, kMT, kWpPanels>(prm, pc, ds_at, xs_at, px_out, xo,
-                                                                                    wp, bp, yo, &wp_map, wp_full);
+    project<Element, decltype(tasks)::value, decltype(ring)::value, kMT, kWpPanels, kTrace>(
+        prm, pc, ds_at, xs_at, px_out, xo, wp, bp, yo, &wp_map, wp_full);
   };
   using One = std::integral_constant<int, 1>;
   using Two = std::integral_constant<int, 2>;
