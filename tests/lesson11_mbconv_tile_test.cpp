@@ -40,6 +40,7 @@
 #include <cmath>
 #include <cstdint>
 #include <set>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -1006,6 +1007,56 @@ TEST_CASE("mbconv image over a cluster (11j): the bands cover the output rows on
   CHECK(layout(80, 3, 2).ep == 17);      // 16-pixel bordered rows at an odd pitch
   CHECK_FALSE(layout(80, 3, 1).fits());
   CHECK_FALSE(layout(112, 3, 2).fits());
+}
+
+// The project's Wp ring as the kernel runs it: stages 0 .. S − 2 out before the loop; at the top
+// of stage kk (after the CTA barrier) the stage refill(kk) is asked for into slot refill % S; then
+// every warpgroup waits for stage kk, issues its group, and at the stage's end waits until at
+// most `in_flight` groups (0 or 1) are pending. Returns the first rule broken ("" when none):
+// a slot refilled while the stage in it is unread or its group may still run, a stage waited for
+// that was never asked for (or was overwritten), a stage asked for twice or past the last.
+std::string wp_ring_fault(int stages, int k_stages, bool in_flight, int (*refill)(int, int, bool)) {
+  std::vector<int> slot(std::size_t(stages), -1);
+  std::vector<int> asked(std::size_t(k_stages), 0);
+  const auto ask = [&](int r, int kk) -> std::string {
+    if (r >= k_stages) return "";  // past the last stage: nothing asked for (the kernel's check)
+    if (asked[std::size_t(r)]++) return "stage " + std::to_string(r) + " asked for twice";
+    const int held = slot[std::size_t(r % stages)];
+    const int retired = kk - 1 - (in_flight ? 1 : 0);  // groups 0 .. retired have retired everywhere
+    if (held >= 0 && (held >= kk || held > retired))
+      return "stage " + std::to_string(r) + " overwrites stage " + std::to_string(held) + " at stage " + std::to_string(kk);
+    slot[std::size_t(r % stages)] = r;
+    return "";
+  };
+  for (int r = 0; r < stages - 1; ++r)
+    if (std::string f = ask(r, 0); !f.empty()) return f;
+  for (int kk = 0; kk < k_stages; ++kk) {
+    if (const int r = refill(kk, stages, in_flight); r >= 0)
+      if (std::string f = ask(r, kk); !f.empty()) return f;
+    if (!asked[std::size_t(kk)] || slot[std::size_t(kk % stages)] != kk)
+      return "stage " + std::to_string(kk) + " waited for but not in its slot";
+  }
+  return "";
+}
+
+TEST_CASE("mbconv image on wgmma (11g, 11j): the project's Wp ring, drained or with a group in flight",
+          "[mbconv][lesson11][cpu]") {
+  for (int stages = 2; stages <= 6; ++stages)
+    for (int k_stages = 1; k_stages <= 40; ++k_stages) {
+      INFO(stages << " stages, " << k_stages << " Wp stages");
+      CHECK(wp_ring_fault(stages, k_stages, false, wp_refill_stage) == "");
+      if (stages >= 3) CHECK(wp_ring_fault(stages, k_stages, true, wp_refill_stage) == "");
+    }
+  // A ring of two with a group in flight is correct but asks for each stage only at its own top
+  // (nothing ahead): why the kernel keeps the drain there.
+  CHECK(wp_ring_fault(2, 18, true, wp_refill_stage) == "");
+  CHECK(wp_refill_stage(5, 2, true) == 5);
+  // The model catches the drained loop's refill kept with a group in flight (it overwrites the
+  // running group's stage), and a refill one stage too early.
+  const auto drained_refill = [](int kk, int stages, bool) { return kk + stages - 1; };
+  CHECK(wp_ring_fault(3, 18, true, drained_refill).find("overwrites") != std::string::npos);
+  const auto eager_refill = [](int kk, int stages, bool) { return kk + stages; };
+  CHECK(wp_ring_fault(3, 18, false, eager_refill) != "");
 }
 
 TEST_CASE("mbconv image on wgmma (11g): its swizzled offsets are Sw128Tile's, and which shapes fit", "[mbconv][lesson11][cpu]") {

@@ -167,7 +167,7 @@ __device__ __forceinline__ void issue_wp_stage_tma(const WgParams& prm, uint32_t
 // tasks (n64 block t / kMT, m tile t % kMT) go round the warpgroups: warpgroup w takes tasks w,
 // w + 3, ... (kTasks of them; one past the last task repeats the last). xo and yo point at the
 // CTA's first output pixel in x (the residual) and y. All 384 threads.
-template <class Element, int kTasks, int kStages, int kMT, bool kWpPanels, bool kTrace>
+template <class Element, int kTasks, int kStages, int kMT, bool kWpPanels, bool kTrace, bool kInFlight>
 __device__ __forceinline__ void project(const WgParams& prm, const WpPieces& pc, uint32_t ds_at, uint32_t wps_at,
                                         int rows, const Element* xo, const Element* __restrict__ wp,
                                         const Element* __restrict__ bp, Element* __restrict__ yo, const CUtensorMap* wp_map,
@@ -197,7 +197,12 @@ __device__ __forceinline__ void project(const WgParams& prm, const WpPieces& pc,
     fence_proxy_async_shared();  // this thread's Wp pieces (and, at kk = 0, its gated D) seen by wgmma
     __syncthreads();             // (cp.async: stage kk whole); every warpgroup is done reading stage kk - 1
     if (prm.tma_wp) {
-      issue_wp_stage_tma<kWpPanels>(prm, wps_at, wp_map, wp_full, kk + kStages - 1, kStages);
+      if constexpr (kInFlight) {  // stage kk − 2's group has retired everywhere: its slot takes kk + S − 2
+        if (const int r = wp_refill_stage(kk, kStages, true); r >= 0)
+          issue_wp_stage_tma<kWpPanels>(prm, wps_at, wp_map, wp_full, r, kStages);
+      } else {  // wp_refill_stage(kk, kStages, false)
+        issue_wp_stage_tma<kWpPanels>(prm, wps_at, wp_map, wp_full, kk + kStages - 1, kStages);
+      }
       step(kk, kProjectSynced);
       mbarrier_wait(wp_full + 8 * (kk % kStages), (kk / kStages) & 1);  // stage kk landed
     } else {
@@ -217,9 +222,17 @@ __device__ __forceinline__ void project(const WgParams& prm, const WpPieces& pc,
       }
     }
     wgmma_commit_group();
+    if constexpr (kInFlight) {
+      wgmma_wait_group<1>();  // stage kk's group may still run; stage kk − 1's has retired
+    } else {
+      wgmma_wait_group<0>();
+      fence_operands(acc);
+    }
+    step(kk, kProjectRetired);
+  }
+  if constexpr (kInFlight) {
     wgmma_wait_group<0>();
     fence_operands(acc);
-    step(kk, kProjectRetired);
   }
   cp_async_wait<0>();
 
@@ -297,8 +310,11 @@ __device__ __forceinline__ void dw_segment(const Element* e, int ep, int span, c
 // Grid: N CTAs (one per image), or with kSplit N clusters of l.split CTAs (cluster c = image c,
 // CTA rank k its band of output rows, wg_band); 384 threads, l.bytes of dynamic shared memory.
 // kSeg: the depthwise's output row segment (8, or 16 for the bands of 14-pixel rows). kWpPanels:
-// each Wp stage as one TMA copy of nb panels (issue_wp_stage_tma).
-template <class Element, int K, bool kRelu, bool kTrace, bool kSplit, int kSeg, bool kWpPanels = false>
+// each Wp stage as one TMA copy of nb panels (issue_wp_stage_tma). kInFlight: the project keeps
+// one stage's wgmma group running while the next is issued (Wp by TMA and rings of 3 or more
+// stages only; the ring then runs one stage less ahead).
+template <class Element, int K, bool kRelu, bool kTrace, bool kSplit, int kSeg, bool kWpPanels = false,
+          bool kInFlight = false>
 __global__ void __launch_bounds__(kThreads, 1)
     mbconv_image_wgmma_kernel(const __grid_constant__ CUtensorMap we_map, const __grid_constant__ CUtensorMap wp_map,
                               WgParams prm, const Element* __restrict__ x, const Element* __restrict__ we,
@@ -669,7 +685,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   // instantiations below: 11g two tasks with a short ring, or one task with a ring of 3 or 2; 11j
   // one or two tasks with a ring of 4 where it fits, else 2.
   const auto run_project = [&](auto tasks, auto ring) {
-    project<Element, decltype(tasks)::value, decltype(ring)::value, kMT, kWpPanels, kTrace>(
+    constexpr int kRing = decltype(ring)::value;
+    project<Element, decltype(tasks)::value, kRing, kMT, kWpPanels, kTrace, kInFlight && kRing >= 3>(
         prm, pc, ds_at, xs_at, px_out, xo, wp, bp, yo, &wp_map, wp_full);
   };
   using One = std::integral_constant<int, 1>;
@@ -694,9 +711,10 @@ __global__ void __launch_bounds__(kThreads, 1)
 // Runs the kernel on p: one CTA per image (split 1, kSplit false) or N clusters of `split` CTAs
 // (kSplit). rung names the phase stamps' and the chunk trace's report. kSeg3: the depthwise's row
 // segment at K = 3 (K = 5 takes 8: its 50 taps and 16-pixel accumulators spill). kWpPanels: each
-// Wp stage as one copy where C_out is whole 64-column panels, two or more (else as nb copies). The
-// caller has checked that wgmma runs here and that WgImageLayout(p, split) fits.
-template <bool kSplit, int kSeg3 = (kSplit ? 16 : 8), bool kWpPanels = false>
+// Wp stage as one copy where C_out is whole 64-column panels, two or more (else as nb copies).
+// kInFlight: the project keeps a wgmma group running across its stages where Wp comes by TMA (the
+// kernel's flag). The caller has checked that wgmma runs here and that WgImageLayout(p, split) fits.
+template <bool kSplit, int kSeg3 = (kSplit ? 16 : 8), bool kWpPanels = false, bool kInFlight = false>
 void run_image_wgmma(const MBConvProblem& p, const Args<MBConvProblem>& a, int split, const char* rung) {
   WgParams prm{};
   set_image_params(prm, p, a);  // the rungs' shapes all have an expand (their supports)
@@ -762,28 +780,38 @@ void run_image_wgmma(const MBConvProblem& p, const Args<MBConvProblem>& a, int s
       chunk_trace.report();
     };
     const bool relu = p.activation == MBConvActivation::relu;
-    const auto dispatch = [&](auto panels) {
-      constexpr bool kP = decltype(panels)::value;
+    const auto dispatch = [&](auto panels, auto in_flight) {
+      constexpr bool kP = decltype(panels)::value, kF = decltype(in_flight)::value;
       if constexpr (std::is_same_v<E, __half>)
         if (trace) {
           if (p.kernel == 3)
-            go(mbconv_image_wgmma_kernel<E, 3, false, true, kSplit, kSeg3, kP>, "mbconv_image_wgmma_kernel<k=3, trace>");
-          else go(mbconv_image_wgmma_kernel<E, 5, false, true, kSplit, 8, kP>, "mbconv_image_wgmma_kernel<k=5, trace>");
+            go(mbconv_image_wgmma_kernel<E, 3, false, true, kSplit, kSeg3, kP, kF>, "mbconv_image_wgmma_kernel<k=3, trace>");
+          else go(mbconv_image_wgmma_kernel<E, 5, false, true, kSplit, 8, kP, kF>, "mbconv_image_wgmma_kernel<k=5, trace>");
           return;
         }
       if (p.kernel == 3) {
-        if (relu) go(mbconv_image_wgmma_kernel<E, 3, true, false, kSplit, kSeg3, kP>, "mbconv_image_wgmma_kernel<k=3>");
-        else go(mbconv_image_wgmma_kernel<E, 3, false, false, kSplit, kSeg3, kP>, "mbconv_image_wgmma_kernel<k=3>");
+        if (relu) go(mbconv_image_wgmma_kernel<E, 3, true, false, kSplit, kSeg3, kP, kF>, "mbconv_image_wgmma_kernel<k=3>");
+        else go(mbconv_image_wgmma_kernel<E, 3, false, false, kSplit, kSeg3, kP, kF>, "mbconv_image_wgmma_kernel<k=3>");
       } else {
-        if (relu) go(mbconv_image_wgmma_kernel<E, 5, true, false, kSplit, 8, kP>, "mbconv_image_wgmma_kernel<k=5>");
-        else go(mbconv_image_wgmma_kernel<E, 5, false, false, kSplit, 8, kP>, "mbconv_image_wgmma_kernel<k=5>");
+        if (relu) go(mbconv_image_wgmma_kernel<E, 5, true, false, kSplit, 8, kP, kF>, "mbconv_image_wgmma_kernel<k=5>");
+        else go(mbconv_image_wgmma_kernel<E, 5, false, false, kSplit, 8, kP, kF>, "mbconv_image_wgmma_kernel<k=5>");
+      }
+    };
+    // The flags' run-time conditions pick an instantiation; a launcher without a flag makes
+    // only the plain kernels.
+    const auto with_in_flight = [&](auto panels) {
+      if constexpr (kInFlight) {
+        if (prm.tma_wp) dispatch(panels, std::true_type{});
+        else dispatch(panels, std::false_type{});
+      } else {
+        dispatch(panels, std::false_type{});
       }
     };
     if constexpr (kWpPanels) {
-      if (wp_panels) dispatch(std::true_type{});
-      else dispatch(std::false_type{});
+      if (wp_panels) with_in_flight(std::true_type{});
+      else with_in_flight(std::false_type{});
     } else {
-      dispatch(std::false_type{});
+      with_in_flight(std::false_type{});
     }
   });
 }

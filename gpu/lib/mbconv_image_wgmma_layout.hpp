@@ -62,6 +62,16 @@ inline constexpr int kWgProjectStages = 2, kWgProjectStagesDeep = 3;  // Wp stag
 // With split > 1 the project runs one m64 tile more per stage and the SE is short: a ring of four
 // stages where the room holds them, three of them issued before the SE.
 inline constexpr int kWgProjectStagesSplit = 4;
+// The Wp stage the project asks for at the top of its stage kk, once the CTA barrier has passed
+// (stages 0 .. S − 2 go out before the loop), or −1 for none. Every wgmma group drained at a
+// stage's end: stage kk − 1's slot is free, the ring runs S − 1 stages ahead. One group left in
+// flight (in_flight): only stage kk − 2's slot is known free, the ring runs S − 2 ahead, and at
+// kk = 0 there is nothing to ask for (stage S − 2 is already out). Host-tested as a ring model
+// (tests/lesson11_mbconv_tile_test.cpp).
+CONVLAB_HOST_DEVICE constexpr int wp_refill_stage(int kk, int stages, bool in_flight) {
+  if (!in_flight) return kk + stages - 1;
+  return kk >= 1 ? kk + stages - 2 : -1;
+}
 inline constexpr int kWgMaxNBlocks = 6;       // C_out ≤ 384: two n64 blocks per warpgroup
 inline constexpr int kWgLoopFc1Max = 64;      // Cr up to which FC1 runs inside the chunk loop (two outputs a lane)
 // The SE's scratch: the depthwise warps' FC1 partials, or the CTA-wide FC1's [warps][8].
