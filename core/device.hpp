@@ -30,6 +30,10 @@ void require_cuda_device();
 
 void* device_malloc(std::size_t bytes);
 void device_free(void* p) noexcept;
+// device_malloc's bytes, freed when the owner goes (the GPU probes' scratch buffers).
+inline std::unique_ptr<void, void (*)(void*) noexcept> device_buffer(std::size_t bytes) {
+  return {device_malloc(bytes), device_free};
+}
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes);
 void device_memset(void* p, int byte, std::size_t bytes);
 // Waits for all queued work and turns any asynchronous kernel error into a DeviceError.

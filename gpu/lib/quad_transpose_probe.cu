@@ -33,7 +33,7 @@ __global__ void quad_transpose_probe_kernel(uint32_t* out) {
 int run_quad_transpose_probe(int warps) {
   if (warps < 1 || warps > 1024) throw std::invalid_argument("run_quad_transpose_probe: 1 .. 1024 warps");
   const std::size_t words = std::size_t(warps) * 32 * 4;
-  const std::unique_ptr<void, void (*)(void*)> d(device_malloc(words * 4), device_free);
+  const auto d = device_buffer(words * 4);
   device_memset(d.get(), 0xff, words * 4);  // poison: a word nobody writes is wrong
   quad_transpose_probe_kernel<<<warps, 32>>>(static_cast<uint32_t*>(d.get()));
   check_cuda(cudaGetLastError(), "launching quad_transpose_probe_kernel");

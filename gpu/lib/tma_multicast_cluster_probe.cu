@@ -78,8 +78,7 @@ std::vector<int> run_tma_multicast_probe(int cluster, int clusters, int boxes, c
   if (matrix.size() != elems) throw std::invalid_argument("run_tma_multicast_probe: matrix of boxes · 64 · 64 values");
   if (const std::string why = wgmma_unavailable_reason(); !why.empty()) throw std::runtime_error(why);
 
-  const auto buffer = [](std::size_t bytes) { return std::unique_ptr<void, void (*)(void*)>(device_malloc(bytes), device_free); };
-  const auto dm = buffer(elems * 2), dw = buffer(ctas * sizeof(int));
+  const auto dm = device_buffer(elems * 2), dw = device_buffer(ctas * sizeof(int));
   copy_bytes(dm.get(), Device::gpu, matrix.data(), Device::cpu, elems * 2);
   device_memset(dw.get(), 0, ctas * sizeof(int));
   const CUtensorMap map = hopper::encode_tma_tile_2d({.base = reinterpret_cast<uint64_t>(dm.get()),

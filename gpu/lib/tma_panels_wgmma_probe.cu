@@ -75,8 +75,7 @@ int run_tma_panels_probe(const TmaPanelsCase& c, const std::vector<uint16_t>& ma
     throw std::invalid_argument("run_tma_panels_probe: matrix of rows · cols values");
   if (const std::string why = wgmma_unavailable_reason(); !why.empty()) throw std::runtime_error(why);
 
-  const auto buffer = [](std::size_t bytes) { return std::unique_ptr<void, void (*)(void*)>(device_malloc(bytes), device_free); };
-  const auto dm = buffer(matrix.size() * 2), dw = buffer(sizeof(int));
+  const auto dm = device_buffer(matrix.size() * 2), dw = device_buffer(sizeof(int));
   copy_bytes(dm.get(), Device::gpu, matrix.data(), Device::cpu, matrix.size() * 2);
   device_memset(dw.get(), 0, sizeof(int));
   const CUtensorMap map = hopper::encode_tma_tile_2d({.base = reinterpret_cast<uint64_t>(dm.get()),
