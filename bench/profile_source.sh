@@ -12,6 +12,8 @@
 #   stalls.txt    the kernel's average stall reasons per issued instruction (largest first)
 #   hot.txt       the 60 instructions with the most stall samples, and the 60 executed most often
 #   kernel.sass   the kernel's SASS (cuobjdump), to read the loops around the hot lines
+#   lines.txt     the executed instructions and stall samples summed per line of the kernel's source
+#                 (bench/sass_lines.py over the cubins' line table: the build's -lineinfo)
 set -euo pipefail
 [[ $# -ge 3 ]] || { echo "usage: bench/profile_source.sh TARGET SHAPE KERNEL-REGEX [LAUNCH]" >&2; exit 2; }
 target=$1 shape=$2 kernel=$3 launch=${4:-1}
@@ -67,7 +69,21 @@ if rows:
     (work / "hot.txt").write_text("".join(text))
 PY
 [[ -s $work/hot.txt ]] || echo "profile_source.sh: could not summarise $work/sass.csv (kept in the archive)" >&2
-cuobjdump -sass "$build/convlab" 2>/dev/null | awk -v k="$kernel" '/Function :/{p = ($0 ~ k)} p' > "$work/kernel.sass" || true
+cuobjdump=$(command -v cuobjdump || ls /usr/local/cuda/bin/cuobjdump 2>/dev/null | head -1 || echo cuobjdump)
+"$cuobjdump" -sass "$build/convlab" 2>/dev/null | awk -v k="$kernel" '/Function :/{p = ($0 ~ k)} p' > "$work/kernel.sass" || true
+# Per source line: the binary's cubins disassembled with their line table, matched to sass.csv.
+nvdisasm=$(command -v nvdisasm || ls /usr/local/cuda/bin/nvdisasm 2>/dev/null | head -1 || true)
+if [[ -n $nvdisasm && -s $work/sass.csv ]]; then
+  mkdir -p "$work/cubins"
+  bin=$(realpath "$build/convlab")
+  (cd "$work/cubins" && "$cuobjdump" -xelf all "$bin" > /dev/null 2>&1) || true
+  # The rung's own cubin is named after its file (11c_fused_store.*.cubin); every cubin if it is not there.
+  cubins=("$work"/cubins/"${target##*/}".*cubin)
+  [[ -e ${cubins[0]} ]] || cubins=("$work"/cubins/*.cubin)
+  for c in "${cubins[@]}"; do [[ -e $c ]] && "$nvdisasm" -c -gi "$c" 2> /dev/null; done > "$work/lines.sass" || true
+  python3 "$(dirname "$0")/sass_lines.py" "$work/sass.csv" "$work/lines.sass" --top 60 > "$work/lines.txt" 2>&1 || true
+  rm -rf "$work/cubins" "$work/lines.sass"
+fi
 rm -f "$work/report.ncu-rep"
 tar -czf "$OUT/source-$name.tar.gz" -C "$work" .
 echo "profile_source.sh: $OUT/source-$name.tar.gz ($(wc -l < "$work/sass.csv") SASS lines)"
