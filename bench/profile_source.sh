@@ -13,7 +13,8 @@
 #   hot.txt       the 60 instructions with the most stall samples, and the 60 executed most often
 #   kernel.sass   the kernel's SASS (cuobjdump), to read the loops around the hot lines
 #   lines.txt     the executed instructions and stall samples summed per line of the kernel's source
-#                 (bench/sass_lines.py over the cubins' line table: the build's -lineinfo)
+#                 (bench/sass_lines.py over the cubins' line table: the build's -lineinfo), then the
+#                 instructions grouped by how often each executed (a loop body's trip count)
 set -euo pipefail
 [[ $# -ge 3 ]] || { echo "usage: bench/profile_source.sh TARGET SHAPE KERNEL-REGEX [LAUNCH]" >&2; exit 2; }
 target=$1 shape=$2 kernel=$3 launch=${4:-1}
@@ -81,7 +82,7 @@ if [[ -n $nvdisasm && -s $work/sass.csv ]]; then
   cubins=("$work"/cubins/"${target##*/}".*cubin)
   [[ -e ${cubins[0]} ]] || cubins=("$work"/cubins/*.cubin)
   for c in "${cubins[@]}"; do [[ -e $c ]] && "$nvdisasm" -c -gi "$c" 2> /dev/null; done > "$work/lines.sass" || true
-  python3 "$(dirname "$0")/sass_lines.py" "$work/sass.csv" "$work/lines.sass" --top 60 > "$work/lines.txt" 2>&1 || true
+  python3 "$(dirname "$0")/sass_lines.py" "$work/sass.csv" "$work/lines.sass" --top 60 --groups 40 > "$work/lines.txt" 2>&1 || true
   rm -rf "$work/cubins" "$work/lines.sass"
 fi
 rm -f "$work/report.ncu-rep"

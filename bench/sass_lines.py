@@ -8,12 +8,14 @@ cubin (nvdisasm --print-line-info-inline). A hot loop of a kernel is mostly inli
 lambdas; each instruction is charged to the outermost frame of its inlining chain that lies in the
 kernel's own file (the call site in the kernel body), and the innermost frame is shown beside it.
 
-    bench/sass_lines.py sass.csv kernels.sass [--file mbconv_fused.cuh] [--top 40] [--source-root .]
+    bench/sass_lines.py sass.csv kernels.sass [--file mbconv_fused.cuh] [--top 40] [--groups 30] [--source-root .]
 
 kernels.sass: `nvdisasm -c -gi` of the cubins that hold the kernel (several files may be
 concatenated). The profiled kernel is found by its instruction sequence: the function whose opcodes,
 in address order, are those of sass.csv. Prints the total, then the lines that executed the most
-instructions (count, share, cumulative share, stall samples, innermost frame, the source text).
+instructions (count, share, cumulative share, stall samples, innermost frame, the source text);
+with --groups, the instructions grouped by how often each executed: a loop's body shares one count,
+its trip count over the launch, which a model of the kernel's loops can be checked against.
 """
 import argparse
 import collections
@@ -129,6 +131,9 @@ def main(argv=None):
                                                  "(default: the file of the function's first instruction)")
     ap.add_argument("--top", type=int, default=40)
     ap.add_argument("--source-root", default=".")
+    ap.add_argument("--groups", type=int, default=0,
+                    help="also print the N largest groups of instructions that executed equally often "
+                         "(a group is usually one loop body or one branch: its count is the trip count)")
     args = ap.parse_args(argv)
 
     profile = parse_profile(args.sass_csv)
@@ -163,6 +168,20 @@ def main(argv=None):
         where = "" if (ifile, iline) == key else f"({os.path.basename(ifile)}:{iline}) "
         print(f"{count:12.0f} {100 * count / max(total, 1):5.1f}% {100 * cum / max(total, 1):5.1f}% "
               f"{stalls[key]:7.0f}  {os.path.basename(f)}:{n} {where}{source_text(args.source_root, f, n)[:100]}")
+    if args.groups > 0:
+        by_count = collections.defaultdict(collections.Counter)  # executions -> {line: instructions}
+        for (_, _, chain), (_, _, count, _) in zip(instrs, profile):
+            if count > 0:
+                by_count[count][frame_in(chain, wanted)] += 1
+        print(f"\ngroups of instructions executed equally often (the {args.groups} largest by executions):")
+        print(f"{'each':>10} {'instrs':>6} {'executed':>12} {'share':>6}  lines (instructions)")
+        ranked = sorted(by_count.items(), key=lambda kv: -kv[0] * sum(kv[1].values()))
+        for count, lines in ranked[:args.groups]:
+            n_instr = sum(lines.values())
+            where = ", ".join(f"{os.path.basename(f)}:{n} ({k})" for (f, n), k in lines.most_common(4))
+            more = f", +{len(lines) - 4} lines" if len(lines) > 4 else ""
+            print(f"{count:10.0f} {n_instr:6d} {count * n_instr:12.0f} {100 * count * n_instr / max(total, 1):5.1f}%  "
+                  f"{where}{more}")
     return 0
 
 

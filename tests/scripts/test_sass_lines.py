@@ -87,6 +87,18 @@ class SassLines(unittest.TestCase):
         self.assertIn("helper.cuh:5", out)
         self.assertIn("helper.cuh:20", out)  # outermost frame inside helper.cuh of the EXIT's chain
 
+    def test_groups_gather_instructions_of_one_trip_count(self):
+        _, out = self.run_main(self.csv, self.sass, "--groups", "5")
+        groups = out.split("groups of instructions executed equally often")[1].splitlines()[2:]
+        first = groups[0].split()
+        self.assertEqual(first[:3], ["1000", "2", "2000"])  # the FFMA and the branch: one body
+        self.assertIn("k.cu:12 (2)", groups[0])
+        second = groups[1].split()
+        self.assertEqual(second[:3], ["10", "2", "20"])  # LDC and EXIT, on two lines
+        self.assertIn("k.cu:10 (1)", groups[1])
+        self.assertIn("k.cu:14 (1)", groups[1])
+        self.assertEqual(len(groups), 2)
+
     def test_a_profile_of_another_length_matches_nothing(self):
         short = self.write("short.csv", "\n".join(PROFILE.splitlines()[:4]) + "\n")
         rc, _ = self.run_main(short, self.sass)
