@@ -84,6 +84,8 @@ if [[ -n $nvdisasm && -s $work/sass.csv ]]; then
   for c in "${cubins[@]}"; do [[ -e $c ]] && "$nvdisasm" -c -gi "$c" 2> /dev/null; done > "$work/lines.sass" || true
   python3 "$(dirname "$0")/sass_lines.py" "$work/sass.csv" "$work/lines.sass" --top 60 --groups 40 > "$work/lines.txt" 2>&1 || true
   rm -rf "$work/cubins" "$work/lines.sass"
+else
+  echo "profile_source.sh: no nvdisasm (or no sass.csv): no per-line counts" > "$work/lines.txt"
 fi
 rm -f "$work/report.ncu-rep"
 tar -czf "$OUT/source-$name.tar.gz" -C "$work" .
