@@ -6,7 +6,9 @@ of the profiled kernel, how often a warp executed it and how many stall samples 
 those counts up per line of the CUDA source, using the line table that nvcc's -lineinfo leaves in the
 cubin (nvdisasm --print-line-info-inline). A hot loop of a kernel is mostly inlined helpers and
 lambdas; each instruction is charged to the outermost frame of its inlining chain that lies in the
-kernel's own file (the call site in the kernel body), and the innermost frame is shown beside it.
+kernel's own file that lies inside the kernel's body (the lines its outermost frames span): the
+line of a lambda defined in the kernel for the lambda's code, the call site in the kernel body for a
+helper defined elsewhere. The innermost frame is shown beside it.
 
     bench/sass_lines.py sass.csv kernels.sass [--file mbconv_fused.cuh] [--top 40] [--groups 30] [--source-root .]
 
@@ -31,7 +33,7 @@ LOC = re.compile(r'"([^"]+)", line (\d+)')
 def parse_disassembly(paths):
     """[(function, [(offset, opcode, [(file, line), ...] innermost first)])] from nvdisasm -gi output: one
     entry per copy (a template instantiated in several translation units is in several cubins)."""
-    functions, current, name, chain = [], None, None, []
+    functions, current, name, chain, fresh = [], None, None, [], False
     for path in paths:
         with open(path, errors="replace") as f:
             for raw in f:
@@ -40,16 +42,24 @@ def parse_disassembly(paths):
                     name = line.split(".text.", 1)[1].split(",", 1)[0]
                     current = []
                     functions.append((name, current))
-                    chain = []
+                    chain, fresh = [], False
                     continue
                 if current is None:
                     continue
                 if "//##" in line:
-                    chain = [(f, int(n)) for f, n in LOC.findall(line)]
+                    # nvdisasm prints a chain one level a line ("A inlined at B", "B inlined at C", ..., "C"):
+                    # a line that starts where the chain so far ends extends it.
+                    frames = [(f, int(n)) for f, n in LOC.findall(line)]
+                    if fresh and frames and chain and frames[0] == chain[-1]:
+                        chain = chain + frames[1:]
+                    else:
+                        chain = frames
+                    fresh = True
                     continue
                 m = INSTR.match(line)
                 if m:
                     current.append((int(m.group(1), 16), m.group(2), chain))
+                    fresh = False
     return functions
 
 
@@ -110,6 +120,23 @@ def frame_in(chain, wanted):
     return chain[-1] if chain else ("?", 0)
 
 
+def body_range(instrs, wanted):
+    """(first, last) line of the function's body in `wanted`: the span of its instructions' outermost
+    frames (every inlining chain ends in the kernel itself), or None where none of them is in that file."""
+    lines = [c[-1][1] for _, _, c in instrs if c and (not wanted or c[-1][0].endswith(wanted))]
+    return (min(lines), max(lines)) if lines else None
+
+
+def frame_for(chain, wanted, body):
+    """The line an instruction is charged to: the innermost frame in `wanted` inside the kernel's body
+    (a lambda's line, or the call site of a helper defined outside the body), else frame_in's."""
+    if body:
+        for f, n in chain:
+            if (not wanted or f.endswith(wanted)) and body[0] <= n <= body[1]:
+                return f, n
+    return frame_in(chain, wanted)
+
+
 def source_text(root, path, line, cache={}):
     if path not in cache:
         parts, found = path.split("/"), None
@@ -127,7 +154,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("sass_csv")
     ap.add_argument("disassembly", nargs="+")
-    ap.add_argument("--file", default=None, help="charge each instruction to its outermost frame in this file "
+    ap.add_argument("--file", default=None, help="charge each instruction to a frame in this file (the kernel body's line) "
                                                  "(default: the file of the function's first instruction)")
     ap.add_argument("--top", type=int, default=40)
     ap.add_argument("--source-root", default=".")
@@ -147,10 +174,11 @@ def main(argv=None):
     if wanted is None:
         first = next((c for _, _, c in instrs if c), [])
         wanted = os.path.basename(first[-1][0]) if first else None
+    body = body_range(instrs, wanted)
     executed, stalls = collections.Counter(), collections.Counter()
     inner = collections.defaultdict(collections.Counter)  # per line: executed counts by innermost frame
     for (_, _, chain), (_, _, count, samples) in zip(instrs, profile):
-        key = frame_in(chain, wanted)
+        key = frame_for(chain, wanted, body)
         executed[key] += count
         stalls[key] += samples
         if chain:
@@ -172,7 +200,7 @@ def main(argv=None):
         by_count = collections.defaultdict(collections.Counter)  # executions -> {line: instructions}
         for (_, _, chain), (_, _, count, _) in zip(instrs, profile):
             if count > 0:
-                by_count[count][frame_in(chain, wanted)] += 1
+                by_count[count][frame_for(chain, wanted, body)] += 1
         print(f"\ngroups of instructions executed equally often (the {args.groups} largest by executions):")
         print(f"{'each':>10} {'instrs':>6} {'executed':>12} {'share':>6}  lines (instructions)")
         ranked = sorted(by_count.items(), key=lambda kv: -kv[0] * sum(kv[1].values()))
