@@ -102,10 +102,6 @@ inline bool fused_support(const MBConvProblem& p) {
   return true;
 }
 
-// The depthwise items' fast form (see `item` in the kernel): off in every rung; comparison copies
-// set it (lessons/11-mbconv/NOTES.md, session wave-3b, has the instruction counts and the call).
-inline constexpr bool kLeanItems = false;
-
 // ---- device helpers ---------------------------------------------------------------------
 template <class Element> __device__ __forceinline__ float2 unpack_pair(uint32_t bits) {
   if constexpr (std::is_same_v<Element, __half>) return __half22float2(*reinterpret_cast<const __half2*>(&bits));
@@ -328,7 +324,7 @@ __device__ __forceinline__ void depthwise_tensor_cores(const Tile& t, const Elem
 // The register budget is cut for 2 CTAs per SM (16 warps): the depthwise run and the Y
 // accumulators share the registers.
 
-template <class Element, Stage kStage, int K, int kStride, bool kRelu, bool kTensorDw>
+template <class Element, Stage kStage, int K, int kStride, bool kRelu, bool kTensorDw, bool kLeanItems>
 __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
     Tile t, const Element* __restrict__ x, const Element* __restrict__ we, const Element* __restrict__ be,
     const Element* __restrict__ dw, const Element* __restrict__ bd, const float* __restrict__ gate,
@@ -766,8 +762,10 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
 // One stage over the whole batch, on the stage's own tile: choose_tile's rows, images_for's
 // images per tile (from the one-image tile's resident CTAs: a tile of more images has no more),
 // split_tile's CTAs per tile. One instantiation per kernel size, stride and φ; kTensorDw: the
-// store stage's depthwise on the tensor cores (11e) instead of the FMA pipes (11c).
-template <class Element, Stage kStage, bool kTensorDw = false>
+// store stage's depthwise on the tensor cores (11e) instead of the FMA pipes (11c); kLeanItems:
+// the FMA depthwise's whole interior items in their test-free form (off in every rung; comparison
+// copies, lessons/11-mbconv/NOTES.md, session wave-3b).
+template <class Element, Stage kStage, bool kTensorDw = false, bool kLeanItems = false>
 void launch_stage(const MBConvProblem& p, const Args<MBConvProblem>& a, const float* gate, float* partial, void* dbuf) {
   const Tile one = choose_tile(p, kStage);
   const void* wp = a.project_w;
@@ -787,10 +785,10 @@ void launch_stage(const MBConvProblem& p, const Args<MBConvProblem>& a, const fl
   };
   const auto with = [&](auto relu) {
     constexpr bool kRelu = decltype(relu)::value;
-    if (p.kernel == 3 && p.stride == 1) go(mbconv_tile_kernel<Element, kStage, 3, 1, kRelu, kTensorDw>, "mbconv_tile_kernel<k=3,s=1>");
-    else if (p.kernel == 3) go(mbconv_tile_kernel<Element, kStage, 3, 2, kRelu, kTensorDw>, "mbconv_tile_kernel<k=3,s=2>");
-    else if (p.stride == 1) go(mbconv_tile_kernel<Element, kStage, 5, 1, kRelu, kTensorDw>, "mbconv_tile_kernel<k=5,s=1>");
-    else go(mbconv_tile_kernel<Element, kStage, 5, 2, kRelu, kTensorDw>, "mbconv_tile_kernel<k=5,s=2>");
+    if (p.kernel == 3 && p.stride == 1) go(mbconv_tile_kernel<Element, kStage, 3, 1, kRelu, kTensorDw, kLeanItems>, "mbconv_tile_kernel<k=3,s=1>");
+    else if (p.kernel == 3) go(mbconv_tile_kernel<Element, kStage, 3, 2, kRelu, kTensorDw, kLeanItems>, "mbconv_tile_kernel<k=3,s=2>");
+    else if (p.stride == 1) go(mbconv_tile_kernel<Element, kStage, 5, 1, kRelu, kTensorDw, kLeanItems>, "mbconv_tile_kernel<k=5,s=1>");
+    else go(mbconv_tile_kernel<Element, kStage, 5, 2, kRelu, kTensorDw, kLeanItems>, "mbconv_tile_kernel<k=5,s=2>");
   };
   if (p.activation == MBConvActivation::relu) with(std::true_type{});
   else with(std::false_type{});

@@ -36,7 +36,8 @@ struct StorePlanLayout {
 // and waits for its sums there; pass 2 on wgmma (11h, 11i) fetches its Wp while the gate runs. Wp's padded copy,
 // where one is needed, is made before pass 1, so nothing pass 2 reads before its wait is written
 // by a kernel still running.
-template <bool kTensorDw, bool kWgmmaProject = false, bool kDependentLaunch = true> void run_store_plan(const MBConvProblem& p, const Args<MBConvProblem>& a) {
+template <bool kTensorDw, bool kWgmmaProject = false, bool kDependentLaunch = true, bool kLeanItems = false>
+void run_store_plan(const MBConvProblem& p, const Args<MBConvProblem>& a) {
   const Tile t = choose_tile(p, Stage::store);
   const StorePlanLayout l(p);
   unsigned char* base = static_cast<unsigned char*>(a.workspace);
@@ -46,7 +47,7 @@ template <bool kTensorDw, bool kWgmmaProject = false, bool kDependentLaunch = tr
   visit_dtype<__half, __nv_bfloat16>(p.dtype, [&](auto tag) {
     using E = typename decltype(tag)::type;
     const ProjectWeights<E> w = project_weights<E>(p, a, base + l.partial + l.gate16 + l.dbuf);
-    launch_stage<E, Stage::store, kTensorDw>(p, a, nullptr, partial, dbuf);
+    launch_stage<E, Stage::store, kTensorDw, kLeanItems>(p, a, nullptr, partial, dbuf);
     se_gate<E, kDependentLaunch>(p, t.tiles, partial, a.se1_w, a.se1_b, a.se2_w, a.se2_b, nullptr, gate16,
                                  dbuf_live(p.hidden()));
     if constexpr (kWgmmaProject)
