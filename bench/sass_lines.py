@@ -8,7 +8,9 @@ cubin (nvdisasm --print-line-info-inline). A hot loop of a kernel is mostly inli
 lambdas; each instruction is charged to the outermost frame of its inlining chain that lies in the
 kernel's own file that lies inside the kernel's body (the lines its outermost frames span): the
 line of a lambda defined in the kernel for the lambda's code, the call site in the kernel body for a
-helper defined elsewhere. The innermost frame is shown beside it.
+helper defined elsewhere. The innermost frame is shown beside it: nvcc's chains sometimes nest a
+helper inside the accessor lambda that computed one of its arguments (stage_tile's copies charged to
+the line of `wes`), and that column names the helper.
 
     bench/sass_lines.py sass.csv kernels.sass [--file mbconv_fused.cuh] [--top 40] [--groups 30] [--source-root .]
 
