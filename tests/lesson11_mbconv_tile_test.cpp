@@ -775,6 +775,93 @@ TEST_CASE("mbconv tile: 11c's pass 2 tile at the goal shapes", "[mbconv][lesson1
   CHECK(t.grid == 196);
 }
 
+TEST_CASE("mbconv stream (pass 2 as warp tasks): a lane's 16-byte pieces and Wp's staged rows multiply to D·Wp",
+          "[mbconv][lesson11][cpu]") {
+  // stream_channel is a bijection of (step, k) onto the chunk's 32 channels.
+  std::set<int> channels;
+  for (int s = 0; s < 2; ++s)
+    for (int k = 0; k < 16; ++k) channels.insert(stream_channel(s, k));
+  CHECK(channels.size() == 32u);
+  CHECK(*channels.begin() == 0);
+  CHECK(*channels.rbegin() == 31);
+  // One chunk: D [16 rows][32 channels] times Wp [32][8], through the kernel's maps. Lane 4g + t
+  // holds the 16-byte pieces of rows g and g + 8, channels 8t .. 8t + 7 (register r: 8t + 2r, + 1).
+  // Fragment register `reg`, half h of step s is piece register stream_piece_register(s, reg) of
+  // row g + 8·(reg & 1), element h; mma_a_coord says which (row, k) of A it is. B's k rows are the
+  // staged rows 16s + k = Wp row stream_channel(s, k), and ldmatrix .trans hands lane 4g + t the
+  // elements (k, n) = mma_b_coord (the test above). The mma's sum over both steps must be D·Wp.
+  std::uint64_t state = 12345;
+  const auto next = [&]() { state = state * 6364136223846793005ull + 1442695040888963407ull; return int(state >> 59) - 16; };
+  std::vector<long> d(16 * 32), w(32 * 8);
+  for (long& v : d) v = next();
+  for (long& v : w) v = next();
+  std::vector<long> got(16 * 8, 0), want(16 * 8, 0);
+  for (int row = 0; row < 16; ++row)
+    for (int n = 0; n < 8; ++n)
+      for (int c = 0; c < 32; ++c) want[row * 8 + n] += d[row * 32 + c] * w[c * 8 + n];
+  for (int s = 0; s < 2; ++s) {
+    std::vector<long> a(16 * 16, 0), b(16 * 8, 0);
+    std::vector<int> a_seen(16 * 16, 0), b_seen(16 * 8, 0);
+    for (int lane = 0; lane < 32; ++lane)
+      for (int half = 0; half < 2; ++half) {
+        for (int reg = 0; reg < 4; ++reg) {
+          const MatrixCoord at = mma_a_coord(lane, reg, half);
+          const int row = lane / 4 + 8 * (reg & 1);
+          const int channel = 8 * (lane % 4) + 2 * stream_piece_register(s, reg) + half;
+          CHECK(at.row == row);
+          a[at.row * 16 + at.col] = d[row * 32 + channel];
+          ++a_seen[at.row * 16 + at.col];
+        }
+        for (int reg = 0; reg < 2; ++reg) {
+          const MatrixCoord kn = mma_b_coord(lane, reg, half);
+          b[kn.row * 8 + kn.col] = w[stream_channel(s, kn.row) * 8 + kn.col];
+          ++b_seen[kn.row * 8 + kn.col];
+        }
+      }
+    CHECK(std::count(a_seen.begin(), a_seen.end(), 1) == 16 * 16);
+    CHECK(std::count(b_seen.begin(), b_seen.end(), 1) == 16 * 8);
+    for (int row = 0; row < 16; ++row)
+      for (int n = 0; n < 8; ++n)
+        for (int k = 0; k < 16; ++k) got[row * 8 + n] += a[row * 16 + k] * b[k * 8 + n];
+  }
+  CHECK(got == want);
+}
+
+TEST_CASE("mbconv stream (pass 2 as warp tasks): the tile at the goal shapes and its limits", "[mbconv][lesson11][cpu]") {
+  MBConvProblem p;
+  p.N = 128, p.dtype = DType::f16;
+  // C = 24 @ 56²: Wp 144 × 24 in 3 n8 tiles, 5 chunks of staged rows (48-byte rows, 3 units): 7 680 bytes.
+  p.H = p.W = 56, p.C = p.C_out = 24;
+  StreamTile t = stream_tile_for(p, 24);
+  CHECK(t.nt == 3);
+  CHECK(t.ldb == 24);
+  CHECK(t.chunks == 5);
+  CHECK(t.bytes == 5u * 32 * 24 * 2);
+  CHECK(t.tasks == 128 * 56 * 56 / 16);
+  CHECK(stream_tile_fits(t));
+  // C = 40 @ 28²: 5 n8 tiles, 8 chunks; C = 80 @ 14²: 10 n8 tiles, past kStreamMaxNT.
+  p.H = p.W = 28, p.C = p.C_out = 40;
+  t = stream_tile_for(p, 40);
+  CHECK(t.nt == 5);
+  CHECK(t.chunks == 8);
+  CHECK(stream_tile_fits(t));
+  p.H = p.W = 14, p.C = p.C_out = 80;
+  CHECK_FALSE(stream_tile_fits(stream_tile_for(p, 80)));
+  // Every shape of the tables: whole 16-byte rows, odd units, tasks covering the rows.
+  for (const MBConvProblem& q : project_shapes()) {
+    const int ldw = (q.C_out + 7) / 8 * 8;
+    const StreamTile s = stream_tile_for(q, ldw);
+    INFO(OpTraits<MBConvProblem>::spec(q));
+    CHECK(s.ldb >= ldw);
+    CHECK((s.ldb / 8) % 2 == 1);
+    CHECK(std::int64_t(s.tasks) * 16 >= s.m);
+    CHECK(std::int64_t(s.tasks - 1) * 16 < s.m);
+    CHECK(s.d_live % 8 == 0);
+    CHECK(s.bytes == std::size_t(s.chunks) * 32 * s.ldb * 2);
+    if (s.nt <= kStreamMaxNT) CHECK(stream_tile_fits(s) == (s.bytes <= kSharedTwoCtas));
+  }
+}
+
 TEST_CASE("mbconv tile: the SE gate kernel's block size and shared memory", "[mbconv][lesson11][cpu]") {
   std::vector<MBConvProblem> shapes;
   for (ShapeTable table : {ShapeTable::test, ShapeTable::bench})

@@ -595,7 +595,7 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
                                   auto rows_tag, auto full_tag) {
               constexpr int G = decltype(rows_tag)::value;
               constexpr bool kFull = decltype(full_tag)::value;
-              float s0 = 0.0f, s1 = 0.0f;  // sums: this item's
+              [[maybe_unused]] float s0 = 0.0f, s1 = 0.0f;  // sums: this item's
               const float2 bias = *reinterpret_cast<const float2*>(&v[kChunk + j0]);  // bd (read per item: fewer live registers)
               float d[G][kRun][2];
 #pragma unroll

@@ -3,7 +3,9 @@
 // and pass 2 (one GEMM over the batch that gates D and projects), the gate and pass 2 launched as
 // programmatic dependents of the kernel before each. The rungs differ in pass 1's
 // depthwise, on the FMA pipes (11c, 11h) or on the tensor cores (11e, 11i), and in pass 2: mma.sync
-// (11c, 11e) or Hopper's wgmma (11h, 11i: gpu/lib/mbconv_project_wgmma.cuh).
+// (11c, 11e) or Hopper's wgmma (11h, 11i: gpu/lib/mbconv_project_wgmma.cuh). Two flags, off in
+// every rung, for comparison copies: kLeanItems (pass 1's test-free depthwise items) and
+// kStreamProject (pass 2 as gpu/lib/mbconv_project_stream.cuh where Wp is small enough).
 //
 //   workspace  partial [N][tiles][hidden] fp32 | gate16 [N][dbuf_live] | dbuf (dbuf_elems) | Wp padded
 #pragma once
@@ -11,6 +13,7 @@
 #include "gpu/lib/mbconv_fused.cuh"
 #include "gpu/lib/mbconv_layers.cuh"
 #include "gpu/lib/mbconv_project.cuh"
+#include "gpu/lib/mbconv_project_stream.cuh"
 #include "gpu/lib/mbconv_project_wgmma.cuh"
 #include "ops/mbconv.hpp"
 
@@ -36,7 +39,8 @@ struct StorePlanLayout {
 // and waits for its sums there; pass 2 on wgmma (11h, 11i) fetches its Wp while the gate runs. Wp's padded copy,
 // where one is needed, is made before pass 1, so nothing pass 2 reads before its wait is written
 // by a kernel still running.
-template <bool kTensorDw, bool kWgmmaProject = false, bool kDependentLaunch = true, bool kLeanItems = false>
+template <bool kTensorDw, bool kWgmmaProject = false, bool kDependentLaunch = true, bool kLeanItems = false,
+          bool kStreamProject = false>
 void run_store_plan(const MBConvProblem& p, const Args<MBConvProblem>& a) {
   const Tile t = choose_tile(p, Stage::store);
   const StorePlanLayout l(p);
@@ -50,6 +54,11 @@ void run_store_plan(const MBConvProblem& p, const Args<MBConvProblem>& a) {
     launch_stage<E, Stage::store, kTensorDw, kLeanItems>(p, a, nullptr, partial, dbuf);
     se_gate<E, kDependentLaunch>(p, t.tiles, partial, a.se1_w, a.se1_b, a.se2_w, a.se2_b, nullptr, gate16,
                                  dbuf_live(p.hidden()));
+    bool streamed = false;
+    if constexpr (kStreamProject)
+      if (stream_tile_fits(stream_tile_for(p, w.ldw)))
+        launch_project_stream<E>(p, a, dbuf, gate16, w, kDependentLaunch), streamed = true;
+    if (streamed) return;
     if constexpr (kWgmmaProject)
       launch_project_wgmma<E>(p, a, dbuf, gate16, w, kDependentLaunch);
     else

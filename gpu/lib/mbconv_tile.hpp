@@ -555,6 +555,50 @@ inline ProjectTile choose_project_tile(const MBConvProblem& p, int sms, bool x_s
   return ProjectTile{};
 }
 
+// ---- pass 2 as a stream of warp tasks (gpu/lib/mbconv_project_stream.cuh) --------------------
+// Each warp makes 16 rows of Y at a time, reading their D from dbuf straight into its mma A
+// fragments: lane 4·g + t loads one 16-byte piece of row g and one of row g + 8 per chunk,
+// channels 8t .. 8t + 7, whose four registers are the A registers of the chunk's two k16 steps.
+// The mma sums over k in any order as long as A and B agree, so B's rows are staged in the
+// order these registers give: step s, fragment k (mma_a_coord's column) reads channel
+// stream_channel(s, k) of the chunk. Register r of lane t holds channels 8t + 2r, 8t + 2r + 1;
+// step s takes r = 2s as its low k pair (k = 2t, 2t + 1) and r = 2s + 1 as its high one (k + 8).
+CONVLAB_HOST_DEVICE constexpr int stream_channel(int s, int k) {
+  return 8 * ((k % 8) / 2) + 4 * s + 2 * (k / 8) + k % 2;
+}
+// The register (0..3) of a lane's 16-byte piece that fragment register `reg` (mma_a_coord's:
+// bit 0 the row half, bit 1 the k half) of step s takes.
+CONVLAB_HOST_DEVICE constexpr int stream_piece_register(int s, int reg) { return 2 * s + (reg >> 1); }
+
+inline constexpr int kStreamGroup = 4;   // chunks whose pieces a warp loads before it multiplies them
+inline constexpr int kStreamMaxNT = 6;   // n8 tiles of Y a warp holds at most (C_out ≤ 48: 24 accumulators)
+struct StreamTile {
+  int m = 0, pq = 0;            // rows N·P·Q (< 2^31: project_rows_fit), pixels per image
+  FastDiv pq_div;               // ÷ P·Q: row → image
+  int hidden = 0, chunks = 0, d_live = 0, c = 0, c_out = 0;
+  int nt = 0;                   // n8 tiles: ldw / 8 (ldw: Wp's row stride, C_out rounded up to 8)
+  int ldw = 0, ldb = 0;         // Wp's row stride in global memory; its staged rows' (an odd number of 16-byte units)
+  int tasks = 0;                // ⌈m / 16⌉ warp tasks
+  bool residual = false, pairs = false;
+  std::size_t bytes = 0;        // shared: Wp staged, chunks·32 rows of ldb
+};
+inline StreamTile stream_tile_for(const MBConvProblem& p, int ldw) {
+  StreamTile t;
+  t.pq = p.P() * p.Q(), t.m = int(std::min<double>(double(p.N) * t.pq, 2147483647.0));
+  t.pq_div = fast_div(std::uint32_t(std::max(1, t.pq)));
+  t.hidden = p.hidden(), t.chunks = (p.hidden() + kChunk - 1) / kChunk, t.d_live = dbuf_live(p.hidden());
+  t.c = p.C, t.c_out = p.C_out, t.residual = p.has_residual();
+  t.ldw = ldw, t.nt = ldw / 8, t.ldb = odd_units_stride(ldw);
+  t.tasks = int((std::int64_t(t.m) + 15) / 16);
+  t.bytes = std::size_t(t.chunks) * kChunk * t.ldb * 2;
+  return t;
+}
+// Where the stream runs (else pass 2 is mbconv_project_kernel): Wp's n8 tiles fit a warp's
+// accumulators and its staged rows leave room for two CTAs per SM.
+inline bool stream_tile_fits(const StreamTile& t) {
+  return t.nt >= 1 && t.nt <= kStreamMaxNT && t.ldw % 8 == 0 && t.bytes <= kSharedTwoCtas;
+}
+
 // ---- the SE gate kernel's block size and shared memory (gpu/lib/mbconv_layers.cuh) ----------
 // One block per image. Its time is L2 latency along each thread's chain of dependent weight
 // loads: FC1's ⌈hidden / T1⌉ with T1 = threads / ⌈Cr/8⌉ row groups, FC2's ⌈Cr / T2⌉ with

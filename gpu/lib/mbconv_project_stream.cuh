@@ -1,0 +1,207 @@
+// gpu/lib/mbconv_project_stream.cuh — pass 2 of lesson 11's store plan as a stream of warp
+// tasks: each warp reads 16 rows of D straight from dbuf into its mma fragments, with no shared
+// staging of D and no barrier between tasks. A comparison form of mbconv_project.cuh's
+// persistent GEMM (the store plan's flag kStreamProject), for the shapes where Wp is small.
+//
+//   plain loop:  for row m: for o: y[m][o] = bp[o] (+ x[m][o]) + Σ_j d[m][j] · g[image(m)][j] · Wp[j][o]
+//   here:        Wp staged once per CTA, its rows in stream order (stream_channel, mbconv_tile.hpp);
+//                warp task: rows m0 .. m0 + 15 (of any images), for each group of kGroup chunks:
+//                  lane 4·g + t loads 16 bytes of D for rows m0 + g and m0 + g + 8 (channels 8t .. 8t + 7
+//                  of the chunk), all the group's loads first; then per chunk: the same 16 bytes of the
+//                  rows' images' gates (L1 hits), A = D ⊙ g (packed 16-bit multiplies, the gate rounded to
+//                  16 bits like D, as mbconv_project.cuh does), two k16 steps of Y += A · Wp (mma.sync
+//                  m16n8k16, B by ldmatrix .trans from the staged rows);
+//                y = Y + bp (+ x), a lane's two adjacent columns as one 32-bit store.
+//
+// Why: the GEMM is a stream (K = hidden, N = C_out ≤ 80; D is ~90 % of its bytes) and its floor is
+// DRAM. The persistent GEMM stages D through a cp.async ring with a barrier per stage and ran at
+// ≈ 40 % of DRAM bandwidth at C = 24 @ 56² (lesson 11's NOTES). Here the bytes in flight are each
+// warp's own: a group's loads (4 chunks × 16 rows × 64 bytes = 4 KB a warp) are issued back to
+// back, and 16 warps an SM keep up to 64 KB in flight without any CTA-wide wait (2 KB a warp where
+// more than 3 n8 tiles of accumulators leave fewer registers: kGroup = 2).
+//
+// Cost per task (16 rows): per chunk 4 16-byte loads, 8 f16x2 multiplies, 2 k16 steps of ⌈nt/2⌉
+// ldmatrix and nt mma; the epilogue ≈ 2·nt·(bias, residual, pack, store). DRAM: D, the gates (L1
+// and L2 hits after the first warp of an image), x and y once, Wp once per CTA.
+// Contract: as mbconv_project_kernel (dbuf as pass 1 writes it, gate16 [N][dbuf_live(hidden)] zero
+// padded, Wp rows of ldw = C_out rounded up to 8, 16-byte aligned: project_weights); shapes where
+// stream_tile_fits (Wp's n8 tiles ≤ kStreamMaxNT, its staged rows ≤ kSharedTwoCtas).
+// Tunables: kStreamGroup (chunks a warp has in flight), kStreamMaxNT (mbconv_tile.hpp; ptxas: no
+// spills up to 6 n8 tiles at 128 registers, 12–36 bytes from 7 to 10).
+// Run the copy that takes it: lessons/11-mbconv/NOTES.md, session wave-3b.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+
+#include "gpu/lib/check.cuh"
+#include "gpu/lib/element.cuh"
+#include "gpu/lib/hopper/dependent_launch.cuh"
+#include "gpu/lib/mbconv_fused.cuh"    // unpack_pair, ldmatrix_x2_trans
+#include "gpu/lib/mbconv_project.cuh"  // mul_pair, ProjectWeights
+#include "gpu/lib/mbconv_tile.hpp"
+#include "gpu/lib/mma.cuh"
+#include "ops/mbconv.hpp"
+
+namespace convlab::gpu::mbconv {
+
+__device__ __forceinline__ uint4 load_piece(const void* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
+
+// dbuf [N][chunks][P·Q][32], gate16 [N][d_live], wp [hidden][ldw], bp [C_out], x [N·P·Q][C],
+// y [N·P·Q][C_out]. kThreads threads, t.bytes of dynamic shared memory, any grid (warps stride
+// over the tasks).
+template <class Element, int kNT>
+__global__ void __launch_bounds__(kThreads, 2) mbconv_project_stream_kernel(
+    StreamTile t, const Element* __restrict__ dbuf, const Element* __restrict__ gate16,
+    const Element* __restrict__ wp, const Element* __restrict__ bp, const Element* __restrict__ x,
+    Element* __restrict__ y) {
+  // Chunks a warp loads before it multiplies them: fewer where the accumulators take the registers.
+  constexpr int kGroup = kNT <= 3 ? kStreamGroup : kStreamGroup / 2;
+  extern __shared__ __align__(16) unsigned char shared[];
+  Element* wb = reinterpret_cast<Element*>(shared);  // [chunks·32][ldb]: row 32c + 16s + k is Wp row 32c + stream_channel(s, k)
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, g = lane / 4, tq = lane % 4;
+
+  // Wp and bp are not written by the kernels this one depends on: staged before the wait.
+  for (int i = tid; i < t.chunks * kChunk * kNT; i += kThreads) {
+    const int r = i / kNT, u = i - r * kNT, within = r % kChunk;
+    const int j = r - within + stream_channel(within / 16, within % 16);
+    const uint4 v = j < t.hidden ? *reinterpret_cast<const uint4*>(wp + std::ptrdiff_t(j) * t.ldw + 8 * u)
+                                 : make_uint4(0u, 0u, 0u, 0u);
+    *reinterpret_cast<uint4*>(wb + r * t.ldb + 8 * u) = v;
+  }
+  uint32_t bias[kNT];  // the lane's two columns, a packed pair (zero bits past C_out: 0.0)
+  const unsigned short* bp_bits = reinterpret_cast<const unsigned short*>(bp);
+#pragma unroll
+  for (int nt = 0; nt < kNT; ++nt) {
+    const int o = 8 * nt + 2 * tq;
+    bias[nt] = (o < t.c_out ? bp_bits[o] : 0u) | (o + 1 < t.c_out ? uint32_t(bp_bits[o + 1]) << 16 : 0u);
+  }
+  __syncthreads();
+  hopper::wait_for_prerequisite_grid();  // the store plan: the gate kernel (and, through it, pass 1)
+
+  const uint32_t b_lane = shared_address(wb) + uint32_t(((lane % 16) * t.ldb + 8 * (lane / 16)) * 2);
+  const uint32_t b_step = 16u * uint32_t(t.ldb) * 2;  // one k16 step of staged rows, bytes
+  const std::ptrdiff_t chunk_step = std::ptrdiff_t(t.pq) * kChunk;
+  const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+  for (int task = blockIdx.x * kWarps + warp; task < t.tasks; task += gridDim.x * kWarps) {
+    const int m_lo = 16 * task + g, m_hi = m_lo + 8;
+    const bool in_lo = m_lo < t.m, in_hi = m_hi < t.m;
+    const int n_lo = in_lo ? fast_quotient(t.pq_div, m_lo) : 0, n_hi = in_hi ? fast_quotient(t.pq_div, m_hi) : 0;
+    const Element* d_lo = dbuf + (std::ptrdiff_t(n_lo) * t.chunks * t.pq + (m_lo - n_lo * t.pq)) * kChunk + 8 * tq;
+    const Element* d_hi = dbuf + (std::ptrdiff_t(n_hi) * t.chunks * t.pq + (m_hi - n_hi * t.pq)) * kChunk + 8 * tq;
+    const Element* q_lo = gate16 + std::ptrdiff_t(n_lo) * t.d_live + 8 * tq;
+    const Element* q_hi = gate16 + std::ptrdiff_t(n_hi) * t.d_live + 8 * tq;
+    float acc[kNT][4];
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
+
+    // d_lo, d_hi, q_lo, q_hi step on by a group of chunks; within it, constant offsets.
+    for (int c0 = 0; c0 < t.chunks; c0 += kGroup) {
+      uint4 a_lo[kGroup], a_hi[kGroup];
+#pragma unroll
+      for (int i = 0; i < kGroup; ++i) {  // every D load of the group before any use
+        const int c = c0 + i;
+        const bool live = c < t.chunks && kChunk * c + 8 * tq < t.d_live;  // whole 16-byte pieces (d_live % 8 == 0)
+        a_lo[i] = live && in_lo ? load_piece(d_lo + i * chunk_step) : zero;
+        a_hi[i] = live && in_hi ? load_piece(d_hi + i * chunk_step) : zero;
+      }
+#pragma unroll
+      for (int i = 0; i < kGroup; ++i) {
+        const int c = c0 + i;
+        if (c >= t.chunks) break;
+        const bool live = kChunk * c + 8 * tq < t.d_live;  // the gates: L1 hits after the image's first task
+        const uint4 gl = live ? load_piece(q_lo + kChunk * i) : zero, gh = live ? load_piece(q_hi + kChunk * i) : zero;
+        const uint32_t lo[4] = {mul_pair<Element>(a_lo[i].x, gl.x), mul_pair<Element>(a_lo[i].y, gl.y),
+                                mul_pair<Element>(a_lo[i].z, gl.z), mul_pair<Element>(a_lo[i].w, gl.w)};
+        const uint32_t hi[4] = {mul_pair<Element>(a_hi[i].x, gh.x), mul_pair<Element>(a_hi[i].y, gh.y),
+                                mul_pair<Element>(a_hi[i].z, gh.z), mul_pair<Element>(a_hi[i].w, gh.w)};
+#pragma unroll
+        for (int s = 0; s < 2; ++s) {
+          // mma_a_coord: register bit 0 the row half (g, g + 8), bit 1 the k half.
+          const uint32_t a[4] = {lo[stream_piece_register(s, 0)], hi[stream_piece_register(s, 1)],
+                                 lo[stream_piece_register(s, 2)], hi[stream_piece_register(s, 3)]};
+          const uint32_t b_rows = b_lane + uint32_t(2 * (c0 + i) + s) * b_step;
+#pragma unroll
+          for (int np = 0; np < kNT / 2; ++np) {  // two n8 tiles per ldmatrix .x4 .trans
+            uint32_t bq[4];
+            ldmatrix_x4_trans(bq, b_rows + 32u * np);
+            const uint32_t b0[2] = {bq[0], bq[1]}, b1[2] = {bq[2], bq[3]};
+            mma_m16n8k16<Element>(acc[2 * np], a, b0);
+            mma_m16n8k16<Element>(acc[2 * np + 1], a, b1);
+          }
+          if constexpr (kNT % 2 == 1) {  // the last n8 tile alone (.x2: lanes 0-15's addresses)
+            uint32_t bb[2];
+            ldmatrix_x2_trans(bb, b_rows + 32u * (kNT / 2));
+            mma_m16n8k16<Element>(acc[kNT - 1], a, bb);
+          }
+        }
+      }
+      d_lo += kGroup * chunk_step, d_hi += kGroup * chunk_step, q_lo += kGroup * kChunk, q_hi += kGroup * kChunk;
+    }
+
+    // y = Y + bp (+ x): c0, c1 row m_lo, c2, c3 row m_hi; columns 8·nt + 2t, + 1 (the rows' addresses
+    // once, the columns as constant offsets).
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int m = half ? m_hi : m_lo;
+      if (m >= t.m) continue;
+      Element* y_row = y + std::ptrdiff_t(m) * t.c_out + 2 * tq;
+      const Element* x_row = x + std::ptrdiff_t(m) * t.c + 2 * tq;  // residual: stride 1, C_out == C
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt) {
+        const int o = 8 * nt + 2 * tq;
+        if (o >= t.c_out) continue;
+        const float2 b = unpack_pair<Element>(bias[nt]);
+        float lo = acc[nt][2 * half] + b.x, hi = acc[nt][2 * half + 1] + b.y;
+        if (t.pairs) {  // C_out even: o + 1 < C_out, both addresses 4-byte aligned
+          if (t.residual) {
+            const float2 v = unpack_pair<Element>(*reinterpret_cast<const uint32_t*>(x_row + 8 * nt));
+            lo += v.x, hi += v.y;
+          }
+          *reinterpret_cast<uint32_t*>(y_row + 8 * nt) = pack_pair<Element>(lo, hi);
+        } else {
+          if (t.residual) lo += to_float(x_row[8 * nt]);
+          y_row[8 * nt] = from_float<Element>(lo);
+          if (o + 1 < t.c_out) {
+            if (t.residual) hi += to_float(x_row[8 * nt + 1]);
+            y_row[8 * nt + 1] = from_float<Element>(hi);
+          }
+        }
+      }
+    }
+  }
+}
+
+// Pass 2 as the stream, where stream_tile_fits (the caller checks; else launch_project). Grid:
+// the resident CTAs of one wave, or fewer where the tasks are fewer.
+template <class Element>
+void launch_project_stream(const MBConvProblem& p, const Args<MBConvProblem>& a, const void* dbuf, const void* gate16,
+                           const ProjectWeights<Element>& w, bool dependent) {
+  StreamTile t = stream_tile_for(p, w.ldw);
+  if (!stream_tile_fits(t)) throw std::invalid_argument("mbconv: internal: pass 2's stream does not fit this shape");
+  t.pairs = p.C_out % 2 == 0 && aligned_to(a.y, 4) && aligned_to(a.x, 4);
+  const auto go = [&](auto kernel, const char* name) {
+    allow_dynamic_shared(kernel, t.bytes, name);
+    const int ctas = int(std::min<std::int64_t>((std::int64_t(t.tasks) + kWarps - 1) / kWarps,
+                                                resident_blocks(kernel, kThreads, t.bytes)));
+    hopper::launch_kernel(dependent, kernel, dim3(unsigned(std::max(1, ctas))), dim3(kThreads), t.bytes, name, t,
+                          static_cast<const Element*>(dbuf), static_cast<const Element*>(gate16), w.wp,
+                          static_cast<const Element*>(a.project_b), static_cast<const Element*>(a.x),
+                          static_cast<Element*>(a.y));
+  };
+  static_assert(kStreamMaxNT == 6, "one instantiation per n8-tile count up to kStreamMaxNT");
+  switch (t.nt) {  // C_out ≤ 8·nt
+    case 1: go(mbconv_project_stream_kernel<Element, 1>, "mbconv_project_stream_kernel<1>"); break;
+    case 2: go(mbconv_project_stream_kernel<Element, 2>, "mbconv_project_stream_kernel<2>"); break;
+    case 3: go(mbconv_project_stream_kernel<Element, 3>, "mbconv_project_stream_kernel<3>"); break;
+    case 4: go(mbconv_project_stream_kernel<Element, 4>, "mbconv_project_stream_kernel<4>"); break;
+    case 5: go(mbconv_project_stream_kernel<Element, 5>, "mbconv_project_stream_kernel<5>"); break;
+    default: go(mbconv_project_stream_kernel<Element, 6>, "mbconv_project_stream_kernel<6>"); break;
+  }
+}
+
+}  // namespace convlab::gpu::mbconv
