@@ -27,6 +27,8 @@
 //      computed once, from the buffer its copy wrote, no buffer or X region
 //      overwritten before its last reader); the cost model against a replay
 //      of the blocks per SM, and the choice at the goal shapes.
+//      The stream form of pass 2 (mbconv_project_stream.cuh): its lane's 16-byte pieces and
+//      Wp's staged rows multiply to D·Wp through the mma maps; its tile at the goal shapes.
 //   8. The SE gate kernel: its block size from the chains of loads (replayed),
 //      and the shared memory of both FCs' partial sums.
 //   9. 11e's tensor-core depthwise: its diagonal B fragments against the mma's
