@@ -864,6 +864,41 @@ TEST_CASE("mbconv stream (pass 2 as warp tasks): the tile at the goal shapes and
   }
 }
 
+TEST_CASE("mbconv stream (pass 2 as warp tasks): it reads D and the gates where pass 1 and the gate kernel wrote them",
+          "[mbconv][lesson11][cpu]") {
+  for (const MBConvProblem& p : project_shapes()) {
+    const StreamTile t = stream_tile_for(p, (p.C_out + 7) / 8 * 8);
+    const Tile pass1 = choose_tile(p, Stage::store);
+    INFO(OpTraits<MBConvProblem>::spec(p));
+    // Staged rows: a permutation of each chunk's 32 rows.
+    std::vector<int> seen(std::size_t(t.chunks) * kChunk, 0);
+    for (int r = 0; r < t.chunks * kChunk; ++r) {
+      const int j = stream_staged_row(r);
+      CHECK(j / kChunk == r / kChunk);
+      ++seen[std::size_t(j)];
+    }
+    CHECK(std::count(seen.begin(), seen.end(), 1) == t.chunks * kChunk);
+    // Pieces: live exactly where pass 1 wrote channels; a piece left out holds only channels ≥ hidden.
+    for (int c = 0; c < t.chunks + 1; ++c)
+      for (int tq = 0; tq < 4; ++tq) {
+        const int first = kChunk * c + 8 * tq;
+        CHECK(stream_piece_live(t, c, tq) == (c < t.chunks && first < t.d_live));
+        if (c < t.chunks && !stream_piece_live(t, c, tq)) CHECK(first >= t.hidden);
+      }
+    const int probes[] = {0, 1, 15, 16, t.pq - 1, t.pq, t.pq + 1, t.m / 2, t.m - 1};
+    for (int m : probes) {
+      if (m < 0 || m >= t.m) continue;
+      const int n = m / t.pq, pixel = m - n * t.pq;
+      for (int tq = 0; tq < 4; ++tq) {
+        CHECK(stream_gate_offset(t, m, tq) == std::ptrdiff_t(n) * t.d_live + 8 * tq);
+        for (int c = 0; c < t.chunks; ++c)
+          CHECK(stream_d_offset(t, m, tq) + std::ptrdiff_t(c) * t.pq * kChunk ==
+                dbuf_offset(pass1, n, c, pixel) + 8 * tq);
+      }
+    }
+  }
+}
+
 TEST_CASE("mbconv tile: the SE gate kernel's block size and shared memory", "[mbconv][lesson11][cpu]") {
   std::vector<MBConvProblem> shapes;
   for (ShapeTable table : {ShapeTable::test, ShapeTable::bench})

@@ -13,12 +13,12 @@
 //                  m16n8k16, B by ldmatrix .trans from the staged rows);
 //                y = Y + bp (+ x), a lane's two adjacent columns as one 32-bit store.
 //
-// Why: the GEMM is a stream (K = hidden, N = C_out ≤ 80; D is ~90 % of its bytes) and its floor is
-// DRAM. The persistent GEMM stages D through a cp.async ring with a barrier per stage and ran at
-// ≈ 40 % of DRAM bandwidth at C = 24 @ 56² (lesson 11's NOTES). Here the bytes in flight are each
-// warp's own: a group's loads (4 chunks × 16 rows × 64 bytes = 4 KB a warp) are issued back to
-// back, and 16 warps an SM keep up to 64 KB in flight without any CTA-wide wait (2 KB a warp where
-// more than 3 n8 tiles of accumulators leave fewer registers: kGroup = 2).
+// The idea: with N = C_out ≤ 48 the GEMM is a stream (D is most of its bytes) whose floor is DRAM,
+// and what a stream needs is bytes in flight. The persistent GEMM stages D through a cp.async ring
+// with a barrier per stage; here each warp keeps its own: a group's loads (4 chunks × 16 rows × 64
+// bytes = 4 KB a warp) are issued back to back, and 16 warps an SM keep up to 64 KB in flight with
+// no CTA-wide wait (2 KB a warp where more than 3 n8 tiles of accumulators take the registers:
+// kGroup = 2).
 //
 // Cost per task (16 rows): per chunk 4 16-byte loads, 8 f16x2 multiplies, 2 k16 steps of ⌈nt/2⌉
 // ldmatrix and nt mma; the epilogue ≈ 2·nt·(bias, residual, pack, store). DRAM: D, the gates (L1
@@ -28,7 +28,8 @@
 // stream_tile_fits (Wp's n8 tiles ≤ kStreamMaxNT, its staged rows ≤ kSharedTwoCtas).
 // Tunables: kStreamGroup (chunks a warp has in flight), kStreamMaxNT (mbconv_tile.hpp; ptxas: no
 // spills up to 6 n8 tiles at 128 registers, 12–36 bytes from 7 to 10).
-// Run the copy that takes it: lessons/11-mbconv/NOTES.md, session wave-3b.
+// Run: make the copy 11s_store_stream with its sed line (lessons/11-mbconv/NOTES.md, session wave-3b),
+// then build/convlab run mbconv/gpu/11s_store_stream --shape N=128,H=56,C=24,dtype=f16
 #pragma once
 
 #include <cuda_runtime.h>
@@ -67,8 +68,7 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_project_stream_kernel(
 
   // Wp and bp are not written by the kernels this one depends on: staged before the wait.
   for (int i = tid; i < t.chunks * kChunk * kNT; i += kThreads) {
-    const int r = i / kNT, u = i - r * kNT, within = r % kChunk;
-    const int j = r - within + stream_channel(within / 16, within % 16);
+    const int r = i / kNT, u = i - r * kNT, j = stream_staged_row(r);
     const uint4 v = j < t.hidden ? *reinterpret_cast<const uint4*>(wp + std::ptrdiff_t(j) * t.ldw + 8 * u)
                                  : make_uint4(0u, 0u, 0u, 0u);
     *reinterpret_cast<uint4*>(wb + r * t.ldb + 8 * u) = v;
@@ -89,12 +89,11 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_project_stream_kernel(
   const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
   for (int task = blockIdx.x * kWarps + warp; task < t.tasks; task += gridDim.x * kWarps) {
     const int m_lo = 16 * task + g, m_hi = m_lo + 8;
-    const bool in_lo = m_lo < t.m, in_hi = m_hi < t.m;
-    const int n_lo = in_lo ? fast_quotient(t.pq_div, m_lo) : 0, n_hi = in_hi ? fast_quotient(t.pq_div, m_hi) : 0;
-    const Element* d_lo = dbuf + (std::ptrdiff_t(n_lo) * t.chunks * t.pq + (m_lo - n_lo * t.pq)) * kChunk + 8 * tq;
-    const Element* d_hi = dbuf + (std::ptrdiff_t(n_hi) * t.chunks * t.pq + (m_hi - n_hi * t.pq)) * kChunk + 8 * tq;
-    const Element* q_lo = gate16 + std::ptrdiff_t(n_lo) * t.d_live + 8 * tq;
-    const Element* q_hi = gate16 + std::ptrdiff_t(n_hi) * t.d_live + 8 * tq;
+    const bool in_lo = m_lo < t.m, in_hi = m_hi < t.m;  // rows past M: no load, no store (row 0's addresses)
+    const Element* d_lo = dbuf + stream_d_offset(t, in_lo ? m_lo : 0, tq);
+    const Element* d_hi = dbuf + stream_d_offset(t, in_hi ? m_hi : 0, tq);
+    const Element* q_lo = gate16 + stream_gate_offset(t, in_lo ? m_lo : 0, tq);
+    const Element* q_hi = gate16 + stream_gate_offset(t, in_hi ? m_hi : 0, tq);
     float acc[kNT][4];
 #pragma unroll
     for (int nt = 0; nt < kNT; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
@@ -105,7 +104,7 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_project_stream_kernel(
 #pragma unroll
       for (int i = 0; i < kGroup; ++i) {  // every D load of the group before any use
         const int c = c0 + i;
-        const bool live = c < t.chunks && kChunk * c + 8 * tq < t.d_live;  // whole 16-byte pieces (d_live % 8 == 0)
+        const bool live = stream_piece_live(t, c, tq);
         a_lo[i] = live && in_lo ? load_piece(d_lo + i * chunk_step) : zero;
         a_hi[i] = live && in_hi ? load_piece(d_hi + i * chunk_step) : zero;
       }
@@ -113,7 +112,7 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_project_stream_kernel(
       for (int i = 0; i < kGroup; ++i) {
         const int c = c0 + i;
         if (c >= t.chunks) break;
-        const bool live = kChunk * c + 8 * tq < t.d_live;  // the gates: L1 hits after the image's first task
+        const bool live = stream_piece_live(t, c, tq);  // the gates: L1 hits after the image's first task
         const uint4 gl = live ? load_piece(q_lo + kChunk * i) : zero, gh = live ? load_piece(q_hi + kChunk * i) : zero;
         const uint32_t lo[4] = {mul_pair<Element>(a_lo[i].x, gl.x), mul_pair<Element>(a_lo[i].y, gl.y),
                                 mul_pair<Element>(a_lo[i].z, gl.z), mul_pair<Element>(a_lo[i].w, gl.w)};

@@ -593,6 +593,24 @@ inline StreamTile stream_tile_for(const MBConvProblem& p, int ldw) {
   t.bytes = std::size_t(t.chunks) * kChunk * t.ldb * 2;
   return t;
 }
+// The stream kernel's addresses, in elements. Row m (pixel m % P·Q of image m / P·Q, m < t.m): its
+// 16-byte piece of lane column tq (channels 8·tq .. + 7) in chunk 0 of dbuf (chunk c's is c·P·Q·32
+// further: dbuf_offset's layout), and of its image's gates (chunk c's is 32·c further). Whether
+// chunk c's piece tq holds channels pass 1 wrote (whole pieces: d_live is a multiple of 8). Which
+// row of Wp the staged row r (chunk r / 32, step and k from r % 32) holds; ≥ hidden: zeros.
+CONVLAB_HOST_DEVICE inline std::ptrdiff_t stream_d_offset(const StreamTile& t, int m, int tq) {
+  const int n = fast_quotient(t.pq_div, m);
+  return (std::ptrdiff_t(n) * t.chunks * t.pq + (m - n * t.pq)) * kChunk + 8 * tq;
+}
+CONVLAB_HOST_DEVICE inline std::ptrdiff_t stream_gate_offset(const StreamTile& t, int m, int tq) {
+  return std::ptrdiff_t(fast_quotient(t.pq_div, m)) * t.d_live + 8 * tq;
+}
+CONVLAB_HOST_DEVICE inline bool stream_piece_live(const StreamTile& t, int c, int tq) {
+  return c < t.chunks && kChunk * c + 8 * tq < t.d_live;
+}
+CONVLAB_HOST_DEVICE constexpr int stream_staged_row(int r) {
+  return r - r % kChunk + stream_channel(r % kChunk / 16, r % 16);
+}
 // Where the stream runs (else pass 2 is mbconv_project_kernel): Wp's n8 tiles fit a warp's
 // accumulators and its staged rows leave room for two CTAs per SM.
 inline bool stream_tile_fits(const StreamTile& t) {
