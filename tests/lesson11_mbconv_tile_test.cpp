@@ -832,35 +832,58 @@ TEST_CASE("mbconv stream (pass 2 as warp tasks): a lane's 16-byte pieces and Wp'
 TEST_CASE("mbconv stream (pass 2 as warp tasks): the tile at the goal shapes and its limits", "[mbconv][lesson11][cpu]") {
   MBConvProblem p;
   p.N = 128, p.dtype = DType::f16;
-  // C = 24 @ 56²: Wp 144 × 24 in 3 n8 tiles, 5 chunks of staged rows (48-byte rows, 3 units): 7 680 bytes.
+  // C = 24 @ 56²: Wp 144 × 24 in 3 n8 tiles, one part, 5 chunks of staged rows (48-byte rows, 3 units).
   p.H = p.W = 56, p.C = p.C_out = 24;
   StreamTile t = stream_tile_for(p, 24);
+  CHECK(t.parts == 1);
   CHECK(t.nt == 3);
   CHECK(t.ldb == 24);
   CHECK(t.chunks == 5);
-  CHECK(t.bytes == 5u * 32 * 24 * 2);
+  CHECK(t.wb_bytes == 5u * 32 * 24 * 2);
+  CHECK(t.bytes == t.wb_bytes + 48);
   CHECK(t.tasks == 128 * 56 * 56 / 16);
   CHECK(stream_tile_fits(t));
-  // C = 40 @ 28²: 5 n8 tiles, 8 chunks; C = 80 @ 14²: 10 n8 tiles, past kStreamMaxNT.
+  // C = 40 @ 28²: 5 n8 tiles, 8 chunks. C = 80 @ 14²: two parts of 5, Wp 480 × 88 staged (84 KB).
+  // C = 112 @ 14²: three parts of 5, but Wp 672 × 120 is 161 KB: the persistent GEMM keeps it.
   p.H = p.W = 28, p.C = p.C_out = 40;
   t = stream_tile_for(p, 40);
+  CHECK(t.parts == 1);
   CHECK(t.nt == 5);
   CHECK(t.chunks == 8);
   CHECK(stream_tile_fits(t));
   p.H = p.W = 14, p.C = p.C_out = 80;
-  CHECK_FALSE(stream_tile_fits(stream_tile_for(p, 80)));
-  // Every shape of the tables: whole 16-byte rows, odd units, tasks covering the rows.
+  t = stream_tile_for(p, 80);
+  CHECK(t.parts == 2);
+  CHECK(t.nt == 5);
+  CHECK(t.ldb == 88);
+  CHECK(t.tasks == 128 * 14 * 14 / 16 * 2);
+  CHECK(stream_tile_fits(t));
+  p.C = p.C_out = 112;
+  t = stream_tile_for(p, 112);
+  CHECK(t.parts == 3);
+  CHECK(t.nt == 5);
+  CHECK_FALSE(stream_tile_fits(t));
+  // Every shape of the tables: parts of at most kStreamMaxNT n8 tiles covering C_out, none empty;
+  // whole 16-byte rows with odd units; tasks covering every (row tile, part); the task split.
   for (const MBConvProblem& q : project_shapes()) {
     const int ldw = (q.C_out + 7) / 8 * 8;
     const StreamTile s = stream_tile_for(q, ldw);
     INFO(OpTraits<MBConvProblem>::spec(q));
-    CHECK(s.ldb >= ldw);
+    CHECK(s.nt >= 1);
+    CHECK(s.nt <= kStreamMaxNT);
+    CHECK(s.cols == 8 * s.parts * s.nt);
+    CHECK(s.cols >= ldw);
+    CHECK(8 * (s.parts - 1) * s.nt < ldw);
+    CHECK(s.ldb >= s.cols);
     CHECK((s.ldb / 8) % 2 == 1);
-    CHECK(std::int64_t(s.tasks) * 16 >= s.m);
-    CHECK(std::int64_t(s.tasks - 1) * 16 < s.m);
+    CHECK(std::int64_t(s.tasks) == (std::int64_t(s.m) + 15) / 16 * s.parts);
     CHECK(s.d_live % 8 == 0);
-    CHECK(s.bytes == std::size_t(s.chunks) * 32 * s.ldb * 2);
-    if (s.nt <= kStreamMaxNT) CHECK(stream_tile_fits(s) == (s.bytes <= kSharedTwoCtas));
+    CHECK(s.wb_bytes == std::size_t(s.chunks) * 32 * s.ldb * 2);
+    CHECK(s.wb_bytes % 16 == 0);  // bp's staged copy starts on 16 bytes
+    CHECK(s.bytes >= s.wb_bytes + std::size_t(s.cols) * 2);
+    CHECK(stream_tile_fits(s) == (s.bytes <= kSharedTwoCtas));
+    for (int task : {0, 1, s.parts, s.tasks / 2, s.tasks - 1})
+      if (task >= 0 && task < s.tasks) CHECK(fast_quotient(s.parts_div, task) == task / s.parts);
   }
 }
 

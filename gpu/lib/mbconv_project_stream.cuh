@@ -1,11 +1,12 @@
 // gpu/lib/mbconv_project_stream.cuh — pass 2 of lesson 11's store plan as a stream of warp
 // tasks: each warp reads 16 rows of D straight from dbuf into its mma fragments, with no shared
 // staging of D and no barrier between tasks. A comparison form of mbconv_project.cuh's
-// persistent GEMM (the store plan's flag kStreamProject), for the shapes where Wp is small.
+// persistent GEMM (the store plan's flag kStreamProject), for the shapes whose Wp fits a CTA.
 //
 //   plain loop:  for row m: for o: y[m][o] = bp[o] (+ x[m][o]) + Σ_j d[m][j] · g[image(m)][j] · Wp[j][o]
 //   here:        Wp staged once per CTA, its rows in stream order (stream_channel, mbconv_tile.hpp);
-//                warp task: rows m0 .. m0 + 15 (of any images), for each group of kGroup chunks:
+//                warp task: rows m0 .. m0 + 15 (of any images) × one column part of nt n8 tiles
+//                (StreamTile: C_out > 48 in parts), for each group of kGroup chunks:
 //                  lane 4·g + t loads 16 bytes of D for rows m0 + g and m0 + g + 8 (channels 8t .. 8t + 7
 //                  of the chunk), all the group's loads first; then per chunk: the same 16 bytes of the
 //                  rows' images' gates (L1 hits), A = D ⊙ g (packed 16-bit multiplies, the gate rounded to
@@ -13,21 +14,22 @@
 //                  m16n8k16, B by ldmatrix .trans from the staged rows);
 //                y = Y + bp (+ x), a lane's two adjacent columns as one 32-bit store.
 //
-// The idea: with N = C_out ≤ 48 the GEMM is a stream (D is most of its bytes) whose floor is DRAM,
+// The idea: with N = C_out ≤ 80 the GEMM is a stream (D is most of its bytes) whose floor is DRAM,
 // and what a stream needs is bytes in flight. The persistent GEMM stages D through a cp.async ring
 // with a barrier per stage; here each warp keeps its own: a group's loads (4 chunks × 16 rows × 64
 // bytes = 4 KB a warp) are issued back to back, and 16 warps an SM keep up to 64 KB in flight with
 // no CTA-wide wait (2 KB a warp where more than 3 n8 tiles of accumulators take the registers:
 // kGroup = 2).
 //
-// Cost per task (16 rows): per chunk 4 16-byte loads, 8 f16x2 multiplies, 2 k16 steps of ⌈nt/2⌉
-// ldmatrix and nt mma; the epilogue ≈ 2·nt·(bias, residual, pack, store). DRAM: D, the gates (L1
-// and L2 hits after the first warp of an image), x and y once, Wp once per CTA.
+// Cost per task (16 rows, one part): per chunk 4 16-byte loads, 8 f16x2 multiplies, 2 k16 steps of
+// ⌈nt/2⌉ ldmatrix and nt mma; the epilogue ≈ 2·nt·(bias, residual, pack, store). DRAM: D (each
+// part after the first re-reads it, from L1 or L2: its tasks run beside the first's), the gates
+// (L1 and L2 hits after the first warp of an image), x and y once, Wp once per CTA.
 // Contract: as mbconv_project_kernel (dbuf as pass 1 writes it, gate16 [N][dbuf_live(hidden)] zero
 // padded, Wp rows of ldw = C_out rounded up to 8, 16-byte aligned: project_weights); shapes where
-// stream_tile_fits (Wp's n8 tiles ≤ kStreamMaxNT, its staged rows ≤ kSharedTwoCtas).
-// Tunables: kStreamGroup (chunks a warp has in flight), kStreamMaxNT (mbconv_tile.hpp; ptxas: no
-// spills up to 6 n8 tiles at 128 registers, 12–36 bytes from 7 to 10).
+// stream_tile_fits (Wp and bp staged whole within kSharedTwoCtas).
+// Tunables: kStreamGroup (chunks a warp has in flight), kStreamMaxNT (n8 tiles a part; ptxas: no
+// spills up to 6 at 128 registers, 12–36 bytes from 7 to 10), both in mbconv_tile.hpp.
 // Run: make the copy 11s_store_stream with its sed line (lessons/11-mbconv/NOTES.md, session wave-3b),
 // then build/convlab run mbconv/gpu/11s_store_stream --shape N=128,H=56,C=24,dtype=f16
 #pragma once
@@ -66,20 +68,17 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_project_stream_kernel(
   Element* wb = reinterpret_cast<Element*>(shared);  // [chunks·32][ldb]: row 32c + 16s + k is Wp row 32c + stream_channel(s, k)
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, g = lane / 4, tq = lane % 4;
 
-  // Wp and bp are not written by the kernels this one depends on: staged before the wait.
-  for (int i = tid; i < t.chunks * kChunk * kNT; i += kThreads) {
-    const int r = i / kNT, u = i - r * kNT, j = stream_staged_row(r);
-    const uint4 v = j < t.hidden ? *reinterpret_cast<const uint4*>(wp + std::ptrdiff_t(j) * t.ldw + 8 * u)
-                                 : make_uint4(0u, 0u, 0u, 0u);
+  // Wp and bp are not written by the kernels this one depends on: staged before the wait, t.cols
+  // columns (zeros past C_out), Wp's rows in stream order.
+  const int units = t.cols / 8;
+  for (int i = tid; i < t.chunks * kChunk * units; i += kThreads) {
+    const int r = i / units, u = i - r * units, j = stream_staged_row(r);
+    const uint4 v = j < t.hidden && 8 * u < t.ldw ? *reinterpret_cast<const uint4*>(wp + std::ptrdiff_t(j) * t.ldw + 8 * u)
+                                                  : make_uint4(0u, 0u, 0u, 0u);
     *reinterpret_cast<uint4*>(wb + r * t.ldb + 8 * u) = v;
   }
-  uint32_t bias[kNT];  // the lane's two columns, a packed pair (zero bits past C_out: 0.0)
-  const unsigned short* bp_bits = reinterpret_cast<const unsigned short*>(bp);
-#pragma unroll
-  for (int nt = 0; nt < kNT; ++nt) {
-    const int o = 8 * nt + 2 * tq;
-    bias[nt] = (o < t.c_out ? bp_bits[o] : 0u) | (o + 1 < t.c_out ? uint32_t(bp_bits[o + 1]) << 16 : 0u);
-  }
+  Element* bs = reinterpret_cast<Element*>(shared + t.wb_bytes);  // [cols]
+  for (int i = tid; i < t.cols; i += kThreads) bs[i] = i < t.c_out ? bp[i] : from_float<Element>(0.0f);
   __syncthreads();
   hopper::wait_for_prerequisite_grid();  // the store plan: the gate kernel (and, through it, pass 1)
 
@@ -88,7 +87,8 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_project_stream_kernel(
   const std::ptrdiff_t chunk_step = std::ptrdiff_t(t.pq) * kChunk;
   const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
   for (int task = blockIdx.x * kWarps + warp; task < t.tasks; task += gridDim.x * kWarps) {
-    const int m_lo = 16 * task + g, m_hi = m_lo + 8;
+    const int tile = fast_quotient(t.parts_div, task), col0 = 8 * kNT * (task - tile * t.parts);  // part's first column
+    const int m_lo = 16 * tile + g, m_hi = m_lo + 8;
     const bool in_lo = m_lo < t.m, in_hi = m_hi < t.m;  // rows past M: no load, no store (row 0's addresses)
     const Element* d_lo = dbuf + stream_d_offset(t, in_lo ? m_lo : 0, tq);
     const Element* d_hi = dbuf + stream_d_offset(t, in_hi ? m_hi : 0, tq);
@@ -97,6 +97,7 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_project_stream_kernel(
     float acc[kNT][4];
 #pragma unroll
     for (int nt = 0; nt < kNT; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
+    const uint32_t b_part = b_lane + uint32_t(col0) * 2;
 
     // d_lo, d_hi, q_lo, q_hi step on by a group of chunks; within it, constant offsets.
     for (int c0 = 0; c0 < t.chunks; c0 += kGroup) {
@@ -123,7 +124,7 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_project_stream_kernel(
           // mma_a_coord: register bit 0 the row half (g, g + 8), bit 1 the k half.
           const uint32_t a[4] = {lo[stream_piece_register(s, 0)], hi[stream_piece_register(s, 1)],
                                  lo[stream_piece_register(s, 2)], hi[stream_piece_register(s, 3)]};
-          const uint32_t b_rows = b_lane + uint32_t(2 * (c0 + i) + s) * b_step;
+          const uint32_t b_rows = b_part + uint32_t(2 * (c0 + i) + s) * b_step;
 #pragma unroll
           for (int np = 0; np < kNT / 2; ++np) {  // two n8 tiles per ldmatrix .x4 .trans
             uint32_t bq[4];
@@ -142,19 +143,20 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_project_stream_kernel(
       d_lo += kGroup * chunk_step, d_hi += kGroup * chunk_step, q_lo += kGroup * kChunk, q_hi += kGroup * kChunk;
     }
 
-    // y = Y + bp (+ x): c0, c1 row m_lo, c2, c3 row m_hi; columns 8·nt + 2t, + 1 (the rows' addresses
-    // once, the columns as constant offsets).
+    // y = Y + bp (+ x): c0, c1 row m_lo, c2, c3 row m_hi; columns col0 + 8·nt + 2t, + 1 (the rows'
+    // addresses once, the columns as constant offsets).
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const int m = half ? m_hi : m_lo;
       if (m >= t.m) continue;
-      Element* y_row = y + std::ptrdiff_t(m) * t.c_out + 2 * tq;
-      const Element* x_row = x + std::ptrdiff_t(m) * t.c + 2 * tq;  // residual: stride 1, C_out == C
+      Element* y_row = y + std::ptrdiff_t(m) * t.c_out + col0 + 2 * tq;
+      const Element* x_row = x + std::ptrdiff_t(m) * t.c + col0 + 2 * tq;  // residual: stride 1, C_out == C
+      const Element* b_row = bs + col0 + 2 * tq;
 #pragma unroll
       for (int nt = 0; nt < kNT; ++nt) {
-        const int o = 8 * nt + 2 * tq;
+        const int o = col0 + 8 * nt + 2 * tq;
         if (o >= t.c_out) continue;
-        const float2 b = unpack_pair<Element>(bias[nt]);
+        const float2 b = unpack_pair<Element>(*reinterpret_cast<const uint32_t*>(b_row + 8 * nt));  // 0 past C_out
         float lo = acc[nt][2 * half] + b.x, hi = acc[nt][2 * half + 1] + b.y;
         if (t.pairs) {  // C_out even: o + 1 < C_out, both addresses 4-byte aligned
           if (t.residual) {
@@ -193,7 +195,7 @@ void launch_project_stream(const MBConvProblem& p, const Args<MBConvProblem>& a,
                           static_cast<Element*>(a.y));
   };
   static_assert(kStreamMaxNT == 6, "one instantiation per n8-tile count up to kStreamMaxNT");
-  switch (t.nt) {  // C_out ≤ 8·nt
+  switch (t.nt) {  // n8 tiles a part: C_out ≤ 8·nt·parts
     case 1: go(mbconv_project_stream_kernel<Element, 1>, "mbconv_project_stream_kernel<1>"); break;
     case 2: go(mbconv_project_stream_kernel<Element, 2>, "mbconv_project_stream_kernel<2>"); break;
     case 3: go(mbconv_project_stream_kernel<Element, 3>, "mbconv_project_stream_kernel<3>"); break;

@@ -571,16 +571,22 @@ CONVLAB_HOST_DEVICE constexpr int stream_channel(int s, int k) {
 CONVLAB_HOST_DEVICE constexpr int stream_piece_register(int s, int reg) { return 2 * s + (reg >> 1); }
 
 inline constexpr int kStreamGroup = 4;   // chunks whose pieces a warp loads before it multiplies them
-inline constexpr int kStreamMaxNT = 6;   // n8 tiles of Y a warp holds at most (C_out ≤ 48: 24 accumulators)
+inline constexpr int kStreamMaxNT = 6;   // n8 tiles of Y a warp holds at most (24 accumulators)
+// Wider Wp is cut into `parts` column parts of nt n8 tiles each (nt ≤ kStreamMaxNT); a task is
+// (16 rows, part), the parts of one row tile consecutive tasks, so a CTA's warps read those rows'
+// D once from DRAM and again from L1 or L2. Wp and bp are staged whole, parts·nt·8 columns (zeros
+// past C_out), so every part's columns lie inside the staged rows.
 struct StreamTile {
   int m = 0, pq = 0;            // rows N·P·Q (< 2^31: project_rows_fit), pixels per image
   FastDiv pq_div;               // ÷ P·Q: row → image
   int hidden = 0, chunks = 0, d_live = 0, c = 0, c_out = 0;
-  int nt = 0;                   // n8 tiles: ldw / 8 (ldw: Wp's row stride, C_out rounded up to 8)
-  int ldw = 0, ldb = 0;         // Wp's row stride in global memory; its staged rows' (an odd number of 16-byte units)
-  int tasks = 0;                // ⌈m / 16⌉ warp tasks
+  int parts = 0, nt = 0;        // column parts, n8 tiles a part: parts·nt ≥ ldw / 8, nt ≤ kStreamMaxNT
+  FastDiv parts_div;            // ÷ parts: task → (row tile, part)
+  int ldw = 0;                  // Wp's row stride in global memory (C_out rounded up to 8)
+  int cols = 0, ldb = 0;        // staged columns parts·nt·8, and their row stride (an odd number of 16-byte units)
+  int tasks = 0;                // ⌈m / 16⌉ · parts warp tasks
   bool residual = false, pairs = false;
-  std::size_t bytes = 0;        // shared: Wp staged, chunks·32 rows of ldb
+  std::size_t wb_bytes = 0, bytes = 0;  // shared: Wp staged (chunks·32 rows of ldb), then bp (cols)
 };
 inline StreamTile stream_tile_for(const MBConvProblem& p, int ldw) {
   StreamTile t;
@@ -588,9 +594,14 @@ inline StreamTile stream_tile_for(const MBConvProblem& p, int ldw) {
   t.pq_div = fast_div(std::uint32_t(std::max(1, t.pq)));
   t.hidden = p.hidden(), t.chunks = (p.hidden() + kChunk - 1) / kChunk, t.d_live = dbuf_live(p.hidden());
   t.c = p.C, t.c_out = p.C_out, t.residual = p.has_residual();
-  t.ldw = ldw, t.nt = ldw / 8, t.ldb = odd_units_stride(ldw);
-  t.tasks = int((std::int64_t(t.m) + 15) / 16);
-  t.bytes = std::size_t(t.chunks) * kChunk * t.ldb * 2;
+  t.ldw = ldw;
+  const int n8 = std::max(1, ldw / 8);
+  t.parts = (n8 + kStreamMaxNT - 1) / kStreamMaxNT, t.nt = (n8 + t.parts - 1) / t.parts;
+  t.parts_div = fast_div(std::uint32_t(t.parts));
+  t.cols = 8 * t.parts * t.nt, t.ldb = odd_units_stride(t.cols);
+  t.tasks = int(std::min<std::int64_t>((std::int64_t(t.m) + 15) / 16 * t.parts, 2147483647));
+  t.wb_bytes = std::size_t(t.chunks) * kChunk * t.ldb * 2;
+  t.bytes = t.wb_bytes + (std::size_t(t.cols) * 2 + 15) / 16 * 16;
   return t;
 }
 // The stream kernel's addresses, in elements. Row m (pixel m % P·Q of image m / P·Q, m < t.m): its
@@ -611,10 +622,11 @@ CONVLAB_HOST_DEVICE inline bool stream_piece_live(const StreamTile& t, int c, in
 CONVLAB_HOST_DEVICE constexpr int stream_staged_row(int r) {
   return r - r % kChunk + stream_channel(r % kChunk / 16, r % 16);
 }
-// Where the stream runs (else pass 2 is mbconv_project_kernel): Wp's n8 tiles fit a warp's
-// accumulators and its staged rows leave room for two CTAs per SM.
+// Where the stream runs (else pass 2 is mbconv_project_kernel): whole 16-byte Wp rows, and the
+// staged Wp leaves room for two CTAs per SM (at most ≈ 110 KB: hidden 480 at C_out 80, not 672 at 112).
 inline bool stream_tile_fits(const StreamTile& t) {
-  return t.nt >= 1 && t.nt <= kStreamMaxNT && t.ldw % 8 == 0 && t.bytes <= kSharedTwoCtas;
+  return t.nt >= 1 && t.nt <= kStreamMaxNT && t.ldw % 8 == 0 && t.ldw > 0 && t.bytes <= kSharedTwoCtas &&
+         t.tasks < 2147483647;
 }
 
 // ---- the SE gate kernel's block size and shared memory (gpu/lib/mbconv_layers.cuh) ----------
