@@ -69,16 +69,18 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_project_stream_kernel(
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, g = lane / 4, tq = lane % 4;
 
   // Wp and bp are not written by the kernels this one depends on: staged before the wait, t.cols
-  // columns (zeros past C_out), Wp's rows in stream order.
+  // columns (zeros past C_out), Wp's rows in stream order; 16-byte cp.async copies, all in flight
+  // at once (up to 84 KB a CTA: one round trip, not one per copy a thread makes).
   const int units = t.cols / 8;
   for (int i = tid; i < t.chunks * kChunk * units; i += kThreads) {
     const int r = i / units, u = i - r * units, j = stream_staged_row(r);
-    const uint4 v = j < t.hidden && 8 * u < t.ldw ? *reinterpret_cast<const uint4*>(wp + std::ptrdiff_t(j) * t.ldw + 8 * u)
-                                                  : make_uint4(0u, 0u, 0u, 0u);
-    *reinterpret_cast<uint4*>(wb + r * t.ldb + 8 * u) = v;
+    const bool in = j < t.hidden && 8 * u < t.ldw;
+    cp_async_16(shared_address(wb + r * t.ldb + 8 * u), in ? wp + std::ptrdiff_t(j) * t.ldw + 8 * u : wp, in);
   }
+  cp_async_commit();
   Element* bs = reinterpret_cast<Element*>(shared + t.wb_bytes);  // [cols]
   for (int i = tid; i < t.cols; i += kThreads) bs[i] = i < t.c_out ? bp[i] : from_float<Element>(0.0f);
+  cp_async_wait<0>();
   __syncthreads();
   hopper::wait_for_prerequisite_grid();  // the store plan: the gate kernel (and, through it, pass 1)
 
