@@ -324,7 +324,7 @@ __device__ __forceinline__ void depthwise_tensor_cores(const Tile& t, const Elem
 // The register budget is cut for 2 CTAs per SM (16 warps): the depthwise run and the Y
 // accumulators share the registers.
 
-template <class Element, Stage kStage, int K, int kStride, bool kRelu, bool kTensorDw, bool kLeanItems>
+template <class Element, Stage kStage, int K, int kStride, bool kRelu, bool kTensorDw>
 __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
     Tile t, const Element* __restrict__ x, const Element* __restrict__ we, const Element* __restrict__ be,
     const Element* __restrict__ dw, const Element* __restrict__ bd, const float* __restrict__ gate,
@@ -336,6 +336,7 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
   constexpr int kTaps = K * K;
   constexpr int kWindow = (kRun - 1) * kStride + K;  // input columns a run of kRun outputs reads per kernel row
   constexpr int kG = dw_group_max(K, kStride, kProject);  // output rows a depthwise item makes at most
+  constexpr int kInRows = (kG - 1) * kStride + K;         // input rows such an item reads
   extern __shared__ __align__(16) unsigned char shared[];
   // Buffer b of each region (the layout: tile_for).
   Element* xs = reinterpret_cast<Element*>(shared + t.x_off);                                             // [m_in][ldx]
@@ -587,28 +588,30 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
           // slot and pair), so each item adds its pixels' sums to its image's slot, without atomics and in
           // item order, onto the zeros reduce_sums left there (0 where no item of the thread fell).
           {
-            // One item: output rows og .. og + g_rows − 1 of the run. G: the rows it makes at most (g_rows ≤ G);
-            // kFull: the fast form (kLeanItems), taken when the item has exactly G rows, a whole run of
-            // kRun pixels, and every row and column of its window inside the image: then no test is
-            // left in its loops, and each accumulator starts from bd in its first FMA.
-            const auto item = [&](const DwRun& run, int og, int g_rows, int w0, bool interior, int h_first, int in_rows,
-                                  auto rows_tag, auto full_tag) {
-              constexpr int G = decltype(rows_tag)::value;
-              constexpr bool kFull = decltype(full_tag)::value;
-              [[maybe_unused]] float s0 = 0.0f, s1 = 0.0f;  // sums: this item's
+            DwRunWalk walk = first_walk;
+            // Runs in increasing order, row groups counted across images (image·G + row): the last is before
+            // images·G with several images (every such tile has all G row groups), before `groups` with one
+            // (an image's last tile may have fewer).
+            for (; walk.image * t.dw.groups + walk.row < end_group; walk.next(t.dw)) {
+              const DwRun run = walk.run(t.dw);
+              const int og = run.row * t.dw_rows, g_rows = min(t.dw_rows, valid_rows - og);
+              const int w0 = run.q0 * kStride - t.pad;               // the window's first input column
+              const bool interior = w0 >= 0 && w0 + kWindow <= t.W;  // no column of the window outside the image
+              const int h_first = (p0 + og) * kStride - t.pad, in_rows = (g_rows - 1) * kStride + K;
+              float s0 = 0.0f, s1 = 0.0f;  // sums: this item's
               const float2 bias = *reinterpret_cast<const float2*>(&v[kChunk + j0]);  // bd (read per item: fewer live registers)
-              float d[G][kRun][2];
+              float d[kG][kRun][2];
 #pragma unroll
-              for (int g = 0; g < G; ++g)
+              for (int g = 0; g < kG; ++g)
 #pragma unroll
                 for (int q = 0; q < kRun; ++q) d[g][q][0] = bias.x, d[g][q][1] = bias.y;
 #pragma unroll
-              for (int i = 0; i < (G - 1) * kStride + K; ++i) {
+              for (int i = 0; i < kInRows; ++i) {
                 const int h = h_first + i;
-                if (!kFull && (i >= in_rows || h < 0 || h >= t.H)) continue;  // zero padding of e (h0 <= h < h1 inside the image)
+                if (i >= in_rows || h < 0 || h >= t.H) continue;  // zero padding of e (h0 <= h < h1 inside the image)
                 const Element* e_row = e_s + (run.image * t.image_in + (h - h0) * t.W) * kLdChunk + j0;
                 float2 win[kWindow];
-                if (kFull || interior) {  // most runs (dw_run pairs the two edge runs of a row in one warp)
+                if (interior) {  // most runs (dw_run pairs the two edge runs of a row in one warp)
                   const Element* e_w = e_row + w0 * kLdChunk;
 #pragma unroll
                   for (int u = 0; u < kWindow; ++u) win[u] = load_pair(e_w + u * kLdChunk);
@@ -620,9 +623,9 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
                   }
                 }
 #pragma unroll
-                for (int g = 0; g < G; ++g) {
+                for (int g = 0; g < kG; ++g) {
                   const int r = i - g * kStride;  // known at compile time once unrolled
-                  if (r < 0 || r >= K || (!kFull && g >= g_rows)) continue;
+                  if (r < 0 || r >= K || g >= g_rows) continue;
 #pragma unroll
                   for (int s = 0; s < K; ++s) {
                     const float2 wt = weight(r, s);
@@ -637,12 +640,12 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
               // φ, the sums and D's destination, row by row for the run's pixels q < valid (one address
               // per row, then a constant step per pixel; a full run takes the path without per-pixel tests).
               const int valid = min(kRun, t.Q - run.q0);
-              [[maybe_unused]] float g0 = 1.0f, g1 = 1.0f;  // project: the gate of the item's image
+              float g0 = 1.0f, g1 = 1.0f;  // project: the gate of the item's image
               if constexpr (kStage == Stage::project)
                 g0 = v[(2 + run.image) * kChunk + j0], g1 = v[(2 + run.image) * kChunk + j0 + 1];
 #pragma unroll
-              for (int g = 0; g < G; ++g) {
-                if (!kFull && g >= g_rows) break;
+              for (int g = 0; g < kG; ++g) {
+                if (g >= g_rows) break;
                 const int pix0 = (og + g) * t.Q + run.q0;  // within the image
                 Element* out = kStage == Stage::store
                                    ? d_chunk + (run.image * t.image_dbuf + pix0 * kChunk)
@@ -664,7 +667,7 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
                     *reinterpret_cast<uint32_t*>(out + q * kLdChunk) = dd;
                   }
                 };
-                if (kFull || valid == kRun) {
+                if (valid == kRun) {
 #pragma unroll
                   for (int q = 0; q < kRun; ++q) finish(q);
                 } else {
@@ -678,32 +681,6 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
                 const float2 before = *r;
                 *r = make_float2(before.x + s0, before.y + s1);
               }
-            };
-            DwRunWalk walk = first_walk;
-            // Runs in increasing order, row groups counted across images (image·G + row): the last is before
-            // images·G with several images (every such tile has all G row groups), before `groups` with one
-            // (an image's last tile may have fewer).
-            for (; walk.image * t.dw.groups + walk.row < end_group; walk.next(t.dw)) {
-              const DwRun run = walk.run(t.dw);
-              const int og = run.row * t.dw_rows, g_rows = min(t.dw_rows, valid_rows - og);
-              const int w0 = run.q0 * kStride - t.pad;               // the window's first input column
-              const bool interior = w0 >= 0 && w0 + kWindow <= t.W;  // no column of the window outside the image
-              const int h_first = (p0 + og) * kStride - t.pad, in_rows = (g_rows - 1) * kStride + K;
-              using General = std::integral_constant<int, kG>;
-              if constexpr (kLeanItems) {
-                const bool full = interior && h_first >= 0 && h_first + in_rows <= t.H && run.q0 + kRun <= t.Q;
-                if (full && g_rows == kG) {
-                  item(run, og, g_rows, w0, interior, h_first, in_rows, General{}, std::true_type{});
-                  continue;
-                }
-                if constexpr (kG > 1)
-                  if (full && g_rows == kG - 1) {
-                    item(run, og, g_rows, w0, interior, h_first, in_rows, std::integral_constant<int, kG - 1>{},
-                         std::true_type{});
-                    continue;
-                  }
-              }
-              item(run, og, g_rows, w0, interior, h_first, in_rows, General{}, std::false_type{});
             }
           }
         }
@@ -762,10 +739,8 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
 // One stage over the whole batch, on the stage's own tile: choose_tile's rows, images_for's
 // images per tile (from the one-image tile's resident CTAs: a tile of more images has no more),
 // split_tile's CTAs per tile. One instantiation per kernel size, stride and φ; kTensorDw: the
-// store stage's depthwise on the tensor cores (11e) instead of the FMA pipes (11c); kLeanItems:
-// the FMA depthwise's whole interior items in their test-free form (off in every rung; comparison
-// copies, lessons/11-mbconv/NOTES.md, session wave-3b).
-template <class Element, Stage kStage, bool kTensorDw = false, bool kLeanItems = false>
+// store stage's depthwise on the tensor cores (11e) instead of the FMA pipes (11c).
+template <class Element, Stage kStage, bool kTensorDw = false>
 void launch_stage(const MBConvProblem& p, const Args<MBConvProblem>& a, const float* gate, float* partial, void* dbuf) {
   const Tile one = choose_tile(p, kStage);
   const void* wp = a.project_w;
@@ -785,10 +760,10 @@ void launch_stage(const MBConvProblem& p, const Args<MBConvProblem>& a, const fl
   };
   const auto with = [&](auto relu) {
     constexpr bool kRelu = decltype(relu)::value;
-    if (p.kernel == 3 && p.stride == 1) go(mbconv_tile_kernel<Element, kStage, 3, 1, kRelu, kTensorDw, kLeanItems>, "mbconv_tile_kernel<k=3,s=1>");
-    else if (p.kernel == 3) go(mbconv_tile_kernel<Element, kStage, 3, 2, kRelu, kTensorDw, kLeanItems>, "mbconv_tile_kernel<k=3,s=2>");
-    else if (p.stride == 1) go(mbconv_tile_kernel<Element, kStage, 5, 1, kRelu, kTensorDw, kLeanItems>, "mbconv_tile_kernel<k=5,s=1>");
-    else go(mbconv_tile_kernel<Element, kStage, 5, 2, kRelu, kTensorDw, kLeanItems>, "mbconv_tile_kernel<k=5,s=2>");
+    if (p.kernel == 3 && p.stride == 1) go(mbconv_tile_kernel<Element, kStage, 3, 1, kRelu, kTensorDw>, "mbconv_tile_kernel<k=3,s=1>");
+    else if (p.kernel == 3) go(mbconv_tile_kernel<Element, kStage, 3, 2, kRelu, kTensorDw>, "mbconv_tile_kernel<k=3,s=2>");
+    else if (p.stride == 1) go(mbconv_tile_kernel<Element, kStage, 5, 1, kRelu, kTensorDw>, "mbconv_tile_kernel<k=5,s=1>");
+    else go(mbconv_tile_kernel<Element, kStage, 5, 2, kRelu, kTensorDw>, "mbconv_tile_kernel<k=5,s=2>");
   };
   if (p.activation == MBConvActivation::relu) with(std::true_type{});
   else with(std::false_type{});

@@ -1,7 +1,7 @@
 // gpu/lib/mbconv_project_stream.cuh — pass 2 of lesson 11's store plan as a stream of warp
 // tasks: each warp reads 16 rows of D straight from dbuf into its mma fragments, with no shared
-// staging of D and no barrier between tasks. A comparison form of mbconv_project.cuh's
-// persistent GEMM (the store plan's flag kStreamProject), for the shapes whose Wp fits a CTA.
+// staging of D and no barrier between tasks. The store plan's mma.sync pass 2 (11c, 11e) wherever
+// Wp fits a CTA; mbconv_project.cuh's persistent GEMM takes the other shapes.
 //
 //   plain loop:  for row m: for o: y[m][o] = bp[o] (+ x[m][o]) + Σ_j d[m][j] · g[image(m)][j] · Wp[j][o]
 //   here:        Wp staged once per CTA, its rows in stream order (stream_channel, mbconv_tile.hpp);
@@ -30,8 +30,7 @@
 // stream_tile_fits (Wp and bp staged whole within kSharedTwoCtas).
 // Tunables: kStreamGroup (chunks a warp has in flight), kStreamMaxNT (n8 tiles a part; ptxas: no
 // spills up to 6 at 128 registers, 12–36 bytes from 7 to 10), both in mbconv_tile.hpp.
-// Run: make the copy 11s_store_stream with its sed line (lessons/11-mbconv/NOTES.md, session wave-3b),
-// then build/convlab run mbconv/gpu/11s_store_stream --shape N=128,H=56,C=24,dtype=f16
+// Run: build/convlab run mbconv/gpu/11c_fused_store --shape N=128,H=56,C=24,dtype=f16
 #pragma once
 
 #include <cuda_runtime.h>

@@ -1,11 +1,11 @@
 // gpu/lib/mbconv_store_plan.cuh — lesson 11's store plan, the three launches that 11c, 11e, 11h
 // and 11i share: pass 1 (the tile kernel's store stage: D and its per-tile channel sums), the SE gate,
-// and pass 2 (one GEMM over the batch that gates D and projects), the gate and pass 2 launched as
-// programmatic dependents of the kernel before each. The rungs differ in pass 1's
-// depthwise, on the FMA pipes (11c, 11h) or on the tensor cores (11e, 11i), and in pass 2: mma.sync
-// (11c, 11e) or Hopper's wgmma (11h, 11i: gpu/lib/mbconv_project_wgmma.cuh). Two flags, off in
-// every rung, for comparison copies: kLeanItems (pass 1's test-free depthwise items) and
-// kStreamProject (pass 2 as gpu/lib/mbconv_project_stream.cuh where Wp is small enough).
+// and pass 2 (gate D and project, over the whole batch), the gate and pass 2 launched as
+// programmatic dependents of the kernel before each. The rungs differ in pass 1's depthwise, on the
+// FMA pipes (11c, 11h) or on the tensor cores (11e, 11i), and in pass 2: mma.sync (11c, 11e) or
+// Hopper's wgmma (11h, 11i: gpu/lib/mbconv_project_wgmma.cuh). The mma.sync pass 2 is a stream of
+// warp tasks (gpu/lib/mbconv_project_stream.cuh) wherever Wp fits one CTA's shared memory, and the
+// persistent GEMM (gpu/lib/mbconv_project.cuh) elsewhere.
 //
 //   workspace  partial [N][tiles][hidden] fp32 | gate16 [N][dbuf_live] | dbuf (dbuf_elems) | Wp padded
 #pragma once
@@ -39,8 +39,7 @@ struct StorePlanLayout {
 // and waits for its sums there; pass 2 on wgmma (11h, 11i) fetches its Wp while the gate runs. Wp's padded copy,
 // where one is needed, is made before pass 1, so nothing pass 2 reads before its wait is written
 // by a kernel still running.
-template <bool kTensorDw, bool kWgmmaProject = false, bool kDependentLaunch = true, bool kLeanItems = false,
-          bool kStreamProject = false>
+template <bool kTensorDw, bool kWgmmaProject = false, bool kDependentLaunch = true>
 void run_store_plan(const MBConvProblem& p, const Args<MBConvProblem>& a) {
   const Tile t = choose_tile(p, Stage::store);
   const StorePlanLayout l(p);
@@ -51,16 +50,13 @@ void run_store_plan(const MBConvProblem& p, const Args<MBConvProblem>& a) {
   visit_dtype<__half, __nv_bfloat16>(p.dtype, [&](auto tag) {
     using E = typename decltype(tag)::type;
     const ProjectWeights<E> w = project_weights<E>(p, a, base + l.partial + l.gate16 + l.dbuf);
-    launch_stage<E, Stage::store, kTensorDw, kLeanItems>(p, a, nullptr, partial, dbuf);
+    launch_stage<E, Stage::store, kTensorDw>(p, a, nullptr, partial, dbuf);
     se_gate<E, kDependentLaunch>(p, t.tiles, partial, a.se1_w, a.se1_b, a.se2_w, a.se2_b, nullptr, gate16,
                                  dbuf_live(p.hidden()));
-    bool streamed = false;
-    if constexpr (kStreamProject)
-      if (stream_tile_fits(stream_tile_for(p, w.ldw)))
-        launch_project_stream<E>(p, a, dbuf, gate16, w, kDependentLaunch), streamed = true;
-    if (streamed) return;
     if constexpr (kWgmmaProject)
       launch_project_wgmma<E>(p, a, dbuf, gate16, w, kDependentLaunch);
+    else if (stream_tile_fits(stream_tile_for(p, w.ldw)))
+      launch_project_stream<E>(p, a, dbuf, gate16, w, kDependentLaunch);
     else
       launch_project<E>(p, a, dbuf, gate16, w, kDependentLaunch);
   });
