@@ -28,12 +28,15 @@ mkdir -p "$OUT"
 name=$(echo "$target-$shape-$kernel-$launch" | tr -c 'A-Za-z0-9_.-' '_' | cut -c1-140)
 work=$(mktemp -d /tmp/convlab-source.XXXXXX)
 
+step() { echo "profile_source.sh: $(date +%T) $*" >&2; }  # where a call's time went, if it is cut short
+step "ncu starts ($target $shape, kernel $kernel)"
 timeout 300 "$ncu" --set full --section SourceCounters --section WarpStateStats --clock-control none \
   --import-source no -k "regex:$kernel" --launch-skip $((launch - 1)) -c 1 -o "$work/report" \
   "$build/convlab" run "$target" --shape "$shape" --reps 0 > "$work/ncu.log" 2>&1
 "$ncu" -i "$work/report.ncu-rep" --page source --print-source sass --csv > "$work/sass.csv" 2>> "$work/ncu.log" || true
 "$ncu" -i "$work/report.ncu-rep" --page raw --csv \
   --metrics regex:smsp__average_warps_issue_stalled_.*_per_issue_active.ratio > "$work/stall-raw.csv" 2>> "$work/ncu.log" || true
+step "ncu done (rc of the export: see ncu.log); summarising"
 python3 - "$work" <<'PY' || true
 import csv, sys, pathlib
 work = pathlib.Path(sys.argv[1])
@@ -74,6 +77,9 @@ cuobjdump=$(command -v cuobjdump || ls /usr/local/cuda/bin/cuobjdump 2>/dev/null
 "$cuobjdump" -sass "$build/convlab" 2>/dev/null | awk -v k="$kernel" '/Function :/{p = ($0 ~ k)} p' > "$work/kernel.sass" || true
 # Per source line: the binary's cubins disassembled with their line table, matched to sass.csv.
 nvdisasm=$(command -v nvdisasm || ls /usr/local/cuda/bin/nvdisasm 2>/dev/null | head -1 || true)
+# The summaries reach $OUT now, so a call cut short during the per-line step still returns them.
+tar -czf "$OUT/source-$name.tar.gz" -C "$work" --exclude report.ncu-rep .
+step "summaries written; per-line counts"
 if [[ -n $nvdisasm && -s $work/sass.csv ]]; then
   mkdir -p "$work/cubins"
   bin=$(realpath "$build/convlab")
