@@ -887,6 +887,61 @@ TEST_CASE("mbconv stream (pass 2 as warp tasks): the tile at the goal shapes and
   }
 }
 
+// 11c and 11e run pass 2 as the stream wherever stream_tile_fits, and as the persistent GEMM
+// elsewhere, so the GPU test table (ops/mbconv.cpp) must reach every boundary of both: this checks
+// that it does, for the shapes the store plan takes (SE, a 16-bit type, a pass-1 tile at every stage).
+TEST_CASE("mbconv stream (pass 2 as warp tasks): the GPU test table reaches each of its boundaries",
+          "[mbconv][lesson11][cpu]") {
+  bool persistent = false, streamed = false, parts = false, zero_cols = false, pairs = false, singles = false;
+  bool residual = false, no_residual = false, short_rows = false, row_spans_images = false, dead_piece = false;
+  bool f16 = false, bf16 = false;
+  bool group[2] = {false, false}, group_tail[2] = {false, false};  // kGroup = kStreamGroup (nt ≤ 3) or half
+  for (const MBConvProblem& p : OpTraits<MBConvProblem>::shapes(ShapeTable::test, Device::gpu)) {
+    if (!p.has_se() || !(p.dtype == DType::f16 || p.dtype == DType::bf16) || !se_gate_fits(p)) continue;
+    if (choose_tile(p, Stage::store).rows == 0 || choose_tile(p, Stage::sums).rows == 0 ||
+        choose_tile(p, Stage::project).rows == 0)
+      continue;
+    const int ldw = (p.C_out + 7) / 8 * 8;  // project_weights' row stride
+    const StreamTile t = stream_tile_for(p, ldw);
+    if (!stream_tile_fits(t)) {
+      persistent = true;
+      continue;
+    }
+    streamed = true;
+    parts |= t.parts > 1;
+    zero_cols |= t.cols > ldw;
+    pairs |= p.C_out % 2 == 0;
+    singles |= p.C_out % 2 == 1;
+    residual |= t.residual;
+    no_residual |= !t.residual;
+    short_rows |= t.m % 16 != 0;
+    row_spans_images |= p.N > 1 && t.pq % 16 != 0;
+    dead_piece |= t.d_live < t.chunks * kChunk;
+    f16 |= p.dtype == DType::f16;
+    bf16 |= p.dtype == DType::bf16;
+    const int g = t.nt <= 3 ? 0 : 1, size = g == 0 ? kStreamGroup : kStreamGroup / 2;
+    group[g] = true;
+    group_tail[g] |= t.chunks % size != 0;
+  }
+  CHECK(persistent);        // a store-plan shape whose Wp does not fit: the persistent GEMM
+  CHECK(streamed);
+  CHECK(parts);             // C_out past kStreamMaxNT n8 tiles: two or more column parts
+  CHECK(zero_cols);         // staged columns past C_out (zeros)
+  CHECK(pairs);             // two adjacent columns as one store
+  CHECK(singles);           // odd C_out: one column a store
+  CHECK(residual);
+  CHECK(no_residual);
+  CHECK(short_rows);        // the last task's 16 rows run past N·P·Q
+  CHECK(row_spans_images);  // a task's rows belong to two images (two gates)
+  CHECK(dead_piece);        // pieces past dbuf_live: zeros, not loaded
+  CHECK(f16);
+  CHECK(bf16);
+  CHECK(group[0]);
+  CHECK(group[1]);
+  CHECK(group_tail[0]);     // a last group of fewer chunks than kGroup
+  CHECK(group_tail[1]);
+}
+
 TEST_CASE("mbconv stream (pass 2 as warp tasks): it reads D and the gates where pass 1 and the gate kernel wrote them",
           "[mbconv][lesson11][cpu]") {
   for (const MBConvProblem& p : project_shapes()) {
