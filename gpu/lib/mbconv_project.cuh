@@ -1,5 +1,6 @@
-// gpu/lib/mbconv_project.cuh — pass 2 of lesson 11's store plan (11c): the projection as one
-// GEMM over the whole batch, its A operand gated on the way into the tensor cores.
+// gpu/lib/mbconv_project.cuh — pass 2 of lesson 11's store plan (11c, 11e) where Wp does not fit
+// one CTA (elsewhere mbconv_project_stream.cuh): the projection as one GEMM over the whole batch,
+// its A operand gated on the way into the tensor cores.
 //
 // Pass 1 left D = φ(dw(φ(x·We + be)) + bd) in dbuf ([N][hidden chunk][P·Q][32], 16-bit) and the
 // SE gate g [N, hidden]. What remains of the block is a plain GEMM whose A rows are every
