@@ -12,7 +12,9 @@
 # profile of a wrong kernel says FAIL in its log). An empty KERNEL-REGEX
 # profiles every kernel the run launches, up to COUNT (vendor libraries, whose
 # kernel names are not known in advance). The clocks are left alone
-# (--clock-control none), as the device notes ask.
+# (--clock-control none), as the device notes ask. CONVLAB_NCU_SET (default full) names ncu's
+# section set: `basic` takes a few replays per kernel instead of dozens, enough for each kernel's
+# duration and throughputs, e.g. where the time of a block's several launches goes (COUNT 3, no regex).
 #
 # Output: $OUT/profile.tar.gz holding one NAME.txt per line (ncu's details page:
 # speed of light, memory workload, occupancy, warp stall reasons, source
@@ -45,7 +47,7 @@ while IFS='|' read -r target shape kernels count; do
   [[ -n $kernels ]] && filter=(-k "regex:$kernels")
   echo "==== $target $shape"
   status=0
-  timeout 240 "$ncu" --set full --clock-control none --import-source no "${filter[@]}" -c "$count" \
+  timeout 240 "$ncu" --set "${CONVLAB_NCU_SET:-full}" --clock-control none --import-source no "${filter[@]}" -c "$count" \
     "$build/convlab" run "$target" --shape "$shape" --reps 0 > "$work/$name.txt" 2>&1 || status=$?
   {
     echo
