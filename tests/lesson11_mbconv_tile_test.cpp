@@ -20,7 +20,7 @@
 //      over (image, row group, run, pair) with no row of a neighbour image,
 //      per-image sums slots and dbuf blocks, the images chosen at the goal
 //      shapes, and a short last group.
-//   7. 11c's pass 2 (mbconv_project.cuh): fast_quotient against / over many
+//   7. the persistent pass 2 (mbconv_project.cuh): fast_quotient against / over many
 //      divisors and numerators; every tile's layout, block origins, gate slots
 //      and dbuf rows against plain division and pass 1's dbuf_offset; the
 //      persistent kernel's control flow replayed per CTA (every block's steps
@@ -612,7 +612,7 @@ TEST_CASE("mbconv tile: fast_quotient divides like /", "[mbconv][lesson11][cpu]"
   CHECK(checked > 300000);
 }
 
-TEST_CASE("mbconv tile: 11c's pass 2 reads D where pass 1 wrote it, with the gates of the rows' images",
+TEST_CASE("mbconv tile: the persistent pass 2 reads D where pass 1 wrote it, with the gates of the rows' images",
           "[mbconv][lesson11][cpu]") {
   for (const MBConvProblem& p : project_shapes()) {
     std::vector<ProjectTile> tiles;
@@ -741,7 +741,10 @@ TEST_CASE("mbconv tile: pass 2's cost model and its choice", "[mbconv][lesson11]
     }
 }
 
-TEST_CASE("mbconv tile: 11c's pass 2 tile at the goal shapes", "[mbconv][lesson11][cpu]") {
+// The persistent pass 2 (mbconv_project.cuh): 11c and 11e take it where the stream's Wp does not
+// fit a CTA (C = 112 @ 14², 7² below); at 56² they stream, and the tile stays here as the large-M case
+// of choose_project_tile.
+TEST_CASE("mbconv tile: the persistent pass 2's tile at the goal shapes", "[mbconv][lesson11][cpu]") {
   MBConvProblem p;
   p.N = 128, p.dtype = DType::f16;
   // 56 × 56 × 24 (M = 401 408, DRAM-bound): 256 × 32, 1568 blocks on 264 CTAs (5.9 each, 30 stages
