@@ -553,8 +553,9 @@ TEST_CASE("hopper: the cluster ConvFirst block's T, U and V are read by wgmma wh
   }
 }
 
-// 10e's V piece as one copy of its panels (kVOneCopy): the box lands panel after panel, which is
-// where the per-panel copies put them (v_box) and where Sw128Tile, the descriptors' model, reads.
+// 10e's V piece as one copy of its panels (10e's former flag kVOneCopy, measured in wave-3c and
+// removed: lesson 10's NOTES.md): the box lands panel after panel, which is where the per-panel
+// copies put them (v_box) and where Sw128Tile, the descriptors' model, reads.
 template <class L> int v_one_copy_mismatches() {
   int wrong = 0;
   TmaTile2d v{.base = 0x40000, .rows = 4 * uint64_t(L::kC), .cols = uint64_t(L::kC),

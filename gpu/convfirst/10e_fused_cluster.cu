@@ -81,9 +81,9 @@
 // warpgroups = tile/64, ring slots, U/V pieces per chunk, halo buffers, chosen
 // so that shared memory holds T, the ring and the halo; each CTA's expand is
 // m64n64, the narrowest form whose shared-memory reads of A keep up with the
-// tensor cores). kVOneCopy (below): a V piece's 64-column panels as one TMA
-// copy (a 3-D map) instead of one copy per panel — the same bytes in the same
-// places, fewer copies for the engine, which takes them one after another.
+// tensor cores). A V piece goes as one TMA copy per 64-column panel: one copy
+// of all its panels (a 3-D map) was measured and did not gain (lesson 10's
+// NOTES.md).
 // Supported: f16 and bf16; stride 1; group width 8; C = C_out ∈ {128, 256,
 // 512}; hidden a multiple of 8 (a partial last chunk is zero-filled by TMA,
 // its bias staged as 0, φ(0) = 0; a CTA whose slice of the last chunk is wholly
@@ -140,8 +140,6 @@ constexpr int kGroupsPerPanel = kPanelCols / kGroupWidth;  // 8: one 16-byte chu
 // All sixteen of a CTA's 128 channels at once (64 accumulators) would not fit the registers.
 constexpr int kPassGroups = 8;
 static_assert(kGroupsPerPanel % kPassGroups == 0, "a pass stays inside one 64-channel panel of x");
-// A V piece (VTile::kPanels panels of 64 output channels) as one copy; false: one copy a panel.
-constexpr bool kVOneCopy = false;
 
 // ---- the kernel ------------------------------------------------------------------------
 //
@@ -278,15 +276,10 @@ __global__ void __launch_bounds__(L::kThreads, 1)
         const bool v_live = L::kVPieces == 1 || v_row < hidden;
         w_pipe.producer_acquire(ws, v_live || kLatePeer ? uint32_t(L::VTile::kBytes) : 0u);
         if (v_live || kLatePeer) {
-          if constexpr (kVOneCopy && L::VTile::kPanels > 1) {
-            gpu::hopper::tma_load_panels(L::slot(base, ws.stage), &v_map, w_pipe.full(ws.stage), rank * kOwn,
-                                         v_live ? v_row : 0, kPanelCols);
-          } else {
 #pragma unroll
-            for (int p = 0; p < L::VTile::kPanels; ++p)
-              gpu::hopper::tma_load_2d(L::v_box(L::slot(base, ws.stage), p), &v_map, w_pipe.full(ws.stage),
-                                       rank * kOwn + p * kPanelCols, v_live ? v_row : 0);
-          }
+          for (int p = 0; p < L::VTile::kPanels; ++p)
+            gpu::hopper::tma_load_2d(L::v_box(L::slot(base, ws.stage), p), &v_map, w_pipe.full(ws.stage),
+                                     rank * kOwn + p * kPanelCols, v_live ? v_row : 0);
         }
         ws.advance();
       };
@@ -814,8 +807,7 @@ template <class Element, class L> void launch(const ConvFirstProblem& p, const A
        .row_stride_bytes = uint64_t(p.hidden) * kE, .elem_bytes = kE, .box_rows = L::kURows, .box_cols = kPanelCols});
   const CUtensorMap v_map = gpu::hopper::cached_tma_tile_2d(
       {.base = reinterpret_cast<uint64_t>(args.v), .rows = uint64_t(p.hidden), .cols = uint64_t(p.C_out),
-       .row_stride_bytes = uint64_t(p.C_out) * kE, .elem_bytes = kE, .box_rows = L::kVRows, .box_cols = kPanelCols,
-       .box_panels = kVOneCopy ? L::VTile::kPanels : 1});
+       .row_stride_bytes = uint64_t(p.C_out) * kE, .elem_bytes = kE, .box_rows = L::kVRows, .box_cols = kPanelCols});
   const auto kernel = p.activation == ConvFirstActivation::relu ? convfirst_fused_cluster_kernel<Element, L, true>
                                                                 : convfirst_fused_cluster_kernel<Element, L, false>;
   const std::size_t shared = cluster_shared_bytes<L>(sg, p.hidden);

@@ -32,7 +32,6 @@ using gpu::hopper::mbarrier_arrive_expect_tx;
 using gpu::hopper::mbarrier_init;
 using gpu::hopper::mbarrier_wait;
 using gpu::hopper::tma_load_2d;
-using gpu::hopper::tma_load_panels;
 
 inline constexpr int kThreads = kWgImageThreads;
 // Between the roles only mbarriers: E's slots change hands through full[s] (the expand's 128
@@ -146,19 +145,15 @@ __device__ __forceinline__ void issue_wp_stage(const WgParams& prm, const WpPiec
 }
 
 // The same stage by TMA: thread 0 asks for its nb boxes of kWgProjectK × 64 (zeros past hidden and
-// C_out) and the stage's mbarrier (at wp_full + 8·(kk % stages)) counts their bytes. kPanels: the
-// nb panels as one copy (wp_map encoded with box_panels = nb; C_out a multiple of 64), the same
-// bytes in the same places.
-template <bool kPanels>
+// C_out) and the stage's mbarrier (at wp_full + 8·(kk % stages)) counts their bytes. (The nb panels
+// as one copy of a 3-D map was measured in wave-3c: no gain, lessons/11-mbconv/NOTES.md.)
 __device__ __forceinline__ void issue_wp_stage_tma(const WgParams& prm, uint32_t wps_at, const CUtensorMap* wp_map,
                                                    uint32_t wp_full, int kk, int stages) {
   const WgImageLayout& l = prm.l;
   if (threadIdx.x != 0 || kk >= l.hidden_p / kWgProjectK) return;
   const uint32_t stage = wps_at + uint32_t((kk % stages) * l.wp_stage), bar = wp_full + 8 * (kk % stages);
   mbarrier_arrive_expect_tx(bar, uint32_t(l.wp_stage));
-  if constexpr (kPanels) tma_load_panels(stage, wp_map, bar, 0, kk * kWgProjectK, 64);
-  else
-    for (int b = 0; b < l.nb; ++b) tma_load_2d(stage + uint32_t(b * l.wp_panel), wp_map, bar, 64 * b, kk * kWgProjectK);
+  for (int b = 0; b < l.nb; ++b) tma_load_2d(stage + uint32_t(b * l.wp_panel), wp_map, bar, 64 * b, kk * kWgProjectK);
 }
 
 // The project of the CTA's pixels: Y[rows, C_out] = D·Wp + bp (+ x), D the gated depthwise output
@@ -166,8 +161,10 @@ __device__ __forceinline__ void issue_wp_stage_tma(const WgParams& prm, uint32_t
 // rows into the room at wps_at (stages 0 .. kStages - 2 already issued: kStages - 1 ahead). The
 // tasks (n64 block t / kMT, m tile t % kMT) go round the warpgroups: warpgroup w takes tasks w,
 // w + 3, ... (kTasks of them; one past the last task repeats the last). xo and yo point at the
-// CTA's first output pixel in x (the residual) and y. All 384 threads.
-template <class Element, int kTasks, int kStages, int kMT, bool kWpPanels, bool kTrace, bool kInFlight>
+// CTA's first output pixel in x (the residual) and y. All 384 threads. Every stage's wgmma group
+// is drained before the next stage (one group left in flight, the ring one stage less ahead, was
+// measured in wave-3c: 11g within 1 %, 11j ≤ 4 µs faster; removed, lessons/11-mbconv/NOTES.md).
+template <class Element, int kTasks, int kStages, int kMT, bool kTrace>
 __device__ __forceinline__ void project(const WgParams& prm, const WpPieces& pc, uint32_t ds_at, uint32_t wps_at,
                                         int rows, const Element* xo, const Element* __restrict__ wp,
                                         const Element* __restrict__ bp, Element* __restrict__ yo, const CUtensorMap* wp_map,
@@ -197,12 +194,8 @@ __device__ __forceinline__ void project(const WgParams& prm, const WpPieces& pc,
     fence_proxy_async_shared();  // this thread's Wp pieces (and, at kk = 0, its gated D) seen by wgmma
     __syncthreads();             // (cp.async: stage kk whole); every warpgroup is done reading stage kk - 1
     if (prm.tma_wp) {
-      if constexpr (kInFlight) {  // stage kk − 2's group has retired everywhere: its slot takes kk + S − 2
-        if (const int r = wp_refill_stage(kk, kStages, true); r >= 0)
-          issue_wp_stage_tma<kWpPanels>(prm, wps_at, wp_map, wp_full, r, kStages);
-      } else {  // wp_refill_stage(kk, kStages, false)
-        issue_wp_stage_tma<kWpPanels>(prm, wps_at, wp_map, wp_full, kk + kStages - 1, kStages);
-      }
+      // wp_refill_stage(kk, kStages, false): stage kk − 1's slot is free, the ring runs S − 1 ahead
+      issue_wp_stage_tma(prm, wps_at, wp_map, wp_full, kk + kStages - 1, kStages);
       step(kk, kProjectSynced);
       mbarrier_wait(wp_full + 8 * (kk % kStages), (kk / kStages) & 1);  // stage kk landed
     } else {
@@ -222,17 +215,9 @@ __device__ __forceinline__ void project(const WgParams& prm, const WpPieces& pc,
       }
     }
     wgmma_commit_group();
-    if constexpr (kInFlight) {
-      wgmma_wait_group<1>();  // stage kk's group may still run; stage kk − 1's has retired
-    } else {
-      wgmma_wait_group<0>();
-      fence_operands(acc);
-    }
-    step(kk, kProjectRetired);
-  }
-  if constexpr (kInFlight) {
     wgmma_wait_group<0>();
     fence_operands(acc);
+    step(kk, kProjectRetired);
   }
   cp_async_wait<0>();
 
@@ -309,12 +294,8 @@ __device__ __forceinline__ void dw_segment(const Element* e, int ep, int span, c
 
 // Grid: N CTAs (one per image), or with kSplit N clusters of l.split CTAs (cluster c = image c,
 // CTA rank k its band of output rows, wg_band); 384 threads, l.bytes of dynamic shared memory.
-// kSeg: the depthwise's output row segment (8, or 16 for the bands of 14-pixel rows). kWpPanels:
-// each Wp stage as one TMA copy of nb panels (issue_wp_stage_tma). kInFlight: the project keeps
-// one stage's wgmma group running while the next is issued (Wp by TMA and rings of 3 or more
-// stages only; the ring then runs one stage less ahead).
-template <class Element, int K, bool kRelu, bool kTrace, bool kSplit, int kSeg, bool kWpPanels = false,
-          bool kInFlight = false>
+// kSeg: the depthwise's output row segment (8, or 16 for the bands of 14-pixel rows).
+template <class Element, int K, bool kRelu, bool kTrace, bool kSplit, int kSeg>
 __global__ void __launch_bounds__(kThreads, 1)
     mbconv_image_wgmma_kernel(const __grid_constant__ CUtensorMap we_map, const __grid_constant__ CUtensorMap wp_map,
                               WgParams prm, const Element* __restrict__ x, const Element* __restrict__ we,
@@ -613,7 +594,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int stages = l.wp_stages();
   const WpPieces pc(l);
   for (int kk = 0; kk < stages - 1; ++kk) {
-    if (prm.tma_wp) issue_wp_stage_tma<kWpPanels>(prm, xs_at, &wp_map, wp_full, kk, stages);
+    if (prm.tma_wp) issue_wp_stage_tma(prm, xs_at, &wp_map, wp_full, kk, stages);
     else issue_wp_stage(prm, pc, xs_at, wp, kk, stages);
   }
 
@@ -686,7 +667,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   // one or two tasks with a ring of 4 where it fits, else 2.
   const auto run_project = [&](auto tasks, auto ring) {
     constexpr int kRing = decltype(ring)::value;
-    project<Element, decltype(tasks)::value, kRing, kMT, kWpPanels, kTrace, kInFlight && kRing >= 3>(
+    project<Element, decltype(tasks)::value, kRing, kMT, kTrace>(
         prm, pc, ds_at, xs_at, px_out, xo, wp, bp, yo, &wp_map, wp_full);
   };
   using One = std::integral_constant<int, 1>;
@@ -710,11 +691,9 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 // Runs the kernel on p: one CTA per image (split 1, kSplit false) or N clusters of `split` CTAs
 // (kSplit). rung names the phase stamps' and the chunk trace's report. kSeg3: the depthwise's row
-// segment at K = 3 (K = 5 takes 8: its 50 taps and 16-pixel accumulators spill). kWpPanels: each
-// Wp stage as one copy where C_out is whole 64-column panels, two or more (else as nb copies).
-// kInFlight: the project keeps a wgmma group running across its stages where Wp comes by TMA (the
-// kernel's flag). The caller has checked that wgmma runs here and that WgImageLayout(p, split) fits.
-template <bool kSplit, int kSeg3 = (kSplit ? 16 : 8), bool kWpPanels = false, bool kInFlight = false>
+// segment at K = 3 (K = 5 takes 8: its 50 taps and 16-pixel accumulators spill). The caller has
+// checked that wgmma runs here and that WgImageLayout(p, split) fits.
+template <bool kSplit, int kSeg3 = (kSplit ? 16 : 8)>
 void run_image_wgmma(const MBConvProblem& p, const Args<MBConvProblem>& a, int split, const char* rung) {
   WgParams prm{};
   set_image_params(prm, p, a);  // the rungs' shapes all have an expand (their supports)
@@ -741,12 +720,10 @@ void run_image_wgmma(const MBConvProblem& p, const Args<MBConvProblem>& a, int s
     we_map = gpu::hopper::cached_tma_tile_2d(
         {.base = reinterpret_cast<uint64_t>(a.expand_w), .rows = uint64_t(p.C), .cols = uint64_t(p.hidden()),
          .row_stride_bytes = uint64_t(p.hidden()) * 2, .elem_bytes = 2, .box_rows = prm.l.we_box, .box_cols = 64});
-  const bool wp_panels = kWpPanels && prm.tma_wp && p.C_out % 64 == 0 && prm.l.nb > 1;
   if (prm.tma_wp)
     wp_map = gpu::hopper::cached_tma_tile_2d(
         {.base = reinterpret_cast<uint64_t>(a.project_w), .rows = uint64_t(p.hidden()), .cols = uint64_t(p.C_out),
-         .row_stride_bytes = uint64_t(p.C_out) * 2, .elem_bytes = 2, .box_rows = kWgProjectK, .box_cols = 64,
-         .box_panels = wp_panels ? prm.l.nb : 1});
+         .row_stride_bytes = uint64_t(p.C_out) * 2, .elem_bytes = 2, .box_rows = kWgProjectK, .box_cols = 64});
   visit_dtype<__half, __nv_bfloat16>(p.dtype, [&](auto tag) {
     using E = typename decltype(tag)::type;
     const auto go = [&](auto kernel, const char* name) {
@@ -780,38 +757,19 @@ void run_image_wgmma(const MBConvProblem& p, const Args<MBConvProblem>& a, int s
       chunk_trace.report();
     };
     const bool relu = p.activation == MBConvActivation::relu;
-    const auto dispatch = [&](auto panels, auto in_flight) {
-      constexpr bool kP = decltype(panels)::value, kF = decltype(in_flight)::value;
-      if constexpr (std::is_same_v<E, __half>)
-        if (trace) {
-          if (p.kernel == 3)
-            go(mbconv_image_wgmma_kernel<E, 3, false, true, kSplit, kSeg3, kP, kF>, "mbconv_image_wgmma_kernel<k=3, trace>");
-          else go(mbconv_image_wgmma_kernel<E, 5, false, true, kSplit, 8, kP, kF>, "mbconv_image_wgmma_kernel<k=5, trace>");
-          return;
-        }
-      if (p.kernel == 3) {
-        if (relu) go(mbconv_image_wgmma_kernel<E, 3, true, false, kSplit, kSeg3, kP, kF>, "mbconv_image_wgmma_kernel<k=3>");
-        else go(mbconv_image_wgmma_kernel<E, 3, false, false, kSplit, kSeg3, kP, kF>, "mbconv_image_wgmma_kernel<k=3>");
-      } else {
-        if (relu) go(mbconv_image_wgmma_kernel<E, 5, true, false, kSplit, 8, kP, kF>, "mbconv_image_wgmma_kernel<k=5>");
-        else go(mbconv_image_wgmma_kernel<E, 5, false, false, kSplit, 8, kP, kF>, "mbconv_image_wgmma_kernel<k=5>");
+    if constexpr (std::is_same_v<E, __half>)
+      if (trace) {
+        if (p.kernel == 3)
+          go(mbconv_image_wgmma_kernel<E, 3, false, true, kSplit, kSeg3>, "mbconv_image_wgmma_kernel<k=3, trace>");
+        else go(mbconv_image_wgmma_kernel<E, 5, false, true, kSplit, 8>, "mbconv_image_wgmma_kernel<k=5, trace>");
+        return;
       }
-    };
-    // The flags' run-time conditions pick an instantiation; a launcher without a flag makes
-    // only the plain kernels.
-    const auto with_in_flight = [&](auto panels) {
-      if constexpr (kInFlight) {
-        if (prm.tma_wp) dispatch(panels, std::true_type{});
-        else dispatch(panels, std::false_type{});
-      } else {
-        dispatch(panels, std::false_type{});
-      }
-    };
-    if constexpr (kWpPanels) {
-      if (wp_panels) with_in_flight(std::true_type{});
-      else with_in_flight(std::false_type{});
+    if (p.kernel == 3) {
+      if (relu) go(mbconv_image_wgmma_kernel<E, 3, true, false, kSplit, kSeg3>, "mbconv_image_wgmma_kernel<k=3>");
+      else go(mbconv_image_wgmma_kernel<E, 3, false, false, kSplit, kSeg3>, "mbconv_image_wgmma_kernel<k=3>");
     } else {
-      with_in_flight(std::false_type{});
+      if (relu) go(mbconv_image_wgmma_kernel<E, 5, true, false, kSplit, 8>, "mbconv_image_wgmma_kernel<k=5>");
+      else go(mbconv_image_wgmma_kernel<E, 5, false, false, kSplit, 8>, "mbconv_image_wgmma_kernel<k=5>");
     }
   });
 }

@@ -70,9 +70,8 @@ constexpr int threads_of(Schedule s) {
 // ---- the producer: one thread -------------------------------------------------------
 
 // Item kt of a tile (its k tile kt) into the slot st names: wait for the slot,
-// announce its bytes, 1 + 4 copies (kBOneCopy: 1 + 1, B's four panels as one
-// copy of a 3-D map, where N is whole panels; the same bytes in the same places).
-template <bool kBOneCopy>
+// announce its bytes, 1 + 4 copies (A's box, then B's four panels; B's panels as
+// one copy of a 3-D map was a flag, never measured, since removed: lesson 03's NOTES.md).
 __device__ __forceinline__ void produce(const CUtensorMap& a_map, const CUtensorMap& b_map, uint32_t tiles_base,
                                         const gpu::hopper::Pipeline<kStages>& pipe,
                                         const gpu::hopper::PipelineState<kStages>& st, int m0, int n0, int kt) {
@@ -81,13 +80,9 @@ __device__ __forceinline__ void produce(const CUtensorMap& a_map, const CUtensor
   const uint32_t full = pipe.full(st.stage);
   const int k0 = kt * kBlockK;
   gpu::hopper::tma_load_2d(a_slot, &a_map, full, /*col0=*/k0, /*row0=*/m0);
-  if constexpr (kBOneCopy) {
-    gpu::hopper::tma_load_panels(b_box_address(a_slot, 0), &b_map, full, n0, k0, BTile::kPanelCols);
-  } else {
 #pragma unroll
-    for (int p = 0; p < BTile::kPanels; ++p)  // B panel p: columns n0 + 64p ..
-      gpu::hopper::tma_load_2d(b_box_address(a_slot, p), &b_map, full, n0 + p * BTile::kPanelCols, k0);
-  }
+  for (int p = 0; p < BTile::kPanels; ++p)  // B panel p: columns n0 + 64p ..
+    gpu::hopper::tma_load_2d(b_box_address(a_slot, p), &b_map, full, n0 + p * BTile::kPanelCols, k0);
 }
 
 // ---- a consumer warpgroup -----------------------------------------------------------------
@@ -159,7 +154,7 @@ __device__ __forceinline__ void store_tile(const float (&acc)[kAccRegs], Element
 // Grid: every tile (03p, 03q) or one CTA per SM (03r); threads_of(kSchedule)
 // threads; kSharedBytes of dynamic shared memory. The tile loop below runs
 // once per CTA when the grid covers every tile.
-template <class Element, Schedule kSchedule, bool kBOneCopy = false>
+template <class Element, Schedule kSchedule>
 __global__ void __launch_bounds__(threads_of(kSchedule), 1)
     wgmma_gemm_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map, int M,
                       int N, int K, Element* __restrict__ C) {
@@ -188,7 +183,7 @@ __global__ void __launch_bounds__(threads_of(kSchedule), 1)
     gpu::hopper::PipelineState<kStages> produced;
     if (threadIdx.x == 0)
       for (int kt = 0; kt < min(kStages, k_tiles); ++kt, produced.advance())
-        produce<kBOneCopy>(a_map, b_map, tiles_base, pipe, produced, m0, n0, kt);
+        produce(a_map, b_map, tiles_base, pipe, produced, m0, n0, kt);
     __syncwarp();
     float acc[kAccRegs];
 #pragma unroll
@@ -210,7 +205,7 @@ __global__ void __launch_bounds__(threads_of(kSchedule), 1)
         const gpu::hopper::PipelineState<kStages> previous = gpu::hopper::PipelineState<kStages>::at(kt - 1);
         pipe.consumer_release(previous);
         if (threadIdx.x == 0 && kt - 1 + kStages < k_tiles) {
-          produce<kBOneCopy>(a_map, b_map, tiles_base, pipe, produced, m0, n0, kt - 1 + kStages);
+          produce(a_map, b_map, tiles_base, pipe, produced, m0, n0, kt - 1 + kStages);
           produced.advance();
         }
         __syncwarp();
@@ -234,7 +229,7 @@ __global__ void __launch_bounds__(threads_of(kSchedule), 1)
         for (int t = tiles.first(blockIdx.x); tiles.valid(t); t = tiles.next(t, gridDim.x)) {
           const gpu::TileCoord tile = tiles.coord(t);
           for (int kt = 0; kt < k_tiles; ++kt, st.advance())
-            produce<kBOneCopy>(a_map, b_map, tiles_base, pipe, st, tile.m * kBlockM, tile.n * kBlockN, kt);
+            produce(a_map, b_map, tiles_base, pipe, st, tile.m * kBlockM, tile.n * kBlockN, kt);
         }
       }
     } else {
@@ -255,8 +250,7 @@ __global__ void __launch_bounds__(threads_of(kSchedule), 1)
 
 inline bool supports(const GemmProblem& p) { return unsupported_reason(p).empty(); }
 
-// kBOneCopy: B's four panels a k tile as one copy where N is a multiple of 64 (else four).
-template <Schedule kSchedule, bool kBOneCopy = false>
+template <Schedule kSchedule>
 void run(const GemmProblem& p, const Args<GemmProblem>& args, const char* rung) {
   if (const std::string why = gpu::wgmma_unavailable_reason(); !why.empty())
     throw Unsupported(std::string(rung) + " cannot run here: " + why);
@@ -266,8 +260,7 @@ void run(const GemmProblem& p, const Args<GemmProblem>& args, const char* rung) 
     throw Unsupported(std::string(rung) + " needs 16-byte aligned a, b and c (TMA base addresses)");
   gpu::visit_dtype<__half, __nv_bfloat16>(p.dtype, [&](auto tag) {
     using Element = typename decltype(tag)::type;
-    // A [M][K]: boxes of 128 rows x 64 k; B [K][N]: boxes of 64 k x 64 columns (or four of them).
-    const bool b_one_copy = kBOneCopy && p.N % BTile::kPanelCols == 0;
+    // A [M][K]: boxes of 128 rows x 64 k; B [K][N]: boxes of 64 k x 64 columns.
     const CUtensorMap a_map = gpu::hopper::cached_tma_tile_2d(
         {.base = reinterpret_cast<uint64_t>(args.a), .rows = uint64_t(p.M), .cols = uint64_t(p.K),
          .row_stride_bytes = uint64_t(p.K) * kElemBytes, .elem_bytes = kElemBytes, .box_rows = kBlockM,
@@ -275,9 +268,8 @@ void run(const GemmProblem& p, const Args<GemmProblem>& args, const char* rung) 
     const CUtensorMap b_map = gpu::hopper::cached_tma_tile_2d(
         {.base = reinterpret_cast<uint64_t>(args.b), .rows = uint64_t(p.K), .cols = uint64_t(p.N),
          .row_stride_bytes = uint64_t(p.N) * kElemBytes, .elem_bytes = kElemBytes, .box_rows = kBlockK,
-         .box_cols = BTile::kPanelCols, .box_panels = b_one_copy ? BTile::kPanels : 1});
-    const auto kernel =
-        b_one_copy ? wgmma_gemm_kernel<Element, kSchedule, kBOneCopy> : wgmma_gemm_kernel<Element, kSchedule, false>;
+         .box_cols = BTile::kPanelCols});
+    const auto kernel = wgmma_gemm_kernel<Element, kSchedule>;
     gpu::allow_dynamic_shared(kernel, kSharedBytes, rung);  // > 48 KB must be asked for
     const int tiles = gpu::ceil_div(p.M, kBlockM) * gpu::ceil_div(p.N, kBlockN);
     const int grid = kSchedule == Schedule::persistent
