@@ -28,7 +28,9 @@
 //      overwritten before its last reader); the cost model against a replay
 //      of the blocks per SM, and the choice at the goal shapes.
 //      The stream form of pass 2 (mbconv_project_stream.cuh): its lane's 16-byte pieces and
-//      Wp's staged rows multiply to D·Wp through the mma maps; its tile at the goal shapes.
+//      Wp's staged rows multiply to D·Wp through the mma maps; its tile at the goal shapes, whole
+//      Wp or one part a CTA; the warps' walks (every row tile and part once, a part's CTAs side by
+//      side); the GPU test table reaching each boundary of both forms and of the persistent GEMM.
 //   8. The SE gate kernel: its block size from the chains of loads (replayed),
 //      and the shared memory of both FCs' partial sums.
 //   9. 11e's tensor-core depthwise: its diagonal B fragments against the mma's
@@ -741,8 +743,9 @@ TEST_CASE("mbconv tile: pass 2's cost model and its choice", "[mbconv][lesson11]
     }
 }
 
-// The persistent pass 2 (mbconv_project.cuh): 11c and 11e take it where the stream's Wp does not
-// fit a CTA (C = 112 @ 14², 7² below); at 56² they stream, and the tile stays here as the large-M case
+// The persistent pass 2 (mbconv_project.cuh): 11c and 11e take it only where not even one n8 tile
+// a part of the stream's Wp fits a CTA (hidden > 7200: none of these shapes, which all stream, C = 112
+// @ 14² and 7² with one part a CTA); the tiles stay here as choose_project_tile's cases, 56² the large-M case
 // of choose_project_tile.
 TEST_CASE("mbconv tile: the persistent pass 2's tile at the goal shapes", "[mbconv][lesson11][cpu]") {
   MBConvProblem p;
@@ -847,7 +850,7 @@ TEST_CASE("mbconv stream (pass 2 as warp tasks): the tile at the goal shapes and
   CHECK(t.tasks == 128 * 56 * 56 / 16);
   CHECK(stream_tile_fits(t));
   // C = 40 @ 28²: 5 n8 tiles, 8 chunks. C = 80 @ 14²: two parts of 5, Wp 480 × 88 staged (84 KB).
-  // C = 112 @ 14²: three parts of 5, but Wp 672 × 120 is 161 KB: the persistent GEMM keeps it.
+  // C = 112 @ 14²: three parts of 5, but Wp 672 × 120 is 161 KB: one part a CTA, 672 × 40 (53 KB).
   p.H = p.W = 28, p.C = p.C_out = 40;
   t = stream_tile_for(p, 40);
   CHECK(t.parts == 1);
@@ -861,24 +864,78 @@ TEST_CASE("mbconv stream (pass 2 as warp tasks): the tile at the goal shapes and
   CHECK(t.ldb == 88);
   CHECK(t.tasks == 128 * 14 * 14 / 16 * 2);
   CHECK(stream_tile_fits(t));
+  CHECK_FALSE(t.cta_part);
   p.C = p.C_out = 112;
   t = stream_tile_for(p, 112);
+  CHECK(t.cta_part);
   CHECK(t.parts == 3);
   CHECK(t.nt == 5);
+  CHECK(t.cols == 40);
+  CHECK(t.ldb == 40);  // 5 units: odd already
+  CHECK(t.wb_bytes == 21u * 32 * 40 * 2);
+  CHECK(t.bytes == t.wb_bytes + 80);
+  CHECK(t.bytes <= kSharedTwoCtas);
+  CHECK(t.row_tiles == 128 * 14 * 14 / 16);
+  CHECK(t.tasks == 128 * 14 * 14 / 16 * 3);
+  CHECK(stream_tile_fits(t));
+  // Its grid on an H200 (264 resident CTAs): 88 row groups of the three parts.
+  CHECK(stream_grid(t, 264) == 264);
+  CHECK(stream_grid(t, 263) == 261);
+  CHECK(stream_grid(t, 2) == 3);
+  // C = 192 @ 7² (hidden 1152, 36 chunks): four parts of 6 n8 tiles, but one part is 48 columns on
+  // a 56-element stride, 126 KB; five parts of 5 (40 columns, 90 KB) fit.
+  p.H = p.W = 7, p.C = p.C_out = 192;
+  t = stream_tile_for(p, 192);
+  CHECK(t.cta_part);
+  CHECK(t.parts == 5);
+  CHECK(t.nt == 5);
+  CHECK(t.cols == 40);
+  CHECK(t.bytes == 36u * 32 * 40 * 2 + 80);
+  CHECK(stream_tile_fits(t));
+  StreamTile six = t;
+  stream_tile_cut(six, 24, 6, true);
+  CHECK(six.nt == 6);
+  CHECK(six.bytes > kSharedTwoCtas);
+  // Hidden 7232 (226 chunks): one n8 tile a part is 8 columns × 7232 rows + 16 bytes of bp, 512 bytes
+  // past kSharedTwoCtas: the persistent GEMM. 7200 (225 chunks) fits.
+  p.H = p.W = 3, p.C = 32, p.expand = 226, p.C_out = 16;
+  t = stream_tile_for(p, 16);
+  CHECK(t.cta_part);
+  CHECK(t.nt == 1);
+  CHECK(t.bytes == 226u * 32 * 8 * 2 + 16);
   CHECK_FALSE(stream_tile_fits(t));
+  p.C = 40, p.expand = 180;
+  CHECK(stream_tile_fits(stream_tile_for(p, 16)));
   // Every shape of the tables: parts of at most kStreamMaxNT n8 tiles covering C_out, none empty;
-  // whole 16-byte rows with odd units; tasks covering every (row tile, part); the task split.
+  // whole 16-byte rows with odd units; tasks covering every (row tile, part); the task split. The
+  // whole-Wp form wherever it fits; else one part a CTA, of the most n8 tiles that fit.
   for (const MBConvProblem& q : project_shapes()) {
     const int ldw = (q.C_out + 7) / 8 * 8;
     const StreamTile s = stream_tile_for(q, ldw);
     INFO(OpTraits<MBConvProblem>::spec(q));
     CHECK(s.nt >= 1);
     CHECK(s.nt <= kStreamMaxNT);
-    CHECK(s.cols == 8 * s.parts * s.nt);
-    CHECK(s.cols >= ldw);
+    CHECK(8 * s.parts * s.nt >= ldw);
     CHECK(8 * (s.parts - 1) * s.nt < ldw);
+    StreamTile whole = s;
+    stream_tile_cut(whole, ldw / 8, kStreamMaxNT, false);
+    if (!s.cta_part) {
+      CHECK(s.cols == 8 * s.parts * s.nt);
+      CHECK(s.bytes == whole.bytes);
+    } else {
+      CHECK(whole.bytes > kSharedTwoCtas);  // only where the whole Wp does not fit
+      CHECK(s.parts >= 2);
+      CHECK(s.cols == 8 * s.nt);
+      for (int nt = s.nt + 1; nt <= kStreamMaxNT; ++nt) {  // no wider part fits
+        StreamTile wider = s;
+        stream_tile_cut(wider, ldw / 8, nt, true);
+        if (wider.nt > s.nt) CHECK(wider.bytes > kSharedTwoCtas);
+      }
+      if (!stream_tile_fits(s)) CHECK(s.nt == 1);  // the persistent GEMM only past one n8 tile a part
+    }
     CHECK(s.ldb >= s.cols);
     CHECK((s.ldb / 8) % 2 == 1);
+    CHECK(std::int64_t(s.row_tiles) == (std::int64_t(s.m) + 15) / 16);
     CHECK(std::int64_t(s.tasks) == (std::int64_t(s.m) + 15) / 16 * s.parts);
     CHECK(s.d_live % 8 == 0);
     CHECK(s.wb_bytes == std::size_t(s.chunks) * 32 * s.ldb * 2);
@@ -890,59 +947,178 @@ TEST_CASE("mbconv stream (pass 2 as warp tasks): the tile at the goal shapes and
   }
 }
 
-// 11c and 11e run pass 2 as the stream wherever stream_tile_fits, and as the persistent GEMM
-// elsewhere, so the GPU test table (ops/mbconv.cpp) must reach every boundary of both: this checks
-// that it does, for the shapes the store plan takes (SE, a 16-bit type, a pass-1 tile at every stage).
-TEST_CASE("mbconv stream (pass 2 as warp tasks): the GPU test table reaches each of its boundaries",
+TEST_CASE("mbconv stream (pass 2 as warp tasks): the warps' walks make every (row tile, part) once, inside the staged columns",
           "[mbconv][lesson11][cpu]") {
+  // The kernel's loop replayed from stream_walk over the grid stream_grid gives, at residencies of
+  // one SM, an odd count, and an H200's: each (row tile, part) made by exactly one warp; its columns
+  // among the CTA's staged ones; one part a CTA: a grid of whole row groups, the parts of a row tile
+  // in CTAs side by side (the same row tiles in each), each CTA's part its blockIdx % parts.
+  bool whole = false, own = false;
+  for (const MBConvProblem& p : project_shapes()) {
+    const StreamTile t = stream_tile_for(p, (p.C_out + 7) / 8 * 8);
+    if (!stream_tile_fits(t)) continue;
+    (t.cta_part ? own : whole) = true;
+    INFO(OpTraits<MBConvProblem>::spec(p));
+    for (int resident : {1, 2, 7, kH200Resident}) {
+      const int grid = stream_grid(t, resident);
+      INFO("resident " << resident << " grid " << grid);
+      CHECK(grid >= 1);
+      if (t.cta_part) {
+        CHECK(grid % t.parts == 0);
+        CHECK(grid <= std::max(t.parts, resident));
+        CHECK(grid <= (t.row_tiles + kWarps - 1) / kWarps * t.parts);  // no CTA without a row tile
+      } else {
+        CHECK(grid <= std::max(1, resident));
+        CHECK(std::int64_t(grid - 1) * kWarps < t.tasks);
+      }
+      std::vector<int> made(std::size_t(t.tasks), 0);
+      std::vector<int> first_tile(std::size_t(grid), -1);
+      for (int b = 0; b < grid; ++b)
+        for (int warp = 0; warp < kWarps; ++warp) {
+          const StreamWalk w = stream_walk(t, b, grid, warp);
+          if (t.cta_part) {
+            CHECK(w.col0 == 8 * t.nt * (b % t.parts));
+            CHECK(w.first == b / t.parts * kWarps + warp);
+            if (warp == 0) first_tile[std::size_t(b)] = w.first;
+          } else {
+            CHECK(w.col0 == 0);
+          }
+          for (int task = w.first; task < w.end; task += w.step) {
+            const int tile = fast_quotient(w.div, task), s0 = 8 * t.nt * (task - tile * w.per), col0 = w.col0 + s0;
+            const int part = col0 / (8 * t.nt);
+            REQUIRE(tile >= 0);
+            REQUIRE(tile < t.row_tiles);
+            REQUIRE(part < t.parts);
+            CHECK(col0 == 8 * t.nt * part);
+            CHECK(s0 >= 0);
+            CHECK(s0 + 8 * t.nt <= t.cols);  // the task's bias and Wp columns are staged ones
+            ++made[std::size_t(tile) * t.parts + part];
+          }
+        }
+      CHECK(std::count(made.begin(), made.end(), 1) == t.tasks);
+      if (t.cta_part)
+        for (int b = 0; b < grid; ++b) CHECK(first_tile[std::size_t(b)] == first_tile[std::size_t(b - b % t.parts)]);
+    }
+  }
+  CHECK(whole);
+  CHECK(own);
+}
+
+// 11c and 11e run pass 2 as the stream wherever stream_tile_fits (whole Wp, or one part a CTA), and
+// as the persistent GEMM elsewhere, so the GPU test table (ops/mbconv.cpp) must reach every boundary
+// of each: stream_reach says which it reaches, for the shapes the store plan takes (SE, a 16-bit
+// type, a pass-1 tile at every stage).
+namespace {
+struct StreamReach {
   bool persistent = false, streamed = false, parts = false, zero_cols = false, pairs = false, singles = false;
   bool residual = false, no_residual = false, short_rows = false, row_spans_images = false, dead_piece = false;
   bool f16 = false, bf16 = false;
   bool group[2] = {false, false}, group_tail[2] = {false, false};  // kGroup = kStreamGroup (nt ≤ 3) or half
-  for (const MBConvProblem& p : OpTraits<MBConvProblem>::shapes(ShapeTable::test, Device::gpu)) {
-    if (!p.has_se() || !(p.dtype == DType::f16 || p.dtype == DType::bf16) || !se_gate_fits(p)) continue;
-    if (choose_tile(p, Stage::store).rows == 0 || choose_tile(p, Stage::sums).rows == 0 ||
-        choose_tile(p, Stage::project).rows == 0)
-      continue;
+  // one part a CTA: at all, a short last row tile, odd C_out, a part neither first nor last, zero
+  // columns in the last part, the residual, nt cut below the whole form's
+  bool own = false, own_short_rows = false, own_singles = false, own_middle = false, own_zero_cols = false;
+  bool own_residual = false, own_narrowed = false;
+};
+bool store_plan_shape(const MBConvProblem& p) {
+  return p.has_se() && (p.dtype == DType::f16 || p.dtype == DType::bf16) && se_gate_fits(p) &&
+         choose_tile(p, Stage::store).rows != 0 && choose_tile(p, Stage::sums).rows != 0 &&
+         choose_tile(p, Stage::project).rows != 0;
+}
+StreamReach stream_reach(const std::vector<MBConvProblem>& shapes) {
+  StreamReach r;
+  for (const MBConvProblem& p : shapes) {
+    if (!store_plan_shape(p)) continue;
     const int ldw = (p.C_out + 7) / 8 * 8;  // project_weights' row stride
     const StreamTile t = stream_tile_for(p, ldw);
     if (!stream_tile_fits(t)) {
-      persistent = true;
+      r.persistent = true;
       continue;
     }
-    streamed = true;
-    parts |= t.parts > 1;
-    zero_cols |= t.cols > ldw;
-    pairs |= p.C_out % 2 == 0;
-    singles |= p.C_out % 2 == 1;
-    residual |= t.residual;
-    no_residual |= !t.residual;
-    short_rows |= t.m % 16 != 0;
-    row_spans_images |= p.N > 1 && t.pq % 16 != 0;
-    dead_piece |= t.d_live < t.chunks * kChunk;
-    f16 |= p.dtype == DType::f16;
-    bf16 |= p.dtype == DType::bf16;
+    r.streamed = true;
+    r.parts |= t.parts > 1;
+    r.zero_cols |= 8 * t.parts * t.nt > ldw;
+    r.pairs |= p.C_out % 2 == 0;
+    r.singles |= p.C_out % 2 == 1;
+    r.residual |= t.residual;
+    r.no_residual |= !t.residual;
+    r.short_rows |= t.m % 16 != 0;
+    r.row_spans_images |= p.N > 1 && t.pq % 16 != 0;
+    r.dead_piece |= t.d_live < t.chunks * kChunk;
+    r.f16 |= p.dtype == DType::f16;
+    r.bf16 |= p.dtype == DType::bf16;
     const int g = t.nt <= 3 ? 0 : 1, size = g == 0 ? kStreamGroup : kStreamGroup / 2;
-    group[g] = true;
-    group_tail[g] |= t.chunks % size != 0;
+    r.group[g] = true;
+    r.group_tail[g] |= t.chunks % size != 0;
+    if (t.cta_part) {
+      StreamTile whole = t;
+      stream_tile_cut(whole, ldw / 8, kStreamMaxNT, false);
+      r.own = true;
+      r.own_short_rows |= t.m % 16 != 0;
+      r.own_singles |= p.C_out % 2 == 1;
+      r.own_middle |= t.parts >= 3;
+      r.own_zero_cols |= 8 * t.parts * t.nt > ldw;
+      r.own_residual |= t.residual;
+      r.own_narrowed |= t.nt < whole.nt;
+    }
   }
-  CHECK(persistent);        // a store-plan shape whose Wp does not fit: the persistent GEMM
-  CHECK(streamed);
-  CHECK(parts);             // C_out past kStreamMaxNT n8 tiles: two or more column parts
-  CHECK(zero_cols);         // staged columns past C_out (zeros)
-  CHECK(pairs);             // two adjacent columns as one store
-  CHECK(singles);           // odd C_out: one column a store
-  CHECK(residual);
-  CHECK(no_residual);
-  CHECK(short_rows);        // the last task's 16 rows run past N·P·Q
-  CHECK(row_spans_images);  // a task's rows belong to two images (two gates)
-  CHECK(dead_piece);        // pieces past dbuf_live: zeros, not loaded
-  CHECK(f16);
-  CHECK(bf16);
-  CHECK(group[0]);
-  CHECK(group[1]);
-  CHECK(group_tail[0]);     // a last group of fewer chunks than kGroup
-  CHECK(group_tail[1]);
+  return r;
+}
+bool reaches_all(const StreamReach& r) {
+  return r.persistent && r.streamed && r.parts && r.zero_cols && r.pairs && r.singles && r.residual &&
+         r.no_residual && r.short_rows && r.row_spans_images && r.dead_piece && r.f16 && r.bf16 && r.group[0] &&
+         r.group[1] && r.group_tail[0] && r.group_tail[1] && r.own && r.own_short_rows && r.own_singles &&
+         r.own_middle && r.own_zero_cols && r.own_residual && r.own_narrowed;
+}
+}  // namespace
+
+TEST_CASE("mbconv stream (pass 2 as warp tasks): the GPU test table reaches each of its boundaries",
+          "[mbconv][lesson11][cpu]") {
+  const std::vector<MBConvProblem> table = OpTraits<MBConvProblem>::shapes(ShapeTable::test, Device::gpu);
+  const StreamReach r = stream_reach(table);
+  CHECK(r.persistent);        // a store-plan shape where not even one n8 tile a part fits: the persistent GEMM
+  CHECK(r.streamed);
+  CHECK(r.parts);             // C_out past kStreamMaxNT n8 tiles: two or more column parts
+  CHECK(r.zero_cols);         // staged columns past C_out (zeros)
+  CHECK(r.pairs);             // two adjacent columns as one store
+  CHECK(r.singles);           // odd C_out: one column a store
+  CHECK(r.residual);
+  CHECK(r.no_residual);
+  CHECK(r.short_rows);        // the last task's 16 rows run past N·P·Q
+  CHECK(r.row_spans_images);  // a task's rows belong to two images (two gates)
+  CHECK(r.dead_piece);        // pieces past dbuf_live: zeros, not loaded
+  CHECK(r.f16);
+  CHECK(r.bf16);
+  CHECK(r.group[0]);
+  CHECK(r.group[1]);
+  CHECK(r.group_tail[0]);     // a last group of fewer chunks than kGroup
+  CHECK(r.group_tail[1]);
+  CHECK(r.own);               // one part a CTA (Wp past kSharedTwoCtas)
+  CHECK(r.own_short_rows);    // ... its last row tile short
+  CHECK(r.own_singles);       // ... odd C_out
+  CHECK(r.own_middle);        // ... a part between the first and the last (three or more)
+  CHECK(r.own_zero_cols);     // ... the last part's columns past C_out
+  CHECK(r.own_residual);
+  CHECK(r.own_narrowed);      // ... nt cut below the whole form's so that one part fits
+  CHECK(reaches_all(r));
+  // The check can fail: the table without the shapes that take a form, or a boundary of it, does not
+  // reach everything.
+  const auto without = [&](auto drop) {
+    std::vector<MBConvProblem> kept;
+    for (const MBConvProblem& p : table)
+      if (!(store_plan_shape(p) && drop(stream_tile_for(p, (p.C_out + 7) / 8 * 8), p))) kept.push_back(p);
+    CHECK(kept.size() < table.size());
+    return stream_reach(kept);
+  };
+  CHECK_FALSE(reaches_all(without([](const StreamTile& t, const MBConvProblem&) { return t.cta_part && stream_tile_fits(t); })));
+  CHECK_FALSE(reaches_all(without([](const StreamTile& t, const MBConvProblem&) { return !stream_tile_fits(t); })));
+  CHECK_FALSE(without([](const StreamTile& t, const MBConvProblem& p) {
+                return t.cta_part && stream_tile_fits(t) && p.C_out % 2 == 1;
+              }).own_singles);
+  CHECK_FALSE(without([](const StreamTile& t, const MBConvProblem&) {
+                StreamTile whole = t;
+                stream_tile_cut(whole, t.ldw / 8, kStreamMaxNT, false);
+                return t.cta_part && t.nt < whole.nt;
+              }).own_narrowed);
 }
 
 TEST_CASE("mbconv stream (pass 2 as warp tasks): it reads D and the gates where pass 1 and the gate kernel wrote them",

@@ -1,10 +1,12 @@
 // gpu/lib/mbconv_project_stream.cuh — pass 2 of lesson 11's store plan as a stream of warp
 // tasks: each warp reads 16 rows of D straight from dbuf into its mma fragments, with no shared
 // staging of D and no barrier between tasks. The store plan's mma.sync pass 2 (11c, 11e) wherever
-// Wp fits a CTA; mbconv_project.cuh's persistent GEMM takes the other shapes.
+// stream_tile_fits (mbconv_tile.hpp); mbconv_project.cuh's persistent GEMM takes the other shapes
+// (hidden > 7200: not one of EfficientNet's).
 //
 //   plain loop:  for row m: for o: y[m][o] = bp[o] (+ x[m][o]) + Σ_j d[m][j] · g[image(m)][j] · Wp[j][o]
-//   here:        Wp staged once per CTA, its rows in stream order (stream_channel, mbconv_tile.hpp);
+//   here:        Wp staged once per CTA, its rows in stream order (stream_channel, mbconv_tile.hpp),
+//                all its columns or one part's (below);
 //                warp task: rows m0 .. m0 + 15 (of any images) × one column part of nt n8 tiles
 //                (StreamTile: C_out > 48 in parts), for each group of kGroup chunks:
 //                  lane 4·g + t loads 16 bytes of D for rows m0 + g and m0 + g + 8 (channels 8t .. 8t + 7
@@ -14,23 +16,41 @@
 //                  m16n8k16, B by ldmatrix .trans from the staged rows);
 //                y = Y + bp (+ x), a lane's two adjacent columns as one 32-bit store.
 //
+// Two forms, one kernel (StreamTile::cta_part, read at run time; stream_walk gives a warp's tasks):
+//   whole Wp   where Wp (parts·nt·8 columns) and bp fit kSharedTwoCtas (≈ 110 KB: C = 80 @ 14²
+//              and below). Every CTA stages all of Wp; warp w of CTA b takes tasks b·kWarps + w,
+//              + gridDim·kWarps, ..., task = (row tile task / parts, part task % parts): the parts
+//              of a row tile are neighbouring warps, which read its D from DRAM once and from L1 or
+//              L2 after.
+//   cta_part   where Wp does not fit but one part does (C = 112 @ 14²: 3 parts of 40 columns, 53 KB
+//              a CTA; hidden 1152 at C_out 192: 5 parts of 5 n8 tiles, the part's nt cut from 6
+//              until it fits). CTA b stages the nt·8 columns of part b % parts from col0 =
+//              8·nt·(b % parts) and makes that part of row tiles (b / parts)·kWarps + w, stepping by
+//              (gridDim / parts)·kWarps; the grid is a multiple of parts within one wave, so a row
+//              tile's parts are CTAs side by side in blockIdx, resident at once: D from DRAM once,
+//              from L2 for the other parts. Y's column o is staged column o − col0.
+//
 // The idea: with N = C_out ≤ 80 the GEMM is a stream (D is most of its bytes) whose floor is DRAM,
 // and what a stream needs is bytes in flight. The persistent GEMM stages D through a cp.async ring
 // with a barrier per stage; here each warp keeps its own: a group's loads (4 chunks × 16 rows × 64
 // bytes = 4 KB a warp) are issued back to back, and 16 warps an SM keep up to 64 KB in flight with
 // no CTA-wide wait (2 KB a warp where more than 3 n8 tiles of accumulators take the registers:
-// kGroup = 2).
+// kGroup = 2). Past C_out 80 the parts multiply D's reads, but all but one come from L2.
 //
 // Cost per task (16 rows, one part): per chunk 4 16-byte loads, 8 f16x2 multiplies, 2 k16 steps of
-// ⌈nt/2⌉ ldmatrix and nt mma; the epilogue ≈ 2·nt·(bias, residual, pack, store). DRAM: D (each
-// part after the first re-reads it, from L1 or L2: its tasks run beside the first's), the gates
-// (L1 and L2 hits after the first warp of an image), x and y once, Wp once per CTA.
+// ⌈nt/2⌉ ldmatrix and nt mma; the epilogue ≈ 2·nt·(bias, residual, pack, store); the same in both
+// forms (one fast_quotient and a multiply-add a task). DRAM: D once (each part after the first
+// re-reads it from L1 or L2: whole Wp, neighbouring warps; cta_part, neighbouring CTAs), the gates
+// (L1 and L2 hits after the first warp of an image), x and y once; Wp once per CTA (cta_part: one
+// part's columns, so all of Wp once per `parts` CTAs).
 // Contract: as mbconv_project_kernel (dbuf as pass 1 writes it, gate16 [N][dbuf_live(hidden)] zero
 // padded, Wp rows of ldw = C_out rounded up to 8, 16-byte aligned: project_weights); shapes where
-// stream_tile_fits (Wp and bp staged whole within kSharedTwoCtas).
+// stream_tile_fits; a cta_part grid a multiple of parts (stream_grid; any grid for whole Wp).
 // Tunables: kStreamGroup (chunks a warp has in flight), kStreamMaxNT (n8 tiles a part; ptxas: no
-// spills up to 6 at 128 registers, 12–36 bytes from 7 to 10), both in mbconv_tile.hpp.
-// Run: build/convlab run mbconv/gpu/11c_fused_store --shape N=128,H=56,C=24,dtype=f16
+// spills up to 6 at 128 registers, 12–36 bytes from 7 to 10), both in mbconv_tile.hpp; the cut
+// between the forms is kSharedTwoCtas.
+// Run: build/convlab run mbconv/gpu/11c_fused_store --shape N=128,H=56,C=24,dtype=f16 (whole Wp);
+//      build/convlab run mbconv/gpu/11c_fused_store --shape N=128,H=14,C=112,dtype=f16 (cta_part)
 #pragma once
 
 #include <cuda_runtime.h>
@@ -54,8 +74,8 @@ namespace convlab::gpu::mbconv {
 __device__ __forceinline__ uint4 load_piece(const void* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
 
 // dbuf [N][chunks][P·Q][32], gate16 [N][d_live], wp [hidden][ldw], bp [C_out], x [N·P·Q][C],
-// y [N·P·Q][C_out]. kThreads threads, t.bytes of dynamic shared memory, any grid (warps stride
-// over the tasks).
+// y [N·P·Q][C_out]. kThreads threads, t.bytes of dynamic shared memory; any grid for whole Wp, a
+// multiple of t.parts for cta_part (warps stride over the tasks).
 template <class Element, int kNT>
 __global__ void __launch_bounds__(kThreads, 2) mbconv_project_stream_kernel(
     StreamTile t, const Element* __restrict__ dbuf, const Element* __restrict__ gate16,
@@ -67,18 +87,22 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_project_stream_kernel(
   Element* wb = reinterpret_cast<Element*>(shared);  // [chunks·32][ldb]: row 32c + 16s + k is Wp row 32c + stream_channel(s, k)
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, g = lane / 4, tq = lane % 4;
 
+  // The warp's tasks; w.col0 is the first column of Y this CTA stages (cta_part: its part's, else 0).
+  const StreamWalk w = stream_walk(t, int(blockIdx.x), int(gridDim.x), warp);
+
   // Wp and bp are not written by the kernels this one depends on: staged before the wait, t.cols
-  // columns (zeros past C_out), Wp's rows in stream order; 16-byte cp.async copies, all in flight
-  // at once (up to 84 KB a CTA: one round trip, not one per copy a thread makes).
+  // columns from w.col0 (zeros past C_out), Wp's rows in stream order; 16-byte cp.async copies,
+  // all in flight at once (up to 110 KB a CTA: one round trip, not one per copy a thread makes).
   const int units = t.cols / 8;
   for (int i = tid; i < t.chunks * kChunk * units; i += kThreads) {
-    const int r = i / units, u = i - r * units, j = stream_staged_row(r);
-    const bool in = j < t.hidden && 8 * u < t.ldw;
-    cp_async_16(shared_address(wb + r * t.ldb + 8 * u), in ? wp + std::ptrdiff_t(j) * t.ldw + 8 * u : wp, in);
+    const int r = i / units, u = i - r * units, j = stream_staged_row(r), col = w.col0 + 8 * u;
+    const bool in = j < t.hidden && col < t.ldw;
+    cp_async_16(shared_address(wb + r * t.ldb + 8 * u), in ? wp + std::ptrdiff_t(j) * t.ldw + col : wp, in);
   }
   cp_async_commit();
-  Element* bs = reinterpret_cast<Element*>(shared + t.wb_bytes);  // [cols]
-  for (int i = tid; i < t.cols; i += kThreads) bs[i] = i < t.c_out ? bp[i] : from_float<Element>(0.0f);
+  Element* bs = reinterpret_cast<Element*>(shared + t.wb_bytes);  // [cols]: Y's columns from w.col0
+  for (int i = tid; i < t.cols; i += kThreads)
+    bs[i] = w.col0 + i < t.c_out ? bp[w.col0 + i] : from_float<Element>(0.0f);
   cp_async_wait<0>();
   __syncthreads();
   hopper::wait_for_prerequisite_grid();  // the store plan: the gate kernel (and, through it, pass 1)
@@ -87,8 +111,9 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_project_stream_kernel(
   const uint32_t b_step = 16u * uint32_t(t.ldb) * 2;  // one k16 step of staged rows, bytes
   const std::ptrdiff_t chunk_step = std::ptrdiff_t(t.pq) * kChunk;
   const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
-  for (int task = blockIdx.x * kWarps + warp; task < t.tasks; task += gridDim.x * kWarps) {
-    const int tile = fast_quotient(t.parts_div, task), col0 = 8 * kNT * (task - tile * t.parts);  // part's first column
+  for (int task = w.first; task < w.end; task += w.step) {
+    // The row tile and the part's first column: staged (s0) and of Y (col0 = w.col0 + s0).
+    const int tile = fast_quotient(w.div, task), s0 = 8 * kNT * (task - tile * w.per), col0 = w.col0 + s0;
     const int m_lo = 16 * tile + g, m_hi = m_lo + 8;
     const bool in_lo = m_lo < t.m, in_hi = m_hi < t.m;  // rows past M: no load, no store (row 0's addresses)
     const Element* d_lo = dbuf + stream_d_offset(t, in_lo ? m_lo : 0, tq);
@@ -98,7 +123,7 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_project_stream_kernel(
     float acc[kNT][4];
 #pragma unroll
     for (int nt = 0; nt < kNT; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
-    const uint32_t b_part = b_lane + uint32_t(col0) * 2;
+    const uint32_t b_part = b_lane + uint32_t(s0) * 2;
 
     // d_lo, d_hi, q_lo, q_hi step on by a group of chunks; within it, constant offsets.
     for (int c0 = 0; c0 < t.chunks; c0 += kGroup) {
@@ -145,14 +170,14 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_project_stream_kernel(
     }
 
     // y = Y + bp (+ x): c0, c1 row m_lo, c2, c3 row m_hi; columns col0 + 8·nt + 2t, + 1 (the rows'
-    // addresses once, the columns as constant offsets).
+    // addresses once, the columns as constant offsets), bp's staged at s0 + 8·nt + 2t.
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const int m = half ? m_hi : m_lo;
       if (m >= t.m) continue;
       Element* y_row = y + std::ptrdiff_t(m) * t.c_out + col0 + 2 * tq;
       const Element* x_row = x + std::ptrdiff_t(m) * t.c + col0 + 2 * tq;  // residual: stride 1, C_out == C
-      const Element* b_row = bs + col0 + 2 * tq;
+      const Element* b_row = bs + s0 + 2 * tq;
 #pragma unroll
       for (int nt = 0; nt < kNT; ++nt) {
         const int o = col0 + 8 * nt + 2 * tq;
@@ -178,8 +203,9 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_project_stream_kernel(
   }
 }
 
-// Pass 2 as the stream, where stream_tile_fits (the caller checks; else launch_project). Grid:
-// the resident CTAs of one wave, or fewer where the tasks are fewer.
+// Pass 2 as the stream, where stream_tile_fits (the caller checks; else launch_project). Grid
+// (stream_grid): the resident CTAs of one wave, or fewer where the tasks are fewer; cta_part, a
+// multiple of parts.
 template <class Element>
 void launch_project_stream(const MBConvProblem& p, const Args<MBConvProblem>& a, const void* dbuf, const void* gate16,
                            const ProjectWeights<Element>& w, bool dependent) {
@@ -188,9 +214,8 @@ void launch_project_stream(const MBConvProblem& p, const Args<MBConvProblem>& a,
   t.pairs = p.C_out % 2 == 0 && aligned_to(a.y, 4) && aligned_to(a.x, 4);
   const auto go = [&](auto kernel, const char* name) {
     allow_dynamic_shared(kernel, t.bytes, name);
-    const int ctas = int(std::min<std::int64_t>((std::int64_t(t.tasks) + kWarps - 1) / kWarps,
-                                                resident_blocks(kernel, kThreads, t.bytes)));
-    hopper::launch_kernel(dependent, kernel, dim3(unsigned(std::max(1, ctas))), dim3(kThreads), t.bytes, name, t,
+    const int ctas = stream_grid(t, resident_blocks(kernel, kThreads, t.bytes));
+    hopper::launch_kernel(dependent, kernel, dim3(unsigned(ctas)), dim3(kThreads), t.bytes, name, t,
                           static_cast<const Element*>(dbuf), static_cast<const Element*>(gate16), w.wp,
                           static_cast<const Element*>(a.project_b), static_cast<const Element*>(a.x),
                           static_cast<Element*>(a.y));

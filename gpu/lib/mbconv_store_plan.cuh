@@ -4,8 +4,10 @@
 // programmatic dependents of the kernel before each. The rungs differ in pass 1's depthwise, on the
 // FMA pipes (11c, 11h) or on the tensor cores (11e, 11i), and in pass 2: mma.sync (11c, 11e) or
 // Hopper's wgmma (11h, 11i: gpu/lib/mbconv_project_wgmma.cuh). The mma.sync pass 2 is a stream of
-// warp tasks (gpu/lib/mbconv_project_stream.cuh) wherever Wp fits one CTA's shared memory, and the
-// persistent GEMM (gpu/lib/mbconv_project.cuh) elsewhere.
+// warp tasks (gpu/lib/mbconv_project_stream.cuh) wherever stream_tile_fits: Wp staged whole where it
+// fits two CTAs an SM (C_out ≤ 80 at EfficientNet's hidden sizes), else one column part of it a CTA
+// (C = 112 @ 14², 7²); the persistent GEMM (gpu/lib/mbconv_project.cuh) only where not even one n8
+// tile a part fits (hidden > 7200).
 //
 //   workspace  partial [N][tiles][hidden] fp32 | gate16 [N][dbuf_live] | dbuf (dbuf_elems) | Wp padded
 #pragma once
