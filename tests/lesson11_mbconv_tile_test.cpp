@@ -246,6 +246,35 @@ TEST_CASE("mbconv tile: the CTAs of a split tile make every chunk once", "[mbcon
       }
 }
 
+TEST_CASE("mbconv tile: CONVLAB_MBCONV_SPLITS takes 1..4096 and refuses anything else", "[mbconv][lesson11][cpu]") {
+  CHECK(forced_splits(nullptr) == 0);
+  CHECK(forced_splits("") == 0);
+  CHECK(forced_splits("1") == 1);
+  CHECK(forced_splits("3") == 3);
+  CHECK(forced_splits("4096") == 4096);
+  for (const char* bad : {"0", "-2", "4097", "2x", "x2", " 3", "+3", "1e3", "99999999999999999999"}) {
+    INFO(bad);
+    bool named = false;  // refused, with the variable's name in the one error line
+    try {
+      forced_splits(bad);
+    } catch (const std::invalid_argument& e) {
+      named = std::string(e.what()).find("CONVLAB_MBCONV_SPLITS") != std::string::npos;
+    }
+    CHECK(named);
+  }
+  // Any forced S, clamped to the chunks as launch_stage does, still makes every chunk once.
+  MBConvProblem p;
+  p.N = 3, p.H = p.W = 14, p.C = 80, p.C_out = 80, p.dtype = DType::f16;
+  const int chunks = (p.hidden() + kChunk - 1) / kChunk;
+  for (int forced : {1, 2, 3, 4, 6, 8, 15, 16, 4096}) {
+    const int splits = std::min(forced, chunks);
+    std::vector<int> seen(chunks, 0);
+    for (int part = 0; part < splits; ++part)
+      for (int c0 = part * kChunk; c0 < p.hidden(); c0 += splits * kChunk) ++seen[c0 / kChunk];
+    for (int c : seen) CHECK(c == 1);
+  }
+}
+
 TEST_CASE("mbconv tile: the depthwise runs cover every output pixel once per pair, with the plain loop's taps",
           "[mbconv][lesson11][cpu]") {
   // The kernel's walk over a tile of `images` images (rows == P when images > 1) or of the first

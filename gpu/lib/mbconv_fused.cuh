@@ -82,8 +82,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-#include <stdexcept>
-#include <string>
 
 #include "gpu/lib/check.cuh"
 #include "gpu/lib/element.cuh"
@@ -739,19 +737,6 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
 }
 
 // ---- launcher --------------------------------------------------------------------------------
-// CONVLAB_MBCONV_SPLITS=S (an experiment knob, exercise 5 of lesson 11): the stages that make D
-// run S CTAs per tile (at most one per hidden chunk) instead of split_tile's choice. Which chunks a
-// CTA makes changes, not what it computes: chunk k of part s is s + k·S, each chunk's D and sums
-// stand alone. Unset or empty: split_tile. Anything but an integer 1..4096: an error.
-inline int forced_splits() {
-  const char* v = std::getenv("CONVLAB_MBCONV_SPLITS");
-  if (v == nullptr || *v == '\0') return 0;
-  char* end = nullptr;
-  const long s = std::strtol(v, &end, 10);
-  if (*end != '\0' || s < 1 || s > 4096)
-    throw std::invalid_argument(std::string("CONVLAB_MBCONV_SPLITS must be an integer from 1 to 4096, not '") + v + "'");
-  return int(s);
-}
 
 // One stage over the whole batch, on the stage's own tile: choose_tile's rows, images_for's
 // images per tile (from the one-image tile's resident CTAs: a tile of more images has no more),
@@ -768,7 +753,7 @@ void launch_stage(const MBConvProblem& p, const Args<MBConvProblem>& a, const fl
     t.pairs = p.C_out % 2 == 0 && aligned_to(a.y, 4) && aligned_to(a.x, 4);
     allow_dynamic_shared(kernel, t.bytes, name);
     split_tile(t, kStage, resident_blocks(kernel, kThreads, t.bytes));
-    if (const int forced = forced_splits(); forced > 0 && (kStage == Stage::sums || kStage == Stage::store))
+    if (const int forced = forced_splits(std::getenv("CONVLAB_MBCONV_SPLITS")); forced > 0 && (kStage == Stage::sums || kStage == Stage::store))
       t.splits = std::min(forced, (t.hidden + kChunk - 1) / kChunk);
     kernel<<<dim3(unsigned(t.tiles * t.splits), unsigned(t.groups)), kThreads, t.bytes>>>(
         t, static_cast<const Element*>(a.x), static_cast<const Element*>(a.expand_w),

@@ -31,7 +31,10 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <initializer_list>
+#include <stdexcept>
+#include <string>
 #include <tuple>
 #include <utility>
 
@@ -381,6 +384,20 @@ inline void split_tile(Tile& t, Stage stage, int resident) {
   if (ctas >= want) return;
   const int need = int(std::min<long long>((want + ctas - 1) / ctas, 1 << 20));
   if (stage == Stage::sums || stage == Stage::store) t.splits = std::min(need, (t.hidden + kChunk - 1) / kChunk);
+}
+
+// CONVLAB_MBCONV_SPLITS=S (an experiment knob, exercise 5 of lesson 11): the stages that make D
+// run S CTAs per tile (at most one per hidden chunk) instead of split_tile's choice; launch_stage
+// passes the variable's value here. Which chunks a CTA makes changes (chunk k of part s is
+// s + k·S), not what it computes: each chunk's D and sums stand alone. Unset or empty: 0 (keep
+// split_tile's). Anything but an integer 1..4096: an error naming the variable.
+inline int forced_splits(const char* value) {
+  if (value == nullptr || *value == '\0') return 0;
+  char* end = nullptr;
+  const long s = std::strtol(value, &end, 10);
+  if (*end != '\0' || s < 1 || s > 4096 || !(*value >= '0' && *value <= '9'))
+    throw std::invalid_argument(std::string("CONVLAB_MBCONV_SPLITS must be an integer from 1 to 4096, not '") + value + "'");
+  return int(s);
 }
 
 // Whether the 16-byte copy path applies: every row the kernel copies starts on
