@@ -29,8 +29,9 @@
 //      of the blocks per SM, and the choice at the goal shapes.
 //      The stream form of pass 2 (mbconv_project_stream.cuh): its lane's 16-byte pieces and
 //      Wp's staged rows multiply to D·Wp through the mma maps; its tile at the goal shapes, whole
-//      Wp or one part a CTA; the warps' walks (every row tile and part once, a part's CTAs side by
-//      side); the GPU test table reaching each boundary of both forms and of the persistent GEMM.
+//      Wp or (opt-in, not yet run on a GPU) one part a CTA; the warps' walks (every row tile and
+//      part once, a part's CTAs side by side); the GPU test table reaching each boundary of both
+//      forms and of the persistent GEMM, under the rungs' routing and the comparison copy's.
 //   8. The SE gate kernel: its block size from the chains of loads (replayed),
 //      and the shared memory of both FCs' partial sums.
 //   9. 11e's tensor-core depthwise: its diagonal B fragments against the mma's
@@ -772,10 +773,10 @@ TEST_CASE("mbconv tile: pass 2's cost model and its choice", "[mbconv][lesson11]
     }
 }
 
-// The persistent pass 2 (mbconv_project.cuh): 11c and 11e take it only where not even one n8 tile
-// a part of the stream's Wp fits a CTA (hidden > 7200: none of these shapes, which all stream, C = 112
-// @ 14² and 7² with one part a CTA); the tiles stay here as choose_project_tile's cases, 56² the large-M case
-// of choose_project_tile.
+// The persistent pass 2 (mbconv_project.cuh): 11c and 11e take it where the stream's whole Wp does
+// not fit a CTA (C = 112 @ 14², 7² below; the stream's opt-in cta_part form would take those too,
+// and leave it only past hidden 7200); at 56² they stream, and the tile stays here as the large-M
+// case of choose_project_tile.
 TEST_CASE("mbconv tile: the persistent pass 2's tile at the goal shapes", "[mbconv][lesson11][cpu]") {
   MBConvProblem p;
   p.N = 128, p.dtype = DType::f16;
@@ -879,7 +880,8 @@ TEST_CASE("mbconv stream (pass 2 as warp tasks): the tile at the goal shapes and
   CHECK(t.tasks == 128 * 56 * 56 / 16);
   CHECK(stream_tile_fits(t));
   // C = 40 @ 28²: 5 n8 tiles, 8 chunks. C = 80 @ 14²: two parts of 5, Wp 480 × 88 staged (84 KB).
-  // C = 112 @ 14²: three parts of 5, but Wp 672 × 120 is 161 KB: one part a CTA, 672 × 40 (53 KB).
+  // C = 112 @ 14²: three parts of 5, but Wp 672 × 120 is 161 KB: the rungs' persistent GEMM; where
+  // cta_part is allowed (the comparison copy), one part a CTA, 672 × 40 (53 KB).
   p.H = p.W = 28, p.C = p.C_out = 40;
   t = stream_tile_for(p, 40);
   CHECK(t.parts == 1);
@@ -894,8 +896,15 @@ TEST_CASE("mbconv stream (pass 2 as warp tasks): the tile at the goal shapes and
   CHECK(t.tasks == 128 * 14 * 14 / 16 * 2);
   CHECK(stream_tile_fits(t));
   CHECK_FALSE(t.cta_part);
+  CHECK_FALSE(stream_tile_for(p, 80, true).cta_part);  // whole Wp fits: allowed or not, the same tile
+  CHECK(stream_tile_for(p, 80, true).bytes == t.bytes);
   p.C = p.C_out = 112;
   t = stream_tile_for(p, 112);
+  CHECK_FALSE(t.cta_part);
+  CHECK(t.parts == 3);
+  CHECK(t.cols == 120);
+  CHECK_FALSE(stream_tile_fits(t));
+  t = stream_tile_for(p, 112, true);
   CHECK(t.cta_part);
   CHECK(t.parts == 3);
   CHECK(t.nt == 5);
@@ -904,17 +913,19 @@ TEST_CASE("mbconv stream (pass 2 as warp tasks): the tile at the goal shapes and
   CHECK(t.wb_bytes == 21u * 32 * 40 * 2);
   CHECK(t.bytes == t.wb_bytes + 80);
   CHECK(t.bytes <= kSharedTwoCtas);
-  CHECK(t.row_tiles == 128 * 14 * 14 / 16);
+  CHECK(stream_row_tiles(t) == 128 * 14 * 14 / 16);
   CHECK(t.tasks == 128 * 14 * 14 / 16 * 3);
   CHECK(stream_tile_fits(t));
   // Its grid on an H200 (264 resident CTAs): 88 row groups of the three parts.
   CHECK(stream_grid(t, 264) == 264);
   CHECK(stream_grid(t, 263) == 261);
   CHECK(stream_grid(t, 2) == 3);
-  // C = 192 @ 7² (hidden 1152, 36 chunks): four parts of 6 n8 tiles, but one part is 48 columns on
-  // a 56-element stride, 126 KB; five parts of 5 (40 columns, 90 KB) fit.
+  // C = 192 @ 7² (hidden 1152, 36 chunks): whole Wp does not fit (the rungs' persistent GEMM).
+  // Allowed: four parts of 6 n8 tiles, but one part is 48 columns on a 56-element stride, 126 KB;
+  // five parts of 5 (40 columns, 90 KB) fit.
   p.H = p.W = 7, p.C = p.C_out = 192;
-  t = stream_tile_for(p, 192);
+  CHECK_FALSE(stream_tile_fits(stream_tile_for(p, 192)));
+  t = stream_tile_for(p, 192, true);
   CHECK(t.cta_part);
   CHECK(t.parts == 5);
   CHECK(t.nt == 5);
@@ -925,23 +936,31 @@ TEST_CASE("mbconv stream (pass 2 as warp tasks): the tile at the goal shapes and
   stream_tile_cut(six, 24, 6, true);
   CHECK(six.nt == 6);
   CHECK(six.bytes > kSharedTwoCtas);
-  // Hidden 7232 (226 chunks): one n8 tile a part is 8 columns × 7232 rows + 16 bytes of bp, 512 bytes
-  // past kSharedTwoCtas: the persistent GEMM. 7200 (225 chunks) fits.
+  // Hidden 7232 (226 chunks), cta_part allowed: one n8 tile a part is 8 columns × 7232 rows + 16
+  // bytes of bp, 512 bytes past kSharedTwoCtas: the persistent GEMM. 7200 (225 chunks) fits; not
+  // allowed, neither (Wp 7200 × 16 whole is 230 KB).
   p.H = p.W = 3, p.C = 32, p.expand = 226, p.C_out = 16;
-  t = stream_tile_for(p, 16);
+  t = stream_tile_for(p, 16, true);
   CHECK(t.cta_part);
   CHECK(t.nt == 1);
   CHECK(t.bytes == 226u * 32 * 8 * 2 + 16);
   CHECK_FALSE(stream_tile_fits(t));
   p.C = 40, p.expand = 180;
-  CHECK(stream_tile_fits(stream_tile_for(p, 16)));
+  CHECK(stream_tile_fits(stream_tile_for(p, 16, true)));
+  CHECK_FALSE(stream_tile_fits(stream_tile_for(p, 16)));
   // Every shape of the tables: parts of at most kStreamMaxNT n8 tiles covering C_out, none empty;
   // whole 16-byte rows with odd units; tasks covering every (row tile, part); the task split. The
-  // whole-Wp form wherever it fits; else one part a CTA, of the most n8 tiles that fit.
+  // whole-Wp form wherever it fits; else, where allowed, one part a CTA, of the most n8 tiles that
+  // fit. Not allowed (the rungs): always the whole-Wp tile, which fits or leaves the stream.
   for (const MBConvProblem& q : project_shapes()) {
     const int ldw = (q.C_out + 7) / 8 * 8;
-    const StreamTile s = stream_tile_for(q, ldw);
+    const StreamTile s = stream_tile_for(q, ldw, true), rung = stream_tile_for(q, ldw);
     INFO(OpTraits<MBConvProblem>::spec(q));
+    CHECK_FALSE(rung.cta_part);
+    CHECK(rung.cols == 8 * rung.parts * rung.nt);
+    CHECK(stream_tile_fits(rung) == (rung.bytes <= kSharedTwoCtas));
+    CHECK(s.cta_part == !stream_tile_fits(rung));
+    if (!s.cta_part) CHECK(s.bytes == rung.bytes);
     CHECK(s.nt >= 1);
     CHECK(s.nt <= kStreamMaxNT);
     CHECK(8 * s.parts * s.nt >= ldw);
@@ -964,7 +983,7 @@ TEST_CASE("mbconv stream (pass 2 as warp tasks): the tile at the goal shapes and
     }
     CHECK(s.ldb >= s.cols);
     CHECK((s.ldb / 8) % 2 == 1);
-    CHECK(std::int64_t(s.row_tiles) == (std::int64_t(s.m) + 15) / 16);
+    CHECK(std::int64_t(stream_row_tiles(s)) == (std::int64_t(s.m) + 15) / 16);
     CHECK(std::int64_t(s.tasks) == (std::int64_t(s.m) + 15) / 16 * s.parts);
     CHECK(s.d_live % 8 == 0);
     CHECK(s.wb_bytes == std::size_t(s.chunks) * 32 * s.ldb * 2);
@@ -981,10 +1000,11 @@ TEST_CASE("mbconv stream (pass 2 as warp tasks): the warps' walks make every (ro
   // The kernel's loop replayed from stream_walk over the grid stream_grid gives, at residencies of
   // one SM, an odd count, and an H200's: each (row tile, part) made by exactly one warp; its columns
   // among the CTA's staged ones; one part a CTA: a grid of whole row groups, the parts of a row tile
-  // in CTAs side by side (the same row tiles in each), each CTA's part its blockIdx % parts.
+  // in CTAs side by side (the same row tiles in each), each CTA's part its blockIdx % parts. The
+  // whole-Wp kernel writes this walk out in its loop (b·kWarps + w, stepping by grid·kWarps, below).
   bool whole = false, own = false;
   for (const MBConvProblem& p : project_shapes()) {
-    const StreamTile t = stream_tile_for(p, (p.C_out + 7) / 8 * 8);
+    const StreamTile t = stream_tile_for(p, (p.C_out + 7) / 8 * 8, true);
     if (!stream_tile_fits(t)) continue;
     (t.cta_part ? own : whole) = true;
     INFO(OpTraits<MBConvProblem>::spec(p));
@@ -995,7 +1015,7 @@ TEST_CASE("mbconv stream (pass 2 as warp tasks): the warps' walks make every (ro
       if (t.cta_part) {
         CHECK(grid % t.parts == 0);
         CHECK(grid <= std::max(t.parts, resident));
-        CHECK(grid <= (t.row_tiles + kWarps - 1) / kWarps * t.parts);  // no CTA without a row tile
+        CHECK(grid <= (stream_row_tiles(t) + kWarps - 1) / kWarps * t.parts);  // no CTA without a row tile
       } else {
         CHECK(grid <= std::max(1, resident));
         CHECK(std::int64_t(grid - 1) * kWarps < t.tasks);
@@ -1011,12 +1031,15 @@ TEST_CASE("mbconv stream (pass 2 as warp tasks): the warps' walks make every (ro
             if (warp == 0) first_tile[std::size_t(b)] = w.first;
           } else {
             CHECK(w.col0 == 0);
+            CHECK(w.first == b * kWarps + warp);  // the whole-Wp kernel's loop
+            CHECK(w.step == grid * kWarps);
+            CHECK(w.end == t.tasks);
           }
           for (int task = w.first; task < w.end; task += w.step) {
             const int tile = fast_quotient(w.div, task), s0 = 8 * t.nt * (task - tile * w.per), col0 = w.col0 + s0;
             const int part = col0 / (8 * t.nt);
             REQUIRE(tile >= 0);
-            REQUIRE(tile < t.row_tiles);
+            REQUIRE(tile < stream_row_tiles(t));
             REQUIRE(part < t.parts);
             CHECK(col0 == 8 * t.nt * part);
             CHECK(s0 >= 0);
@@ -1033,10 +1056,12 @@ TEST_CASE("mbconv stream (pass 2 as warp tasks): the warps' walks make every (ro
   CHECK(own);
 }
 
-// 11c and 11e run pass 2 as the stream wherever stream_tile_fits (whole Wp, or one part a CTA), and
-// as the persistent GEMM elsewhere, so the GPU test table (ops/mbconv.cpp) must reach every boundary
-// of each: stream_reach says which it reaches, for the shapes the store plan takes (SE, a 16-bit
-// type, a pass-1 tile at every stage).
+// 11c and 11e run pass 2 as the stream where the whole Wp fits a CTA and as the persistent GEMM
+// elsewhere (stream_tile_for's cta_part not allowed: run_store_plan's kStreamCtaPart off); the
+// comparison copy that allows it streams with one part a CTA where the whole does not fit and takes
+// the persistent GEMM only past that. The GPU test table (ops/mbconv.cpp) must reach every boundary
+// of each kernel under both routings: stream_reach says which it reaches, for the shapes the store
+// plan takes (SE, a 16-bit type, a pass-1 tile at every stage).
 namespace {
 struct StreamReach {
   bool persistent = false, streamed = false, parts = false, zero_cols = false, pairs = false, singles = false;
@@ -1047,20 +1072,44 @@ struct StreamReach {
   // columns in the last part, the residual, nt cut below the whole form's
   bool own = false, own_short_rows = false, own_singles = false, own_middle = false, own_zero_cols = false;
   bool own_residual = false, own_narrowed = false;
+  // the persistent GEMM (its tile as launch_project chooses it on an H200's 132 SMs): f16 and bf16,
+  // odd C_out, the residual staged with a block's last stage, no residual, a short last row block,
+  // a last column block past C_out, several column blocks, a block's rows in two images, a last
+  // stage past hidden. Not here: a CTA's pipeline running on into its next block, which no table
+  // shape reaches on 132 SMs (the host replay at 1 and 3 SMs covers it: "computes every block's steps
+  // once"); the bench shapes C = 112 @ 14² do (784 blocks on 264 CTAs).
+  bool gemm_f16 = false, gemm_bf16 = false, gemm_singles = false, gemm_x_staged = false, gemm_no_residual = false;
+  bool gemm_short_rows = false, gemm_col_tail = false, gemm_col_blocks = false, gemm_spans_images = false;
+  bool gemm_k_tail = false;
 };
 bool store_plan_shape(const MBConvProblem& p) {
   return p.has_se() && (p.dtype == DType::f16 || p.dtype == DType::bf16) && se_gate_fits(p) &&
          choose_tile(p, Stage::store).rows != 0 && choose_tile(p, Stage::sums).rows != 0 &&
          choose_tile(p, Stage::project).rows != 0;
 }
-StreamReach stream_reach(const std::vector<MBConvProblem>& shapes) {
+// The tile run_store_plan routes on: ldw is project_weights' row stride.
+StreamTile routed_tile(const MBConvProblem& p, bool allow_cta_part) {
+  return stream_tile_for(p, (p.C_out + 7) / 8 * 8, allow_cta_part);
+}
+StreamReach stream_reach(const std::vector<MBConvProblem>& shapes, bool allow_cta_part) {
   StreamReach r;
   for (const MBConvProblem& p : shapes) {
     if (!store_plan_shape(p)) continue;
-    const int ldw = (p.C_out + 7) / 8 * 8;  // project_weights' row stride
-    const StreamTile t = stream_tile_for(p, ldw);
+    const int ldw = (p.C_out + 7) / 8 * 8;
+    const StreamTile t = routed_tile(p, allow_cta_part);
     if (!stream_tile_fits(t)) {
+      const ProjectTile g = choose_project_tile(p, 132, p.has_residual() && p.C % 8 == 0);
       r.persistent = true;
+      r.gemm_f16 |= p.dtype == DType::f16;
+      r.gemm_bf16 |= p.dtype == DType::bf16;
+      r.gemm_singles |= p.C_out % 2 == 1;
+      r.gemm_x_staged |= g.x_staged;
+      r.gemm_no_residual |= !g.residual;
+      r.gemm_short_rows |= g.m % g.bm != 0;
+      r.gemm_col_tail |= g.n_blocks * g.bn > p.C_out;
+      r.gemm_col_blocks |= g.n_blocks > 1;
+      r.gemm_spans_images |= p.N > 1 && g.pq % g.bm != 0;
+      r.gemm_k_tail |= g.steps * g.ks > g.hidden;
       continue;
     }
     r.streamed = true;
@@ -1092,62 +1141,101 @@ StreamReach stream_reach(const std::vector<MBConvProblem>& shapes) {
   }
   return r;
 }
-bool reaches_all(const StreamReach& r) {
-  return r.persistent && r.streamed && r.parts && r.zero_cols && r.pairs && r.singles && r.residual &&
-         r.no_residual && r.short_rows && r.row_spans_images && r.dead_piece && r.f16 && r.bf16 && r.group[0] &&
-         r.group[1] && r.group_tail[0] && r.group_tail[1] && r.own && r.own_short_rows && r.own_singles &&
-         r.own_middle && r.own_zero_cols && r.own_residual && r.own_narrowed;
+// Every boundary of the whole-Wp stream; with cta_part allowed, every boundary of that form and
+// the persistent GEMM at all (past hidden 7200); not allowed (the rungs), every boundary of the
+// persistent GEMM and no cta_part.
+bool reaches_all(const StreamReach& r, bool allow_cta_part) {
+  const bool whole = r.persistent && r.streamed && r.parts && r.zero_cols && r.pairs && r.singles && r.residual &&
+                     r.no_residual && r.short_rows && r.row_spans_images && r.dead_piece && r.f16 && r.bf16 &&
+                     r.group[0] && r.group[1] && r.group_tail[0] && r.group_tail[1];
+  if (allow_cta_part)
+    return whole && r.own && r.own_short_rows && r.own_singles && r.own_middle && r.own_zero_cols && r.own_residual &&
+           r.own_narrowed;
+  return whole && !r.own && r.gemm_f16 && r.gemm_bf16 && r.gemm_singles && r.gemm_x_staged && r.gemm_no_residual &&
+         r.gemm_short_rows && r.gemm_col_tail && r.gemm_col_blocks && r.gemm_spans_images && r.gemm_k_tail;
 }
 }  // namespace
 
 TEST_CASE("mbconv stream (pass 2 as warp tasks): the GPU test table reaches each of its boundaries",
           "[mbconv][lesson11][cpu]") {
   const std::vector<MBConvProblem> table = OpTraits<MBConvProblem>::shapes(ShapeTable::test, Device::gpu);
-  const StreamReach r = stream_reach(table);
-  CHECK(r.persistent);        // a store-plan shape where not even one n8 tile a part fits: the persistent GEMM
-  CHECK(r.streamed);
-  CHECK(r.parts);             // C_out past kStreamMaxNT n8 tiles: two or more column parts
-  CHECK(r.zero_cols);         // staged columns past C_out (zeros)
-  CHECK(r.pairs);             // two adjacent columns as one store
-  CHECK(r.singles);           // odd C_out: one column a store
-  CHECK(r.residual);
-  CHECK(r.no_residual);
-  CHECK(r.short_rows);        // the last task's 16 rows run past N·P·Q
-  CHECK(r.row_spans_images);  // a task's rows belong to two images (two gates)
-  CHECK(r.dead_piece);        // pieces past dbuf_live: zeros, not loaded
-  CHECK(r.f16);
-  CHECK(r.bf16);
-  CHECK(r.group[0]);
-  CHECK(r.group[1]);
-  CHECK(r.group_tail[0]);     // a last group of fewer chunks than kGroup
-  CHECK(r.group_tail[1]);
-  CHECK(r.own);               // one part a CTA (Wp past kSharedTwoCtas)
-  CHECK(r.own_short_rows);    // ... its last row tile short
-  CHECK(r.own_singles);       // ... odd C_out
-  CHECK(r.own_middle);        // ... a part between the first and the last (three or more)
-  CHECK(r.own_zero_cols);     // ... the last part's columns past C_out
-  CHECK(r.own_residual);
-  CHECK(r.own_narrowed);      // ... nt cut below the whole form's so that one part fits
-  CHECK(reaches_all(r));
+  for (const bool allow : {false, true}) {
+    INFO((allow ? "cta_part allowed (the comparison copy)" : "cta_part not allowed (11c, 11e)"));
+    const StreamReach r = stream_reach(table, allow);
+    CHECK(r.persistent);        // a store-plan shape that leaves the stream: the persistent GEMM
+    CHECK(r.streamed);
+    CHECK(r.parts);             // C_out past kStreamMaxNT n8 tiles: two or more column parts
+    CHECK(r.zero_cols);         // staged columns past C_out (zeros)
+    CHECK(r.pairs);             // two adjacent columns as one store
+    CHECK(r.singles);           // odd C_out: one column a store
+    CHECK(r.residual);
+    CHECK(r.no_residual);
+    CHECK(r.short_rows);        // the last task's 16 rows run past N·P·Q
+    CHECK(r.row_spans_images);  // a task's rows belong to two images (two gates)
+    CHECK(r.dead_piece);        // pieces past dbuf_live: zeros, not loaded
+    CHECK(r.f16);
+    CHECK(r.bf16);
+    CHECK(r.group[0]);
+    CHECK(r.group[1]);
+    CHECK(r.group_tail[0]);     // a last group of fewer chunks than kGroup
+    CHECK(r.group_tail[1]);
+    if (allow) {
+      CHECK(r.own);             // one part a CTA (Wp past kSharedTwoCtas)
+      CHECK(r.own_short_rows);  // ... its last row tile short
+      CHECK(r.own_singles);     // ... odd C_out
+      CHECK(r.own_middle);      // ... a part between the first and the last (three or more)
+      CHECK(r.own_zero_cols);   // ... the last part's columns past C_out
+      CHECK(r.own_residual);
+      CHECK(r.own_narrowed);    // ... nt cut below the whole form's so that one part fits
+    } else {
+      CHECK_FALSE(r.own);       // the rungs never take the cta_part form
+      CHECK(r.gemm_f16);
+      CHECK(r.gemm_bf16);
+      CHECK(r.gemm_singles);       // odd C_out: one column a store
+      CHECK(r.gemm_x_staged);      // the residual's rows staged with a block's last stage
+      CHECK(r.gemm_no_residual);
+      CHECK(r.gemm_short_rows);    // the last row block runs past N·P·Q
+      CHECK(r.gemm_col_tail);      // the last column block runs past C_out
+      CHECK(r.gemm_col_blocks);    // two or more column blocks
+      CHECK(r.gemm_spans_images);  // a block's rows belong to two images
+      CHECK(r.gemm_k_tail);        // the last stage's channels run past hidden
+    }
+    CHECK(reaches_all(r, allow));
+  }
   // The check can fail: the table without the shapes that take a form, or a boundary of it, does not
   // reach everything.
-  const auto without = [&](auto drop) {
+  const auto without = [&](bool allow, auto drop) {
     std::vector<MBConvProblem> kept;
     for (const MBConvProblem& p : table)
-      if (!(store_plan_shape(p) && drop(stream_tile_for(p, (p.C_out + 7) / 8 * 8), p))) kept.push_back(p);
+      if (!(store_plan_shape(p) && drop(routed_tile(p, allow), p))) kept.push_back(p);
     CHECK(kept.size() < table.size());
-    return stream_reach(kept);
+    return stream_reach(kept, allow);
   };
-  CHECK_FALSE(reaches_all(without([](const StreamTile& t, const MBConvProblem&) { return t.cta_part && stream_tile_fits(t); })));
-  CHECK_FALSE(reaches_all(without([](const StreamTile& t, const MBConvProblem&) { return !stream_tile_fits(t); })));
-  CHECK_FALSE(without([](const StreamTile& t, const MBConvProblem& p) {
+  const auto cta_part = [](const StreamTile& t, const MBConvProblem&) { return t.cta_part && stream_tile_fits(t); };
+  const auto gemm = [](const StreamTile& t, const MBConvProblem&) { return !stream_tile_fits(t); };
+  CHECK_FALSE(reaches_all(without(true, cta_part), true));
+  CHECK_FALSE(reaches_all(without(true, gemm), true));
+  CHECK_FALSE(reaches_all(without(false, gemm), false));
+  CHECK_FALSE(without(true, [](const StreamTile& t, const MBConvProblem& p) {
                 return t.cta_part && stream_tile_fits(t) && p.C_out % 2 == 1;
               }).own_singles);
-  CHECK_FALSE(without([](const StreamTile& t, const MBConvProblem&) {
+  CHECK_FALSE(without(true, [](const StreamTile& t, const MBConvProblem&) {
                 StreamTile whole = t;
                 stream_tile_cut(whole, t.ldw / 8, kStreamMaxNT, false);
                 return t.cta_part && t.nt < whole.nt;
               }).own_narrowed);
+  CHECK_FALSE(without(false, [](const StreamTile& t, const MBConvProblem& p) {
+                return !stream_tile_fits(t) && p.C_out % 2 == 1;
+              }).gemm_singles);
+  CHECK_FALSE(without(false, [](const StreamTile& t, const MBConvProblem& p) {
+                return !stream_tile_fits(t) && p.dtype == DType::bf16;
+              }).gemm_bf16);
+  // The routing itself: allowing cta_part moves shapes off the persistent GEMM (the rungs' kernels
+  // at those shapes are mbconv_project_kernel, as measured).
+  int moved = 0;
+  for (const MBConvProblem& p : table)
+    if (store_plan_shape(p) && !stream_tile_fits(routed_tile(p, false))) moved += stream_tile_fits(routed_tile(p, true));
+  CHECK(moved > 0);
 }
 
 TEST_CASE("mbconv stream (pass 2 as warp tasks): it reads D and the gates where pass 1 and the gate kernel wrote them",

@@ -1,7 +1,7 @@
-// gpu/lib/mbconv_project.cuh — pass 2 of lesson 11's store plan (11c, 11e) where not even one
-// n8-tile column part of Wp fits a CTA (hidden > 7200; elsewhere mbconv_project_stream.cuh, whole
-// Wp or one part a CTA): the projection as one GEMM over the whole batch,
-// its A operand gated on the way into the tensor cores.
+// gpu/lib/mbconv_project.cuh — pass 2 of lesson 11's store plan (11c, 11e) where Wp does not fit
+// one CTA whole (C = 112 @ 14², 7²; elsewhere mbconv_project_stream.cuh, whose opt-in cta_part
+// form, not yet run on a GPU, would take these shapes too): the projection as one GEMM over the
+// whole batch, its A operand gated on the way into the tensor cores.
 //
 // Pass 1 left D = φ(dw(φ(x·We + be)) + bd) in dbuf ([N][hidden chunk][P·Q][32], 16-bit) and the
 // SE gate g [N, hidden]. What remains of the block is a plain GEMM whose A rows are every

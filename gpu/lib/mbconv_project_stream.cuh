@@ -1,8 +1,8 @@
 // gpu/lib/mbconv_project_stream.cuh — pass 2 of lesson 11's store plan as a stream of warp
 // tasks: each warp reads 16 rows of D straight from dbuf into its mma fragments, with no shared
 // staging of D and no barrier between tasks. The store plan's mma.sync pass 2 (11c, 11e) wherever
-// stream_tile_fits (mbconv_tile.hpp); mbconv_project.cuh's persistent GEMM takes the other shapes
-// (hidden > 7200: not one of EfficientNet's).
+// the whole Wp fits a CTA (stream_tile_fits, mbconv_tile.hpp); mbconv_project.cuh's persistent GEMM
+// takes the other shapes (C = 112 @ 14², 7²).
 //
 //   plain loop:  for row m: for o: y[m][o] = bp[o] (+ x[m][o]) + Σ_j d[m][j] · g[image(m)][j] · Wp[j][o]
 //   here:        Wp staged once per CTA, its rows in stream order (stream_channel, mbconv_tile.hpp),
@@ -16,26 +16,29 @@
 //                  m16n8k16, B by ldmatrix .trans from the staged rows);
 //                y = Y + bp (+ x), a lane's two adjacent columns as one 32-bit store.
 //
-// Two forms, one kernel (StreamTile::cta_part, read at run time; stream_walk gives a warp's tasks):
-//   whole Wp   where Wp (parts·nt·8 columns) and bp fit kSharedTwoCtas (≈ 110 KB: C = 80 @ 14²
-//              and below). Every CTA stages all of Wp; warp w of CTA b takes tasks b·kWarps + w,
-//              + gridDim·kWarps, ..., task = (row tile task / parts, part task % parts): the parts
-//              of a row tile are neighbouring warps, which read its D from DRAM once and from L1 or
-//              L2 after.
-//   cta_part   where Wp does not fit but one part does (C = 112 @ 14²: 3 parts of 40 columns, 53 KB
-//              a CTA; hidden 1152 at C_out 192: 5 parts of 5 n8 tiles, the part's nt cut from 6
-//              until it fits). CTA b stages the nt·8 columns of part b % parts from col0 =
-//              8·nt·(b % parts) and makes that part of row tiles (b / parts)·kWarps + w, stepping by
-//              (gridDim / parts)·kWarps; the grid is a multiple of parts within one wave, so a row
-//              tile's parts are CTAs side by side in blockIdx, resident at once: D from DRAM once,
-//              from L2 for the other parts. Y's column o is staged column o − col0.
+// Two forms, one kernel (the template flag kCtaPart; the second is opt-in):
+//   whole Wp   the rungs' form, where Wp (parts·nt·8 columns) and bp fit kSharedTwoCtas (≈ 110 KB:
+//              C = 80 @ 14² and below). Every CTA stages all of Wp; warp w of CTA b takes tasks
+//              b·kWarps + w, + gridDim·kWarps, ..., task = (row tile task / parts, part task %
+//              parts): the parts of a row tile are neighbouring warps, which read its D from DRAM
+//              once and from L1 or L2 after.
+//   cta_part   opt-in (launch_project_stream<E, true>, run_store_plan's kStreamCtaPart): built and
+//              host-tested in wave-3d, not yet run on a GPU; the comparison copy in
+//              lessons/11-mbconv/NOTES.md. Where Wp does not fit but one part does (C = 112 @ 14²:
+//              3 parts of 40 columns, 53 KB a CTA; hidden 1152 at C_out 192: 5 parts of 5 n8
+//              tiles, the part's nt cut from 6 until it fits). CTA b stages the nt·8 columns of part
+//              b % parts from col0 = 8·nt·(b % parts) and makes that part of row tiles (b / parts)·
+//              kWarps + w, stepping by (gridDim / parts)·kWarps (stream_walk); the grid is a
+//              multiple of parts within one wave, so a row tile's parts are CTAs side by side in
+//              blockIdx, resident at once: D from DRAM once, from L2 for the other parts. Y's column
+//              o is staged column o − col0.
 //
 // The idea: with N = C_out ≤ 80 the GEMM is a stream (D is most of its bytes) whose floor is DRAM,
 // and what a stream needs is bytes in flight. The persistent GEMM stages D through a cp.async ring
 // with a barrier per stage; here each warp keeps its own: a group's loads (4 chunks × 16 rows × 64
 // bytes = 4 KB a warp) are issued back to back, and 16 warps an SM keep up to 64 KB in flight with
 // no CTA-wide wait (2 KB a warp where more than 3 n8 tiles of accumulators take the registers:
-// kGroup = 2). Past C_out 80 the parts multiply D's reads, but all but one come from L2.
+// kGroup = 2). Past C_out 80 (cta_part) the parts multiply D's reads, but all but one come from L2.
 //
 // Cost per task (16 rows, one part): per chunk 4 16-byte loads, 8 f16x2 multiplies, 2 k16 steps of
 // ⌈nt/2⌉ ldmatrix and nt mma; the epilogue ≈ 2·nt·(bias, residual, pack, store); the same in both
@@ -45,12 +48,13 @@
 // part's columns, so all of Wp once per `parts` CTAs).
 // Contract: as mbconv_project_kernel (dbuf as pass 1 writes it, gate16 [N][dbuf_live(hidden)] zero
 // padded, Wp rows of ldw = C_out rounded up to 8, 16-byte aligned: project_weights); shapes where
-// stream_tile_fits; a cta_part grid a multiple of parts (stream_grid; any grid for whole Wp).
+// stream_tile_fits (whole Wp unless cta_part is allowed); a cta_part grid a multiple of parts
+// (stream_grid; any grid for whole Wp).
 // Tunables: kStreamGroup (chunks a warp has in flight), kStreamMaxNT (n8 tiles a part; ptxas: no
 // spills up to 6 at 128 registers, 12–36 bytes from 7 to 10), both in mbconv_tile.hpp; the cut
 // between the forms is kSharedTwoCtas.
 // Run: build/convlab run mbconv/gpu/11c_fused_store --shape N=128,H=56,C=24,dtype=f16 (whole Wp);
-//      build/convlab run mbconv/gpu/11c_fused_store --shape N=128,H=14,C=112,dtype=f16 (cta_part)
+//      the cta_part form only in a comparison copy (lessons/11-mbconv/NOTES.md), C = 112 @ 14².
 #pragma once
 
 #include <cuda_runtime.h>
@@ -59,6 +63,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
+#include <type_traits>
 
 #include "gpu/lib/check.cuh"
 #include "gpu/lib/element.cuh"
@@ -75,8 +80,8 @@ __device__ __forceinline__ uint4 load_piece(const void* p) { return __ldg(reinte
 
 // dbuf [N][chunks][P·Q][32], gate16 [N][d_live], wp [hidden][ldw], bp [C_out], x [N·P·Q][C],
 // y [N·P·Q][C_out]. kThreads threads, t.bytes of dynamic shared memory; any grid for whole Wp, a
-// multiple of t.parts for cta_part (warps stride over the tasks).
-template <class Element, int kNT>
+// multiple of t.parts for cta_part (warps stride over the tasks). kCtaPart: t.cta_part's form.
+template <class Element, int kNT, bool kCtaPart>
 __global__ void __launch_bounds__(kThreads, 2) mbconv_project_stream_kernel(
     StreamTile t, const Element* __restrict__ dbuf, const Element* __restrict__ gate16,
     const Element* __restrict__ wp, const Element* __restrict__ bp, const Element* __restrict__ x,
@@ -87,22 +92,25 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_project_stream_kernel(
   Element* wb = reinterpret_cast<Element*>(shared);  // [chunks·32][ldb]: row 32c + 16s + k is Wp row 32c + stream_channel(s, k)
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, g = lane / 4, tq = lane % 4;
 
-  // The warp's tasks; w.col0 is the first column of Y this CTA stages (cta_part: its part's, else 0).
-  const StreamWalk w = stream_walk(t, int(blockIdx.x), int(gridDim.x), warp);
+  // cta_part: the warp's walk (stream_walk), and Y's column of the first staged one (its part's
+  // first); whole Wp stages from column 0 and walks the tasks in the loop below.
+  [[maybe_unused]] StreamWalk w;
+  if constexpr (kCtaPart) w = stream_walk(t, int(blockIdx.x), int(gridDim.x), warp);
+  const int cta_col0 = kCtaPart ? w.col0 : 0;
 
   // Wp and bp are not written by the kernels this one depends on: staged before the wait, t.cols
-  // columns from w.col0 (zeros past C_out), Wp's rows in stream order; 16-byte cp.async copies,
+  // columns from cta_col0 (zeros past C_out), Wp's rows in stream order; 16-byte cp.async copies,
   // all in flight at once (up to 110 KB a CTA: one round trip, not one per copy a thread makes).
   const int units = t.cols / 8;
   for (int i = tid; i < t.chunks * kChunk * units; i += kThreads) {
-    const int r = i / units, u = i - r * units, j = stream_staged_row(r), col = w.col0 + 8 * u;
+    const int r = i / units, u = i - r * units, j = stream_staged_row(r), col = cta_col0 + 8 * u;
     const bool in = j < t.hidden && col < t.ldw;
     cp_async_16(shared_address(wb + r * t.ldb + 8 * u), in ? wp + std::ptrdiff_t(j) * t.ldw + col : wp, in);
   }
   cp_async_commit();
-  Element* bs = reinterpret_cast<Element*>(shared + t.wb_bytes);  // [cols]: Y's columns from w.col0
+  Element* bs = reinterpret_cast<Element*>(shared + t.wb_bytes);  // [cols]: Y's columns from cta_col0
   for (int i = tid; i < t.cols; i += kThreads)
-    bs[i] = w.col0 + i < t.c_out ? bp[w.col0 + i] : from_float<Element>(0.0f);
+    bs[i] = cta_col0 + i < t.c_out ? bp[cta_col0 + i] : from_float<Element>(0.0f);
   cp_async_wait<0>();
   __syncthreads();
   hopper::wait_for_prerequisite_grid();  // the store plan: the gate kernel (and, through it, pass 1)
@@ -111,9 +119,16 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_project_stream_kernel(
   const uint32_t b_step = 16u * uint32_t(t.ldb) * 2;  // one k16 step of staged rows, bytes
   const std::ptrdiff_t chunk_step = std::ptrdiff_t(t.pq) * kChunk;
   const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
-  for (int task = w.first; task < w.end; task += w.step) {
-    // The row tile and the part's first column: staged (s0) and of Y (col0 = w.col0 + s0).
-    const int tile = fast_quotient(w.div, task), s0 = 8 * kNT * (task - tile * w.per), col0 = w.col0 + s0;
+  // The warp's tasks, first, first + step, ... < end: whole Wp, b·kWarps + w, + gridDim·kWarps, ...
+  // < t.tasks, task = (row tile task / parts, part task % parts); cta_part, stream_walk's (÷ 1: the
+  // task is the row tile, of this CTA's part).
+  const unsigned first = kCtaPart ? unsigned(w.first) : blockIdx.x * kWarps + warp;
+  const unsigned step = kCtaPart ? unsigned(w.step) : gridDim.x * kWarps;
+  const int end = kCtaPart ? w.end : t.tasks, per = kCtaPart ? w.per : t.parts;
+  const FastDiv div = kCtaPart ? w.div : t.parts_div;
+  for (int task = int(first); task < end; task += step) {
+    // The row tile and the part's first column: staged (s0) and of Y (col0 = cta_col0 + s0).
+    const int tile = fast_quotient(div, task), s0 = 8 * kNT * (task - tile * per), col0 = cta_col0 + s0;
     const int m_lo = 16 * tile + g, m_hi = m_lo + 8;
     const bool in_lo = m_lo < t.m, in_hi = m_hi < t.m;  // rows past M: no load, no store (row 0's addresses)
     const Element* d_lo = dbuf + stream_d_offset(t, in_lo ? m_lo : 0, tq);
@@ -205,11 +220,12 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_project_stream_kernel(
 
 // Pass 2 as the stream, where stream_tile_fits (the caller checks; else launch_project). Grid
 // (stream_grid): the resident CTAs of one wave, or fewer where the tasks are fewer; cta_part, a
-// multiple of parts.
-template <class Element>
+// multiple of parts. kCtaPart: allow the cta_part form (stream_tile_for's allow_cta_part) and
+// instantiate its kernels; off in the rungs, whose kernels are the whole-Wp form's only.
+template <class Element, bool kCtaPart = false>
 void launch_project_stream(const MBConvProblem& p, const Args<MBConvProblem>& a, const void* dbuf, const void* gate16,
                            const ProjectWeights<Element>& w, bool dependent) {
-  StreamTile t = stream_tile_for(p, w.ldw);
+  StreamTile t = stream_tile_for(p, w.ldw, kCtaPart);
   if (!stream_tile_fits(t)) throw std::invalid_argument("mbconv: internal: pass 2's stream does not fit this shape");
   t.pairs = p.C_out % 2 == 0 && aligned_to(a.y, 4) && aligned_to(a.x, 4);
   const auto go = [&](auto kernel, const char* name) {
@@ -221,13 +237,22 @@ void launch_project_stream(const MBConvProblem& p, const Args<MBConvProblem>& a,
                           static_cast<Element*>(a.y));
   };
   static_assert(kStreamMaxNT == 6, "one instantiation per n8-tile count up to kStreamMaxNT");
-  switch (t.nt) {  // n8 tiles a part: C_out ≤ 8·nt·parts
-    case 1: go(mbconv_project_stream_kernel<Element, 1>, "mbconv_project_stream_kernel<1>"); break;
-    case 2: go(mbconv_project_stream_kernel<Element, 2>, "mbconv_project_stream_kernel<2>"); break;
-    case 3: go(mbconv_project_stream_kernel<Element, 3>, "mbconv_project_stream_kernel<3>"); break;
-    case 4: go(mbconv_project_stream_kernel<Element, 4>, "mbconv_project_stream_kernel<4>"); break;
-    case 5: go(mbconv_project_stream_kernel<Element, 5>, "mbconv_project_stream_kernel<5>"); break;
-    default: go(mbconv_project_stream_kernel<Element, 6>, "mbconv_project_stream_kernel<6>"); break;
+  const auto by_nt = [&](auto cta_part) {  // n8 tiles a part: C_out ≤ 8·nt·parts
+    constexpr bool kPart = decltype(cta_part)::value;
+    switch (t.nt) {
+      case 1: go(mbconv_project_stream_kernel<Element, 1, kPart>, kPart ? "mbconv_project_stream_kernel<1, cta_part>" : "mbconv_project_stream_kernel<1>"); break;
+      case 2: go(mbconv_project_stream_kernel<Element, 2, kPart>, kPart ? "mbconv_project_stream_kernel<2, cta_part>" : "mbconv_project_stream_kernel<2>"); break;
+      case 3: go(mbconv_project_stream_kernel<Element, 3, kPart>, kPart ? "mbconv_project_stream_kernel<3, cta_part>" : "mbconv_project_stream_kernel<3>"); break;
+      case 4: go(mbconv_project_stream_kernel<Element, 4, kPart>, kPart ? "mbconv_project_stream_kernel<4, cta_part>" : "mbconv_project_stream_kernel<4>"); break;
+      case 5: go(mbconv_project_stream_kernel<Element, 5, kPart>, kPart ? "mbconv_project_stream_kernel<5, cta_part>" : "mbconv_project_stream_kernel<5>"); break;
+      default: go(mbconv_project_stream_kernel<Element, 6, kPart>, kPart ? "mbconv_project_stream_kernel<6, cta_part>" : "mbconv_project_stream_kernel<6>"); break;
+    }
+  };
+  if constexpr (kCtaPart) {
+    if (t.cta_part) by_nt(std::true_type{});
+    else by_nt(std::false_type{});
+  } else {
+    by_nt(std::false_type{});
   }
 }
 

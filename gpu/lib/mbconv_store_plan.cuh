@@ -4,10 +4,11 @@
 // programmatic dependents of the kernel before each. The rungs differ in pass 1's depthwise, on the
 // FMA pipes (11c, 11h) or on the tensor cores (11e, 11i), and in pass 2: mma.sync (11c, 11e) or
 // Hopper's wgmma (11h, 11i: gpu/lib/mbconv_project_wgmma.cuh). The mma.sync pass 2 is a stream of
-// warp tasks (gpu/lib/mbconv_project_stream.cuh) wherever stream_tile_fits: Wp staged whole where it
-// fits two CTAs an SM (C_out ≤ 80 at EfficientNet's hidden sizes), else one column part of it a CTA
-// (C = 112 @ 14², 7²); the persistent GEMM (gpu/lib/mbconv_project.cuh) only where not even one n8
-// tile a part fits (hidden > 7200).
+// warp tasks (gpu/lib/mbconv_project_stream.cuh) wherever Wp fits one CTA's shared memory whole
+// (stream_tile_fits: C_out ≤ 80 at EfficientNet's hidden sizes), and the persistent GEMM
+// (gpu/lib/mbconv_project.cuh) elsewhere (C = 112 @ 14², 7²). kStreamCtaPart (off in 11c and 11e)
+// lets the stream take those shapes too, one column part of Wp a CTA: built and host-tested in
+// wave-3d, not yet run on a GPU; the comparison copy in lessons/11-mbconv/NOTES.md.
 //
 //   workspace  partial [N][tiles][hidden] fp32 | gate16 [N][dbuf_live] | dbuf (dbuf_elems) | Wp padded
 #pragma once
@@ -40,8 +41,9 @@ struct StorePlanLayout {
 // before it (gpu/lib/hopper/dependent_launch.cuh): the gate is scheduled into pass 1's last wave
 // and waits for its sums there; pass 2 on wgmma (11h, 11i) fetches its Wp while the gate runs. Wp's padded copy,
 // where one is needed, is made before pass 1, so nothing pass 2 reads before its wait is written
-// by a kernel still running.
-template <bool kTensorDw, bool kWgmmaProject = false, bool kDependentLaunch = true>
+// by a kernel still running. kStreamCtaPart: the mma.sync pass 2 may stream with one column part
+// of Wp a CTA where the whole Wp does not fit (StreamTile::cta_part), else the persistent GEMM there.
+template <bool kTensorDw, bool kWgmmaProject = false, bool kDependentLaunch = true, bool kStreamCtaPart = false>
 void run_store_plan(const MBConvProblem& p, const Args<MBConvProblem>& a) {
   const Tile t = choose_tile(p, Stage::store);
   const StorePlanLayout l(p);
@@ -57,8 +59,8 @@ void run_store_plan(const MBConvProblem& p, const Args<MBConvProblem>& a) {
                                  dbuf_live(p.hidden()));
     if constexpr (kWgmmaProject)
       launch_project_wgmma<E>(p, a, dbuf, gate16, w, kDependentLaunch);
-    else if (stream_tile_fits(stream_tile_for(p, w.ldw)))
-      launch_project_stream<E>(p, a, dbuf, gate16, w, kDependentLaunch);
+    else if (stream_tile_fits(stream_tile_for(p, w.ldw, kStreamCtaPart)))
+      launch_project_stream<E, kStreamCtaPart>(p, a, dbuf, gate16, w, kDependentLaunch);
     else
       launch_project<E>(p, a, dbuf, gate16, w, kDependentLaunch);
   });

@@ -590,49 +590,55 @@ CONVLAB_HOST_DEVICE constexpr int stream_piece_register(int s, int reg) { return
 inline constexpr int kStreamGroup = 4;   // chunks whose pieces a warp loads before it multiplies them
 inline constexpr int kStreamMaxNT = 6;   // n8 tiles of Y a warp holds at most (24 accumulators)
 // Wider Wp is cut into `parts` column parts of nt n8 tiles each (nt ≤ kStreamMaxNT). Two forms:
-//   whole Wp   every CTA stages Wp and bp whole, parts·nt·8 columns (zeros past C_out); a task is
-//              (16 rows, part), the parts of one row tile consecutive tasks, so a CTA's warps read
-//              those rows' D once from DRAM and again from L1 or L2.
-//   cta_part   where the whole Wp does not fit kSharedTwoCtas: CTA b stages only the nt·8 columns of
-//              part b % parts (zeros past C_out) and its warps make that part of every row tile they
-//              take; the parts of one row tile are CTAs with adjacent blockIdx, resident together,
-//              so D comes from DRAM once and from L2 for the other parts. Where one part of nt tiles
-//              does not fit either, nt shrinks (more parts) until it fits or nt = 1.
+//   whole Wp   (the rungs' form) every CTA stages Wp and bp whole, parts·nt·8 columns (zeros past
+//              C_out); a task is (16 rows, part), the parts of one row tile consecutive tasks, so a
+//              CTA's warps read those rows' D once from DRAM and again from L1 or L2.
+//   cta_part   (opt-in: stream_tile_for's allow_cta_part, run_store_plan's kStreamCtaPart; built
+//              and host-tested in wave-3d, not yet run on a GPU) where the whole Wp does not fit
+//              kSharedTwoCtas: CTA b stages only the nt·8 columns of part b % parts (zeros past
+//              C_out) and its warps make that part of every row tile they take; the parts of one
+//              row tile are CTAs with adjacent blockIdx, resident together, so D comes from DRAM
+//              once and from L2 for the other parts. Where one part of nt tiles does not fit
+//              either, nt shrinks (more parts) until it fits or nt = 1.
+// StreamTile is the stream kernel's parameter: its fields keep the offsets the rungs' kernels were
+// built with (cta_part sits in the padding after pairs; ⌈m / 16⌉ is stream_row_tiles, not a field).
 struct StreamTile {
   int m = 0, pq = 0;            // rows N·P·Q (< 2^31: project_rows_fit), pixels per image
   FastDiv pq_div;               // ÷ P·Q: row → image
   int hidden = 0, chunks = 0, d_live = 0, c = 0, c_out = 0;
   int parts = 0, nt = 0;        // column parts, n8 tiles a part: parts·nt ≥ ldw / 8, nt ≤ kStreamMaxNT
   FastDiv parts_div;            // ÷ parts: task → (row tile, part); cta_part: blockIdx → (row group, part)
-  bool cta_part = false;        // each CTA stages and makes one part (else all of Wp, every part)
   int ldw = 0;                  // Wp's row stride in global memory (C_out rounded up to 8)
   int cols = 0, ldb = 0;        // staged columns (parts·nt·8, cta_part nt·8), their row stride (odd 16-byte units)
-  int row_tiles = 0;            // ⌈m / 16⌉
-  int tasks = 0;                // row_tiles · parts warp tasks (16 rows, one part)
+  int tasks = 0;                // ⌈m / 16⌉ · parts warp tasks (16 rows, one part)
   bool residual = false, pairs = false;
+  bool cta_part = false;        // each CTA stages and makes one part (else all of Wp, every part)
   std::size_t wb_bytes = 0, bytes = 0;  // shared: Wp staged (chunks·32 rows of ldb), then bp (cols)
 };
+// Row tiles of 16 rows, ⌈m / 16⌉ (m < 2^31).
+CONVLAB_HOST_DEVICE inline int stream_row_tiles(const StreamTile& t) { return int((unsigned(t.m) + 15u) / 16u); }
 // The tile of `parts` parts of `nt` n8 tiles, whole Wp staged or (cta_part) one part's columns.
 inline void stream_tile_cut(StreamTile& t, int n8, int max_nt, bool cta_part) {
   t.parts = (n8 + max_nt - 1) / max_nt, t.nt = (n8 + t.parts - 1) / t.parts;
   t.parts_div = fast_div(std::uint32_t(t.parts));
   t.cta_part = cta_part;
   t.cols = 8 * t.nt * (cta_part ? 1 : t.parts), t.ldb = odd_units_stride(t.cols);
-  t.tasks = int(std::min<std::int64_t>(std::int64_t(t.row_tiles) * t.parts, 2147483647));
+  t.tasks = int(std::min<std::int64_t>(std::int64_t(stream_row_tiles(t)) * t.parts, 2147483647));
   t.wb_bytes = std::size_t(t.chunks) * kChunk * t.ldb * 2;
   t.bytes = t.wb_bytes + (std::size_t(t.cols) * 2 + 15) / 16 * 16;
 }
-inline StreamTile stream_tile_for(const MBConvProblem& p, int ldw) {
+// The whole-Wp tile; where it does not fit and allow_cta_part, the cta_part tile (the rungs: not
+// allowed, so a Wp past kSharedTwoCtas leaves the stream: stream_tile_fits says no).
+inline StreamTile stream_tile_for(const MBConvProblem& p, int ldw, bool allow_cta_part = false) {
   StreamTile t;
   t.pq = p.P() * p.Q(), t.m = int(std::min<double>(double(p.N) * t.pq, 2147483647.0));
   t.pq_div = fast_div(std::uint32_t(std::max(1, t.pq)));
   t.hidden = p.hidden(), t.chunks = (p.hidden() + kChunk - 1) / kChunk, t.d_live = dbuf_live(p.hidden());
   t.c = p.C, t.c_out = p.C_out, t.residual = p.has_residual();
   t.ldw = ldw;
-  t.row_tiles = int((std::int64_t(t.m) + 15) / 16);
   const int n8 = std::max(1, ldw / 8);
   stream_tile_cut(t, n8, kStreamMaxNT, false);
-  if (t.bytes <= kSharedTwoCtas) return t;
+  if (t.bytes <= kSharedTwoCtas || !allow_cta_part) return t;
   // One part a CTA, the widest part that fits (its bytes fall as nt does); nt = 1 that does not
   // fit is returned as it is, and stream_tile_fits says no.
   for (int nt = kStreamMaxNT; nt >= 1; --nt) {
@@ -644,8 +650,9 @@ inline StreamTile stream_tile_for(const MBConvProblem& p, int ldw) {
 // Which tasks warp `warp` of CTA `block` (of `grid`) makes: first, first + step, ... < end. A task
 // is (row tile fast_quotient(div, task), the part whose first staged column is
 // 8·nt·(task − tile·per)); the part's first column of Y is that plus col0.
-//   whole Wp   tasks b·kWarps + w, stepping by grid·kWarps over row_tiles·parts; div ÷ parts, per parts,
-//              col0 0 (the staged columns are Y's).
+//   whole Wp   tasks b·kWarps + w, stepping by grid·kWarps over row tiles·parts; div ÷ parts, per parts,
+//              col0 0 (the staged columns are Y's). The kernel's whole-Wp form runs this walk
+//              written out in its loop (mbconv_project_stream.cuh), the rungs' code as measured.
 //   cta_part   CTA b makes part b % parts of row tiles (b / parts)·kWarps + w, stepping by
 //              (grid / parts)·kWarps (grid a multiple of parts: stream_grid); div ÷ 1, per 1, col0 the
 //              part's first column, 8·nt·(b % parts) (the staged column of Y's column o is o − col0).
@@ -659,7 +666,7 @@ CONVLAB_HOST_DEVICE inline StreamWalk stream_walk(const StreamTile& t, int block
   StreamWalk w;
   if (t.cta_part) {
     const int group = fast_quotient(t.parts_div, block);
-    w.first = group * kWarps + warp, w.step = fast_quotient(t.parts_div, grid) * kWarps, w.end = t.row_tiles;
+    w.first = group * kWarps + warp, w.step = fast_quotient(t.parts_div, grid) * kWarps, w.end = stream_row_tiles(t);
     w.div.d = 1, w.div.magic = 1, w.div.shift = 0;  // fast_div(1): (umulhi(n, 1) + n) >> 0 = n
     w.per = 1, w.col0 = 8 * t.nt * (block - group * t.parts);
   } else {
@@ -674,7 +681,7 @@ CONVLAB_HOST_DEVICE inline StreamWalk stream_walk(const StreamTile& t, int block
 inline int stream_grid(const StreamTile& t, int resident) {
   if (!t.cta_part)
     return int(std::max<std::int64_t>(1, std::min<std::int64_t>((std::int64_t(t.tasks) + kWarps - 1) / kWarps, resident)));
-  const std::int64_t need = (std::int64_t(t.row_tiles) + kWarps - 1) / kWarps * t.parts;
+  const std::int64_t need = (std::int64_t(stream_row_tiles(t)) + kWarps - 1) / kWarps * t.parts;
   return int(std::max<std::int64_t>(t.parts, std::min<std::int64_t>(need, resident / t.parts * t.parts)));
 }
 // The stream kernel's addresses, in elements. Row m (pixel m % P·Q of image m / P·Q, m < t.m): its
@@ -696,10 +703,11 @@ CONVLAB_HOST_DEVICE constexpr int stream_staged_row(int r) {
   return r - r % kChunk + stream_channel(r % kChunk / 16, r % 16);
 }
 // Where the stream runs (else pass 2 is mbconv_project_kernel): whole 16-byte Wp rows, and the
-// staged Wp leaves room for two CTAs per SM, whole (≈ 110 KB at most: hidden 480 at C_out 80,
-// 84 KB) or one part a CTA (hidden 672 at C_out 112: 3 parts of 40 columns, 53 KB; hidden 1152 at
-// C_out 192: 5 parts of 5 n8 tiles, nt 6 being 126 KB). Only hidden > 7200 (225 chunks of one n8
-// tile) leaves the stream altogether.
+// staged Wp leaves room for two CTAs per SM. Whole Wp: ≈ 110 KB at most (hidden 480 at C_out 80,
+// 84 KB; not 672 at 112, 161 KB: the rungs take the persistent GEMM there, C = 112 @ 14² and 7²).
+// cta_part, where allowed: one part a CTA (hidden 672 at C_out 112: 3 parts of 40 columns, 53 KB;
+// hidden 1152 at C_out 192: 5 parts of 5 n8 tiles, nt 6 being 126 KB); only hidden > 7200 (225
+// chunks of one n8 tile) leaves that form.
 inline bool stream_tile_fits(const StreamTile& t) {
   return t.nt >= 1 && t.nt <= kStreamMaxNT && t.ldw % 8 == 0 && t.ldw > 0 && t.bytes <= kSharedTwoCtas &&
          t.tasks < 2147483647;

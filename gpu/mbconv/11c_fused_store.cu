@@ -8,10 +8,12 @@
 //   pass 1  per tile: E, D on chip; sums -> partial; D -> dbuf [N][hidden chunk][P·Q][32]   (2 bytes per element)
 //   gate    se_gate_kernel: g [N, hidden], written in the 16-bit type with rows of dbuf_live(hidden)
 //   pass 2  Y[N·P·Q, C_out] = (D ⊙ G)·Wp over every pixel of the batch, G = the gate of each row's
-//           image, applied to D's fragments; y = Y + bp (+ x). A stream of warp tasks of 16 rows
-//           that load D straight into their mma fragments (mbconv_project_stream_kernel), each CTA
-//           staging all of Wp where it fits (56², 28², C = 80 @ 14²) or one column part of it
-//           (C = 112 @ 14², 7²); past hidden 7200 the persistent GEMM (mbconv_project_kernel)
+//           image, applied to D's fragments; y = Y + bp (+ x). Where Wp fits a CTA (56², 28², C = 80
+//           @ 14²), a stream of warp tasks of 16 rows that load D straight into their mma fragments
+//           (mbconv_project_stream_kernel); elsewhere (C = 112 @ 14², 7²) the persistent GEMM
+//           (mbconv_project_kernel). The stream's second form, one column part of Wp a CTA at those
+//           shapes, is off here (run_store_plan's kStreamCtaPart): not yet run on a GPU; its
+//           comparison copy is in lessons/11-mbconv/NOTES.md
 //
 // Plain loop it replaces: ref::mbconv_block. Cost: expand and depthwise once,
 // DRAM + 2·|D|·2 bytes (MBConvProblem::two_pass_store_bytes()). Which of 11b

@@ -12,8 +12,8 @@
 //   pass 1  per tile and chunk: E = φ(X·We + be) (mma, smem); per m tile of 16 output pixels:
 //           D = bd + Σ_{r,s} E(r,s)·diag(w[:, r, s]) (4 mma m16n8k8 per tap); φ; D -> dbuf;
 //           S[image] += I·D (mma)
-//   gate, pass 2  as 11c (gpu/lib/mbconv_store_plan.cuh): pass 2 the stream, Wp staged whole or one
-//                 column part a CTA; the persistent GEMM past hidden 7200
+//   gate, pass 2  as 11c (gpu/lib/mbconv_store_plan.cuh): pass 2 the stream where Wp fits a CTA
+//                 whole, else the persistent GEMM (the stream's cta_part form off, as in 11c)
 //
 // Plain loop it replaces: ref::mbconv_block. Cost: as 11c (MBConvProblem::two_pass_store_bytes());
 // the depthwise's tensor work is 8× its MACs, beside the expand's on the same pipe.
