@@ -553,8 +553,8 @@ TEST_CASE("hopper: the cluster ConvFirst block's T, U and V are read by wgmma wh
   }
 }
 
-// 10e's V piece as one copy of its panels (10e's former flag kVOneCopy, measured in wave-3c and
-// removed: lesson 10's NOTES.md): the box lands panel after panel, which is where the per-panel
+// 10e's V piece as one copy of its panels (10e copies a piece panel by panel; lesson 10's
+// NOTES.md has the one-copy form's measurement): the box lands panel after panel, which is where the per-panel
 // copies put them (v_box) and where Sw128Tile, the descriptors' model, reads.
 template <class L> int v_one_copy_mismatches() {
   int wrong = 0;

@@ -145,8 +145,7 @@ __device__ __forceinline__ void issue_wp_stage(const WgParams& prm, const WpPiec
 }
 
 // The same stage by TMA: thread 0 asks for its nb boxes of kWgProjectK × 64 (zeros past hidden and
-// C_out) and the stage's mbarrier (at wp_full + 8·(kk % stages)) counts their bytes. (The nb panels
-// as one copy of a 3-D map was measured in wave-3c: no gain, lessons/11-mbconv/NOTES.md.)
+// C_out) and the stage's mbarrier (at wp_full + 8·(kk % stages)) counts their bytes.
 __device__ __forceinline__ void issue_wp_stage_tma(const WgParams& prm, uint32_t wps_at, const CUtensorMap* wp_map,
                                                    uint32_t wp_full, int kk, int stages) {
   const WgImageLayout& l = prm.l;
@@ -162,8 +161,8 @@ __device__ __forceinline__ void issue_wp_stage_tma(const WgParams& prm, uint32_t
 // tasks (n64 block t / kMT, m tile t % kMT) go round the warpgroups: warpgroup w takes tasks w,
 // w + 3, ... (kTasks of them; one past the last task repeats the last). xo and yo point at the
 // CTA's first output pixel in x (the residual) and y. All 384 threads. Every stage's wgmma group
-// is drained before the next stage (one group left in flight, the ring one stage less ahead, was
-// measured in wave-3c: 11g within 1 %, 11j ≤ 4 µs faster; removed, lessons/11-mbconv/NOTES.md).
+// is drained before the next stage (lessons/11-mbconv/NOTES.md has what leaving one in flight
+// measured).
 template <class Element, int kTasks, int kStages, int kMT, bool kTrace>
 __device__ __forceinline__ void project(const WgParams& prm, const WpPieces& pc, uint32_t ds_at, uint32_t wps_at,
                                         int rows, const Element* xo, const Element* __restrict__ wp,

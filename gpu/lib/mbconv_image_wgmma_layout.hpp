@@ -66,8 +66,8 @@ inline constexpr int kWgProjectStagesSplit = 4;
 // (stages 0 .. S − 2 go out before the loop), or −1 for none. Every wgmma group drained at a
 // stage's end: stage kk − 1's slot is free, the ring runs S − 1 stages ahead. One group left in
 // flight (in_flight): only stage kk − 2's slot is known free, the ring runs S − 2 ahead, and at
-// kk = 0 there is nothing to ask for (stage S − 2 is already out); the kernel's flag for that
-// (kInFlight) was measured in wave-3c and removed, the rule kept with its test. Host-tested as a
+// kk = 0 there is nothing to ask for (stage S − 2 is already out); the kernel drains every
+// group (lessons/11-mbconv/NOTES.md), and the rule stays with its test. Host-tested as a
 // ring model (tests/lesson11_mbconv_tile_test.cpp).
 CONVLAB_HOST_DEVICE constexpr int wp_refill_stage(int kk, int stages, bool in_flight) {
   if (!in_flight) return kk + stages - 1;

@@ -22,9 +22,8 @@
 //              b·kWarps + w, + gridDim·kWarps, ..., task = (row tile task / parts, part task %
 //              parts): the parts of a row tile are neighbouring warps, which read its D from DRAM
 //              once and from L1 or L2 after.
-//   cta_part   opt-in (launch_project_stream<E, true>, run_store_plan's kStreamCtaPart): built and
-//              host-tested in wave-3d, not yet run on a GPU; the comparison copy in
-//              lessons/11-mbconv/NOTES.md. Where Wp does not fit but one part does (C = 112 @ 14²:
+//   cta_part   opt-in (launch_project_stream<E, true>, run_store_plan's kStreamCtaPart): host-tested,
+//              not yet run on a GPU (its comparison copy: lessons/11-mbconv/NOTES.md). Where Wp does not fit but one part does (C = 112 @ 14²:
 //              3 parts of 40 columns, 53 KB a CTA; hidden 1152 at C_out 192: 5 parts of 5 n8
 //              tiles, the part's nt cut from 6 until it fits). CTA b stages the nt·8 columns of part
 //              b % parts from col0 = 8·nt·(b % parts) and makes that part of row tiles (b / parts)·

@@ -7,8 +7,8 @@
 // warp tasks (gpu/lib/mbconv_project_stream.cuh) wherever Wp fits one CTA's shared memory whole
 // (stream_tile_fits: C_out ≤ 80 at EfficientNet's hidden sizes), and the persistent GEMM
 // (gpu/lib/mbconv_project.cuh) elsewhere (C = 112 @ 14², 7²). kStreamCtaPart (off in 11c and 11e)
-// lets the stream take those shapes too, one column part of Wp a CTA: built and host-tested in
-// wave-3d, not yet run on a GPU; the comparison copy in lessons/11-mbconv/NOTES.md.
+// lets the stream take those shapes too, one column part of Wp a CTA: host-tested, not yet run
+// on a GPU (its comparison copy: lessons/11-mbconv/NOTES.md).
 //
 //   workspace  partial [N][tiles][hidden] fp32 | gate16 [N][dbuf_live] | dbuf (dbuf_elems) | Wp padded
 #pragma once

@@ -593,8 +593,8 @@ inline constexpr int kStreamMaxNT = 6;   // n8 tiles of Y a warp holds at most (
 //   whole Wp   (the rungs' form) every CTA stages Wp and bp whole, parts·nt·8 columns (zeros past
 //              C_out); a task is (16 rows, part), the parts of one row tile consecutive tasks, so a
 //              CTA's warps read those rows' D once from DRAM and again from L1 or L2.
-//   cta_part   (opt-in: stream_tile_for's allow_cta_part, run_store_plan's kStreamCtaPart; built
-//              and host-tested in wave-3d, not yet run on a GPU) where the whole Wp does not fit
+//   cta_part   (opt-in: stream_tile_for's allow_cta_part, run_store_plan's kStreamCtaPart; host-
+//              tested, not yet run on a GPU) where the whole Wp does not fit
 //              kSharedTwoCtas: CTA b stages only the nt·8 columns of part b % parts (zeros past
 //              C_out) and its warps make that part of every row tile they take; the parts of one
 //              row tile are CTAs with adjacent blockIdx, resident together, so D comes from DRAM
