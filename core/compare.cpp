@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <stdexcept>
+#include <string>
 
 namespace convlab {
 
@@ -29,7 +31,7 @@ std::string element_coordinates(const OutputPlace& place, int64_t index) {
 }
 
 CompareResult compare(const std::vector<double>& out, const std::vector<double>& ref, DType dtype, int64_t depth,
-                      const OutputPlace& place) {
+                      const OutputPlace& place, const std::vector<double>& magnitude) {
   CompareResult r;
   r.bound = tolerance_for(dtype, depth);
   char buf[256];
@@ -38,6 +40,9 @@ CompareResult compare(const std::vector<double>& out, const std::vector<double>&
     r.message = buf;
     return r;
   }
+  if (!magnitude.empty() && magnitude.size() != ref.size())
+    throw std::invalid_argument("compare: " + std::to_string(magnitude.size()) + " magnitudes for " +
+                                std::to_string(ref.size()) + " outputs");
   double err2 = 0, ref2 = 0;
   for (std::size_t i = 0; i < out.size(); ++i) {
     if (!std::isfinite(out[i])) {
@@ -45,9 +50,10 @@ CompareResult compare(const std::vector<double>& out, const std::vector<double>&
       continue;
     }
     const double d = std::abs(out[i] - ref[i]);
+    const double m = magnitude.empty() ? std::abs(ref[i]) : std::max(std::abs(ref[i]), magnitude[i]);
     err2 += d * d;
-    ref2 += ref[i] * ref[i];
-    r.max_abs_ref = std::max(r.max_abs_ref, std::abs(ref[i]));
+    ref2 += m * m;
+    r.max_abs_ref = std::max(r.max_abs_ref, m);
     if (d > r.max_abs_err) {
       r.max_abs_err = d;
       if (r.non_finite == 0) r.worst_index = int64_t(i);
@@ -76,8 +82,8 @@ CompareResult compare(const std::vector<double>& out, const std::vector<double>&
 }
 
 CompareResult compare(const Tensor& out, const std::vector<double>& ref, DType dtype, int64_t depth,
-                      const OutputPlace& place) {
-  return compare(out.to_double(), ref, dtype, depth, place);
+                      const OutputPlace& place, const std::vector<double>& magnitude) {
+  return compare(out.to_double(), ref, dtype, depth, place, magnitude);
 }
 
 }  // namespace convlab

@@ -13,6 +13,14 @@
 // fp32 problem computed through fp16 or TF32 fails.
 // c_l2 and c_abs are fixed here, once, for every variant; never tuned per
 // kernel. NaN or Inf anywhere fails.
+//
+// An affine epilogue y = acc·s + b rounds at the size of its terms, not of its
+// result: where acc·s and b nearly cancel, a correct fp32 answer is off by
+// u·|acc·s| however small y is. An op with such an epilogue gives compare() a
+// magnitude per output (|acc·s| + |b|, worked out by its reference), and the
+// bounds are taken relative to m_i = max(|ref_i|, magnitude_i) in place of
+// |ref_i|. On ordinary data m and |ref| are of one size, so a wrong answer
+// still fails; only an output that cancels gets the room its terms need.
 #pragma once
 
 #include <cstdint>
@@ -36,7 +44,8 @@ Tolerance tolerance_for(DType dtype, int64_t reduction_depth);
 
 struct CompareResult {
   bool ok = false;
-  double rel_l2 = 0, max_abs_err = 0, max_abs_ref = 0;
+  double rel_l2 = 0, max_abs_err = 0;
+  double max_abs_ref = 0;  // max m_i: max |ref_i|, or the larger magnitude where one is given
   Tolerance bound{};
   int64_t non_finite = 0;  // NaN/Inf elements (unwritten outputs are NaN)
   int64_t worst_index = -1;
@@ -55,9 +64,11 @@ struct OutputPlace {
 // "y[0,55,0,0]": flat row-major index `index` of a tensor of `shape`, as coordinates.
 std::string element_coordinates(const OutputPlace& place, int64_t index);
 
+// `magnitude`: empty, or one non-negative size per output (see above).
 CompareResult compare(const std::vector<double>& out, const std::vector<double>& ref, DType dtype,
-                      int64_t reduction_depth, const OutputPlace& place = {});
+                      int64_t reduction_depth, const OutputPlace& place = {},
+                      const std::vector<double>& magnitude = {});
 CompareResult compare(const Tensor& out, const std::vector<double>& ref, DType dtype, int64_t reduction_depth,
-                      const OutputPlace& place = {});
+                      const OutputPlace& place = {}, const std::vector<double>& magnitude = {});
 
 }  // namespace convlab

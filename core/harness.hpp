@@ -140,7 +140,9 @@ template <class P> class Case final : public ICase {
     CompareResult worst;
     for (std::size_t i = 0; i < out_.size(); ++i) {
       const OutputPlace place{out_specs_[i].name, out_specs_[i].shape, out_specs_[i].layout};
-      CompareResult r = compare(out_[i], (*ref_)[i], p_.dtype, p_.reduction_depth(), place);
+      static const std::vector<double> none;
+      const std::vector<double>& magnitude = ref_->magnitude.empty() ? none : ref_->magnitude[i];
+      CompareResult r = compare(out_[i], ref_->value[i], p_.dtype, p_.reduction_depth(), place, magnitude);
       if (!r.ok) {
         r.message = "output '" + out_specs_[i].name + "': " + r.message;
         return r;
@@ -157,7 +159,11 @@ template <class P> class Case final : public ICase {
   }
 
  private:
-  using Reference = std::vector<std::vector<double>>;
+  // The reference's outputs and, for an op whose OpTraits has error_magnitude
+  // (an affine epilogue: core/compare.hpp), each output's error magnitude.
+  struct Reference {
+    std::vector<std::vector<double>> value, magnitude;
+  };
 
   // Large benchmark shapes take seconds in the double reference, and every
   // variant of a benchmark run checks the same inputs: keep the last one.
@@ -172,8 +178,12 @@ template <class P> class Case final : public ICase {
     std::vector<std::vector<double>> in;
     for (const Tensor& t : host_in_) in.push_back(t.to_double());
     auto ref = std::make_shared<Reference>();
-    for (const Tensor& t : out_) ref->emplace_back(t.numel());
-    OpTraits<P>::reference(p_, in, *ref);
+    for (const Tensor& t : out_) ref->value.emplace_back(t.numel());
+    OpTraits<P>::reference(p_, in, ref->value);
+    if constexpr (requires { OpTraits<P>::error_magnitude(p_, in, ref->magnitude); }) {
+      ref->magnitude = ref->value;  // sized as the outputs
+      OpTraits<P>::error_magnitude(p_, in, ref->magnitude);
+    }
     ref_ = ref;
     if (!ref_key_.empty()) {
       cached_key = ref_key_;
@@ -196,23 +206,28 @@ template <class P> class Case final : public ICase {
 // Everything a Case of variant v on problem p will allocate, checked before
 // any of it is: each input and output (twice for a GPU variant: the host copy
 // and the device buffer), its workspace, and the double-precision copies the
-// reference computes on (8 bytes per input and output element). SizeError,
+// reference computes on (8 bytes per input and output element, 16 per output
+// where the op also works out error magnitudes). SizeError,
 // naming the tensor, the variant and the problem, when a product overflows or
 // a buffer or the total is over the limit (core/checked_size.hpp).
 template <class P> uint64_t check_case_bytes(const Variant<P>& v, const std::string& id, const P& p) {
   const std::string who = id + " on " + OpTraits<P>::spec(p);
   const uint64_t copies = v.device == Device::cpu ? 1 : 2;
   uint64_t total = 0;
-  auto add = [&](const TensorSpec& s, const char* role) {
+  auto add = [&](const TensorSpec& s, const char* role, uint64_t reference_copies) {
     const std::string what = std::string(role) + " '" + s.name + "' (" + shape_string(s.shape) + " " +
                              dtype_name(s.dtype) + ", " + s.layout + ") of " + who;
     const uint64_t bytes = checked_bytes(s.shape, dtype_size(s.dtype), what);
     check_allocation(bytes, what);
-    const uint64_t reference = checked_mul(bytes / dtype_size(s.dtype), sizeof(double), what);
+    const uint64_t reference = checked_mul(bytes / dtype_size(s.dtype), reference_copies * sizeof(double), what);
     total = checked_add(total, checked_add(checked_mul(bytes, copies, what), reference, what), who);
   };
-  for (const TensorSpec& s : OpTraits<P>::inputs(p)) add(s, "input");
-  for (const TensorSpec& s : OpTraits<P>::outputs(p)) add(s, "output");
+  constexpr bool magnitudes =
+      requires(const P& q, const std::vector<std::vector<double>>& in, std::vector<std::vector<double>>& m) {
+        OpTraits<P>::error_magnitude(q, in, m);
+      };
+  for (const TensorSpec& s : OpTraits<P>::inputs(p)) add(s, "input", 1);
+  for (const TensorSpec& s : OpTraits<P>::outputs(p)) add(s, "output", magnitudes ? 2 : 1);
   // Scratch the double reference itself allocates (ffn: its hidden tensor), where the op declares one.
   if constexpr (requires { OpTraits<P>::reference_scratch_bytes(p); })
     total = checked_add(total, OpTraits<P>::reference_scratch_bytes(p), who);

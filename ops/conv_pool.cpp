@@ -30,6 +30,12 @@ void OpTraits<ConvPoolProblem>::reference(const ConvPoolProblem& p, const std::v
                            out.at(0).data());
 }
 
+void OpTraits<ConvPoolProblem>::error_magnitude(const ConvPoolProblem& p, const std::vector<std::vector<double>>& in,
+                                                std::vector<std::vector<double>>& magnitude) {
+  ref::conv_bias_relu_pool_magnitude(p.conv(), in.at(0).data(), in.at(1).data(), in.at(2).data(), in.at(3).data(),
+                                     magnitude.at(0).data());
+}
+
 namespace {
 
 ConvPoolProblem layer(int N, int H, int W, int C, int K, int R, int S, int stride, int pad, int groups,

@@ -77,6 +77,10 @@ template <> struct OpTraits<ConvPoolProblem> {
   static Args<ConvPoolProblem> bind(std::vector<Tensor>& in, std::vector<Tensor>& out, void* workspace);
   static void reference(const ConvPoolProblem& p, const std::vector<std::vector<double>>& in,
                         std::vector<std::vector<double>>& out);
+  // Per output, |conv·scale| + |bias| (the epilogue's terms): where they cancel, the
+  // rounding error is relative to them, not to y (core/compare.hpp).
+  static void error_magnitude(const ConvPoolProblem& p, const std::vector<std::vector<double>>& in,
+                              std::vector<std::vector<double>>& magnitude);
   static std::vector<ConvPoolProblem> shapes(ShapeTable table, Device device);
   // Text forms as conv2d's: spec "N=8,H=56,W=56,C=64,K=64,R=3,S=3,stride=1,pad=1,groups=1,dtype=f32",
   // label "n8h56w56c64_k64r3s3_str1pad1g1_f32" (the pool is always 2x2 stride 2).

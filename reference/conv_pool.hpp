@@ -19,4 +19,10 @@ namespace convlab::ref {
 void conv_bias_relu_pool(const ConvShape& conv, const double* x, const double* w, const double* scale,
                          const double* bias, double* y);
 
+// The size each output's rounding error scales with (core/compare.hpp):
+// m[n, i, j, k] = max over the same four conv outputs of |conv·scale[k]| + |bias[k]|,
+// the terms of the epilogue's add. Same arguments and checks as above.
+void conv_bias_relu_pool_magnitude(const ConvShape& conv, const double* x, const double* w, const double* scale,
+                                   const double* bias, double* m);
+
 }  // namespace convlab::ref

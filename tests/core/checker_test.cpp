@@ -7,6 +7,11 @@
 // shape of the test table. A correct variant that merely sums in another
 // order must be accepted, so the tolerance is not simply "reject everything".
 //
+// conv_bias_relu_pool's epilogue gives compare() error magnitudes (an output
+// whose |conv·scale| and |bias| cancel is judged against its terms, not
+// against its tiny self): a correct variant that rounds the product on its own
+// is accepted, and a dropped bias or an fp16 output is still rejected.
+//
 // One planted bug is a student's real one: lesson 03's five loops with a
 // micro-kernel whose `accumulate` branch is broken, so each depth slice
 // overwrites C instead of adding to it. Correct whenever K <= KC; the op's
@@ -20,6 +25,7 @@
 #include <string>
 
 #include "ops/conv2d.hpp"
+#include "ops/conv_pool.hpp"
 #include "ops/gemm.hpp"
 #include "cpu/lib/gemm_kernels.hpp"
 #include "tests/catch_compat.hpp"
@@ -284,6 +290,94 @@ TEST_CASE("checker: CONVLAB_TEST_FLOP_LIMIT leaves out the large cases, never th
     const testing::TableFailures f = testing::run_table(specs, make);
     CHECK(f.tested == int(specs.size()));
     CHECK(f.left_out == 0);
+  }
+}
+
+}  // namespace convlab
+
+namespace convlab {
+namespace {
+enum class PoolDefect { none_separate_rounding, bias_dropped, f16_output };
+
+// Plain loops in fp32: conv, then the product acc·scale rounded on its own
+// (no fused multiply-add: the rounding cancellation exposes), bias, ReLU, max.
+template <PoolDefect defect> void wrong_conv_pool(const ConvPoolProblem& p, const Args<ConvPoolProblem>& a) {
+  const ConvProblem c = p.conv();
+  const float* x = static_cast<const float*>(a.x);
+  const float* w = static_cast<const float*>(a.w);
+  const float* scale = static_cast<const float*>(a.scale);
+  const float* bias = static_cast<const float*>(a.bias);
+  float* y = static_cast<float*>(a.y);
+  const int T = c.T(), Kg = c.K_per_group();
+  for (int n = 0; n < p.N; ++n)
+    for (int i = 0; i < p.P2(); ++i)
+      for (int j = 0; j < p.Q2(); ++j)
+        for (int k = 0; k < p.K; ++k) {
+          float best = 0.f;  // ReLU: the window's max of max(v, 0)
+          for (int e = 0; e < 4; ++e) {
+            const int oh = 2 * i + e / 2, ow = 2 * j + e % 2;
+            float acc = 0.f;
+            for (int r = 0; r < p.R; ++r)
+              for (int s = 0; s < p.S; ++s) {
+                const int ih = oh * p.stride + r - p.pad, iw = ow * p.stride + s - p.pad;
+                if (ih < 0 || ih >= p.H || iw < 0 || iw >= p.W) continue;
+                for (int t = 0; t < T; ++t)
+                  acc += w[((int64_t(k) * p.R + r) * p.S + s) * T + t] *
+                         x[((int64_t(n) * p.H + ih) * p.W + iw) * p.C + (k / Kg) * T + t];
+              }
+            volatile float product = acc * scale[k];
+            const float v = product + (defect == PoolDefect::bias_dropped ? 0.f : bias[k]);
+            best = std::max(best, v);
+          }
+          if (defect == PoolDefect::f16_output) best = float(round_to(DType::f16, best));
+          y[((int64_t(n) * p.P2() + i) * p.Q2() + j) * p.K + k] = best;
+        }
+}
+
+// On every f32 shape of the table, fresh inputs: {accepted, tried}. A defect is
+// only looked for where the reference has four non-zero outputs or more: ReLU
+// may zero a whole tiny output, and one output's fp16 rounding is below the
+// fp32 bound a few times in a thousand draws.
+template <PoolDefect defect> std::pair<int, int> conv_pool_on_f32_table() {
+  const std::ptrdiff_t min_nonzero = defect == PoolDefect::none_separate_rounding ? 0 : 4;
+  Variant<ConvPoolProblem> v;
+  v.name = "planted";
+  v.run = wrong_conv_pool<defect>;
+  const VariantInfo info{OpTraits<ConvPoolProblem>::name, v.name, v.device, 0, v.threads, "", false};
+  int passed = 0, tried = 0, n = 0;
+  for (const ConvPoolProblem& p : OpTraits<ConvPoolProblem>::shapes(ShapeTable::test, Device::cpu)) {
+    if (p.dtype != DType::f32) continue;
+    std::vector<Tensor> inputs = random_inputs(p, testing::base_seed() + uint64_t(n++));
+    std::vector<std::vector<double>> in, ref(1, std::vector<double>(std::size_t(p.pooled_elems())));
+    for (const Tensor& t : inputs) in.push_back(t.to_double());
+    OpTraits<ConvPoolProblem>::reference(p, in, ref);
+    if (std::count_if(ref[0].begin(), ref[0].end(), [](double y) { return y != 0.0; }) < min_nonzero) continue;
+    Case<ConvPoolProblem> c(v, info, p, std::move(inputs), "");
+    const CompareResult r = checked_run(c);
+    INFO(OpTraits<ConvPoolProblem>::spec(p) << ": " << (r.ok ? "accepted" : r.message)
+                                            << " (CONVLAB_SEED=" << testing::base_seed() << ")");
+    passed += r.ok;
+    ++tried;
+  }
+  return {passed, tried};
+}
+}  // namespace
+
+TEST_CASE("checker: conv_bias_relu_pool's epilogue magnitudes accept rounding and reject defects", "[checker][cpu]") {
+  SECTION("a correct layer, product and bias rounded separately") {
+    const auto [passed, tried] = conv_pool_on_f32_table<PoolDefect::none_separate_rounding>();
+    REQUIRE(tried == 12);
+    CHECK(passed == tried);
+  }
+  SECTION("bias dropped") {
+    const auto [passed, tried] = conv_pool_on_f32_table<PoolDefect::bias_dropped>();
+    REQUIRE(tried >= 10);
+    CHECK(passed == 0);
+  }
+  SECTION("an fp32 layer's output rounded to fp16") {
+    const auto [passed, tried] = conv_pool_on_f32_table<PoolDefect::f16_output>();
+    REQUIRE(tried >= 10);
+    CHECK(passed == 0);
   }
 }
 

@@ -2,6 +2,7 @@
 // tensors, checked on cases whose answers are known by hand.
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 #include <vector>
 
 #include "core/compare.hpp"
@@ -52,6 +53,32 @@ TEST_CASE("compare: the bound follows u_acc·√depth + u_out", "[compare][cpu]"
   CHECK(r.rel_l2 < r.bound.rel_l2);
   CHECK_FALSE(r.ok);
   CHECK(r.worst_index == 777);
+}
+
+TEST_CASE("compare: an epilogue's magnitudes give a cancelling output the room its terms need", "[compare][cpu]") {
+  // y = x·s + b with x = s = 1 + 2⁻¹², b = −1, all exact in fp32: x·s = 1 + 2⁻¹¹ + 2⁻²⁴
+  // rounds to 1 + 2⁻¹¹ (a tie, to even), so the fp32 answer 2⁻¹¹ is off by 2⁻²⁴.
+  // That is 1.2e-4 of y, far over the depth-1 bound 8·2u ≈ 9.5e-7, but 3e-8 of
+  // the terms' size |x·s| + |b| ≈ 2.
+  const double x = 1 + 0x1p-12, s = x, b = -1;
+  const std::vector<double> ref = {x * s + b};
+  volatile float product = float(x) * float(s);  // rounded on its own: no fused multiply-add
+  const std::vector<double> out = {double(product + float(b))};
+  REQUIRE(ref[0] - out[0] == 0x1p-24);
+  CHECK_FALSE(compare(out, ref, DType::f32, 1).ok);
+  const std::vector<double> magnitude = {std::abs(x * s) + std::abs(b)};
+  CHECK(compare(out, ref, DType::f32, 1, {}, magnitude).ok);
+  // The room is relative to the terms, not unlimited: an error of 1e-5 of them fails.
+  CHECK_FALSE(compare(std::vector<double>{ref[0] + 2e-5}, ref, DType::f32, 1, {}, magnitude).ok);
+  // A magnitude below |ref| changes nothing, and there is one per output or none.
+  CHECK_FALSE(compare(out, ref, DType::f32, 1, {}, std::vector<double>{0.0}).ok);
+  bool threw = false;
+  try {
+    compare(out, ref, DType::f32, 1, {}, std::vector<double>{1.0, 1.0});
+  } catch (const std::invalid_argument&) {
+    threw = true;
+  }
+  CHECK(threw);
 }
 
 TEST_CASE("compare: an all-zero reference is judged by absolute error", "[compare][cpu]") {

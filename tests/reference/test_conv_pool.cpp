@@ -77,6 +77,18 @@ TEST_CASE("reference: conv_bias_relu_pool hand case, negative scale takes the wi
   CHECK(y == 0.0);
 }
 
+TEST_CASE("reference: conv_bias_relu_pool_magnitude is the window's largest |conv·scale| + |bias|", "[reference]") {
+  // Same x and w as above: conv = x. scale −1, bias 2.5: terms |−x| + 2.5 = 3.5 .. 6.5,
+  // while y = max relu(2.5 − x) = 1.5. The magnitude is the window's largest: 6.5.
+  const ConvPoolProblem p{1, 2, 2, 1, 1, 1, 1, 1, 0, 1};
+  const double x[] = {1, 2, 3, 4}, w[] = {1}, scale[] = {-1}, bias[] = {2.5};
+  double y = 0, m = 0;
+  ref::conv_bias_relu_pool(p.conv(), x, w, scale, bias, &y);
+  ref::conv_bias_relu_pool_magnitude(p.conv(), x, w, scale, bias, &m);
+  CHECK(y == 1.5);
+  CHECK(m == 6.5);
+}
+
 TEST_CASE("reference: conv_bias_relu_pool rejects a conv output smaller than 2x2", "[reference]") {
   const ConvPoolProblem p{1, 3, 1, 1, 1, 1, 1, 1, 0, 1};  // Q = 1
   std::vector<double> buf(16, 0.0);
