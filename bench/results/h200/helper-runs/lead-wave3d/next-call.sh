@@ -2,7 +2,7 @@ set -x
 export CONVLAB_GIT_REV=$(cat .scratch/rev)
 sed 's/11c_fused_store/11t_store_cta_part/g; s/run_store_plan<false>/run_store_plan<false, false, true, true>/' gpu/mbconv/11c_fused_store.cu > gpu/mbconv/11t_store_cta_part.cu
 mkdir -p /tmp/a /tmp/b /tmp/s /tmp/p
-OUT=/tmp/a timeout 290 bench/run_gpu.sh --no-bench --only 'random shapes|mbconv/gpu/|convfirst/gpu/10e|gemm/gpu/03[pqr]|hopper:' > /tmp/a/run-tests.log 2>&1
+OUT=/tmp/a timeout 290 bench/run_gpu.sh --no-bench --only 'random shapes|mbconv/gpu/|convfirst/gpu/10e|conv_bias_relu_pool/gpu/|checker|gemm/gpu/03[pqr]|hopper:' > /tmp/a/run-tests.log 2>&1
 OUT=/tmp/b CONVLAB_BENCH_TIMEOUT=70 CONVLAB_TORCH_SCRIPTS=convfirst CONVLAB_TORCH_SHAPES='128,14,14,256,1024,256,1;128,7,7,512,2048,512,1' \
   CONVLAB_TORCH_TIMEOUT=100 CONVLAB_TORCH_BUDGET=80 timeout 170 bench/run_gpu.sh --no-tests --torch --only 'mbconv/gpu/(11c|11t|11h)|convfirst/gpu/10e' > /tmp/b/run-bench.log 2>&1
 OUT=/tmp/s CONVLAB_SANITIZE_TIMEOUT=60 timeout 70 bench/run_gpu.sh --sanitize-only --only 'mbconv/gpu/(11c|11t)' > /tmp/s/run-sanitize.log 2>&1
