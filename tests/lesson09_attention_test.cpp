@@ -142,7 +142,7 @@ template <AttentionDefect defect> void wrong_attention(const AttentionProblem& p
 }
 
 // Passed and tried shapes of the f32 attention test table.
-template <AttentionDefect defect> std::pair<int, int> run_attention_on_f32_table() {
+template <AttentionDefect defect> testing::TableRun run_attention_on_f32_table() {
   Variant<AttentionProblem> v;
   v.name = "wrong_attention";
   v.run = wrong_attention<defect>;
@@ -150,14 +150,16 @@ template <AttentionDefect defect> std::pair<int, int> run_attention_on_f32_table
 }
 
 TEST_CASE("lesson 09: the checker accepts attention summed in another key order", "[checker][attention][lesson09]") {
-  const auto [passed, tried] = run_attention_on_f32_table<AttentionDefect::none_reversed_keys>();
+  const auto [passed, tried, report] = run_attention_on_f32_table<AttentionDefect::none_reversed_keys>();
+  INFO(report);
   REQUIRE(tried > 10);
   CHECK(passed == tried);
 }
 
 TEST_CASE("lesson 09: the checker rejects wrong attention variants", "[checker][attention][lesson09]") {
   SECTION("bottom-right causal alignment: wrong exactly where Nq != Nk and causal") {
-    const auto [passed, tried] = run_attention_on_f32_table<AttentionDefect::bottom_right_causal>();
+    const auto [passed, tried, report] = run_attention_on_f32_table<AttentionDefect::bottom_right_causal>();
+    INFO(report);
     int mismatched = 0;  // shapes where the two alignments differ
     for (const AttentionProblem& p : OpTraits<AttentionProblem>::shapes(ShapeTable::test, Device::cpu))
       mismatched += p.dtype == DType::f32 && p.causal && p.Nq != p.Nk;
@@ -165,7 +167,8 @@ TEST_CASE("lesson 09: the checker rejects wrong attention variants", "[checker][
     CHECK(passed == tried - mismatched);
   }
   SECTION("the last key dropped: wrong wherever some query sees that key") {
-    const auto [passed, tried] = run_attention_on_f32_table<AttentionDefect::skip_last_key>();
+    const auto [passed, tried, report] = run_attention_on_f32_table<AttentionDefect::skip_last_key>();
+    INFO(report);
     int unseen = 0;  // top-left causal with Nq < Nk: no query reaches key Nk − 1, dropping it is harmless
     for (const AttentionProblem& p : OpTraits<AttentionProblem>::shapes(ShapeTable::test, Device::cpu))
       unseen += p.dtype == DType::f32 && p.causal && p.Nq < p.Nk;
@@ -173,7 +176,8 @@ TEST_CASE("lesson 09: the checker rejects wrong attention variants", "[checker][
     CHECK(tried > 10);
   }
   SECTION("P·V accumulated in fp16") {
-    const auto [passed, tried] = run_attention_on_f32_table<AttentionDefect::f16_accumulator>();
+    const auto [passed, tried, report] = run_attention_on_f32_table<AttentionDefect::f16_accumulator>();
+    INFO(report);
     CHECK(passed == 0);
     CHECK(tried > 10);
   }

@@ -45,14 +45,16 @@ template <int MR, int NR> Variant<GemmProblem> tile_variant(const char* name) {
 }  // namespace
 
 TEST_CASE("students: a 6x32 micro-tile through the shared five loops passes the gemm table", "[students][gemm][cpu]") {
-  const auto [passed, tried] = testing::run_on_f32_table(tile_variant<6, 32>("my_tile_6x32"));
+  const auto [passed, tried, report] = testing::run_on_f32_table(tile_variant<6, 32>("my_tile_6x32"));
+  INFO(report);
   REQUIRE(tried > 10);
   CHECK(passed == tried);
 }
 
 TEST_CASE("students: a 14x32 micro-tile (MC not a multiple of 14) passes the gemm table", "[students][gemm][cpu]") {
   static_assert(cpu_gemm::kMC % 14 != 0, "this case checks that the blocks are cut to whole 14-row panels");
-  const auto [passed, tried] = testing::run_on_f32_table(tile_variant<14, 32>("my_tile_14x32"));
+  const auto [passed, tried, report] = testing::run_on_f32_table(tile_variant<14, 32>("my_tile_14x32"));
+  INFO(report);
   REQUIRE(tried > 10);
   CHECK(passed == tried);
 }
@@ -64,7 +66,8 @@ TEST_CASE("students: the portable kernel of another tile passes too", "[students
                                  static_cast<float*>(args.c), args.workspace,
                                  cpu_gemm::micro_kernel_portable_tile<4, 24>);
   };
-  const auto [passed, tried] = testing::run_on_f32_table(v);
+  const auto [passed, tried, report] = testing::run_on_f32_table(v);
+  INFO(report);
   REQUIRE(tried > 10);
   CHECK(passed == tried);
 }

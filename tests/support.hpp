@@ -70,14 +70,22 @@ void check_variant_on_table(const OpHandle& op, std::size_t index);
 
 // Runs a one-off variant `v` (not registered: the checker's deliberately wrong
 // variants) through the harness on every f32 shape of its operation's CPU test
-// table. Returns how many shapes it passed and how many it was tried on.
+// table. Returns how many shapes it passed, how many it was tried on, and one
+// line per shape (accepted, or why not) with the replay seed: INFO(report)
+// beside the caller's checks, so a failure names its shapes.
 // `min_nonzero` > 0 leaves out the draws whose reference has fewer non-zero
 // outputs: a precision defect can hide in one output by chance (fp16 inputs at
 // M = N = K = 1 round within the fp32 bound about one draw in 150), and ReLU
 // may zero a tiny output whole; in four outputs at once it cannot.
-template <class P> std::pair<int, int> run_on_f32_table(const Variant<P>& v, std::ptrdiff_t min_nonzero = 0) {
+struct TableRun {
+  int passed = 0, tried = 0;
+  std::string report;
+};
+template <class P> TableRun run_on_f32_table(const Variant<P>& v, std::ptrdiff_t min_nonzero = 0) {
   const VariantInfo info{OpTraits<P>::name, v.name, v.device, 0, v.threads, "", false};
-  int passed = 0, tried = 0, drawn = 0;
+  TableRun run;
+  run.report = v.name + " (replay: CONVLAB_SEED=" + std::to_string(base_seed()) + ")";
+  int drawn = 0;
   for (const P& p : OpTraits<P>::shapes(ShapeTable::test, Device::cpu)) {
     if (p.dtype != DType::f32) continue;
     const uint64_t seed = base_seed() + uint64_t(drawn++);
@@ -97,12 +105,11 @@ template <class P> std::pair<int, int> run_on_f32_table(const Variant<P>& v, std
     }
     Case<P> c(v, info, p, std::move(inputs), "");
     const CompareResult r = checked_run(c);
-    INFO(v.name << " on " << OpTraits<P>::spec(p) << ": " << (r.ok ? "accepted" : r.message)
-                << " (CONVLAB_SEED=" << base_seed() << ")");
-    passed += r.ok;
-    ++tried;
+    run.report += "\n  " + OpTraits<P>::spec(p) + ": " + (r.ok ? std::string("accepted") : r.message);
+    run.passed += r.ok;
+    ++run.tried;
   }
-  return {passed, tried};
+  return run;
 }
 
 // The shapes of P's f32 CPU test table on which the one-off variant `v` is

@@ -79,27 +79,32 @@ template <ConvDefect defect> Variant<ConvProblem> conv_variant(const char* name)
 }  // namespace
 
 TEST_CASE("checker: a correct conv summed in another order is accepted", "[checker][cpu]") {
-  const auto [passed, tried] = run_on_f32_table(conv_variant<ConvDefect::none_reversed_order>("reversed_order"));
+  const auto [passed, tried, report] = run_on_f32_table(conv_variant<ConvDefect::none_reversed_order>("reversed_order"));
+  INFO(report);
   REQUIRE(tried > 5);
   CHECK(passed == tried);
 }
 
 TEST_CASE("checker: wrong conv variants are rejected on every shape", "[checker][cpu]") {
   SECTION("window off by one row") {
-    const auto [passed, tried] = run_on_f32_table(conv_variant<ConvDefect::window_off_by_one>("off_by_one"));
+    const auto [passed, tried, report] = run_on_f32_table(conv_variant<ConvDefect::window_off_by_one>("off_by_one"));
+    INFO(report);
     REQUIRE(tried > 5);
     CHECK(passed == 0);
   }
   SECTION("last output element never written") {
-    const auto [passed, tried] = run_on_f32_table(conv_variant<ConvDefect::skip_last_output>("skipped_tail"));
+    const auto [passed, tried, report] = run_on_f32_table(conv_variant<ConvDefect::skip_last_output>("skipped_tail"));
+    INFO(report);
     CHECK(passed == 0);
   }
   SECTION("last output channel never written") {
-    const auto [passed, tried] = run_on_f32_table(conv_variant<ConvDefect::skip_last_channel>("skipped_channel"));
+    const auto [passed, tried, report] = run_on_f32_table(conv_variant<ConvDefect::skip_last_channel>("skipped_channel"));
+    INFO(report);
     CHECK(passed == 0);
   }
   SECTION("bf16 accumulator in an fp32 problem") {
-    const auto [passed, tried] = run_on_f32_table(conv_variant<ConvDefect::bf16_accumulator>("low_precision"), 4);
+    const auto [passed, tried, report] = run_on_f32_table(conv_variant<ConvDefect::bf16_accumulator>("low_precision"), 4);
+    INFO(report);
     REQUIRE(tried > 5);
     CHECK(passed == 0);
   }
@@ -139,17 +144,20 @@ template <GemmDefect defect> Variant<GemmProblem> gemm_variant(const char* name)
 
 TEST_CASE("checker: wrong GEMM variants are rejected on every shape", "[checker][cpu]") {
   SECTION("k loop one short") {
-    const auto [passed, tried] = run_on_f32_table(gemm_variant<GemmDefect::k_loop_short>("k_short"));
+    const auto [passed, tried, report] = run_on_f32_table(gemm_variant<GemmDefect::k_loop_short>("k_short"));
+    INFO(report);
     REQUIRE(tried > 5);
     CHECK(passed == 0);
   }
   SECTION("fp32 inputs rounded to fp16") {
-    const auto [passed, tried] = run_on_f32_table(gemm_variant<GemmDefect::fp16_inputs>("fp16_inputs"), 4);
+    const auto [passed, tried, report] = run_on_f32_table(gemm_variant<GemmDefect::fp16_inputs>("fp16_inputs"), 4);
+    INFO(report);
     REQUIRE(tried > 5);
     CHECK(passed == 0);
   }
   SECTION("last row never written") {
-    const auto [passed, tried] = run_on_f32_table(gemm_variant<GemmDefect::rows_one_short>("rows_short"));
+    const auto [passed, tried, report] = run_on_f32_table(gemm_variant<GemmDefect::rows_one_short>("rows_short"));
+    INFO(report);
     CHECK(passed == 0);
   }
 }
@@ -343,17 +351,20 @@ template <PoolDefect defect> Variant<ConvPoolProblem> conv_pool_variant() {
 
 TEST_CASE("checker: conv_bias_relu_pool's epilogue magnitudes accept rounding and reject defects", "[checker][cpu]") {
   SECTION("a correct layer, product and bias rounded separately") {
-    const auto [passed, tried] = run_on_f32_table(conv_pool_variant<PoolDefect::none_separate_rounding>());
+    const auto [passed, tried, report] = run_on_f32_table(conv_pool_variant<PoolDefect::none_separate_rounding>());
+    INFO(report);
     REQUIRE(tried == 12);
     CHECK(passed == tried);
   }
   SECTION("bias dropped") {
-    const auto [passed, tried] = run_on_f32_table(conv_pool_variant<PoolDefect::bias_dropped>(), 4);
+    const auto [passed, tried, report] = run_on_f32_table(conv_pool_variant<PoolDefect::bias_dropped>(), 4);
+    INFO(report);
     REQUIRE(tried >= 10);
     CHECK(passed == 0);
   }
   SECTION("an fp32 layer's output rounded to fp16") {
-    const auto [passed, tried] = run_on_f32_table(conv_pool_variant<PoolDefect::f16_output>(), 4);
+    const auto [passed, tried, report] = run_on_f32_table(conv_pool_variant<PoolDefect::f16_output>(), 4);
+    INFO(report);
     REQUIRE(tried >= 10);
     CHECK(passed == 0);
   }
