@@ -4,7 +4,9 @@
 // skipped tail, a low-precision accumulator, an unwritten element — run
 // through the very same harness path as real variants (random inputs, poisoned
 // outputs, compare against the double reference) and must be rejected on every
-// shape of the test table. A correct variant that merely sums in another
+// shape of the test table; a precision defect on every shape whose reference
+// has four non-zero outputs or more (one output can round within the bound by
+// chance: run_on_f32_table's min_nonzero). A correct variant that merely sums in another
 // order must be accepted, so the tolerance is not simply "reject everything".
 //
 // conv_bias_relu_pool's epilogue gives compare() error magnitudes (an output
@@ -307,7 +309,8 @@ namespace {
 enum class PoolDefect { none_separate_rounding, bias_dropped, f16_output };
 
 // Plain loops in fp32: conv, then the product acc·scale rounded on its own
-// (no fused multiply-add: the rounding cancellation exposes), bias, ReLU, max.
+// (no fused multiply-add, so a bias that cancels it exposes its rounding), bias,
+// ReLU, max.
 template <PoolDefect defect> void wrong_conv_pool(const ConvPoolProblem& p, const Args<ConvPoolProblem>& a) {
   const ConvProblem c = p.conv();
   const float* x = static_cast<const float*>(a.x);
