@@ -68,19 +68,20 @@ TableFailures run_table(const std::vector<std::string>& specs,
 // none of the shapes (a variant must be tested on something).
 void check_variant_on_table(const OpHandle& op, std::size_t index);
 
-// Runs a one-off variant `v` (not registered: the checker's deliberately wrong
-// variants) through the harness on every f32 shape of its operation's CPU test
-// table. Returns how many shapes it passed, how many it was tried on, and one
-// line per shape (accepted, or why not) with the replay seed: INFO(report)
-// beside the caller's checks, so a failure names its shapes.
-// `min_nonzero` > 0 leaves out the draws whose reference has fewer non-zero
-// outputs: a precision defect can hide in one output by chance (fp16 inputs at
-// M = N = K = 1 round within the fp32 bound about one draw in 150), and ReLU
-// may zero a tiny output whole; in four outputs at once it cannot.
+// What run_on_f32_table found: shapes passed and tried, and one line per shape
+// (accepted, why not, or left out) with the replay seed. Callers INFO(report)
+// beside their checks, so a failure names its shapes.
 struct TableRun {
   int passed = 0, tried = 0;
   std::string report;
 };
+
+// Runs a one-off variant `v` (not registered: the checker's deliberately wrong
+// variants) through the harness on every f32 shape of its operation's CPU test
+// table. `min_nonzero` > 0 leaves out the draws whose reference has fewer
+// non-zero outputs: a precision defect can hide in one output by chance (fp16
+// inputs at M = N = K = 1 round within the fp32 bound about one draw in 150),
+// and ReLU may zero a tiny output whole; in four outputs at once it cannot.
 template <class P> TableRun run_on_f32_table(const Variant<P>& v, std::ptrdiff_t min_nonzero = 0) {
   const VariantInfo info{OpTraits<P>::name, v.name, v.device, 0, v.threads, "", false};
   TableRun run;
@@ -100,8 +101,12 @@ template <class P> TableRun run_on_f32_table(const Variant<P>& v, std::ptrdiff_t
       }
       OpTraits<P>::reference(p, in, ref);
       std::ptrdiff_t nonzero = 0;
-      for (const std::vector<double>& r : ref) nonzero += std::count_if(r.begin(), r.end(), [](double y) { return y != 0.0; });
-      if (nonzero < min_nonzero) continue;
+      for (const std::vector<double>& r : ref)
+        nonzero += std::count_if(r.begin(), r.end(), [](double y) { return y != 0.0; });
+      if (nonzero < min_nonzero) {
+        run.report += "\n  " + OpTraits<P>::spec(p) + ": left out (" + std::to_string(nonzero) + " non-zero outputs)";
+        continue;
+      }
     }
     Case<P> c(v, info, p, std::move(inputs), "");
     const CompareResult r = checked_run(c);

@@ -81,7 +81,8 @@ template <ConvDefect defect> Variant<ConvProblem> conv_variant(const char* name)
 }  // namespace
 
 TEST_CASE("checker: a correct conv summed in another order is accepted", "[checker][cpu]") {
-  const auto [passed, tried, report] = run_on_f32_table(conv_variant<ConvDefect::none_reversed_order>("reversed_order"));
+  const auto [passed, tried, report] =
+      run_on_f32_table(conv_variant<ConvDefect::none_reversed_order>("reversed_order"));
   INFO(report);
   REQUIRE(tried > 5);
   CHECK(passed == tried);
@@ -100,12 +101,14 @@ TEST_CASE("checker: wrong conv variants are rejected on every shape", "[checker]
     CHECK(passed == 0);
   }
   SECTION("last output channel never written") {
-    const auto [passed, tried, report] = run_on_f32_table(conv_variant<ConvDefect::skip_last_channel>("skipped_channel"));
+    const auto [passed, tried, report] =
+        run_on_f32_table(conv_variant<ConvDefect::skip_last_channel>("skipped_channel"));
     INFO(report);
     CHECK(passed == 0);
   }
   SECTION("bf16 accumulator in an fp32 problem") {
-    const auto [passed, tried, report] = run_on_f32_table(conv_variant<ConvDefect::bf16_accumulator>("low_precision"), 4);
+    const auto [passed, tried, report] =
+        run_on_f32_table(conv_variant<ConvDefect::bf16_accumulator>("low_precision"), 4);
     INFO(report);
     REQUIRE(tried > 5);
     CHECK(passed == 0);
