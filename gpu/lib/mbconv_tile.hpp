@@ -590,11 +590,11 @@ CONVLAB_HOST_DEVICE constexpr int stream_piece_register(int s, int reg) { return
 inline constexpr int kStreamGroup = 4;   // chunks whose pieces a warp loads before it multiplies them
 inline constexpr int kStreamMaxNT = 6;   // n8 tiles of Y a warp holds at most (24 accumulators)
 // Wider Wp is cut into `parts` column parts of nt n8 tiles each (nt ≤ kStreamMaxNT). Two forms:
-//   whole Wp   (the rungs' form) every CTA stages Wp and bp whole, parts·nt·8 columns (zeros past
+//   whole Wp   every CTA stages Wp and bp whole, parts·nt·8 columns (zeros past
 //              C_out); a task is (16 rows, part), the parts of one row tile consecutive tasks, so a
 //              CTA's warps read those rows' D once from DRAM and again from L1 or L2.
-//   cta_part   (opt-in: stream_tile_for's allow_cta_part, run_store_plan's kStreamCtaPart; host-
-//              tested, not yet run on a GPU) where the whole Wp does not fit
+//   cta_part   (stream_tile_for's allow_cta_part, run_store_plan's kStreamCtaPart: 11c, not 11e)
+//              where the whole Wp does not fit
 //              kSharedTwoCtas: CTA b stages only the nt·8 columns of part b % parts (zeros past
 //              C_out) and its warps make that part of every row tile they take; the parts of one
 //              row tile are CTAs with adjacent blockIdx, resident together, so D comes from DRAM
@@ -627,8 +627,8 @@ inline void stream_tile_cut(StreamTile& t, int n8, int max_nt, bool cta_part) {
   t.wb_bytes = std::size_t(t.chunks) * kChunk * t.ldb * 2;
   t.bytes = t.wb_bytes + (std::size_t(t.cols) * 2 + 15) / 16 * 16;
 }
-// The whole-Wp tile; where it does not fit and allow_cta_part, the cta_part tile (the rungs: not
-// allowed, so a Wp past kSharedTwoCtas leaves the stream: stream_tile_fits says no).
+// The whole-Wp tile; where it does not fit and allow_cta_part (11c), the cta_part tile; not
+// allowed (11e), a Wp past kSharedTwoCtas leaves the stream: stream_tile_fits says no.
 inline StreamTile stream_tile_for(const MBConvProblem& p, int ldw, bool allow_cta_part = false) {
   StreamTile t;
   t.pq = p.P() * p.Q(), t.m = int(std::min<double>(double(p.N) * t.pq, 2147483647.0));
