@@ -29,9 +29,9 @@
 //      of the blocks per SM, and the choice at the goal shapes.
 //      The stream form of pass 2 (mbconv_project_stream.cuh): its lane's 16-byte pieces and
 //      Wp's staged rows multiply to D·Wp through the mma maps; its tile at the goal shapes, whole
-//      Wp or (opt-in, not yet run on a GPU) one part a CTA; the warps' walks (every row tile and
+//      Wp or (11c) one part a CTA; the warps' walks (every row tile and
 //      part once, a part's CTAs side by side); the GPU test table reaching each boundary of both
-//      forms and of the persistent GEMM, under the rungs' routing and the comparison copy's.
+//      forms and of the persistent GEMM, under 11c's routing and 11e's.
 //   8. The SE gate kernel: its block size from the chains of loads (replayed),
 //      and the shared memory of both FCs' partial sums.
 //   9. 11e's tensor-core depthwise: its diagonal B fragments against the mma's
@@ -245,6 +245,32 @@ TEST_CASE("mbconv tile: the CTAs of a split tile make every chunk once", "[mbcon
         }
         for (int c : chunk_seen) CHECK(c == (sums ? 1 : t.splits));
       }
+}
+
+// split_tile's count at the bench shapes on 264 resident CTAs (two an SM on 132 SMs), as the
+// wave-3f sweep measured best: one wave of two CTAs an image at 14² (not the two-wave rule's 5),
+// two at 28², none at 56²; 7²'s tiles of several images keep the two-wave rule.
+TEST_CASE("mbconv tile: split_tile's count at the goal shapes", "[mbconv][lesson11][cpu]") {
+  const auto splits = [](int hw, int c, int stride = 1) {
+    MBConvProblem p;
+    p.N = 128, p.H = p.W = hw, p.C = p.C_out = c, p.stride = stride, p.dtype = DType::f16;
+    Tile t = choose_tile(p, Stage::store, 264);
+    split_tile(t, Stage::store, 264);
+    INFO(OpTraits<MBConvProblem>::spec(p) << ": " << t.tiles << " tiles, " << t.groups << " groups, " << t.images
+                                          << " images a tile");
+    return std::pair(t.splits, t.images);
+  };
+  CHECK(splits(14, 80) == std::pair(2, 1));   // 15 chunks: 256 CTAs of 8, not 640 of 3
+  CHECK(splits(14, 112) == std::pair(2, 1));  // 21 chunks: 256 CTAs of 11
+  CHECK(splits(28, 40) == std::pair(2, 1));   // 384 tiles: 768 CTAs of 4 chunks
+  CHECK(splits(56, 24).first == 1);
+  const auto [s7, images7] = splits(7, 192);
+  CHECK(images7 > 1);
+  MBConvProblem p;
+  p.N = 128, p.H = p.W = 7, p.C = p.C_out = 192, p.dtype = DType::f16;
+  const Tile t7 = choose_tile(p, Stage::store, 264);
+  CHECK(s7 == std::min<long long>((2 * 264 + 1LL * t7.tiles * t7.groups - 1) / (1LL * t7.tiles * t7.groups),
+                                  (p.hidden() + kChunk - 1) / kChunk));
 }
 
 TEST_CASE("mbconv tile: CONVLAB_MBCONV_SPLITS takes 1..4096 and refuses anything else", "[mbconv][lesson11][cpu]") {
@@ -773,9 +799,9 @@ TEST_CASE("mbconv tile: pass 2's cost model and its choice", "[mbconv][lesson11]
     }
 }
 
-// The persistent pass 2 (mbconv_project.cuh): 11c and 11e take it where the stream's whole Wp does
-// not fit a CTA (C = 112 @ 14², 7² below; the stream's opt-in cta_part form would take those too,
-// and leave it only past hidden 7200); at 56² they stream, and the tile stays here as the large-M
+// The persistent pass 2 (mbconv_project.cuh): 11e takes it where the stream's whole Wp does not
+// fit a CTA (C = 112 @ 14², 7² below; 11c's cta_part stream takes those, and leaves it only past
+// hidden 7200); at 56² they stream, and the tile stays here as the large-M
 // case of choose_project_tile.
 TEST_CASE("mbconv tile: the persistent pass 2's tile at the goal shapes", "[mbconv][lesson11][cpu]") {
   MBConvProblem p;
@@ -880,8 +906,8 @@ TEST_CASE("mbconv stream (pass 2 as warp tasks): the tile at the goal shapes and
   CHECK(t.tasks == 128 * 56 * 56 / 16);
   CHECK(stream_tile_fits(t));
   // C = 40 @ 28²: 5 n8 tiles, 8 chunks. C = 80 @ 14²: two parts of 5, Wp 480 × 88 staged (84 KB).
-  // C = 112 @ 14²: three parts of 5, but Wp 672 × 120 is 161 KB: the rungs' persistent GEMM; where
-  // cta_part is allowed (the comparison copy), one part a CTA, 672 × 40 (53 KB).
+  // C = 112 @ 14²: three parts of 5, but Wp 672 × 120 is 161 KB: 11e's persistent GEMM; where
+  // cta_part is allowed (11c), one part a CTA, 672 × 40 (53 KB).
   p.H = p.W = 28, p.C = p.C_out = 40;
   t = stream_tile_for(p, 40);
   CHECK(t.parts == 1);
@@ -920,7 +946,7 @@ TEST_CASE("mbconv stream (pass 2 as warp tasks): the tile at the goal shapes and
   CHECK(stream_grid(t, 264) == 264);
   CHECK(stream_grid(t, 263) == 261);
   CHECK(stream_grid(t, 2) == 3);
-  // C = 192 @ 7² (hidden 1152, 36 chunks): whole Wp does not fit (the rungs' persistent GEMM).
+  // C = 192 @ 7² (hidden 1152, 36 chunks): whole Wp does not fit (11e's persistent GEMM).
   // Allowed: four parts of 6 n8 tiles, but one part is 48 columns on a 56-element stride, 126 KB;
   // five parts of 5 (40 columns, 90 KB) fit.
   p.H = p.W = 7, p.C = p.C_out = 192;
@@ -951,7 +977,7 @@ TEST_CASE("mbconv stream (pass 2 as warp tasks): the tile at the goal shapes and
   // Every shape of the tables: parts of at most kStreamMaxNT n8 tiles covering C_out, none empty;
   // whole 16-byte rows with odd units; tasks covering every (row tile, part); the task split. The
   // whole-Wp form wherever it fits; else, where allowed, one part a CTA, of the most n8 tiles that
-  // fit. Not allowed (the rungs): always the whole-Wp tile, which fits or leaves the stream.
+  // fit. Not allowed (11e): always the whole-Wp tile, which fits or leaves the stream.
   for (const MBConvProblem& q : project_shapes()) {
     const int ldw = (q.C_out + 7) / 8 * 8;
     const StreamTile s = stream_tile_for(q, ldw, true), rung = stream_tile_for(q, ldw);
@@ -1056,10 +1082,10 @@ TEST_CASE("mbconv stream (pass 2 as warp tasks): the warps' walks make every (ro
   CHECK(own);
 }
 
-// 11c and 11e run pass 2 as the stream where the whole Wp fits a CTA and as the persistent GEMM
-// elsewhere (stream_tile_for's cta_part not allowed: run_store_plan's kStreamCtaPart off); the
-// comparison copy that allows it streams with one part a CTA where the whole does not fit and takes
-// the persistent GEMM only past that. The GPU test table (ops/mbconv.cpp) must reach every boundary
+// 11e runs pass 2 as the stream where the whole Wp fits a CTA and as the persistent GEMM
+// elsewhere (stream_tile_for's cta_part not allowed: run_store_plan's kStreamCtaPart off); 11c
+// allows it, so it streams with one part a CTA where the whole does not fit and takes the
+// persistent GEMM only past that. The GPU test table (ops/mbconv.cpp) must reach every boundary
 // of each kernel under both routings: stream_reach says which it reaches, for the shapes the store
 // plan takes (SE, a 16-bit type, a pass-1 tile at every stage).
 namespace {
@@ -1142,7 +1168,7 @@ StreamReach stream_reach(const std::vector<MBConvProblem>& shapes, bool allow_ct
   return r;
 }
 // Every boundary of the whole-Wp stream; with cta_part allowed, every boundary of that form and
-// the persistent GEMM at all (past hidden 7200); not allowed (the rungs), every boundary of the
+// the persistent GEMM at all (past hidden 7200); not allowed (11e), every boundary of the
 // persistent GEMM and no cta_part.
 bool reaches_all(const StreamReach& r, bool allow_cta_part) {
   const bool whole = r.persistent && r.streamed && r.parts && r.zero_cols && r.pairs && r.singles && r.residual &&
@@ -1160,7 +1186,7 @@ TEST_CASE("mbconv stream (pass 2 as warp tasks): the GPU test table reaches each
           "[mbconv][lesson11][cpu]") {
   const std::vector<MBConvProblem> table = OpTraits<MBConvProblem>::shapes(ShapeTable::test, Device::gpu);
   for (const bool allow : {false, true}) {
-    INFO((allow ? "cta_part allowed (the comparison copy)" : "cta_part not allowed (11c, 11e)"));
+    INFO((allow ? "cta_part allowed (11c)" : "cta_part not allowed (11e)"));
     const StreamReach r = stream_reach(table, allow);
     CHECK(r.persistent);        // a store-plan shape that leaves the stream: the persistent GEMM
     CHECK(r.streamed);
@@ -1188,7 +1214,7 @@ TEST_CASE("mbconv stream (pass 2 as warp tasks): the GPU test table reaches each
       CHECK(r.own_residual);
       CHECK(r.own_narrowed);    // ... nt cut below the whole form's so that one part fits
     } else {
-      CHECK_FALSE(r.own);       // the rungs never take the cta_part form
+      CHECK_FALSE(r.own);       // 11e never takes the cta_part form
       CHECK(r.gemm_f16);
       CHECK(r.gemm_bf16);
       CHECK(r.gemm_singles);       // odd C_out: one column a store
@@ -1230,8 +1256,8 @@ TEST_CASE("mbconv stream (pass 2 as warp tasks): the GPU test table reaches each
   CHECK_FALSE(without(false, [](const StreamTile& t, const MBConvProblem& p) {
                 return !stream_tile_fits(t) && p.dtype == DType::bf16;
               }).gemm_bf16);
-  // The routing itself: allowing cta_part moves shapes off the persistent GEMM (the rungs' kernels
-  // at those shapes are mbconv_project_kernel, as measured).
+  // The routing itself: allowing cta_part moves shapes off the persistent GEMM (11e's kernel at
+  // those shapes is mbconv_project_kernel, 11c's the stream).
   int moved = 0;
   for (const MBConvProblem& p : table)
     if (store_plan_shape(p) && !stream_tile_fits(routed_tile(p, false))) moved += stream_tile_fits(routed_tile(p, true));

@@ -1,6 +1,6 @@
-// gpu/lib/mbconv_project.cuh — pass 2 of lesson 11's store plan (11c, 11e) where Wp does not fit
-// one CTA whole (C = 112 @ 14², 7²; elsewhere mbconv_project_stream.cuh, whose opt-in cta_part
-// form, not yet run on a GPU, would take these shapes too): the projection as one GEMM over the
+// gpu/lib/mbconv_project.cuh — pass 2 of lesson 11's store plan where Wp does not fit one CTA
+// whole: 11e's at C = 112 @ 14² and 7², 11c's only past hidden 7200 (elsewhere
+// mbconv_project_stream.cuh, in 11c also its cta_part form): the projection as one GEMM over the
 // whole batch, its A operand gated on the way into the tensor cores.
 //
 // Pass 1 left D = φ(dw(φ(x·We + be)) + bd) in dbuf ([N][hidden chunk][P·Q][32], 16-bit) and the

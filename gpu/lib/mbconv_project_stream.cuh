@@ -1,8 +1,8 @@
 // gpu/lib/mbconv_project_stream.cuh — pass 2 of lesson 11's store plan as a stream of warp
 // tasks: each warp reads 16 rows of D straight from dbuf into its mma fragments, with no shared
 // staging of D and no barrier between tasks. The store plan's mma.sync pass 2 (11c, 11e) wherever
-// the whole Wp fits a CTA (stream_tile_fits, mbconv_tile.hpp); mbconv_project.cuh's persistent GEMM
-// takes the other shapes (C = 112 @ 14², 7²).
+// the whole Wp fits a CTA, and in 11c where one column part of it does (stream_tile_fits,
+// mbconv_tile.hpp); mbconv_project.cuh's persistent GEMM takes the other shapes.
 //
 //   plain loop:  for row m: for o: y[m][o] = bp[o] (+ x[m][o]) + Σ_j d[m][j] · g[image(m)][j] · Wp[j][o]
 //   here:        Wp staged once per CTA, its rows in stream order (stream_channel, mbconv_tile.hpp),
@@ -16,14 +16,14 @@
 //                  m16n8k16, B by ldmatrix .trans from the staged rows);
 //                y = Y + bp (+ x), a lane's two adjacent columns as one 32-bit store.
 //
-// Two forms, one kernel (the template flag kCtaPart; the second is opt-in):
-//   whole Wp   the rungs' form, where Wp (parts·nt·8 columns) and bp fit kSharedTwoCtas (≈ 110 KB:
+// Two forms, one kernel (the template flag kCtaPart; the second is 11c's, not 11e's):
+//   whole Wp   where Wp (parts·nt·8 columns) and bp fit kSharedTwoCtas (≈ 110 KB:
 //              C = 80 @ 14² and below). Every CTA stages all of Wp; warp w of CTA b takes tasks
 //              b·kWarps + w, + gridDim·kWarps, ..., task = (row tile task / parts, part task %
 //              parts): the parts of a row tile are neighbouring warps, which read its D from DRAM
 //              once and from L1 or L2 after.
-//   cta_part   opt-in (launch_project_stream<E, true>, run_store_plan's kStreamCtaPart): host-tested,
-//              not yet run on a GPU (its comparison copy: lessons/11-mbconv/NOTES.md). Where Wp does not fit but one part does (C = 112 @ 14²:
+//   cta_part   (launch_project_stream<E, true>, run_store_plan's kStreamCtaPart: 11c) where Wp
+//              does not fit but one part does (C = 112 @ 14²:
 //              3 parts of 40 columns, 53 KB a CTA; hidden 1152 at C_out 192: 5 parts of 5 n8
 //              tiles, the part's nt cut from 6 until it fits). CTA b stages the nt·8 columns of part
 //              b % parts from col0 = 8·nt·(b % parts) and makes that part of row tiles (b / parts)·
@@ -53,7 +53,7 @@
 // spills up to 6 at 128 registers, 12–36 bytes from 7 to 10), both in mbconv_tile.hpp; the cut
 // between the forms is kSharedTwoCtas.
 // Run: build/convlab run mbconv/gpu/11c_fused_store --shape N=128,H=56,C=24,dtype=f16 (whole Wp);
-//      the cta_part form only in a comparison copy (lessons/11-mbconv/NOTES.md), C = 112 @ 14².
+//      ... --shape N=128,H=14,C=112,dtype=f16 (cta_part).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -220,7 +220,7 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_project_stream_kernel(
 // Pass 2 as the stream, where stream_tile_fits (the caller checks; else launch_project). Grid
 // (stream_grid): the resident CTAs of one wave, or fewer where the tasks are fewer; cta_part, a
 // multiple of parts. kCtaPart: allow the cta_part form (stream_tile_for's allow_cta_part) and
-// instantiate its kernels; off in the rungs, whose kernels are the whole-Wp form's only.
+// instantiate its kernels (11c); without it only the whole-Wp form's kernels (11e).
 template <class Element, bool kCtaPart = false>
 void launch_project_stream(const MBConvProblem& p, const Args<MBConvProblem>& a, const void* dbuf, const void* gate16,
                            const ProjectWeights<Element>& w, bool dependent) {

@@ -6,9 +6,9 @@
 // Hopper's wgmma (11h, 11i: gpu/lib/mbconv_project_wgmma.cuh). The mma.sync pass 2 is a stream of
 // warp tasks (gpu/lib/mbconv_project_stream.cuh) wherever Wp fits one CTA's shared memory whole
 // (stream_tile_fits: C_out ≤ 80 at EfficientNet's hidden sizes), and the persistent GEMM
-// (gpu/lib/mbconv_project.cuh) elsewhere (C = 112 @ 14², 7²). kStreamCtaPart (off in 11c and 11e)
-// lets the stream take those shapes too, one column part of Wp a CTA: host-tested, not yet run
-// on a GPU (its comparison copy: lessons/11-mbconv/NOTES.md).
+// (gpu/lib/mbconv_project.cuh) elsewhere (C = 112 @ 14², 7²). kStreamCtaPart (on in 11c, off in
+// 11e, so that the GPU tests run both) lets the stream take those shapes too, one column part of
+// Wp a CTA, and leaves the persistent GEMM only past hidden 7200.
 //
 //   workspace  partial [N][tiles][hidden] fp32 | gate16 [N][dbuf_live] | dbuf (dbuf_elems) | Wp padded
 #pragma once

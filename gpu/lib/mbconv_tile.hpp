@@ -377,13 +377,30 @@ inline Tile choose_tile(const MBConvProblem& p, Stage stage, int resident) {
 // sums are independent of the others); the project stage does not split
 // (that would recompute the expand and depthwise per split).
 // `resident`: the CTAs of this stage the device runs at once (one wave).
+// How many: for a tile of one image, the S of least waves(S) · (⌈chunks / S⌉ + 1), waves(S) =
+// ⌈ctas·S / resident⌉: a CTA's time is its chunks plus about one chunk of set-up (the x tile, the
+// pipeline's first expand and last depthwise), and a part-filled last wave costs a whole one.
+// Measured (lesson 11's NOTES, wave-3f, CONVLAB_MBCONV_SPLITS swept, H100): at C = 80 and 112
+// @ 14² S = 2 (one wave of 256 CTAs) beat the old two-wave rule's S = 5 by 8 and 11 %, and at
+// 28² both rules give S = 2. Tiles of several images (images_for, 7²) keep the two-wave rule their
+// grouping was chosen against: S = ⌈2·resident / ctas⌉.
 inline void split_tile(Tile& t, Stage stage, int resident) {
   t.splits = 1;
   const long long ctas = 1LL * t.tiles * t.groups;
   const long long want = 2LL * std::max(1, resident);  // two waves
-  if (ctas >= want) return;
-  const int need = int(std::min<long long>((want + ctas - 1) / ctas, 1 << 20));
-  if (stage == Stage::sums || stage == Stage::store) t.splits = std::min(need, (t.hidden + kChunk - 1) / kChunk);
+  if (ctas >= want || !(stage == Stage::sums || stage == Stage::store)) return;
+  const int chunks = (t.hidden + kChunk - 1) / kChunk;
+  if (t.images > 1) {
+    t.splits = int(std::min<long long>((want + ctas - 1) / ctas, chunks));
+    return;
+  }
+  const long long wave = std::max(1, resident);
+  long long best = -1;
+  for (int s = 1; s <= chunks; ++s) {
+    const long long waves = (ctas * s + wave - 1) / wave;
+    const long long cost = waves * ((chunks + s - 1) / s + 1);
+    if (best < 0 || cost < best) best = cost, t.splits = s;
+  }
 }
 
 // CONVLAB_MBCONV_SPLITS=S (an experiment knob, exercise 5 of lesson 11): the stages that make D
@@ -590,11 +607,11 @@ CONVLAB_HOST_DEVICE constexpr int stream_piece_register(int s, int reg) { return
 inline constexpr int kStreamGroup = 4;   // chunks whose pieces a warp loads before it multiplies them
 inline constexpr int kStreamMaxNT = 6;   // n8 tiles of Y a warp holds at most (24 accumulators)
 // Wider Wp is cut into `parts` column parts of nt n8 tiles each (nt ≤ kStreamMaxNT). Two forms:
-//   whole Wp   (the rungs' form) every CTA stages Wp and bp whole, parts·nt·8 columns (zeros past
+//   whole Wp   every CTA stages Wp and bp whole, parts·nt·8 columns (zeros past
 //              C_out); a task is (16 rows, part), the parts of one row tile consecutive tasks, so a
 //              CTA's warps read those rows' D once from DRAM and again from L1 or L2.
-//   cta_part   (opt-in: stream_tile_for's allow_cta_part, run_store_plan's kStreamCtaPart; host-
-//              tested, not yet run on a GPU) where the whole Wp does not fit
+//   cta_part   (stream_tile_for's allow_cta_part, run_store_plan's kStreamCtaPart: 11c, not 11e)
+//              where the whole Wp does not fit
 //              kSharedTwoCtas: CTA b stages only the nt·8 columns of part b % parts (zeros past
 //              C_out) and its warps make that part of every row tile they take; the parts of one
 //              row tile are CTAs with adjacent blockIdx, resident together, so D comes from DRAM
@@ -627,8 +644,8 @@ inline void stream_tile_cut(StreamTile& t, int n8, int max_nt, bool cta_part) {
   t.wb_bytes = std::size_t(t.chunks) * kChunk * t.ldb * 2;
   t.bytes = t.wb_bytes + (std::size_t(t.cols) * 2 + 15) / 16 * 16;
 }
-// The whole-Wp tile; where it does not fit and allow_cta_part, the cta_part tile (the rungs: not
-// allowed, so a Wp past kSharedTwoCtas leaves the stream: stream_tile_fits says no).
+// The whole-Wp tile; where it does not fit and allow_cta_part (11c), the cta_part tile; not
+// allowed (11e), a Wp past kSharedTwoCtas leaves the stream: stream_tile_fits says no.
 inline StreamTile stream_tile_for(const MBConvProblem& p, int ldw, bool allow_cta_part = false) {
   StreamTile t;
   t.pq = p.P() * p.Q(), t.m = int(std::min<double>(double(p.N) * t.pq, 2147483647.0));
