@@ -247,32 +247,6 @@ TEST_CASE("mbconv tile: the CTAs of a split tile make every chunk once", "[mbcon
       }
 }
 
-// split_tile's count at the bench shapes on 264 resident CTAs (two an SM on 132 SMs), as the
-// wave-3f sweep measured best: one wave of two CTAs an image at 14² (not the two-wave rule's 5),
-// two at 28², none at 56²; 7²'s tiles of several images keep the two-wave rule.
-TEST_CASE("mbconv tile: split_tile's count at the goal shapes", "[mbconv][lesson11][cpu]") {
-  const auto splits = [](int hw, int c, int stride = 1) {
-    MBConvProblem p;
-    p.N = 128, p.H = p.W = hw, p.C = p.C_out = c, p.stride = stride, p.dtype = DType::f16;
-    Tile t = choose_tile(p, Stage::store, 264);
-    split_tile(t, Stage::store, 264);
-    INFO(OpTraits<MBConvProblem>::spec(p) << ": " << t.tiles << " tiles, " << t.groups << " groups, " << t.images
-                                          << " images a tile");
-    return std::pair(t.splits, t.images);
-  };
-  CHECK(splits(14, 80) == std::pair(2, 1));   // 15 chunks: 256 CTAs of 8, not 640 of 3
-  CHECK(splits(14, 112) == std::pair(2, 1));  // 21 chunks: 256 CTAs of 11
-  CHECK(splits(28, 40) == std::pair(2, 1));   // 384 tiles: 768 CTAs of 4 chunks
-  CHECK(splits(56, 24).first == 1);
-  const auto [s7, images7] = splits(7, 192);
-  CHECK(images7 > 1);
-  MBConvProblem p;
-  p.N = 128, p.H = p.W = 7, p.C = p.C_out = 192, p.dtype = DType::f16;
-  const Tile t7 = choose_tile(p, Stage::store, 264);
-  CHECK(s7 == std::min<long long>((2 * 264 + 1LL * t7.tiles * t7.groups - 1) / (1LL * t7.tiles * t7.groups),
-                                  (p.hidden() + kChunk - 1) / kChunk));
-}
-
 TEST_CASE("mbconv tile: CONVLAB_MBCONV_SPLITS takes 1..4096 and refuses anything else", "[mbconv][lesson11][cpu]") {
   CHECK(forced_splits(nullptr) == 0);
   CHECK(forced_splits("") == 0);
