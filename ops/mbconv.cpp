@@ -387,10 +387,11 @@ std::vector<MBConvProblem> test_shapes() {
       block(2, 15, 9, 16, 6, 3, 2, 0.25, 24, silu, f16),
       block(1, 14, 16, 32, 4, 3, 1, 0.25, 40, silu, f16),
       // Wp past 113 KB: 11e's pass 2 is the persistent GEMM here; 11c's stream with one part of
-      // Wp a CTA (kStreamCtaPart) takes the first two (the shapes 7 × 7 × 200 and 64 → 320 above too): C = 112 at 7² (hidden
-      // 672, 3 parts of 5 n8 tiles, 147 rows: a short last row tile, the residual); hidden 1152 at
-      // odd C_out 95 (a part of 6 n8 tiles is 126 KB: 3 parts of 4); hidden 7296 (228 chunks),
-      // where not even one n8 tile a part fits: the persistent GEMM in that form too
+      // Wp a CTA (kStreamCtaPart) takes the first two (the shapes 7 × 7 × 200 and 64 → 320 above
+      // too): C = 112 at 7² (hidden 672, 3 parts of 5 n8 tiles, 147 rows: a short last row tile,
+      // the residual); hidden 1152 at odd C_out 95 (a part of 6 n8 tiles is 126 KB: 3 parts of 4);
+      // hidden 7296 (228 chunks), where not even one n8 tile a part fits: the persistent GEMM in
+      // that form too
       block(3, 7, 7, 112, 6, 3, 1, 0.25, 112, silu, f16),
       block(3, 5, 5, 192, 6, 3, 1, 0.25, 95, silu, bf16),
       block(1, 3, 3, 32, 228, 3, 1, 0.25, 16, silu, f16),
