@@ -377,13 +377,30 @@ inline Tile choose_tile(const MBConvProblem& p, Stage stage, int resident) {
 // sums are independent of the others); the project stage does not split
 // (that would recompute the expand and depthwise per split).
 // `resident`: the CTAs of this stage the device runs at once (one wave).
+// How many: for a tile of one image, the S of least waves(S) · (⌈chunks / S⌉ + 1), waves(S) =
+// ⌈ctas·S / resident⌉: a CTA's time is its chunks plus about one chunk of set-up (the x tile, the
+// pipeline's first expand and last depthwise), and a part-filled last wave costs a whole one.
+// Measured (lesson 11's NOTES, wave-3f, CONVLAB_MBCONV_SPLITS swept, H100): at C = 80 and 112
+// @ 14² S = 2 (one wave of 256 CTAs) beat the old two-wave rule's S = 5 by 8 and 11 %, and at
+// 28² both rules give S = 2. Tiles of several images (images_for, 7²) keep the two-wave rule their
+// grouping was chosen against: S = ⌈2·resident / ctas⌉.
 inline void split_tile(Tile& t, Stage stage, int resident) {
   t.splits = 1;
   const long long ctas = 1LL * t.tiles * t.groups;
   const long long want = 2LL * std::max(1, resident);  // two waves
-  if (ctas >= want) return;
-  const int need = int(std::min<long long>((want + ctas - 1) / ctas, 1 << 20));
-  if (stage == Stage::sums || stage == Stage::store) t.splits = std::min(need, (t.hidden + kChunk - 1) / kChunk);
+  if (ctas >= want || !(stage == Stage::sums || stage == Stage::store)) return;
+  const int chunks = (t.hidden + kChunk - 1) / kChunk;
+  if (t.images > 1) {
+    t.splits = int(std::min<long long>((want + ctas - 1) / ctas, chunks));
+    return;
+  }
+  const long long wave = std::max(1, resident);
+  long long best = -1;
+  for (int s = 1; s <= chunks; ++s) {
+    const long long waves = (ctas * s + wave - 1) / wave;
+    const long long cost = waves * ((chunks + s - 1) / s + 1);
+    if (best < 0 || cost < best) best = cost, t.splits = s;
+  }
 }
 
 // CONVLAB_MBCONV_SPLITS=S (an experiment knob, exercise 5 of lesson 11): the stages that make D
