@@ -1641,3 +1641,90 @@ TEST_CASE("mbconv image: the SE's recursive halving leaves each output's whole s
   }
   CHECK(seen.size() == 8);
 }
+
+namespace {
+
+// 11k's finish for one problem at an H200's residency, as the launcher builds it (split_tile, then
+// cluster_splits), and whether its task walk writes every Y cell of two tile groups once.
+ClusterFinish finish_at(const MBConvProblem& p, Tile& t) {
+  t = choose_tile(p, Stage::store, kH200Resident);
+  split_tile(t, Stage::store, kH200Resident);
+  cluster_splits(t);
+  const std::size_t limit = t.bytes <= kSharedTwoCtas ? kSharedTwoCtas : kMaxShared;
+  return cluster_finish_for(p, t, (p.C_out + 7) / 8 * 8, limit);
+}
+
+void check_cluster_walk(const MBConvProblem& p, const Tile& t, const ClusterFinish& f, int group) {
+  INFO("group " << group << ": " << f.ctas << " CTAs, " << f.col_groups << " column ranges of " << f.group_n8
+                << " n8 tiles, " << f.st.parts << " sub-parts of " << f.st.nt);
+  const int pq = p.P() * p.Q(), n0 = group * t.images, images = std::min(t.images, p.N - n0);
+  const int m_begin = n0 * pq, m_end = (n0 + images) * pq;
+  const int tile0 = m_begin / 16, tiles = (m_end + 15) / 16 - tile0, tasks = tiles * f.st.parts;
+  const int row_groups = f.ctas / f.col_groups;
+  std::vector<int> writes(std::size_t(m_end - m_begin) * p.C_out, 0);
+  for (int rank = 0; rank < f.ctas; ++rank)
+    for (int warp = 0; warp < kWarps; ++warp)
+      for (int task = rank / f.col_groups * kWarps + warp; task < tasks; task += row_groups * kWarps) {
+        const ClusterTask k = cluster_task(f, rank, tile0, task);
+        REQUIRE(k.n_live >= 1);
+        REQUIRE(k.n_live <= f.st.nt);
+        REQUIRE(k.s0 + 8 * k.n_live <= f.st.cols);                          // within the staged columns
+        REQUIRE(k.col0 - k.s0 == cluster_range_col0(f, rank));              // staged column s is Y's col0 − s0 + s
+        REQUIRE(k.col_end <= cluster_range_col0(f, rank) + 8 * f.group_n8);  // within the CTA's range
+        for (int r = 0; r < 16; ++r) {
+          const int m = 16 * k.tile + r;
+          if (m < m_begin || m >= m_end) continue;
+          for (int o = k.col0; o < k.col0 + 8 * k.n_live && o < k.col_end; ++o) ++writes[std::size_t(m - m_begin) * p.C_out + o];
+        }
+      }
+  CHECK(std::count(writes.begin(), writes.end(), 1) == std::ptrdiff_t(writes.size()));
+}
+
+}  // namespace
+
+TEST_CASE("mbconv tile: 11k's cluster finish at the goal shapes: one cluster a tile group, Y written once",
+          "[mbconv][lesson11][cpu]") {
+  struct Goal {
+    int H, C, k, stride, C_out;
+    bool cluster;  // whether every CTA of a tile group fits one cluster
+  };
+  for (const Goal g : {Goal{7, 192, 3, 1, 192, true}, Goal{7, 192, 5, 1, 192, true}, Goal{7, 192, 3, 1, 320, true},
+                       Goal{14, 80, 3, 1, 80, true}, Goal{14, 112, 3, 1, 112, true}, Goal{14, 80, 5, 1, 112, true},
+                       Goal{14, 112, 5, 1, 112, true}, Goal{14, 112, 5, 2, 192, true}, Goal{28, 40, 3, 1, 40, true},
+                       Goal{28, 40, 5, 1, 40, true}, Goal{28, 40, 3, 2, 80, true}, Goal{56, 24, 3, 1, 24, false}}) {
+    MBConvProblem p;
+    p.N = 128, p.H = p.W = g.H, p.C = g.C, p.kernel = g.k, p.stride = g.stride, p.C_out = g.C_out, p.dtype = DType::f16;
+    INFO(OpTraits<MBConvProblem>::spec(p));
+    Tile t;
+    const ClusterFinish f = finish_at(p, t);
+    INFO(t.tiles << " tiles × " << t.splits << " splits, " << t.images << " images a tile");
+    CHECK(f.fits == g.cluster);
+    if (!f.fits) continue;
+    CHECK(t.tiles * t.splits <= kClusterMax);
+    CHECK(f.ctas % f.col_groups == 0);
+    CHECK(f.bytes <= kSharedTwoCtas);  // two CTAs an SM, as pass 1
+    CHECK(f.st.nt <= kStreamMaxNT);
+    CHECK(f.st.parts * f.st.nt >= f.group_n8);
+    check_cluster_walk(p, t, f, 0);
+    check_cluster_walk(p, t, f, t.groups - 1);
+  }
+}
+
+TEST_CASE("mbconv tile: 11k's cluster finish at odd shapes writes every Y cell once", "[mbconv][lesson11][cpu]") {
+  struct Odd {
+    int N, H, C, e, k, stride, C_out;
+  };
+  for (const Odd o : {Odd{1, 7, 8, 6, 3, 1, 8}, Odd{3, 13, 24, 4, 5, 2, 40}, Odd{5, 9, 40, 6, 3, 1, 40},
+                      Odd{7, 14, 112, 6, 3, 1, 112}, Odd{2, 7, 192, 6, 5, 1, 320}, Odd{9, 11, 16, 1, 3, 1, 24},
+                      Odd{4, 5, 136, 6, 3, 2, 200}}) {
+    MBConvProblem p;
+    p.N = o.N, p.H = p.W = o.H, p.C = o.C, p.expand = o.e, p.kernel = o.k, p.stride = o.stride, p.C_out = o.C_out;
+    p.dtype = DType::f16;
+    INFO(OpTraits<MBConvProblem>::spec(p));
+    Tile t;
+    const ClusterFinish f = finish_at(p, t);
+    INFO(t.tiles << " tiles × " << t.splits << " splits, " << t.images << " images a tile, fits " << f.fits);
+    if (!f.fits) continue;
+    for (int group = 0; group < t.groups; ++group) check_cluster_walk(p, t, f, group);
+  }
+}

@@ -325,9 +325,11 @@ __device__ __forceinline__ void depthwise_tensor_cores(const Tile& t, const Elem
 // The register budget is cut for 2 CTAs per SM (16 warps): the depthwise run and the Y
 // accumulators share the registers.
 
+// The kernel's body, a function so that lesson 11's 11k (gpu/lib/mbconv_block_cluster.cuh) can
+// run the store stage and go on in the same kernel.
 template <class Element, Stage kStage, int K, int kStride, bool kRelu, bool kTensorDw>
-__global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
-    Tile t, const Element* __restrict__ x, const Element* __restrict__ we, const Element* __restrict__ be,
+__device__ __forceinline__ void tile_body(
+    const Tile& t, const Element* __restrict__ x, const Element* __restrict__ we, const Element* __restrict__ be,
     const Element* __restrict__ dw, const Element* __restrict__ bd, const float* __restrict__ gate,
     const Element* __restrict__ wp, const Element* __restrict__ bp, Element* __restrict__ y, float* __restrict__ partial,
     Element* __restrict__ dbuf) {
@@ -736,25 +738,42 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
   }
 }
 
+template <class Element, Stage kStage, int K, int kStride, bool kRelu, bool kTensorDw>
+__global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
+    Tile t, const Element* __restrict__ x, const Element* __restrict__ we, const Element* __restrict__ be,
+    const Element* __restrict__ dw, const Element* __restrict__ bd, const float* __restrict__ gate,
+    const Element* __restrict__ wp, const Element* __restrict__ bp, Element* __restrict__ y, float* __restrict__ partial,
+    Element* __restrict__ dbuf) {
+  tile_body<Element, kStage, K, kStride, kRelu, kTensorDw>(t, x, we, be, dw, bd, gate, wp, bp, y, partial, dbuf);
+}
+
 // ---- launcher --------------------------------------------------------------------------------
 
 // One stage over the whole batch, on the stage's own tile: choose_tile's rows, images_for's
 // images per tile (from the one-image tile's resident CTAs: a tile of more images has no more),
 // split_tile's CTAs per tile. One instantiation per kernel size, stride and φ; kTensorDw: the
 // store stage's depthwise on the tensor cores (11e) instead of the FMA pipes (11c).
+// The stage's tile for `kernel` (its resident CTAs decide the rows, the images and the splits), with
+// the copy and store flags and the CONVLAB_MBCONV_SPLITS override.
+template <Stage kStage, class Kernel>
+Tile stage_tile(const MBConvProblem& p, const Args<MBConvProblem>& a, Kernel kernel, const char* name, const void* dbuf) {
+  const Tile one = choose_tile(p, kStage);
+  allow_dynamic_shared(kernel, one.bytes, name);
+  Tile t = choose_tile(p, kStage, resident_blocks(kernel, kThreads, one.bytes));
+  t.vec = vector_copies_ok(p, {a.x, a.expand_w, a.dw_w, a.project_w, dbuf});
+  t.pairs = p.C_out % 2 == 0 && aligned_to(a.y, 4) && aligned_to(a.x, 4);
+  allow_dynamic_shared(kernel, t.bytes, name);
+  split_tile(t, kStage, resident_blocks(kernel, kThreads, t.bytes));
+  if (const int forced = forced_splits(std::getenv("CONVLAB_MBCONV_SPLITS")); forced > 0 && (kStage == Stage::sums || kStage == Stage::store))
+    t.splits = std::min(forced, (t.hidden + kChunk - 1) / kChunk);
+  return t;
+}
+
 template <class Element, Stage kStage, bool kTensorDw = false>
 void launch_stage(const MBConvProblem& p, const Args<MBConvProblem>& a, const float* gate, float* partial, void* dbuf) {
-  const Tile one = choose_tile(p, kStage);
   const void* wp = a.project_w;
   const auto go = [&](auto kernel, const char* name) {
-    allow_dynamic_shared(kernel, one.bytes, name);
-    Tile t = choose_tile(p, kStage, resident_blocks(kernel, kThreads, one.bytes));
-    t.vec = vector_copies_ok(p, {a.x, a.expand_w, a.dw_w, wp, dbuf});
-    t.pairs = p.C_out % 2 == 0 && aligned_to(a.y, 4) && aligned_to(a.x, 4);
-    allow_dynamic_shared(kernel, t.bytes, name);
-    split_tile(t, kStage, resident_blocks(kernel, kThreads, t.bytes));
-    if (const int forced = forced_splits(std::getenv("CONVLAB_MBCONV_SPLITS")); forced > 0 && (kStage == Stage::sums || kStage == Stage::store))
-      t.splits = std::min(forced, (t.hidden + kChunk - 1) / kChunk);
+    const Tile t = stage_tile<kStage>(p, a, kernel, name, dbuf);
     kernel<<<dim3(unsigned(t.tiles * t.splits), unsigned(t.groups)), kThreads, t.bytes>>>(
         t, static_cast<const Element*>(a.x), static_cast<const Element*>(a.expand_w),
         static_cast<const Element*>(a.expand_b), static_cast<const Element*>(a.dw_w),

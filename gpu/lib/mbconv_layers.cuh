@@ -83,31 +83,28 @@ __device__ __forceinline__ void load_eight(const Element* row, int col, int len,
   for (int i = 0; i < 8; ++i) w[i] = col + i < len ? to_float(row[col + i]) : 0.0f;
 }
 
-template <class Element, int kBlockThreads, bool kDependent>
-__global__ void __launch_bounds__(kBlockThreads, 1) se_gate_kernel(int hidden, int cr, int parts, float inv_pixels,
-                                                               FfnActivation act, const float* __restrict__ partial,
-                                                               const Element* __restrict__ w1,
-                                                               const Element* __restrict__ b1,
-                                                               const Element* __restrict__ w2,
-                                                               const Element* __restrict__ b2, bool vec1, bool vec2,
-                                                               float* __restrict__ gate, Element* __restrict__ gate16,
-                                                               int ld16) {
-  extern __shared__ float se_shared[];
-  float* mean = se_shared;   // [hidden]
+// One image's gate, by the kBlockThreads threads of a block (every thread calls it: it has barriers),
+// with `shared` (se_gate_red_floats + hidden + cr floats) as its scratch. kCoherent: partial was
+// written by other CTAs of the running kernel (lesson 11's 11k, after a cluster barrier), so it is
+// read through L2 (ld.global.cg), not the read-only path.
+template <class Element, int kBlockThreads, bool kCoherent = false>
+__device__ __forceinline__ void se_gate_image(int n, int hidden, int cr, int parts, float inv_pixels, FfnActivation act,
+                                              const float* partial, const Element* __restrict__ w1,
+                                              const Element* __restrict__ b1, const Element* __restrict__ w2,
+                                              const Element* __restrict__ b2, bool vec1, bool vec2, float* gate,
+                                              Element* gate16, int ld16, float* shared) {
+  float* mean = shared;      // [hidden]
   float* z = mean + hidden;  // [cr]
   float* red = z + cr;       // se_gate_red_floats
-  // As a dependent of pass 1 (the store plan): pass 2 may be scheduled now, and nothing here is
-  // read before pass 1 has completed.
-  if constexpr (kDependent) {
-    hopper::allow_dependent_launch();
-    hopper::wait_for_prerequisite_grid();
-  }
-  const int n = blockIdx.x, tid = threadIdx.x;
+  const int tid = threadIdx.x;
   const float* rows = partial + std::ptrdiff_t(n) * parts * hidden;
   for (int j = tid; j < hidden; j += kBlockThreads) {
     float s = 0.0f;
 #pragma unroll 4
-    for (int t = 0; t < parts; ++t) s += rows[std::ptrdiff_t(t) * hidden + j];
+    for (int t = 0; t < parts; ++t) {
+      const float* at = rows + std::ptrdiff_t(t) * hidden + j;
+      s += kCoherent ? __ldcg(at) : __ldg(at);
+    }
     mean[j] = s * inv_pixels;
   }
   __syncthreads();
@@ -171,6 +168,26 @@ __global__ void __launch_bounds__(kBlockThreads, 1) se_gate_kernel(int hidden, i
   }
   if (gate16)
     for (int j = hidden + tid; j < ld16; j += kBlockThreads) gate16[std::ptrdiff_t(n) * ld16 + j] = from_float<Element>(0.0f);
+}
+
+template <class Element, int kBlockThreads, bool kDependent>
+__global__ void __launch_bounds__(kBlockThreads, 1) se_gate_kernel(int hidden, int cr, int parts, float inv_pixels,
+                                                               FfnActivation act, const float* __restrict__ partial,
+                                                               const Element* __restrict__ w1,
+                                                               const Element* __restrict__ b1,
+                                                               const Element* __restrict__ w2,
+                                                               const Element* __restrict__ b2, bool vec1, bool vec2,
+                                                               float* __restrict__ gate, Element* __restrict__ gate16,
+                                                               int ld16) {
+  extern __shared__ float se_shared[];
+  // As a dependent of pass 1 (the store plan): pass 2 may be scheduled now, and nothing here is
+  // read before pass 1 has completed.
+  if constexpr (kDependent) {
+    hopper::allow_dependent_launch();
+    hopper::wait_for_prerequisite_grid();
+  }
+  se_gate_image<Element, kBlockThreads>(int(blockIdx.x), hidden, cr, parts, inv_pixels, act, partial, w1, b1, w2, b2,
+                                        vec1, vec2, gate, gate16, ld16, se_shared);
 }
 
 template <class Element, bool kDependent = false>

@@ -75,7 +75,122 @@
 
 namespace convlab::gpu::mbconv {
 
-__device__ __forceinline__ uint4 load_piece(const void* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
+// One warp task of the stream: rows 16·tile .. + 15 (of any images; those outside [m_begin, t.m)
+// skipped) × the n_live ≤ kNT n8 tiles of staged columns from s0 (Y's columns from col0), Y's
+// columns from col_end on not stored. b_lane:
+// the lane's ldmatrix address in the staged Wp, b_step one k16 step of staged rows (bytes),
+// chunk_step one chunk of dbuf (elements); bs: the staged bp. kCoherent: dbuf and gate16 were
+// written by other CTAs of the running kernel (11k, after a cluster barrier), so they are read
+// through L2 (ld.global.cg), not the read-only path.
+template <class Element, int kNT, bool kCoherent>
+__device__ __forceinline__ void stream_task(const StreamTile& t, int n_live, int tile, int s0, int col0, int col_end,
+                                            int m_begin,
+                                            uint32_t b_lane, uint32_t b_step, std::ptrdiff_t chunk_step,
+                                            const Element* bs, const Element* dbuf, const Element* gate16,
+                                            const Element* __restrict__ x, Element* __restrict__ y) {
+  // Chunks a warp loads before it multiplies them: fewer where the accumulators take the registers.
+  constexpr int kGroup = kNT <= 3 ? kStreamGroup : kStreamGroup / 2;
+  const int lane = threadIdx.x % 32, g = lane / 4, tq = lane % 4;
+  const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+  const auto load = [](const Element* p) {
+    return kCoherent ? __ldcg(reinterpret_cast<const uint4*>(p)) : __ldg(reinterpret_cast<const uint4*>(p));
+  };
+  const int m_lo = 16 * tile + g, m_hi = m_lo + 8;
+  // rows outside [m_begin, t.m): no load, no store (row 0's addresses)
+  const bool in_lo = m_lo >= m_begin && m_lo < t.m, in_hi = m_hi >= m_begin && m_hi < t.m;
+  const Element* d_lo = dbuf + stream_d_offset(t, in_lo ? m_lo : 0, tq);
+  const Element* d_hi = dbuf + stream_d_offset(t, in_hi ? m_hi : 0, tq);
+  const Element* q_lo = gate16 + stream_gate_offset(t, in_lo ? m_lo : 0, tq);
+  const Element* q_hi = gate16 + stream_gate_offset(t, in_hi ? m_hi : 0, tq);
+  float acc[kNT][4];
+#pragma unroll
+  for (int nt = 0; nt < kNT; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
+  const uint32_t b_part = b_lane + uint32_t(s0) * 2;
+
+  // d_lo, d_hi, q_lo, q_hi step on by a group of chunks; within it, constant offsets.
+  for (int c0 = 0; c0 < t.chunks; c0 += kGroup) {
+    uint4 a_lo[kGroup], a_hi[kGroup];
+#pragma unroll
+    for (int i = 0; i < kGroup; ++i) {  // every D load of the group before any use
+      const int c = c0 + i;
+      const bool live = stream_piece_live(t, c, tq);
+      a_lo[i] = live && in_lo ? load(d_lo + i * chunk_step) : zero;
+      a_hi[i] = live && in_hi ? load(d_hi + i * chunk_step) : zero;
+    }
+#pragma unroll
+    for (int i = 0; i < kGroup; ++i) {
+      const int c = c0 + i;
+      if (c >= t.chunks) break;
+      const bool live = stream_piece_live(t, c, tq);  // the gates: L1 hits after the image's first task
+      const uint4 gl = live ? load(q_lo + kChunk * i) : zero, gh = live ? load(q_hi + kChunk * i) : zero;
+      const uint32_t lo[4] = {mul_pair<Element>(a_lo[i].x, gl.x), mul_pair<Element>(a_lo[i].y, gl.y),
+                              mul_pair<Element>(a_lo[i].z, gl.z), mul_pair<Element>(a_lo[i].w, gl.w)};
+      const uint32_t hi[4] = {mul_pair<Element>(a_hi[i].x, gh.x), mul_pair<Element>(a_hi[i].y, gh.y),
+                              mul_pair<Element>(a_hi[i].z, gh.z), mul_pair<Element>(a_hi[i].w, gh.w)};
+#pragma unroll
+      for (int s = 0; s < 2; ++s) {
+        // mma_a_coord: register bit 0 the row half (g, g + 8), bit 1 the k half.
+        const uint32_t a[4] = {lo[stream_piece_register(s, 0)], hi[stream_piece_register(s, 1)],
+                               lo[stream_piece_register(s, 2)], hi[stream_piece_register(s, 3)]};
+        const uint32_t b_rows = b_part + uint32_t(2 * (c0 + i) + s) * b_step;
+#pragma unroll
+        for (int np = 0; np < kNT / 2; ++np) {  // two n8 tiles per ldmatrix .x4 .trans
+          if (2 * np + 1 < n_live) {
+            uint32_t bq[4];
+            ldmatrix_x4_trans(bq, b_rows + 32u * np);
+            const uint32_t b0[2] = {bq[0], bq[1]}, b1[2] = {bq[2], bq[3]};
+            mma_m16n8k16<Element>(acc[2 * np], a, b0);
+            mma_m16n8k16<Element>(acc[2 * np + 1], a, b1);
+          } else if (2 * np < n_live) {  // an odd n_live below kNT: its last tile alone
+            uint32_t bb[2];
+            ldmatrix_x2_trans(bb, b_rows + 32u * np);
+            mma_m16n8k16<Element>(acc[2 * np], a, bb);
+          }
+        }
+        if constexpr (kNT % 2 == 1) {  // the last n8 tile alone (.x2: lanes 0-15's addresses)
+          if (kNT - 1 < n_live) {
+            uint32_t bb[2];
+            ldmatrix_x2_trans(bb, b_rows + 32u * (kNT / 2));
+            mma_m16n8k16<Element>(acc[kNT - 1], a, bb);
+          }
+        }
+      }
+    }
+    d_lo += kGroup * chunk_step, d_hi += kGroup * chunk_step, q_lo += kGroup * kChunk, q_hi += kGroup * kChunk;
+  }
+
+  // y = Y + bp (+ x): c0, c1 row m_lo, c2, c3 row m_hi; columns col0 + 8·nt + 2t, + 1 (the rows'
+  // addresses once, the columns as constant offsets), bp's staged at s0 + 8·nt + 2t.
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int m = half ? m_hi : m_lo;
+    if (half ? !in_hi : !in_lo) continue;
+    Element* y_row = y + std::ptrdiff_t(m) * t.c_out + col0 + 2 * tq;
+    const Element* x_row = x + std::ptrdiff_t(m) * t.c + col0 + 2 * tq;  // residual: stride 1, C_out == C
+    const Element* b_row = bs + s0 + 2 * tq;
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt) {
+      const int o = col0 + 8 * nt + 2 * tq;
+      if (nt >= n_live || o >= col_end) continue;
+      const float2 b = unpack_pair<Element>(*reinterpret_cast<const uint32_t*>(b_row + 8 * nt));  // 0 past C_out
+      float lo = acc[nt][2 * half] + b.x, hi = acc[nt][2 * half + 1] + b.y;
+      if (t.pairs) {  // C_out even: o + 1 < C_out, both addresses 4-byte aligned
+        if (t.residual) {
+          const float2 v = unpack_pair<Element>(*reinterpret_cast<const uint32_t*>(x_row + 8 * nt));
+          lo += v.x, hi += v.y;
+        }
+        *reinterpret_cast<uint32_t*>(y_row + 8 * nt) = pack_pair<Element>(lo, hi);
+      } else {
+        if (t.residual) lo += to_float(x_row[8 * nt]);
+        y_row[8 * nt] = from_float<Element>(lo);
+        if (o + 1 < col_end) {
+          if (t.residual) hi += to_float(x_row[8 * nt + 1]);
+          y_row[8 * nt + 1] = from_float<Element>(hi);
+        }
+      }
+    }
+  }
+}
 
 // dbuf [N][chunks][P·Q][32], gate16 [N][d_live], wp [hidden][ldw], bp [C_out], x [N·P·Q][C],
 // y [N·P·Q][C_out]. kThreads threads, t.bytes of dynamic shared memory; any grid for whole Wp, a
@@ -85,11 +200,9 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_project_stream_kernel(
     StreamTile t, const Element* __restrict__ dbuf, const Element* __restrict__ gate16,
     const Element* __restrict__ wp, const Element* __restrict__ bp, const Element* __restrict__ x,
     Element* __restrict__ y) {
-  // Chunks a warp loads before it multiplies them: fewer where the accumulators take the registers.
-  constexpr int kGroup = kNT <= 3 ? kStreamGroup : kStreamGroup / 2;
   extern __shared__ __align__(16) unsigned char shared[];
   Element* wb = reinterpret_cast<Element*>(shared);  // [chunks·32][ldb]: row 32c + 16s + k is Wp row 32c + stream_channel(s, k)
-  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, g = lane / 4, tq = lane % 4;
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
 
   // cta_part: the warp's walk (stream_walk), and Y's column of the first staged one (its part's
   // first); whole Wp stages from column 0 and walks the tasks in the loop below.
@@ -117,7 +230,6 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_project_stream_kernel(
   const uint32_t b_lane = shared_address(wb) + uint32_t(((lane % 16) * t.ldb + 8 * (lane / 16)) * 2);
   const uint32_t b_step = 16u * uint32_t(t.ldb) * 2;  // one k16 step of staged rows, bytes
   const std::ptrdiff_t chunk_step = std::ptrdiff_t(t.pq) * kChunk;
-  const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
   // The warp's tasks, first, first + step, ... < end: whole Wp, b·kWarps + w, + gridDim·kWarps, ...
   // < t.tasks, task = (row tile task / parts, part task % parts); cta_part, stream_walk's (÷ 1: the
   // task is the row tile, of this CTA's part).
@@ -128,92 +240,8 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_project_stream_kernel(
   for (int task = int(first); task < end; task += step) {
     // The row tile and the part's first column: staged (s0) and of Y (col0 = cta_col0 + s0).
     const int tile = fast_quotient(div, task), s0 = 8 * kNT * (task - tile * per), col0 = cta_col0 + s0;
-    const int m_lo = 16 * tile + g, m_hi = m_lo + 8;
-    const bool in_lo = m_lo < t.m, in_hi = m_hi < t.m;  // rows past M: no load, no store (row 0's addresses)
-    const Element* d_lo = dbuf + stream_d_offset(t, in_lo ? m_lo : 0, tq);
-    const Element* d_hi = dbuf + stream_d_offset(t, in_hi ? m_hi : 0, tq);
-    const Element* q_lo = gate16 + stream_gate_offset(t, in_lo ? m_lo : 0, tq);
-    const Element* q_hi = gate16 + stream_gate_offset(t, in_hi ? m_hi : 0, tq);
-    float acc[kNT][4];
-#pragma unroll
-    for (int nt = 0; nt < kNT; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
-    const uint32_t b_part = b_lane + uint32_t(s0) * 2;
-
-    // d_lo, d_hi, q_lo, q_hi step on by a group of chunks; within it, constant offsets.
-    for (int c0 = 0; c0 < t.chunks; c0 += kGroup) {
-      uint4 a_lo[kGroup], a_hi[kGroup];
-#pragma unroll
-      for (int i = 0; i < kGroup; ++i) {  // every D load of the group before any use
-        const int c = c0 + i;
-        const bool live = stream_piece_live(t, c, tq);
-        a_lo[i] = live && in_lo ? load_piece(d_lo + i * chunk_step) : zero;
-        a_hi[i] = live && in_hi ? load_piece(d_hi + i * chunk_step) : zero;
-      }
-#pragma unroll
-      for (int i = 0; i < kGroup; ++i) {
-        const int c = c0 + i;
-        if (c >= t.chunks) break;
-        const bool live = stream_piece_live(t, c, tq);  // the gates: L1 hits after the image's first task
-        const uint4 gl = live ? load_piece(q_lo + kChunk * i) : zero, gh = live ? load_piece(q_hi + kChunk * i) : zero;
-        const uint32_t lo[4] = {mul_pair<Element>(a_lo[i].x, gl.x), mul_pair<Element>(a_lo[i].y, gl.y),
-                                mul_pair<Element>(a_lo[i].z, gl.z), mul_pair<Element>(a_lo[i].w, gl.w)};
-        const uint32_t hi[4] = {mul_pair<Element>(a_hi[i].x, gh.x), mul_pair<Element>(a_hi[i].y, gh.y),
-                                mul_pair<Element>(a_hi[i].z, gh.z), mul_pair<Element>(a_hi[i].w, gh.w)};
-#pragma unroll
-        for (int s = 0; s < 2; ++s) {
-          // mma_a_coord: register bit 0 the row half (g, g + 8), bit 1 the k half.
-          const uint32_t a[4] = {lo[stream_piece_register(s, 0)], hi[stream_piece_register(s, 1)],
-                                 lo[stream_piece_register(s, 2)], hi[stream_piece_register(s, 3)]};
-          const uint32_t b_rows = b_part + uint32_t(2 * (c0 + i) + s) * b_step;
-#pragma unroll
-          for (int np = 0; np < kNT / 2; ++np) {  // two n8 tiles per ldmatrix .x4 .trans
-            uint32_t bq[4];
-            ldmatrix_x4_trans(bq, b_rows + 32u * np);
-            const uint32_t b0[2] = {bq[0], bq[1]}, b1[2] = {bq[2], bq[3]};
-            mma_m16n8k16<Element>(acc[2 * np], a, b0);
-            mma_m16n8k16<Element>(acc[2 * np + 1], a, b1);
-          }
-          if constexpr (kNT % 2 == 1) {  // the last n8 tile alone (.x2: lanes 0-15's addresses)
-            uint32_t bb[2];
-            ldmatrix_x2_trans(bb, b_rows + 32u * (kNT / 2));
-            mma_m16n8k16<Element>(acc[kNT - 1], a, bb);
-          }
-        }
-      }
-      d_lo += kGroup * chunk_step, d_hi += kGroup * chunk_step, q_lo += kGroup * kChunk, q_hi += kGroup * kChunk;
-    }
-
-    // y = Y + bp (+ x): c0, c1 row m_lo, c2, c3 row m_hi; columns col0 + 8·nt + 2t, + 1 (the rows'
-    // addresses once, the columns as constant offsets), bp's staged at s0 + 8·nt + 2t.
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int m = half ? m_hi : m_lo;
-      if (m >= t.m) continue;
-      Element* y_row = y + std::ptrdiff_t(m) * t.c_out + col0 + 2 * tq;
-      const Element* x_row = x + std::ptrdiff_t(m) * t.c + col0 + 2 * tq;  // residual: stride 1, C_out == C
-      const Element* b_row = bs + s0 + 2 * tq;
-#pragma unroll
-      for (int nt = 0; nt < kNT; ++nt) {
-        const int o = col0 + 8 * nt + 2 * tq;
-        if (o >= t.c_out) continue;
-        const float2 b = unpack_pair<Element>(*reinterpret_cast<const uint32_t*>(b_row + 8 * nt));  // 0 past C_out
-        float lo = acc[nt][2 * half] + b.x, hi = acc[nt][2 * half + 1] + b.y;
-        if (t.pairs) {  // C_out even: o + 1 < C_out, both addresses 4-byte aligned
-          if (t.residual) {
-            const float2 v = unpack_pair<Element>(*reinterpret_cast<const uint32_t*>(x_row + 8 * nt));
-            lo += v.x, hi += v.y;
-          }
-          *reinterpret_cast<uint32_t*>(y_row + 8 * nt) = pack_pair<Element>(lo, hi);
-        } else {
-          if (t.residual) lo += to_float(x_row[8 * nt]);
-          y_row[8 * nt] = from_float<Element>(lo);
-          if (o + 1 < t.c_out) {
-            if (t.residual) hi += to_float(x_row[8 * nt + 1]);
-            y_row[8 * nt + 1] = from_float<Element>(hi);
-          }
-        }
-      }
-    }
+    stream_task<Element, kNT, false>(t, kNT, tile, s0, col0, t.c_out, 0, b_lane, b_step, chunk_step, bs, dbuf, gate16,
+                                     x, y);
   }
 }
 

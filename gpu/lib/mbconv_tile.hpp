@@ -763,4 +763,66 @@ inline std::size_t se_gate_shared_bytes(const MBConvProblem& p) {
 // The gate kernel's shared memory within what one block may ask for (227 KB on the H200).
 inline bool se_gate_fits(const MBConvProblem& p) { return se_gate_shared_bytes(p) <= 227 * 1024; }
 
+
+// ---- 11k: the store plan as one kernel over a thread-block cluster (mbconv_block_cluster.cuh) ----
+// Where every CTA of a tile group (one image's tiles·splits, or one tile of several images ×
+// splits) fits one cluster, pass 1's CTAs go on, after a cluster barrier, to make the group's gates
+// and then its part of pass 2: the kernel boundaries become cluster barriers. Pass 2 of the group
+// is the stream's tasks (mbconv_project_stream.cuh) over the group's rows only; Wp's columns are cut
+// into col_groups ranges of group_n8 n8 tiles, CTA r of the cluster staging range r % col_groups
+// and taking the tasks of row group r / col_groups, so that a Wp too large for one CTA is still
+// staged whole by the cluster. Shared memory after pass 1: the staged range of Wp (st.wb_bytes),
+// its bp, then the gate's scratch (se_gate_red_floats + hidden + Cr floats).
+inline constexpr int kClusterMax = 8;  // portable cluster size
+struct ClusterFinish {
+  int ctas = 0;                         // CTAs a cluster: tiles·splits of one tile group
+  int col_groups = 0, group_n8 = 0;     // Wp's column ranges, n8 tiles a range
+  StreamTile st;                        // a range's tile: parts sub-parts of nt ≤ kStreamMaxNT n8 tiles
+  std::size_t se_off = 0, bytes = 0;    // the gate's scratch; all shared memory the finish uses
+  bool fits = false;
+};
+// The finish for pass 1's tile t (its splits chosen) and Wp's row stride ldw, in `limit` bytes of
+// shared memory: the fewest column ranges (a divisor of the cluster's CTAs, no range empty) whose
+// staging fits. fits is false where the group is no cluster (more than kClusterMax CTAs) or no
+// cut fits.
+inline ClusterFinish cluster_finish_for(const MBConvProblem& p, const Tile& t, int ldw, std::size_t limit) {
+  ClusterFinish f;
+  f.ctas = t.tiles * t.splits;
+  if (f.ctas < 1 || f.ctas > kClusterMax || ldw % 8 != 0 || ldw <= 0) return f;
+  const int n8 = ldw / 8, cr = p.se_channels();
+  const std::size_t se_floats = std::size_t(se_gate_red_floats(p.hidden(), cr, kThreads)) + p.hidden() + cr;
+  for (int g = 1; g <= f.ctas; ++g) {
+    if (f.ctas % g != 0) continue;
+    const int per = (n8 + g - 1) / g;
+    if (per * (g - 1) >= n8) continue;  // a range past the last column
+    StreamTile st = stream_tile_for(p, ldw);
+    stream_tile_cut(st, per, kStreamMaxNT, false);
+    const std::size_t se_off = (st.bytes + 15) / 16 * 16, bytes = se_off + se_floats * sizeof(float);
+    if (bytes > limit) continue;
+    f.col_groups = g, f.group_n8 = per, f.st = st, f.se_off = se_off, f.bytes = bytes, f.fits = true;
+    return f;
+  }
+  return f;
+}
+// Task `task` of cluster CTA `rank` over row tiles from tile0: its row tile, the staged column of
+// its sub-part (s0), Y's first column (col0), Y's end of the CTA's range (col_end) and the n8
+// tiles it makes (n_live ≤ st.nt). CTA rank stages range rank % col_groups, from Y's column
+// 8·group_n8·range; the warps of row group rank / col_groups take tasks w, w + row_groups·kWarps, ...
+struct ClusterTask {
+  int tile, s0, col0, col_end, n_live;
+};
+CONVLAB_HOST_DEVICE inline int cluster_range_col0(const ClusterFinish& f, int rank) {
+  return 8 * f.group_n8 * (rank % f.col_groups);
+}
+CONVLAB_HOST_DEVICE inline ClusterTask cluster_task(const ClusterFinish& f, int rank, int tile0, int task) {
+  const int col0 = cluster_range_col0(f, rank), sub = task % f.st.parts, s0 = 8 * f.st.nt * sub;
+  const int col_end = f.st.c_out < col0 + 8 * f.group_n8 ? f.st.c_out : col0 + 8 * f.group_n8;
+  const int left = f.group_n8 - sub * f.st.nt;
+  return {tile0 + task / f.st.parts, s0, col0 + s0, col_end, left < f.st.nt ? left : f.st.nt};
+}
+// The splits 11k gives a tile group: split_tile's, cut so that the group's CTAs make one cluster.
+inline void cluster_splits(Tile& t) {
+  if (t.tiles >= 1 && t.tiles <= kClusterMax) t.splits = std::max(1, std::min(t.splits, kClusterMax / t.tiles));
+}
+
 }  // namespace convlab::gpu::mbconv
