@@ -19,7 +19,8 @@
 // cluster reads what it wrote moments before), the gate is computed where the sums are, and the
 // two launches and their drains are gone. Reads of what other CTAs of the kernel wrote (dbuf,
 // partial, gate16) go through L2 (ld.global.cg) after a barrier with release/acquire semantics at
-// cluster scope, never through the read-only path.
+// cluster scope, never through the read-only path; the group's gates are then copied into shared
+// memory, where every chunk of pass 2 reads them.
 //
 // Cost: pass 1 as 11c's (the tile's splits capped so the group is one cluster); the gate's
 // 2·hidden·Cr MACs an image once, on one CTA of its cluster; pass 2 as the stream, Wp staged once
@@ -95,9 +96,16 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_block_cluster_kernel(
   for (int i = rank; i < images; i += f.ctas)  // the scratch is reused image after image: se_gate_image's barriers
     se_gate_image<Element, kThreads, true>(n0 + i, st.hidden, c.cr, t.tiles, c.inv_pixels, c.act, partial, c.w1, c.b1,
                                            c.w2, c.b2, c.vec1, c.vec2, nullptr, c.gate16, st.d_live, se);
-  cp_async_wait<0>();
-  __syncthreads();         // the staged Wp and bp, for every warp
   hopper::cluster_sync();  // the gates of the group's images
+
+  // The group's gates into shared memory (each chunk of a task reads them: a shared load, not an
+  // L2 round trip), then the staged Wp, bp and gates for every warp.
+  Element* gs = reinterpret_cast<Element*>(shared + f.gate_off);
+  const int gate_pieces = images * st.d_live / 8;  // d_live: a multiple of 8
+  for (int i = int(threadIdx.x); i < gate_pieces; i += kThreads)
+    reinterpret_cast<uint4*>(gs)[i] = __ldcg(reinterpret_cast<const uint4*>(c.gate16 + std::ptrdiff_t(n0) * st.d_live) + i);
+  cp_async_wait<0>();
+  __syncthreads();
 
   // Pass 2 over the group's rows [m_begin, m_end): tasks (row tile, sub-part of the range), row
   // group row_group's warps taking every row_groups-th task.
@@ -110,8 +118,8 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_block_cluster_kernel(
   const std::ptrdiff_t chunk_step = std::ptrdiff_t(st.pq) * kChunk;
   for (int task = row_group * kWarps + warp; task < tasks; task += row_groups * kWarps) {
     const ClusterTask k = cluster_task(f, rank, tile0, task);
-    stream_task<Element, kStreamMaxNT, true>(rows, k.n_live, k.tile, k.s0, k.col0, k.col_end, m_begin, b_lane, b_step,
-                                             chunk_step, bs, dbuf, c.gate16, x, y);
+    stream_task<Element, kStreamMaxNT, true>(rows, k.n_live, k.tile, k.s0, k.col0, k.col_end, m_begin, n0, b_lane,
+                                             b_step, chunk_step, bs, dbuf, gs, x, y);
   }
 }
 

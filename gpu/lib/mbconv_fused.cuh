@@ -329,7 +329,7 @@ __device__ __forceinline__ void depthwise_tensor_cores(const Tile& t, const Elem
 // run the store stage and go on in the same kernel.
 template <class Element, Stage kStage, int K, int kStride, bool kRelu, bool kTensorDw>
 __device__ __forceinline__ void tile_body(
-    const Tile& t, const Element* __restrict__ x, const Element* __restrict__ we, const Element* __restrict__ be,
+    Tile t, const Element* __restrict__ x, const Element* __restrict__ we, const Element* __restrict__ be,
     const Element* __restrict__ dw, const Element* __restrict__ bd, const float* __restrict__ gate,
     const Element* __restrict__ wp, const Element* __restrict__ bp, Element* __restrict__ y, float* __restrict__ partial,
     Element* __restrict__ dbuf) {

@@ -79,13 +79,13 @@ namespace convlab::gpu::mbconv {
 // skipped) × the n_live ≤ kNT n8 tiles of staged columns from s0 (Y's columns from col0), Y's
 // columns from col_end on not stored. b_lane:
 // the lane's ldmatrix address in the staged Wp, b_step one k16 step of staged rows (bytes),
-// chunk_step one chunk of dbuf (elements); bs: the staged bp. kCoherent: dbuf and gate16 were
-// written by other CTAs of the running kernel (11k, after a cluster barrier), so they are read
-// through L2 (ld.global.cg), not the read-only path.
+// chunk_step one chunk of dbuf (elements); bs: the staged bp. kCoherent (11k): dbuf was written
+// by other CTAs of the running kernel (before a cluster barrier), so it is read through L2
+// (ld.global.cg), not the read-only path, and gate16 is a copy in shared memory whose row 0 is
+// image image0's (so the gates of each chunk are a shared-memory load, not an L2 round trip).
 template <class Element, int kNT, bool kCoherent>
 __device__ __forceinline__ void stream_task(const StreamTile& t, int n_live, int tile, int s0, int col0, int col_end,
-                                            int m_begin,
-                                            uint32_t b_lane, uint32_t b_step, std::ptrdiff_t chunk_step,
+                                            int m_begin, int image0, uint32_t b_lane, uint32_t b_step, std::ptrdiff_t chunk_step,
                                             const Element* bs, const Element* dbuf, const Element* gate16,
                                             const Element* __restrict__ x, Element* __restrict__ y) {
   // Chunks a warp loads before it multiplies them: fewer where the accumulators take the registers.
@@ -95,13 +95,18 @@ __device__ __forceinline__ void stream_task(const StreamTile& t, int n_live, int
   const auto load = [](const Element* p) {
     return kCoherent ? __ldcg(reinterpret_cast<const uint4*>(p)) : __ldg(reinterpret_cast<const uint4*>(p));
   };
+  const auto load_gate = [](const Element* p) {
+    if constexpr (kCoherent) return *reinterpret_cast<const uint4*>(p);
+    else return __ldg(reinterpret_cast<const uint4*>(p));
+  };
   const int m_lo = 16 * tile + g, m_hi = m_lo + 8;
   // rows outside [m_begin, t.m): no load, no store (row 0's addresses)
   const bool in_lo = m_lo >= m_begin && m_lo < t.m, in_hi = m_hi >= m_begin && m_hi < t.m;
   const Element* d_lo = dbuf + stream_d_offset(t, in_lo ? m_lo : 0, tq);
   const Element* d_hi = dbuf + stream_d_offset(t, in_hi ? m_hi : 0, tq);
-  const Element* q_lo = gate16 + stream_gate_offset(t, in_lo ? m_lo : 0, tq);
-  const Element* q_hi = gate16 + stream_gate_offset(t, in_hi ? m_hi : 0, tq);
+  const std::ptrdiff_t q0 = std::ptrdiff_t(image0) * t.d_live;
+  const Element* q_lo = gate16 + (stream_gate_offset(t, in_lo ? m_lo : m_begin, tq) - q0);
+  const Element* q_hi = gate16 + (stream_gate_offset(t, in_hi ? m_hi : m_begin, tq) - q0);
   float acc[kNT][4];
 #pragma unroll
   for (int nt = 0; nt < kNT; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
@@ -122,7 +127,7 @@ __device__ __forceinline__ void stream_task(const StreamTile& t, int n_live, int
       const int c = c0 + i;
       if (c >= t.chunks) break;
       const bool live = stream_piece_live(t, c, tq);  // the gates: L1 hits after the image's first task
-      const uint4 gl = live ? load(q_lo + kChunk * i) : zero, gh = live ? load(q_hi + kChunk * i) : zero;
+      const uint4 gl = live ? load_gate(q_lo + kChunk * i) : zero, gh = live ? load_gate(q_hi + kChunk * i) : zero;
       const uint32_t lo[4] = {mul_pair<Element>(a_lo[i].x, gl.x), mul_pair<Element>(a_lo[i].y, gl.y),
                               mul_pair<Element>(a_lo[i].z, gl.z), mul_pair<Element>(a_lo[i].w, gl.w)};
       const uint32_t hi[4] = {mul_pair<Element>(a_hi[i].x, gh.x), mul_pair<Element>(a_hi[i].y, gh.y),
@@ -240,7 +245,7 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_project_stream_kernel(
   for (int task = int(first); task < end; task += step) {
     // The row tile and the part's first column: staged (s0) and of Y (col0 = cta_col0 + s0).
     const int tile = fast_quotient(div, task), s0 = 8 * kNT * (task - tile * per), col0 = cta_col0 + s0;
-    stream_task<Element, kNT, false>(t, kNT, tile, s0, col0, t.c_out, 0, b_lane, b_step, chunk_step, bs, dbuf, gate16,
+    stream_task<Element, kNT, false>(t, kNT, tile, s0, col0, t.c_out, 0, 0, b_lane, b_step, chunk_step, bs, dbuf, gate16,
                                      x, y);
   }
 }

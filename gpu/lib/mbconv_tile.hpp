@@ -772,13 +772,14 @@ inline bool se_gate_fits(const MBConvProblem& p) { return se_gate_shared_bytes(p
 // into col_groups ranges of group_n8 n8 tiles, CTA r of the cluster staging range r % col_groups
 // and taking the tasks of row group r / col_groups, so that a Wp too large for one CTA is still
 // staged whole by the cluster. Shared memory after pass 1: the staged range of Wp (st.wb_bytes),
-// its bp, then the gate's scratch (se_gate_red_floats + hidden + Cr floats).
+// its bp, the gate's scratch (se_gate_red_floats + hidden + Cr floats), then a copy of the group's
+// gates (images × d_live, 16-bit) that pass 2's tasks read.
 inline constexpr int kClusterMax = 8;  // portable cluster size
 struct ClusterFinish {
   int ctas = 0;                         // CTAs a cluster: tiles·splits of one tile group
   int col_groups = 0, group_n8 = 0;     // Wp's column ranges, n8 tiles a range
   StreamTile st;                        // a range's tile: parts sub-parts of nt ≤ kStreamMaxNT n8 tiles
-  std::size_t se_off = 0, bytes = 0;    // the gate's scratch; all shared memory the finish uses
+  std::size_t se_off = 0, gate_off = 0, bytes = 0;  // the gate's scratch, the gates' copy; all the finish uses
   bool fits = false;
 };
 // The finish for pass 1's tile t (its splits chosen) and Wp's row stride ldw, in `limit` bytes of
@@ -797,9 +798,12 @@ inline ClusterFinish cluster_finish_for(const MBConvProblem& p, const Tile& t, i
     if (per * (g - 1) >= n8) continue;  // a range past the last column
     StreamTile st = stream_tile_for(p, ldw);
     stream_tile_cut(st, per, kStreamMaxNT, false);
-    const std::size_t se_off = (st.bytes + 15) / 16 * 16, bytes = se_off + se_floats * sizeof(float);
+    const std::size_t se_off = (st.bytes + 15) / 16 * 16;
+    const std::size_t gate_off = (se_off + se_floats * sizeof(float) + 15) / 16 * 16;
+    const std::size_t bytes = gate_off + std::size_t(t.images) * st.d_live * 2;
     if (bytes > limit) continue;
-    f.col_groups = g, f.group_n8 = per, f.st = st, f.se_off = se_off, f.bytes = bytes, f.fits = true;
+    f.col_groups = g, f.group_n8 = per, f.st = st, f.se_off = se_off, f.gate_off = gate_off, f.bytes = bytes;
+    f.fits = true;
     return f;
   }
   return f;
