@@ -24,9 +24,13 @@
 //
 // Cost: pass 1 as 11c's (the tile's splits capped so the group is one cluster); the gate's
 // 2·hidden·Cr MACs an image once, on one CTA of its cluster; pass 2 as the stream, Wp staged once
-// per CTA (its column range). Shared memory after pass 1: ClusterFinish (mbconv_tile.hpp), within
-// pass 1's limit, so two CTAs an SM stay resident where pass 1 had two.
-// Contract: as 11c (store_plan_supported), plus cluster_form (below); elsewhere 11k runs 11c's plan.
+// per CTA (its column range). The gate's and pass 2's latency (chains of L2 round trips) is paid
+// by every cluster after its own pass 1, so once a wave of pass 1, with the cluster's other CTAs
+// waiting at the barriers and their SM slots held (why 11k measures slower than 11c: lesson 11's
+// NOTES.md, wave-3g). Shared memory after pass 1: ClusterFinish (mbconv_tile.hpp), within pass 1's
+// limit, so two CTAs an SM stay resident where pass 1 had two.
+// Contract: as 11c (store_plan_supported); the cluster form where cluster_plan (below) allows it,
+// elsewhere 11k runs 11c's launches.
 // Tunables: kClusterMax (portable cluster size) and kStreamMaxNT, in mbconv_tile.hpp.
 // Run: build/convlab run mbconv/gpu/11k_fused_block_cluster --shape N=128,H=14,C=80,dtype=f16
 #pragma once
