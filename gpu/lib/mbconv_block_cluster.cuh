@@ -159,7 +159,7 @@ inline void run_block_cluster(const MBConvProblem& p, const Args<MBConvProblem>&
   visit_dtype<__half, __nv_bfloat16>(p.dtype, [&](auto tag) {
     using E = typename decltype(tag)::type;
     const auto go = [&](auto kernel, const char* name) {
-      const int ldw = (p.C_out + 7) / 8 * 8;
+      const int ldw = (p.C_out + 7) / 8 * 8;  // project_weights' row stride, padded copy or not
       ClusterPlan c = cluster_plan(p, a, kernel, name, dbuf, ldw);
       if (!c.ok) return;
       const ProjectWeights<E> w = project_weights<E>(p, a, base + l.partial + l.gate16 + l.dbuf);

@@ -77,9 +77,9 @@ namespace convlab::gpu::mbconv {
 
 // One warp task of the stream: rows 16·tile .. + 15 (of any images; those outside [m_begin, t.m)
 // skipped) × the n_live ≤ kNT n8 tiles of staged columns from s0 (Y's columns from col0), Y's
-// columns from col_end on not stored. b_lane:
-// the lane's ldmatrix address in the staged Wp, b_step one k16 step of staged rows (bytes),
-// chunk_step one chunk of dbuf (elements); bs: the staged bp. kCoherent (11k): dbuf was written
+// columns from col_end on not stored. b_lane: the lane's ldmatrix address in the staged Wp;
+// b_step: one k16 step of staged rows (bytes); chunk_step: one chunk of dbuf (elements); bs: the
+// staged bp. kCoherent (11k): dbuf was written
 // by other CTAs of the running kernel (before a cluster barrier), so it is read through L2
 // (ld.global.cg), not the read-only path, and gate16 is a copy in shared memory whose row 0 is
 // image image0's (so the gates of each chunk are a shared-memory load, not an L2 round trip).
