@@ -384,6 +384,82 @@ TEST_CASE("mbconv tile: the depthwise runs cover every output pixel once per pai
       }
 }
 
+TEST_CASE("mbconv tile: padded E holds each pixel once in its row and every window's column inside the row",
+          "[mbconv][lesson11][cpu]") {
+  // pad_e_columns (launch_stage's kPadE): the expand writes tile pixel m at e_padded_place, the
+  // depthwise item reads row h at (image·e_image + (h − h0)·ew + e_left) and its window from column
+  // w0 = q0·stride − pad without a column test, the prologue zeroes e_pad_column(pc) of each row.
+  // At every GPU test and bench shape, every tile of the store stage: places in the buffer, one
+  // pixel each, in the pixel's row and column; the pad columns and the image's columns partition
+  // the row; a window column that feeds an output q < Q lies inside its row, on the image's
+  // pixel or on a pad (zero); the buffer holds what the kernel writes and reads.
+  int checked = 0;
+  for (const MBConvProblem& p : fused_shapes())
+    for (Stage s : {Stage::store, Stage::sums}) {
+      INFO(OpTraits<MBConvProblem>::spec(p) << " stage " << int(s));
+      const Tile base = choose_tile(p, s, kH200Resident);
+      if (base.rows == 0) continue;
+      const Tile t = pad_e_columns(p, base, s);
+      REQUIRE(t.e_padded);
+      CHECK((t.rows == base.rows && t.images == base.images && t.tiles == base.tiles));
+      CHECK(t.e_left == p.kernel / 2);
+      CHECK(t.ew >= t.W + t.e_left);
+      const std::size_t e_pixels = std::size_t(t.images) * t.in_rows * t.ew;
+      CHECK(t.e_bytes >= e_pixels * kLdChunk * 2);
+      CHECK((t.images == 1 ? t.e_image == 0 : t.e_image == t.in_rows * t.ew));
+      std::vector<int> column_use(t.ew, 0);
+      for (int c = 0; c < t.W; ++c) ++column_use[t.e_left + c];
+      for (int pc = 0; pc < t.ew - t.W; ++pc) {
+        const int col = e_pad_column(t, pc);
+        REQUIRE((col >= 0 && col < t.ew));
+        ++column_use[col];
+      }
+      for (int c = 0; c < t.ew; ++c) CHECK(column_use[c] == 1);
+      const int kWindow = (kRun - 1) * p.stride + p.kernel;
+      for (int tile = 0; tile < t.tiles; ++tile) {
+        const int p0 = tile * t.rows, p1 = std::min(t.P, p0 + t.rows);
+        const int h0 = std::max(0, p0 * p.stride - t.pad), h1 = std::min(t.H, (p1 - 1) * p.stride - t.pad + p.kernel);
+        const int in_pixels = t.images * (h1 - h0) * t.W;
+        std::set<int> places;
+        for (int m = 0; m < in_pixels; ++m) {
+          const int at = e_padded_place(t, m);
+          CHECK((at >= 0 && std::size_t(at) < e_pixels));
+          CHECK(at / t.ew == m / t.W);
+          CHECK(at % t.ew == t.e_left + m % t.W);
+          places.insert(at);
+        }
+        CHECK(int(places.size()) == in_pixels);
+        // Every item's rows and window columns, as the kernel addresses them.
+        for (int image = 0; image < t.images; ++image)
+          for (int oh = p0; oh < p1; ++oh)
+            for (int q0 = 0; q0 < t.Q; q0 += kRun) {
+              const int w0 = q0 * p.stride - t.pad;
+              for (int r = 0; r < p.kernel; ++r) {
+                const int h = oh * p.stride - t.pad + r;
+                if (h < 0 || h >= t.H) continue;  // the kernel's row test
+                const int row_at = image * t.e_image + (h - h0) * t.ew + t.e_left;
+                if (t.images > 1 || image == 0)
+                  CHECK(row_at == e_padded_place(t, (image * (h1 - h0) + (h - h0)) * t.W));
+                for (int u = 0; u < kWindow; ++u) {
+                  const int col = w0 + u;  // image column; its place is row_at + col
+                  CHECK(std::size_t(row_at + col) < e_pixels);
+                  bool feeds = false;  // does the slot feed an output q < Q of the run (tap u − (q − q0)·stride)?
+                  for (int qq = q0; qq < std::min(t.Q, q0 + kRun); ++qq) {
+                    const int sft = u - (qq - q0) * p.stride;
+                    feeds = feeds || (sft >= 0 && sft < p.kernel);
+                  }
+                  if (!feeds) continue;
+                  CHECK(t.e_left + col >= 0);
+                  CHECK(t.e_left + col < t.ew);  // inside its own row: the image's pixel or a zero pad
+                }
+              }
+            }
+        ++checked;
+      }
+    }
+  CHECK(checked > 100);
+}
+
 TEST_CASE("mbconv tile: several images per tile keep per-image sums slots, dbuf blocks and gates",
           "[mbconv][lesson11][cpu]") {
   // red[image][slot][j]: the depthwise thread rtid owns slot rtid / kPairs and pair rtid % kPairs, so

@@ -182,6 +182,45 @@ __device__ __forceinline__ void stage_tile(Element* dst, int ld_dst, const Eleme
   }
 }
 
+// ---- padded E (Tile::e_padded; the places: e_padded_place, e_pad_column in mbconv_tile.hpp) ----
+// Zeros into the pad columns (the chunk's 32 channels) of `rows` padded rows of each of `buffers`
+// E buffers at `e` (visible after the next barrier). Nothing else writes there.
+__device__ __forceinline__ void zero_e_pad_columns(unsigned char* e, const Tile& t, int buffers, int rows) {
+  constexpr int kPieces = kChunk * 2 / 16;  // 16-byte pieces of a pixel's chunk
+  const int pads = t.ew - t.W, per_buffer = rows * pads * kPieces;
+#pragma unroll 1
+  for (int i = threadIdx.x; i < buffers * per_buffer; i += kThreads) {
+    const int b = i / per_buffer, rest = i - b * per_buffer;
+    const int row = rest / (pads * kPieces), col_piece = rest - row * (pads * kPieces);
+    const int pc = col_piece / kPieces, piece = col_piece - pc * kPieces;
+    const int col = e_pad_column(t, pc);
+    *reinterpret_cast<uint4*>(e + b * t.e_bytes + (std::size_t(row) * t.ew + col) * kLdChunk * 2 + piece * 16) =
+        make_uint4(0u, 0u, 0u, 0u);
+  }
+}
+
+// The no-expand form's E chunk (e = 1: E is x's channels c0 ..) into a padded E buffer: tile pixel r
+// of `pixels` to e_padded_place(r), channels ≥ valid_cols zero; vec as stage_tile's.
+template <class Element>
+__device__ __forceinline__ void stage_e_padded(Element* e, const Element* src, std::ptrdiff_t ld_src, const Tile& t,
+                                               int pixels, int valid_cols, bool vec) {
+  if (vec) {
+    constexpr int kPer = kChunk / 8;
+#pragma unroll 1
+    for (int i = threadIdx.x; i < pixels * kPer; i += kThreads) {
+      const int r = i / kPer, c = (i - r * kPer) * 8;
+      const bool in = c < valid_cols;
+      cp_async_16(shared_address(e + e_padded_place(t, r) * kLdChunk + c), in ? src + r * ld_src + c : src, in);
+    }
+  } else {
+#pragma unroll 1
+    for (int i = threadIdx.x; i < pixels * kChunk; i += kThreads) {
+      const int r = i / kChunk, c = i - r * kChunk;
+      e[e_padded_place(t, r) * kLdChunk + c] = c < valid_cols ? src[r * ld_src + c] : from_float<Element>(0.0f);
+    }
+  }
+}
+
 // ---- the depthwise on the tensor cores (the store stage of 11e) --------------------------------
 // Per tap (r, s), a tile's D of one chunk gains E shifted by the tap times the tap's weights, one
 // weight per channel: a product with a diagonal matrix. Per m tile of 16 output pixels:
@@ -327,13 +366,14 @@ __device__ __forceinline__ void depthwise_tensor_cores(const Tile& t, const Elem
 
 // The kernel's body, a function so that lesson 11's 11k (gpu/lib/mbconv_block_cluster.cuh) can
 // run the store stage and go on in the same kernel.
-template <class Element, Stage kStage, int K, int kStride, bool kRelu, bool kTensorDw>
+template <class Element, Stage kStage, int K, int kStride, bool kRelu, bool kTensorDw, bool kPadE = false>
 __device__ __forceinline__ void tile_body(
     Tile t, const Element* __restrict__ x, const Element* __restrict__ we, const Element* __restrict__ be,
     const Element* __restrict__ dw, const Element* __restrict__ bd, const float* __restrict__ gate,
     const Element* __restrict__ wp, const Element* __restrict__ bp, Element* __restrict__ y, float* __restrict__ partial,
     Element* __restrict__ dbuf) {
   static_assert(!kTensorDw || kStage == Stage::store, "the tensor-core depthwise writes dbuf: the store stage");
+  static_assert(!(kTensorDw && kPadE), "the tensor-core depthwise gathers from unpadded E rows");
   constexpr bool kProject = kStage == Stage::project;
   constexpr bool kSums = kStage == Stage::sums || kStage == Stage::store;
   constexpr int kTaps = K * K;
@@ -421,6 +461,7 @@ __device__ __forceinline__ void tile_body(
     const auto issue_slices = [&](int k) {
       const int c0 = chunk_start(k), cw = chunk_width(k);
       if (t.expand) stage_tile(wes(k % 2), t.ldwe, we + c0, t.hidden, t.c_pad, kChunk, t.C, cw, t.vec);
+      else if constexpr (kPadE) stage_e_padded(es(k % 3), x_tile + c0, t.C, t, in_pixels, cw, t.vec);
       else stage_tile(es(k % 3), t.lde, x_tile + c0, t.C, t.m_in, kChunk, in_pixels, cw, t.vec);
       stage_tile(dws(k % 2), 0, dw + std::ptrdiff_t(c0) * kTaps, 0, 1, kChunk * kTaps, 1, cw * kTaps, t.vec);
       load_vectors(vs(k % 3), c0, cw);
@@ -449,6 +490,8 @@ __device__ __forceinline__ void tile_body(
     if constexpr (kSums)  // the sums of chunks 0 and 1 start from zeros (reduce_sums zeroes what it reads)
       for (int b = 0; b < 2; ++b)
         for (int i = tid; i < t.images * kPixelGroups * kChunk; i += kThreads) reds(b)[i] = 0.0f;
+    if constexpr (kPadE)  // E's pad columns: zero for the whole kernel (the expand writes only the image's columns)
+      zero_e_pad_columns(shared + t.e_off, t, t.e_buffers, images * (image_in / t.W));
     if constexpr (kTensorDw)  // the zero row the depthwise's gathers read outside the image
       if (tid < int(kZeroRowBytes / 4)) reinterpret_cast<uint32_t*>(dwfs(0) + dw_fragment_bytes(K) / 4)[tid] = 0u;
     if constexpr (kStage == Stage::project)  // D's rows past the tile's pixels: never written below, read by the mma
@@ -496,13 +539,26 @@ __device__ __forceinline__ void tile_body(
           const int jh = 16 * (warp % 2), m_tiles = (in_pixels + 15) / 16;
           const MatrixCoord c = mma_c_coord(lane, 0);  // this lane's rows c.row, c.row + 8; columns c.col, c.col + 1
           Element* e_lane = es(kn % 2) + c.row * kLdChunk + jh + c.col;
+          // Padded E (kPadE): this lane's place for tile pixel m (row c.row or c.row + 8 of an m tile)
+          // is its place in its padded row; the buffer has no rows for the m tiles' tail (m ≥ in_pixels).
+          const auto e_padded_at = [&](int m) { return es(kn % 2) + jh + c.col + e_padded_place(t, m) * kLdChunk; };
           if (jh >= cw) {  // a last chunk of 16 channels: its upper half is zeros (no mma, no SFU)
-            for (int mt = warp / 2; mt < m_tiles; mt += kWarps / 2)
-#pragma unroll
-              for (int nt = 0; nt < 2; ++nt)
+            for (int mt = warp / 2; mt < m_tiles; mt += kWarps / 2) {
+              if constexpr (kPadE) {
 #pragma unroll
                 for (int half = 0; half < 2; ++half)
-                  *reinterpret_cast<uint32_t*>(e_lane + (mt * 16 + 8 * half) * kLdChunk + nt * 8) = 0u;
+                  if (const int m = mt * 16 + 8 * half + c.row; m < in_pixels) {
+                    Element* at = e_padded_at(m);
+                    *reinterpret_cast<uint32_t*>(at) = 0u, *reinterpret_cast<uint32_t*>(at + 8) = 0u;
+                  }
+              } else {
+#pragma unroll
+                for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+                  for (int half = 0; half < 2; ++half)
+                    *reinterpret_cast<uint32_t*>(e_lane + (mt * 16 + 8 * half) * kLdChunk + nt * 8) = 0u;
+              }
+            }
           } else {
             const float* v = vs(kn % 3);
             // A pass makes kTiles m tiles (mt, and mt + kWarps/2 for two) of the warp's channel half: per
@@ -535,15 +591,29 @@ __device__ __forceinline__ void tile_body(
               if (t.c_pad % 32 != 0) step(0);
               const float2 bias[2] = {*reinterpret_cast<const float2*>(&v[jh + c.col]),
                                       *reinterpret_cast<const float2*>(&v[jh + 8 + c.col])};
+              if constexpr (kPadE) {  // one place per row, both n8 tiles at it
 #pragma unroll
-              for (int i = 0; i < kTiles; ++i)
-#pragma unroll
-                for (int nt = 0; nt < 2; ++nt)
+                for (int i = 0; i < kTiles; ++i)
 #pragma unroll
                   for (int half = 0; half < 2; ++half)  // c0, c1: row c.row; c2, c3: row c.row + 8
-                    *reinterpret_cast<uint32_t*>(e_lane + ((mt + i * kTileStep) * 16 + 8 * half) * kLdChunk + nt * 8) =
-                        activate_pair<Element, kRelu>(acc[i][nt][2 * half] + bias[nt].x,
-                                                                          acc[i][nt][2 * half + 1] + bias[nt].y);
+                    if (const int m = (mt + i * kTileStep) * 16 + 8 * half + c.row; m < in_pixels) {
+                      Element* at = e_padded_at(m);
+#pragma unroll
+                      for (int nt = 0; nt < 2; ++nt)
+                        *reinterpret_cast<uint32_t*>(at + nt * 8) = activate_pair<Element, kRelu>(
+                            acc[i][nt][2 * half] + bias[nt].x, acc[i][nt][2 * half + 1] + bias[nt].y);
+                    }
+              } else {
+#pragma unroll
+                for (int i = 0; i < kTiles; ++i)
+#pragma unroll
+                  for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+                    for (int half = 0; half < 2; ++half)  // c0, c1: row c.row; c2, c3: row c.row + 8
+                      *reinterpret_cast<uint32_t*>(e_lane + ((mt + i * kTileStep) * 16 + 8 * half) * kLdChunk + nt * 8) =
+                          activate_pair<Element, kRelu>(acc[i][nt][2 * half] + bias[nt].x,
+                                                        acc[i][nt][2 * half + 1] + bias[nt].y);
+              }
             };
             // The warp's m tiles w/2, w/2 + 4, ... in passes of two (mt, mt + 4), then the odd last one alone.
             int mt = warp / 2;
@@ -599,7 +669,8 @@ __device__ __forceinline__ void tile_body(
               const DwRun run = walk.run(t.dw);
               const int og = run.row * t.dw_rows, g_rows = min(t.dw_rows, valid_rows - og);
               const int w0 = run.q0 * kStride - t.pad;               // the window's first input column
-              const bool interior = w0 >= 0 && w0 + kWindow <= t.W;  // no column of the window outside the image
+              // No column of the window outside the image (padded E: every window, its pad columns zero).
+              const bool interior = kPadE || (w0 >= 0 && w0 + kWindow <= t.W);
               const int h_first = (p0 + og) * kStride - t.pad, in_rows = (g_rows - 1) * kStride + K;
               float s0 = 0.0f, s1 = 0.0f;  // sums: this item's
               const float2 bias = *reinterpret_cast<const float2*>(&v[kChunk + j0]);  // bd (read per item: fewer live registers)
@@ -612,7 +683,9 @@ __device__ __forceinline__ void tile_body(
               for (int i = 0; i < kInRows; ++i) {
                 const int h = h_first + i;
                 if (i >= in_rows || h < 0 || h >= t.H) continue;  // zero padding of e (h0 <= h < h1 inside the image)
-                const Element* e_row = e_s + (run.image * t.image_in + (h - h0) * t.W) * kLdChunk + j0;
+                const Element* e_row =
+                    kPadE ? e_s + (run.image * t.e_image + (h - h0) * t.ew + t.e_left) * kLdChunk + j0
+                          : e_s + (run.image * t.image_in + (h - h0) * t.W) * kLdChunk + j0;
                 float2 win[kWindow];
                 if (interior) {  // most runs (dw_run pairs the two edge runs of a row in one warp)
                   const Element* e_w = e_row + w0 * kLdChunk;
@@ -738,13 +811,13 @@ __device__ __forceinline__ void tile_body(
   }
 }
 
-template <class Element, Stage kStage, int K, int kStride, bool kRelu, bool kTensorDw>
+template <class Element, Stage kStage, int K, int kStride, bool kRelu, bool kTensorDw, bool kPadE = false>
 __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
     Tile t, const Element* __restrict__ x, const Element* __restrict__ we, const Element* __restrict__ be,
     const Element* __restrict__ dw, const Element* __restrict__ bd, const float* __restrict__ gate,
     const Element* __restrict__ wp, const Element* __restrict__ bp, Element* __restrict__ y, float* __restrict__ partial,
     Element* __restrict__ dbuf) {
-  tile_body<Element, kStage, K, kStride, kRelu, kTensorDw>(t, x, we, be, dw, bd, gate, wp, bp, y, partial, dbuf);
+  tile_body<Element, kStage, K, kStride, kRelu, kTensorDw, kPadE>(t, x, we, be, dw, bd, gate, wp, bp, y, partial, dbuf);
 }
 
 // ---- launcher --------------------------------------------------------------------------------
@@ -754,12 +827,15 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
 // split_tile's CTAs per tile. One instantiation per kernel size, stride and φ; kTensorDw: the
 // store stage's depthwise on the tensor cores (11e) instead of the FMA pipes (11c).
 // The stage's tile for `kernel` (its resident CTAs decide the rows, the images and the splits), with
-// the copy and store flags and the CONVLAB_MBCONV_SPLITS override.
+// the copy and store flags and the CONVLAB_MBCONV_SPLITS override; pad_e: E's rows padded
+// (pad_e_columns; the kernel's kPadE).
 template <Stage kStage, class Kernel>
-Tile stage_tile(const MBConvProblem& p, const Args<MBConvProblem>& a, Kernel kernel, const char* name, const void* dbuf) {
+Tile stage_tile(const MBConvProblem& p, const Args<MBConvProblem>& a, Kernel kernel, const char* name, const void* dbuf,
+                bool pad_e = false) {
   const Tile one = choose_tile(p, kStage);
   allow_dynamic_shared(kernel, one.bytes, name);
   Tile t = choose_tile(p, kStage, resident_blocks(kernel, kThreads, one.bytes));
+  if (pad_e) t = pad_e_columns(p, t, kStage);
   t.vec = vector_copies_ok(p, {a.x, a.expand_w, a.dw_w, a.project_w, dbuf});
   t.pairs = p.C_out % 2 == 0 && aligned_to(a.y, 4) && aligned_to(a.x, 4);
   allow_dynamic_shared(kernel, t.bytes, name);
@@ -769,11 +845,12 @@ Tile stage_tile(const MBConvProblem& p, const Args<MBConvProblem>& a, Kernel ker
   return t;
 }
 
-template <class Element, Stage kStage, bool kTensorDw = false>
+// kPadE: E's rows padded with zero columns, so that no depthwise window tests its columns.
+template <class Element, Stage kStage, bool kTensorDw = false, bool kPadE = false>
 void launch_stage(const MBConvProblem& p, const Args<MBConvProblem>& a, const float* gate, float* partial, void* dbuf) {
   const void* wp = a.project_w;
   const auto go = [&](auto kernel, const char* name) {
-    const Tile t = stage_tile<kStage>(p, a, kernel, name, dbuf);
+    const Tile t = stage_tile<kStage>(p, a, kernel, name, dbuf, kPadE);
     kernel<<<dim3(unsigned(t.tiles * t.splits), unsigned(t.groups)), kThreads, t.bytes>>>(
         t, static_cast<const Element*>(a.x), static_cast<const Element*>(a.expand_w),
         static_cast<const Element*>(a.expand_b), static_cast<const Element*>(a.dw_w),
@@ -783,10 +860,10 @@ void launch_stage(const MBConvProblem& p, const Args<MBConvProblem>& a, const fl
   };
   const auto with = [&](auto relu) {
     constexpr bool kRelu = decltype(relu)::value;
-    if (p.kernel == 3 && p.stride == 1) go(mbconv_tile_kernel<Element, kStage, 3, 1, kRelu, kTensorDw>, "mbconv_tile_kernel<k=3,s=1>");
-    else if (p.kernel == 3) go(mbconv_tile_kernel<Element, kStage, 3, 2, kRelu, kTensorDw>, "mbconv_tile_kernel<k=3,s=2>");
-    else if (p.stride == 1) go(mbconv_tile_kernel<Element, kStage, 5, 1, kRelu, kTensorDw>, "mbconv_tile_kernel<k=5,s=1>");
-    else go(mbconv_tile_kernel<Element, kStage, 5, 2, kRelu, kTensorDw>, "mbconv_tile_kernel<k=5,s=2>");
+    if (p.kernel == 3 && p.stride == 1) go(mbconv_tile_kernel<Element, kStage, 3, 1, kRelu, kTensorDw, kPadE>, "mbconv_tile_kernel<k=3,s=1>");
+    else if (p.kernel == 3) go(mbconv_tile_kernel<Element, kStage, 3, 2, kRelu, kTensorDw, kPadE>, "mbconv_tile_kernel<k=3,s=2>");
+    else if (p.stride == 1) go(mbconv_tile_kernel<Element, kStage, 5, 1, kRelu, kTensorDw, kPadE>, "mbconv_tile_kernel<k=5,s=1>");
+    else go(mbconv_tile_kernel<Element, kStage, 5, 2, kRelu, kTensorDw, kPadE>, "mbconv_tile_kernel<k=5,s=2>");
   };
   if (p.activation == MBConvActivation::relu) with(std::true_type{});
   else with(std::false_type{});

@@ -201,6 +201,14 @@ struct Tile {
   // input pixels in xs and E (H·W), output pixels in D (P·Q), elements in dbuf (dbuf_offset(t, 1, 0, 0)).
   // Kernel parameters, so the depthwise's per-item offsets take them from the constant bank.
   int image_in, image_out, image_dbuf;
+  // E's layout in shared memory: rows of ew pixels, the image's W columns from column e_left, and
+  // e_image pixels from one image of a tile to the next (0 with one image). Unpadded (tile_for):
+  // ew = W, e_left = 0, e_image = image_in. Padded (pad_e_columns): zero columns on both sides of
+  // every row, as many as the depthwise's widest window reaches past the image, so that no window
+  // load needs a column test; w_div divides a tile pixel by W (where the expand writes pixel m).
+  int ew, e_left, e_image;
+  bool e_padded;
+  FastDiv w_div;
   // The tensor-core depthwise's pixel maps: a tile's output pixel → image (÷ rows·Q) → row (÷ Q).
   FastDiv image_div, q_div;
   int c_pad, cout_pad;            // C to 16, C_out to 8
@@ -222,7 +230,7 @@ struct Tile {
 // The layout of a tile of `rows` output rows, holding `images` whole images
 // (images > 1 only when rows == P: then the tile reads every input row of each
 // image, in_rows == H, and image i's pixels follow image i − 1's in xs, E and D).
-inline Tile tile_for(const MBConvProblem& p, int rows, Stage stage, int images = 1) {
+inline Tile tile_for(const MBConvProblem& p, int rows, Stage stage, int images = 1, bool pad_e = false) {
   const bool project = stage == Stage::project;
   const bool sums = stage == Stage::sums || stage == Stage::store;
   Tile t{};
@@ -250,6 +258,7 @@ inline Tile tile_for(const MBConvProblem& p, int rows, Stage stage, int images =
   t.image_out = several ? rows * t.Q : 0;
   t.image_dbuf = several ? t.d_chunks * t.P * t.Q * kChunk : 0;
   t.image_div = fast_div(std::uint32_t(rows * t.Q)), t.q_div = fast_div(std::uint32_t(t.Q));
+  t.ew = p.W, t.e_left = 0, t.e_image = t.image_in, t.e_padded = false, t.w_div = fast_div(std::uint32_t(p.W));
   t.dw_rows = dw_rows_for(rows, (t.Q + kRun - 1) / kRun, dw_group_max(p.kernel, p.stride, project), t.images);
   t.dw = dw_steps((t.Q + kRun - 1) / kRun, (rows + t.dw_rows - 1) / t.dw_rows);
   const std::size_t e = 2;  // 16-bit elements
@@ -265,8 +274,18 @@ inline Tile tile_for(const MBConvProblem& p, int rows, Stage stage, int images =
   t.e_buffers = std::min(t.expand ? 2 : 3, t.d_chunks);
   t.d_buffers = project ? 1 : 0;
   const std::size_t taps = std::size_t(p.kernel) * p.kernel;
+  int e_rows = t.m_in;  // unpadded: the expand writes every row of its m tiles
+  if (pad_e) {          // padded: only the tile's input pixels, each at its place in a padded row
+    const int q_last = (t.Q - 1) / kRun * kRun;  // the last run's first output column
+    const int window_end = (q_last + kRun - 1) * p.stride - t.pad + p.kernel - 1;  // its window's last column
+    t.e_padded = true;
+    t.e_left = t.pad;
+    t.ew = t.e_left + p.W + std::max(0, window_end - (p.W - 1));
+    t.e_image = several ? t.in_rows * t.ew : 0;
+    e_rows = t.images * t.in_rows * t.ew;
+  }
   t.x_off = take(t.expand ? std::size_t(t.m_in) * t.ldx * e : 0);
-  t.e_off = region(std::size_t(t.m_in) * t.lde * e, t.e_buffers, t.e_bytes);
+  t.e_off = region(std::size_t(e_rows) * t.lde * e, t.e_buffers, t.e_bytes);
   t.d_off = region(std::size_t(t.m_out) * t.ldd * e, t.d_buffers, t.d_bytes);
   t.we_off = region(t.expand ? std::size_t(t.c_pad) * t.ldwe * e : 0, 2, t.we_bytes);
   t.wp_off = region(project ? std::size_t(kChunk) * t.ldwp * e : 0, 2, t.wp_bytes);
@@ -364,11 +383,26 @@ inline int images_for(const MBConvProblem& p, Stage stage, const Tile& one, int 
   return 1;
 }
 
+// Padded E (Tile::e_padded): tile pixel m (rows of W pixels, images after one another) sits at
+// m + ⌊m / W⌋·(ew − W) + e_left, after its row's e_left zero columns; pad column pc (0 ≤ pc < ew − W)
+// of a row is column pc (left of the image) or W + pc (right of it).
+CONVLAB_HOST_DEVICE inline int e_padded_place(const Tile& t, int m) {
+  return m + fast_quotient(t.w_div, m) * (t.ew - t.W) + t.e_left;
+}
+CONVLAB_HOST_DEVICE inline int e_pad_column(const Tile& t, int pc) { return pc < t.e_left ? pc : t.W + pc; }
+
 // The launched tile: choose_tile's rows, then images_for's images.
 inline Tile choose_tile(const MBConvProblem& p, Stage stage, int resident) {
   const Tile one = choose_tile(p, stage);
   const int images = images_for(p, stage, one, resident);
   return images > 1 ? tile_for(p, one.rows, stage, images) : one;
+}
+
+// The same tile with E's rows padded by zero columns (Tile::ew): the rows and images stay
+// choose_tile's (the sums' layout [N, tiles, hidden] does not change); only E's buffers grow,
+// by (ew − W)·in_rows pixels an image (2 columns of 14 at 14², 2 of 56 at 56²).
+inline Tile pad_e_columns(const MBConvProblem& p, const Tile& t, Stage stage) {
+  return tile_for(p, t.rows, stage, t.images, true);
 }
 
 // Split a tile over several CTAs when the grid (tiles · groups) would not fill the
@@ -762,6 +796,21 @@ inline std::size_t se_gate_shared_bytes(const MBConvProblem& p) {
 }
 // The gate kernel's shared memory within what one block may ask for (227 KB on the H200).
 inline bool se_gate_fits(const MBConvProblem& p) { return se_gate_shared_bytes(p) <= 227 * 1024; }
+// The store plan's gate kernel may copy its weights (16-bit) into its shared memory before it waits
+// for pass 1, so that FC1 and FC2 read shared memory instead of waiting on L2 after the wait. The
+// copies sit after the scratch (se_gate_staged_offset, 16-byte aligned): W1, W2, b1, b2, each
+// rounded up to 16 bytes; only where they fit kGateStagedMax (every EfficientNet-B0 block but
+// hidden 1152).
+inline constexpr std::size_t kGateStagedMax = 96 * 1024;
+inline std::size_t se_gate_staged_offset(const MBConvProblem& p) { return (se_gate_shared_bytes(p) + 15) / 16 * 16; }
+inline std::size_t se_gate_staged_bytes(const MBConvProblem& p) {
+  const auto up = [](std::size_t elems) { return (elems * 2 + 15) / 16 * 16; };
+  const std::size_t h = p.hidden(), cr = p.se_channels();
+  return 2 * up(h * cr) + up(cr) + up(h);
+}
+inline bool se_gate_stages(const MBConvProblem& p) {
+  return se_gate_staged_bytes(p) <= kGateStagedMax && se_gate_staged_offset(p) + se_gate_staged_bytes(p) <= 227 * 1024;
+}
 
 
 // ---- 11k: the store plan as one kernel over a thread-block cluster (mbconv_block_cluster.cuh) ----
