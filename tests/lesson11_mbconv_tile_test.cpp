@@ -386,22 +386,30 @@ TEST_CASE("mbconv tile: the depthwise runs cover every output pixel once per pai
 
 TEST_CASE("mbconv tile: padded E holds each pixel once in its row and every window's column inside the row",
           "[mbconv][lesson11][cpu]") {
-  // pad_e_columns (launch_stage's kPadE): the expand writes tile pixel m at e_padded_place, the
+  // choose_tile's pad_e (launch_stage's kPadE): the expand writes tile pixel m at e_padded_place, the
   // depthwise item reads row h at (image·e_image + (h − h0)·ew + e_left) and its window from column
   // w0 = q0·stride − pad without a column test, the prologue zeroes e_pad_column(pc) of each row.
-  // At every GPU test and bench shape, every tile of the store stage: places in the buffer, one
+  // At every GPU test and bench shape the padded tile exists where the unpadded one does, with
+  // as many rows and images or fewer (its E is larger: at the bench shapes it loses a row at
+  // K = 5 on 28² and C = 112 @ 14², and its second image at K = 5 on 7²). Every tile of the
+  // store and sums stages: places in the buffer, one
   // pixel each, in the pixel's row and column; the pad columns and the image's columns partition
   // the row; a window column that feeds an output q < Q lies inside its row, on the image's
   // pixel or on a pad (zero); the buffer holds what the kernel writes and reads.
-  int checked = 0;
+  int checked = 0, fewer_rows = 0;
   for (const MBConvProblem& p : fused_shapes())
     for (Stage s : {Stage::store, Stage::sums}) {
       INFO(OpTraits<MBConvProblem>::spec(p) << " stage " << int(s));
       const Tile base = choose_tile(p, s, kH200Resident);
       if (base.rows == 0) continue;
-      const Tile t = pad_e_columns(p, base, s);
+      const Tile t = choose_tile(p, s, kH200Resident, true);
+      REQUIRE(t.rows > 0);
       REQUIRE(t.e_padded);
-      CHECK((t.rows == base.rows && t.images == base.images && t.tiles == base.tiles));
+      CHECK(t.bytes <= kMaxShared);
+      CHECK(t.rows <= base.rows);
+      CHECK(t.images <= base.images);
+      if (t.rows != base.rows || t.images != base.images) ++fewer_rows;
+      else CHECK(t.tiles == base.tiles);
       CHECK(t.e_left == p.kernel / 2);
       CHECK(t.ew >= t.W + t.e_left);
       const std::size_t e_pixels = std::size_t(t.images) * t.in_rows * t.ew;
@@ -458,6 +466,7 @@ TEST_CASE("mbconv tile: padded E holds each pixel once in its row and every wind
       }
     }
   CHECK(checked > 100);
+  CHECK(fewer_rows > 0);  // the table reaches the boundary where padding costs a row
 }
 
 TEST_CASE("mbconv tile: several images per tile keep per-image sums slots, dbuf blocks and gates",

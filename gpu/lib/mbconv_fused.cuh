@@ -828,14 +828,13 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
 // store stage's depthwise on the tensor cores (11e) instead of the FMA pipes (11c).
 // The stage's tile for `kernel` (its resident CTAs decide the rows, the images and the splits), with
 // the copy and store flags and the CONVLAB_MBCONV_SPLITS override; pad_e: E's rows padded
-// (pad_e_columns; the kernel's kPadE).
+// (tile_for's pad_e; the kernel's kPadE).
 template <Stage kStage, class Kernel>
 Tile stage_tile(const MBConvProblem& p, const Args<MBConvProblem>& a, Kernel kernel, const char* name, const void* dbuf,
                 bool pad_e = false) {
-  const Tile one = choose_tile(p, kStage);
+  const Tile one = choose_tile(p, kStage, pad_e);
   allow_dynamic_shared(kernel, one.bytes, name);
-  Tile t = choose_tile(p, kStage, resident_blocks(kernel, kThreads, one.bytes));
-  if (pad_e) t = pad_e_columns(p, t, kStage);
+  Tile t = choose_tile(p, kStage, resident_blocks(kernel, kThreads, one.bytes), pad_e);
   t.vec = vector_copies_ok(p, {a.x, a.expand_w, a.dw_w, a.project_w, dbuf});
   t.pairs = p.C_out % 2 == 0 && aligned_to(a.y, 4) && aligned_to(a.x, 4);
   allow_dynamic_shared(kernel, t.bytes, name);

@@ -27,9 +27,10 @@ inline bool store_plan_supported(const MBConvProblem& p) { return p.has_se() && 
 struct StorePlanLayout {
   std::size_t partial, gate16, dbuf, wp;  // bytes
   explicit StorePlanLayout(const MBConvProblem& p) {
-    const Tile t = choose_tile(p, Stage::store);  // pass 1's tiles: one row of sums each
+    // pass 1's tiles: one row of sums each (padded E may take a row less a tile: room for either)
+    const int tiles = std::max(choose_tile(p, Stage::store).tiles, choose_tile(p, Stage::store, true).tiles);
     const auto up = [](std::size_t b) { return (b + 255) / 256 * 256; };
-    partial = up(std::size_t(p.N) * t.tiles * p.hidden() * sizeof(float));
+    partial = up(std::size_t(p.N) * tiles * p.hidden() * sizeof(float));
     gate16 = up(std::size_t(p.N) * dbuf_live(p.hidden()) * 2);
     dbuf = up(dbuf_elems(p) * 2);
     wp = up(project_workspace_bytes(p));
@@ -49,7 +50,7 @@ struct StorePlanLayout {
 template <bool kTensorDw, bool kWgmmaProject = false, bool kDependentLaunch = true, bool kStreamCtaPart = false,
           bool kGateStaged = false, bool kPadE = false>
 void run_store_plan(const MBConvProblem& p, const Args<MBConvProblem>& a) {
-  const Tile t = choose_tile(p, Stage::store);
+  const Tile t = choose_tile(p, Stage::store, kPadE);
   const StorePlanLayout l(p);
   unsigned char* base = static_cast<unsigned char*>(a.workspace);
   float* partial = reinterpret_cast<float*>(base);

@@ -335,11 +335,13 @@ inline bool tile_fits(const Tile& t, std::size_t shared_limit = kMaxShared) {
 // (in_rows > 2·rows·stride: a 5 × 5 window at stride 2 on one output row reads
 // 5 rows for 2), the expand it recomputes costs more than the second CTA's
 // latency hiding buys, and the tallest one-CTA tile is taken instead.
-inline Tile choose_tile(const MBConvProblem& p, Stage stage) {
+// pad_e: the tile of a kernel with padded E rows (tile_for's pad_e), whose larger E buffers may
+// take a row less near the limits.
+inline Tile choose_tile(const MBConvProblem& p, Stage stage, bool pad_e = false) {
   const int top = std::max(1, std::min(p.P(), kTargetPixels / std::max(1, p.Q())));
   const auto tallest = [&](std::size_t limit) {
     for (int rows = top; rows >= 1; --rows) {
-      const Tile t = tile_for(p, rows, stage);
+      const Tile t = tile_for(p, rows, stage, 1, pad_e);
       if (tile_fits(t, limit)) return t;
     }
     Tile none{};
@@ -371,7 +373,7 @@ inline Tile choose_tile(const MBConvProblem& p, Stage stage) {
 //           D again): m ≤ N / (2·resident);
 //   memory  two CTAs per SM (kSharedTwoCtas) and the Y accumulators (tile_fits).
 // And m ≤ kMaxImages: the tensor-core depthwise's sums give each image one row of an m16 tile.
-inline int images_for(const MBConvProblem& p, Stage stage, const Tile& one, int resident) {
+inline int images_for(const MBConvProblem& p, Stage stage, const Tile& one, int resident, bool pad_e = false) {
   if (one.rows == 0 || one.rows != one.P || one.bytes > kSharedTwoCtas) return 1;
   const long long want = 2LL * std::max(1, resident);
   const long long chunks = (p.hidden() + kChunk - 1) / kChunk;
@@ -379,7 +381,7 @@ inline int images_for(const MBConvProblem& p, Stage stage, const Tile& one, int 
   const int by_grid = int(std::min<long long>(p.N, std::max(1LL, units / want)));
   const int by_pixels = std::min(kMaxImages, std::max(1, kTargetPixels / std::max(1, one.P * one.Q)));
   for (int m = std::min(by_grid, by_pixels); m > 1; --m)
-    if (tile_fits(tile_for(p, one.rows, stage, m), kSharedTwoCtas)) return m;
+    if (tile_fits(tile_for(p, one.rows, stage, m, pad_e), kSharedTwoCtas)) return m;
   return 1;
 }
 
@@ -392,17 +394,10 @@ CONVLAB_HOST_DEVICE inline int e_padded_place(const Tile& t, int m) {
 CONVLAB_HOST_DEVICE inline int e_pad_column(const Tile& t, int pc) { return pc < t.e_left ? pc : t.W + pc; }
 
 // The launched tile: choose_tile's rows, then images_for's images.
-inline Tile choose_tile(const MBConvProblem& p, Stage stage, int resident) {
-  const Tile one = choose_tile(p, stage);
-  const int images = images_for(p, stage, one, resident);
-  return images > 1 ? tile_for(p, one.rows, stage, images) : one;
-}
-
-// The same tile with E's rows padded by zero columns (Tile::ew): the rows and images stay
-// choose_tile's (the sums' layout [N, tiles, hidden] does not change); only E's buffers grow,
-// by (ew − W)·in_rows pixels an image (2 columns of 14 at 14², 2 of 56 at 56²).
-inline Tile pad_e_columns(const MBConvProblem& p, const Tile& t, Stage stage) {
-  return tile_for(p, t.rows, stage, t.images, true);
+inline Tile choose_tile(const MBConvProblem& p, Stage stage, int resident, bool pad_e = false) {
+  const Tile one = choose_tile(p, stage, pad_e);
+  const int images = images_for(p, stage, one, resident, pad_e);
+  return images > 1 ? tile_for(p, one.rows, stage, images, pad_e) : one;
 }
 
 // Split a tile over several CTAs when the grid (tiles · groups) would not fill the
