@@ -173,21 +173,13 @@ inline void run_block_cluster(const MBConvProblem& p, const Args<MBConvProblem>&
       args.vec1 = p.se_channels() % 8 == 0 && aligned_16(a.se1_w), args.vec2 = p.hidden() % 8 == 0 && aligned_16(a.se2_w);
       args.cr = p.se_channels(), args.inv_pixels = float(1.0 / (double(p.P()) * p.Q())), args.act = p.activation;
       args.gate16 = static_cast<E*>(gate16), args.wp = w.wp;
-      cudaLaunchAttribute attribute{};
-      attribute.id = cudaLaunchAttributeClusterDimension;
-      attribute.val.clusterDim.x = unsigned(c.f.ctas), attribute.val.clusterDim.y = 1, attribute.val.clusterDim.z = 1;
-      cudaLaunchConfig_t config{};
-      config.gridDim = dim3(unsigned(c.t.tiles * c.t.splits), unsigned(c.t.groups));
-      config.blockDim = dim3(kThreads);
-      config.dynamicSmemBytes = bytes;
-      config.attrs = &attribute;
-      config.numAttrs = 1;
-      hopper::max_active_clusters(reinterpret_cast<const void*>(kernel), config, name);  // refuses what cannot run
-      check_cuda(cudaLaunchKernelEx(&config, kernel, c.t, static_cast<const E*>(a.x), static_cast<const E*>(a.expand_w),
-                                    static_cast<const E*>(a.expand_b), static_cast<const E*>(a.dw_w),
-                                    static_cast<const E*>(a.dw_b), static_cast<const E*>(a.project_b),
-                                    static_cast<E*>(a.y), partial, static_cast<E*>(dbuf), args),
-                 (std::string("launching ") + name).c_str());
+      hopper::ClusterLaunch launcher(unsigned(c.f.ctas), dim3(kThreads), bytes);
+      launcher.max_active_clusters(kernel, name);  // refuses what cannot run
+      launcher.launch(dim3(unsigned(c.t.tiles * c.t.splits), unsigned(c.t.groups)), kernel,
+                      (std::string("launching ") + name).c_str(), c.t, static_cast<const E*>(a.x),
+                      static_cast<const E*>(a.expand_w), static_cast<const E*>(a.expand_b),
+                      static_cast<const E*>(a.dw_w), static_cast<const E*>(a.dw_b),
+                      static_cast<const E*>(a.project_b), static_cast<E*>(a.y), partial, static_cast<E*>(dbuf), args);
       done = true;
     };
     const auto with = [&](auto relu) {

@@ -15,7 +15,7 @@
 //                   stages of 64 rows
 #pragma once
 
-#include "gpu/lib/hopper/cluster.cuh"               // cluster_sync, map_shared_to_rank, ld_shared_cluster_f32
+#include "gpu/lib/hopper/cluster.cuh"               // cluster_sync, map_shared_to_rank, ld_shared_cluster_f32, ClusterLaunch
 #include "gpu/lib/hopper/mbarrier.cuh"              // mbarrier_init, mbarrier_arrive, mbarrier_wait
 #include "gpu/lib/hopper/tma.cuh"                   // tma_load_2d, cached_tma_tile_2d
 #include "gpu/lib/mbconv_fused.cuh"                 // activate_pair, load_pair, unpack_pair
@@ -727,30 +727,16 @@ void run_image_wgmma(const MBConvProblem& p, const Args<MBConvProblem>& a, int s
     using E = typename decltype(tag)::type;
     const auto go = [&](auto kernel, const char* name) {
       allow_dynamic_shared(kernel, prm.l.bytes, name);
-      cudaLaunchAttribute attribute{};
-      attribute.id = cudaLaunchAttributeClusterDimension;
-      attribute.val.clusterDim.x = unsigned(prm.l.split);
-      attribute.val.clusterDim.y = 1;
-      attribute.val.clusterDim.z = 1;
-      cudaLaunchConfig_t config{};
-      config.blockDim = dim3(kThreads);
-      config.dynamicSmemBytes = prm.l.bytes;
-      config.stream = nullptr;
-      config.attrs = kSplit ? &attribute : nullptr;
-      config.numAttrs = kSplit ? 1 : 0;
-      if constexpr (kSplit) {  // refused with a DeviceError where the device cannot co-schedule the cluster
-        config.gridDim = dim3(unsigned(prm.l.split));
-        gpu::hopper::max_active_clusters(reinterpret_cast<const void*>(kernel), config, name);
-      }
-      config.gridDim = dim3(ctas);
-      check_cuda(cudaLaunchKernelEx(&config, kernel, we_map, wp_map, prm, static_cast<const E*>(a.x),
-                                    static_cast<const E*>(a.expand_w), static_cast<const E*>(a.expand_b),
-                                    static_cast<const E*>(a.dw_w), static_cast<const E*>(a.dw_b),
-                                    static_cast<const E*>(a.se1_w), static_cast<const E*>(a.se1_b),
-                                    static_cast<const E*>(a.se2_w), static_cast<const E*>(a.se2_b),
-                                    static_cast<const E*>(a.project_w), static_cast<const E*>(a.project_b),
-                                    static_cast<E*>(a.y)),
-                 (std::string("launching ") + name).c_str());
+      // Without kSplit a plain launch (no cluster attribute).
+      gpu::hopper::ClusterLaunch launcher(kSplit ? unsigned(prm.l.split) : 0u, dim3(kThreads), prm.l.bytes);
+      if constexpr (kSplit)  // refused with a DeviceError where the device cannot co-schedule the cluster
+        launcher.max_active_clusters(kernel, name);
+      launcher.launch(dim3(ctas), kernel, (std::string("launching ") + name).c_str(), we_map, wp_map, prm,
+                      static_cast<const E*>(a.x), static_cast<const E*>(a.expand_w),
+                      static_cast<const E*>(a.expand_b), static_cast<const E*>(a.dw_w),
+                      static_cast<const E*>(a.dw_b), static_cast<const E*>(a.se1_w), static_cast<const E*>(a.se1_b),
+                      static_cast<const E*>(a.se2_w), static_cast<const E*>(a.se2_b),
+                      static_cast<const E*>(a.project_w), static_cast<const E*>(a.project_b), static_cast<E*>(a.y));
       check_launch(name);
       stamps.report();
       chunk_trace.report();

@@ -87,20 +87,9 @@ std::vector<int> run_tma_multicast_probe(int cluster, int clusters, int boxes, c
                                                       .box_rows = kBoxRows, .box_cols = kBoxCols});
   const std::size_t shared = std::size_t(boxes) * kBoxBytes + 1024;
   allow_dynamic_shared(tma_multicast_probe_kernel, shared, "tma_multicast_probe_kernel");
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeClusterDimension;
-  attribute.val.clusterDim.x = unsigned(cluster);
-  attribute.val.clusterDim.y = 1;
-  attribute.val.clusterDim.z = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(unsigned(ctas));
-  config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = shared;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
-  check_cuda(cudaLaunchKernelEx(&config, tma_multicast_probe_kernel, map, static_cast<const uint16_t*>(dm.get()), boxes,
-                                static_cast<int*>(dw.get())),
-             "cudaLaunchKernelEx(tma_multicast_probe_kernel)");
+  hopper::ClusterLaunch launcher(unsigned(cluster), dim3(kThreads), shared);
+  launcher.launch(dim3(unsigned(ctas)), tma_multicast_probe_kernel, "cudaLaunchKernelEx(tma_multicast_probe_kernel)",
+                  map, static_cast<const uint16_t*>(dm.get()), boxes, static_cast<int*>(dw.get()));
   device_synchronize("tma_multicast_probe_kernel");
   std::vector<int> wrong(ctas);
   copy_bytes(wrong.data(), Device::cpu, dw.get(), Device::gpu, ctas * sizeof(int));

@@ -28,12 +28,13 @@
 // the barriers are initialised, before the first remote arrival).
 //
 // On the host, max_active_clusters sizes a persistent grid of clusters and
-// refuses a cluster the device cannot co-schedule.
+// refuses a cluster the device cannot co-schedule; ClusterLaunch holds one
+// cluster launch's configuration, asks that query with it and launches.
 //
 // Two halves, as the other files here: (1) plain C++ (which CTA of a cluster,
 // the peer of a pair), host-tested; (2) CUDA: the instructions (PTX ISA 9.x:
 // "mapa", "st" with .shared::cluster, "mbarrier" with .cluster scope,
-// "fence.proxy.async", "barrier.cluster") and the host's occupancy query.
+// "fence.proxy.async", "barrier.cluster") and the host's occupancy query and launch.
 #pragma once
 
 #include <cstdint>
@@ -67,6 +68,7 @@ CONVLAB_HOST_DEVICE constexpr int pair_peer(int rank) { return rank ^ 1; }
 #include <mutex>
 #include <string>
 #include <tuple>
+#include <utility>
 
 #include "core/device.hpp"
 #include "gpu/lib/check.cuh"
@@ -307,6 +309,47 @@ inline int max_active_clusters(const void* kernel, const cudaLaunchConfig_t& con
                       " threads and " + std::to_string(config.dynamicSmemBytes) + " bytes of shared memory each");
   return known.emplace(key, clusters).first->second;
 }
+
+// ---- host: a launch in clusters ---------------------------------------------------------
+
+// The launch of a kernel in clusters of `cluster` CTAs along x (0: no cluster attribute, a
+// plain launch), `block` threads and `shared` bytes of dynamic shared memory a CTA, on the
+// default stream. config.attrs points at this object's own attribute, so it is neither copied
+// nor moved.
+struct ClusterLaunch {
+  cudaLaunchAttribute attribute{};
+  cudaLaunchConfig_t config{};
+
+  ClusterLaunch(unsigned cluster, dim3 block, std::size_t shared) {
+    attribute.id = cudaLaunchAttributeClusterDimension;
+    attribute.val.clusterDim.x = cluster;
+    attribute.val.clusterDim.y = 1;
+    attribute.val.clusterDim.z = 1;
+    config.blockDim = block;
+    config.dynamicSmemBytes = shared;
+    config.stream = nullptr;
+    config.attrs = cluster > 0 ? &attribute : nullptr;
+    config.numAttrs = cluster > 0 ? 1 : 0;
+  }
+  ClusterLaunch(const ClusterLaunch&) = delete;
+  ClusterLaunch& operator=(const ClusterLaunch&) = delete;
+
+  // max_active_clusters for one cluster's grid: how many clusters of `kernel` run at once (the
+  // size of a persistent grid, in clusters); a DeviceError naming `what` where none can. Needs a
+  // cluster (cluster > 0).
+  template <class Kernel> int max_active_clusters(Kernel kernel, const char* what) {
+    config.gridDim = dim3(attribute.val.clusterDim.x);
+    return hopper::max_active_clusters(reinterpret_cast<const void*>(kernel), config, what);
+  }
+
+  // kernel<<<grid, block, shared>>>(args...) in clusters; `what` is check_cuda's message if the
+  // launch fails.
+  template <class... Params, class... Args>
+  void launch(dim3 grid, void (*kernel)(Params...), const char* what, Args&&... args) {
+    config.gridDim = grid;
+    check_cuda(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...), what);
+  }
+};
 
 }  // namespace convlab::gpu::hopper
 #endif  // __CUDACC__

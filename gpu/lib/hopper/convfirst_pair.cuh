@@ -250,28 +250,14 @@ void launch_pair_kernel(Kernel kernel, const ConvFirstProblem& p, const Args<Con
   const std::size_t shared = cluster_shared_bytes<L>(sg, p.hidden);
   gpu::allow_dynamic_shared(kernel, shared, kernel_name);
 
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeClusterDimension;
-  attribute.val.clusterDim.x = L::kCluster;
-  attribute.val.clusterDim.y = 1;
-  attribute.val.clusterDim.z = 1;
-  cudaLaunchConfig_t config{};
-  config.blockDim = dim3(L::kThreads);
-  config.dynamicSmemBytes = shared;
-  config.stream = nullptr;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
+  gpu::hopper::ClusterLaunch launcher(L::kCluster, dim3(L::kThreads), shared);
   const int tiles = gpu::ceil_div(M, L::kTileRows);
-  config.gridDim = dim3(L::kCluster);  // what the occupancy query needs: one cluster's shape
   // 0 (a cluster the device cannot co-schedule) is refused inside with a DeviceError
-  const int clusters =
-      std::min(tiles, gpu::hopper::max_active_clusters(reinterpret_cast<const void*>(kernel), config, variant));
-  config.gridDim = dim3(L::kCluster * clusters);
-  gpu::check_cuda(cudaLaunchKernelEx(&config, kernel, x_map, u_map, v_map, sg, M, p.H, p.W, p.hidden,
-                                     static_cast<const Element*>(args.conv_w), static_cast<const Element*>(args.conv_b),
-                                     static_cast<const Element*>(args.a), static_cast<const Element*>(args.b),
-                                     static_cast<Element*>(args.y)),
-                  (std::string("launching ") + kernel_name).c_str());
+  const int clusters = std::min(tiles, launcher.max_active_clusters(kernel, variant));
+  launcher.launch(dim3(L::kCluster * clusters), kernel, (std::string("launching ") + kernel_name).c_str(), x_map,
+                  u_map, v_map, sg, M, p.H, p.W, p.hidden, static_cast<const Element*>(args.conv_w),
+                  static_cast<const Element*>(args.conv_b), static_cast<const Element*>(args.a),
+                  static_cast<const Element*>(args.b), static_cast<Element*>(args.y));
 }
 
 }  // namespace convlab::convfirst_cluster
