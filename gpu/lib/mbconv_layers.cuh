@@ -25,7 +25,6 @@
 #include "gpu/lib/ffn_epilogue.cuh"
 #include "gpu/lib/hopper/dependent_launch.cuh"
 #include "gpu/lib/mbconv_tile.hpp"  // se_gate_threads, se_gate_shared_bytes
-#include "gpu/lib/mma.cuh"          // cp_async_16, shared_address
 #include "ops/conv2d.hpp"
 #include "ops/gemm.hpp"
 #include "ops/mbconv.hpp"
@@ -171,20 +170,7 @@ __device__ __forceinline__ void se_gate_image(int n, int hidden, int cr, int par
     for (int j = hidden + tid; j < ld16; j += kBlockThreads) gate16[std::ptrdiff_t(n) * ld16 + j] = from_float<Element>(0.0f);
 }
 
-// n elements from src (global) to dst (shared, 16-byte aligned): 16-byte cp.async where src is
-// 16-byte aligned, plain copies for the rest (both visible after the next barrier, once the
-// copier has waited for its cp.async).
-template <class Element, int kBlockThreads>
-__device__ __forceinline__ void stage_weights(Element* dst, const Element* src, int n) {
-  constexpr int kPer = 16 / int(sizeof(Element));
-  const int pieces = reinterpret_cast<std::uintptr_t>(src) % 16 == 0 ? n / kPer : 0;
-  for (int i = threadIdx.x; i < pieces; i += kBlockThreads) cp_async_16(shared_address(dst + i * kPer), src + i * kPer, true);
-  for (int i = pieces * kPer + threadIdx.x; i < n; i += kBlockThreads) dst[i] = src[i];
-}
-
-// kStaged (the store plan, kDependent only): W1, W2, b1 and b2 are copied into shared memory at
-// byte staged_offset before the wait (se_gate_stages), so FC1 and FC2 read them there.
-template <class Element, int kBlockThreads, bool kDependent, bool kStaged = false>
+template <class Element, int kBlockThreads, bool kDependent>
 __global__ void __launch_bounds__(kBlockThreads, 1) se_gate_kernel(int hidden, int cr, int parts, float inv_pixels,
                                                                FfnActivation act, const float* __restrict__ partial,
                                                                const Element* __restrict__ w1,
@@ -192,63 +178,35 @@ __global__ void __launch_bounds__(kBlockThreads, 1) se_gate_kernel(int hidden, i
                                                                const Element* __restrict__ w2,
                                                                const Element* __restrict__ b2, bool vec1, bool vec2,
                                                                float* __restrict__ gate, Element* __restrict__ gate16,
-                                                               int ld16, int staged_offset) {
-  static_assert(!kStaged || kDependent, "the weights are staged while the kernel waits for pass 1");
+                                                               int ld16) {
   extern __shared__ float se_shared[];
-  const Element *w1_at = w1, *w2_at = w2, *b1_at = b1, *b2_at = b2;
-  // As a dependent of pass 1 (the store plan): pass 2 may be scheduled now, and nothing pass 1
-  // writes is read before pass 1 has completed (the weights are the block's inputs).
+  // As a dependent of pass 1 (the store plan): pass 2 may be scheduled now, and nothing here is
+  // read before pass 1 has completed.
   if constexpr (kDependent) {
     hopper::allow_dependent_launch();
-    if constexpr (kStaged) {
-      const auto up = [](int elems) { return (elems + 7) / 8 * 8; };  // 16-byte pieces
-      Element* w1_s = reinterpret_cast<Element*>(reinterpret_cast<unsigned char*>(se_shared) + staged_offset);
-      Element* w2_s = w1_s + up(hidden * cr);
-      Element* b1_s = w2_s + up(cr * hidden);
-      Element* b2_s = b1_s + up(cr);
-      stage_weights<Element, kBlockThreads>(w1_s, w1, hidden * cr);
-      stage_weights<Element, kBlockThreads>(w2_s, w2, cr * hidden);
-      stage_weights<Element, kBlockThreads>(b1_s, b1, cr);
-      stage_weights<Element, kBlockThreads>(b2_s, b2, hidden);
-      cp_async_commit();
-      w1_at = w1_s, w2_at = w2_s, b1_at = b1_s, b2_at = b2_s;
-    }
     hopper::wait_for_prerequisite_grid();
-    if constexpr (kStaged) cp_async_wait<0>();  // se_gate_image's barrier before FC1 shows every thread's copies
   }
-  se_gate_image<Element, kBlockThreads>(int(blockIdx.x), hidden, cr, parts, inv_pixels, act, partial, w1_at, b1_at,
-                                        w2_at, b2_at, vec1, vec2, gate, gate16, ld16, se_shared);
+  se_gate_image<Element, kBlockThreads>(int(blockIdx.x), hidden, cr, parts, inv_pixels, act, partial, w1, b1, w2, b2,
+                                        vec1, vec2, gate, gate16, ld16, se_shared);
 }
 
-// kStaged: the weights go to shared memory while the kernel waits (se_gate_kernel), where
-// se_gate_stages says they fit; the store plan's dependent launch only.
-template <class Element, bool kDependent = false, bool kStaged = false>
+template <class Element, bool kDependent = false>
 void se_gate(const MBConvProblem& p, int parts, const float* partial, const void* w1, const void* b1, const void* w2,
              const void* b2, float* gate, void* gate16 = nullptr, int ld16 = 0) {
-  static_assert(!kStaged || (kDependent && sizeof(Element) == 2), "staged: the store plan's 16-bit gate");
   const bool vec1 = p.se_channels() % 8 == 0 && aligned_16(w1), vec2 = p.hidden() % 8 == 0 && aligned_16(w2);
-  const bool staged = kStaged && se_gate_stages(p);
-  const std::size_t bytes = staged ? se_gate_staged_offset(p) + se_gate_staged_bytes(p) : se_gate_shared_bytes(p);
   const auto go = [&](auto kernel, int threads) {
-    allow_dynamic_shared(kernel, bytes, "mbconv se_gate_kernel");
-    hopper::launch_kernel(kDependent, kernel, dim3(unsigned(p.N)), dim3(unsigned(threads)), bytes,
+    allow_dynamic_shared(kernel, se_gate_shared_bytes(p), "mbconv se_gate_kernel");
+    hopper::launch_kernel(kDependent, kernel, dim3(unsigned(p.N)), dim3(unsigned(threads)), se_gate_shared_bytes(p),
                           "mbconv se_gate_kernel", p.hidden(), p.se_channels(), parts,
                           float(1.0 / (double(p.P()) * p.Q())), p.activation, partial,
                           static_cast<const Element*>(w1), static_cast<const Element*>(b1),
                           static_cast<const Element*>(w2), static_cast<const Element*>(b2), vec1, vec2, gate,
-                          static_cast<Element*>(gate16), ld16, int(se_gate_staged_offset(p)));
+                          static_cast<Element*>(gate16), ld16);
   };
-  const auto with = [&](auto staged_tag) {
-    constexpr bool kS = decltype(staged_tag)::value;
-    if (se_gate_threads(p.hidden(), p.se_channels()) == kGateThreadsSmall)
-      go(se_gate_kernel<Element, kGateThreadsSmall, kDependent, kS>, kGateThreadsSmall);
-    else
-      go(se_gate_kernel<Element, kGateThreadsLarge, kDependent, kS>, kGateThreadsLarge);
-  };
-  if constexpr (kStaged) {
-    if (staged) return with(std::true_type{});
-  }
-  with(std::false_type{});
+  if (se_gate_threads(p.hidden(), p.se_channels()) == kGateThreadsSmall)
+    go(se_gate_kernel<Element, kGateThreadsSmall, kDependent>, kGateThreadsSmall);
+  else
+    go(se_gate_kernel<Element, kGateThreadsLarge, kDependent>, kGateThreadsLarge);
 }
 
 // ---- the layer passes ---------------------------------------------------------------------

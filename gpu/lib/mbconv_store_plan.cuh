@@ -44,11 +44,11 @@ struct StorePlanLayout {
 // where one is needed, is made before pass 1, so nothing pass 2 reads before its wait is written
 // by a kernel still running. kStreamCtaPart: the mma.sync pass 2 may stream with one column part
 // of Wp a CTA where the whole Wp does not fit (StreamTile::cta_part), else the persistent GEMM there.
-// kGateStaged: the gate kernel copies W1 and W2 into shared memory while it waits for pass 1
-// (se_gate_stages), so that its two FCs read no L2 after the wait. kPadE: pass 1's E rows padded
-// with zero columns (launch_stage), so that no depthwise window tests its columns.
+// kStreamPrefetch: the stream's warps load a group of D's chunks while they multiply the one
+// before (stream_task). kPadE: pass 1's E rows padded with zero columns (launch_stage), so that no
+// depthwise window tests its columns.
 template <bool kTensorDw, bool kWgmmaProject = false, bool kDependentLaunch = true, bool kStreamCtaPart = false,
-          bool kGateStaged = false, bool kPadE = false>
+          bool kStreamPrefetch = false, bool kPadE = false>
 void run_store_plan(const MBConvProblem& p, const Args<MBConvProblem>& a) {
   const Tile t = choose_tile(p, Stage::store, kPadE);
   const StorePlanLayout l(p);
@@ -60,12 +60,12 @@ void run_store_plan(const MBConvProblem& p, const Args<MBConvProblem>& a) {
     using E = typename decltype(tag)::type;
     const ProjectWeights<E> w = project_weights<E>(p, a, base + l.partial + l.gate16 + l.dbuf);
     launch_stage<E, Stage::store, kTensorDw, kPadE>(p, a, nullptr, partial, dbuf);
-    se_gate<E, kDependentLaunch, kGateStaged && kDependentLaunch>(p, t.tiles, partial, a.se1_w, a.se1_b, a.se2_w, a.se2_b, nullptr, gate16,
+    se_gate<E, kDependentLaunch>(p, t.tiles, partial, a.se1_w, a.se1_b, a.se2_w, a.se2_b, nullptr, gate16,
                                  dbuf_live(p.hidden()));
     if constexpr (kWgmmaProject)
       launch_project_wgmma<E>(p, a, dbuf, gate16, w, kDependentLaunch);
     else if (stream_tile_fits(stream_tile_for(p, w.ldw, kStreamCtaPart)))
-      launch_project_stream<E, kStreamCtaPart>(p, a, dbuf, gate16, w, kDependentLaunch);
+      launch_project_stream<E, kStreamCtaPart, kStreamPrefetch>(p, a, dbuf, gate16, w, kDependentLaunch);
     else
       launch_project<E>(p, a, dbuf, gate16, w, kDependentLaunch);
   });

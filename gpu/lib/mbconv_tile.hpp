@@ -791,21 +791,6 @@ inline std::size_t se_gate_shared_bytes(const MBConvProblem& p) {
 }
 // The gate kernel's shared memory within what one block may ask for (227 KB on the H200).
 inline bool se_gate_fits(const MBConvProblem& p) { return se_gate_shared_bytes(p) <= 227 * 1024; }
-// The store plan's gate kernel may copy its weights (16-bit) into its shared memory before it waits
-// for pass 1, so that FC1 and FC2 read shared memory instead of waiting on L2 after the wait. The
-// copies sit after the scratch (se_gate_staged_offset, 16-byte aligned): W1, W2, b1, b2, each
-// rounded up to 16 bytes; only where they fit kGateStagedMax (every EfficientNet-B0 block but
-// hidden 1152).
-inline constexpr std::size_t kGateStagedMax = 96 * 1024;
-inline std::size_t se_gate_staged_offset(const MBConvProblem& p) { return (se_gate_shared_bytes(p) + 15) / 16 * 16; }
-inline std::size_t se_gate_staged_bytes(const MBConvProblem& p) {
-  const auto up = [](std::size_t elems) { return (elems * 2 + 15) / 16 * 16; };
-  const std::size_t h = p.hidden(), cr = p.se_channels();
-  return 2 * up(h * cr) + up(cr) + up(h);
-}
-inline bool se_gate_stages(const MBConvProblem& p) {
-  return se_gate_staged_bytes(p) <= kGateStagedMax && se_gate_staged_offset(p) + se_gate_staged_bytes(p) <= 227 * 1024;
-}
 
 
 // ---- 11k: the store plan as one kernel over a thread-block cluster (mbconv_block_cluster.cuh) ----

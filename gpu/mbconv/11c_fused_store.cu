@@ -34,7 +34,7 @@ const Register<MBConvProblem> reg{{
     .device = Device::gpu,
     .lesson = 11,
     .supports = store_plan_supported,
-    .run = run_store_plan<false, false, true, true>,
+    .run = run_store_plan<false, false, true, true, true, true>,
     .workspace_bytes = [](const MBConvProblem& p) { return StorePlanLayout(p).bytes(); },
     .idea = "two fused passes; pass 1 stores the depthwise output in 16 bits, pass 2 is one GEMM over the batch that gates it and projects",
     .model_bytes = [](const MBConvProblem& p) { return p.two_pass_store_bytes(); },
