@@ -469,6 +469,23 @@ TEST_CASE("mbconv tile: padded E holds each pixel once in its row and every wind
   CHECK(fewer_rows > 0);  // the table reaches the boundary where padding costs a row
 }
 
+TEST_CASE("mbconv tile: where the store stage pads E", "[mbconv][lesson11][cpu]") {
+  // The bench shapes where padding lost in wave-3h's H100 run (56² and 28² at K = 3, stride 1;
+  // 7² at K = 5) keep unpadded E; every other bench shape pads (112² e = 1: 16 runs a row, 2 edge
+  // runs, no gain measured either way).
+  int padded = 0, plain = 0;
+  for (const MBConvProblem& p : OpTraits<MBConvProblem>::shapes(ShapeTable::bench, Device::gpu)) {
+    INFO(OpTraits<MBConvProblem>::spec(p));
+    const bool pays = pad_e_pays(p, kH200Resident);
+    const bool narrow_many_runs = p.kernel == 3 && p.stride == 1 && p.Q() > 2 * kRun;
+    const bool loses_image = p.kernel == 5 && p.H == 7;
+    CHECK(pays == !(narrow_many_runs || loses_image));
+    ++(pays ? padded : plain);
+  }
+  CHECK(padded >= 10);
+  CHECK(plain >= 4);
+}
+
 TEST_CASE("mbconv tile: several images per tile keep per-image sums slots, dbuf blocks and gates",
           "[mbconv][lesson11][cpu]") {
   // red[image][slot][j]: the depthwise thread rtid owns slot rtid / kPairs and pair rtid % kPairs, so

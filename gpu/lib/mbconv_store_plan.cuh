@@ -46,11 +46,12 @@ struct StorePlanLayout {
 // of Wp a CTA where the whole Wp does not fit (StreamTile::cta_part), else the persistent GEMM there.
 // kStreamPrefetch: the stream's warps load a group of D's chunks while they multiply the one
 // before (stream_task). kPadE: pass 1's E rows padded with zero columns (launch_stage), so that no
-// depthwise window tests its columns.
+// depthwise window tests its columns, at the shapes where that pays (pad_e_pays).
 template <bool kTensorDw, bool kWgmmaProject = false, bool kDependentLaunch = true, bool kStreamCtaPart = false,
           bool kStreamPrefetch = false, bool kPadE = false>
 void run_store_plan(const MBConvProblem& p, const Args<MBConvProblem>& a) {
-  const Tile t = choose_tile(p, Stage::store, kPadE);
+  const bool pad = kPadE && !kTensorDw && pad_e_pays(p, 2 * sm_count());
+  const Tile t = choose_tile(p, Stage::store, pad);
   const StorePlanLayout l(p);
   unsigned char* base = static_cast<unsigned char*>(a.workspace);
   float* partial = reinterpret_cast<float*>(base);
@@ -59,7 +60,12 @@ void run_store_plan(const MBConvProblem& p, const Args<MBConvProblem>& a) {
   visit_dtype<__half, __nv_bfloat16>(p.dtype, [&](auto tag) {
     using E = typename decltype(tag)::type;
     const ProjectWeights<E> w = project_weights<E>(p, a, base + l.partial + l.gate16 + l.dbuf);
-    launch_stage<E, Stage::store, kTensorDw, kPadE>(p, a, nullptr, partial, dbuf);
+    if constexpr (kPadE && !kTensorDw) {
+      if (pad) launch_stage<E, Stage::store, false, true>(p, a, nullptr, partial, dbuf);
+      else launch_stage<E, Stage::store, false, false>(p, a, nullptr, partial, dbuf);
+    } else {
+      launch_stage<E, Stage::store, kTensorDw>(p, a, nullptr, partial, dbuf);
+    }
     se_gate<E, kDependentLaunch>(p, t.tiles, partial, a.se1_w, a.se1_b, a.se2_w, a.se2_b, nullptr, gate16,
                                  dbuf_live(p.hidden()));
     if constexpr (kWgmmaProject)

@@ -400,6 +400,17 @@ inline Tile choose_tile(const MBConvProblem& p, Stage stage, int resident, bool 
   return images > 1 ? tile_for(p, one.rows, stage, images, pad_e) : one;
 }
 
+// Whether the store stage pads E (the store plan's kPadE; measured in lesson 11's NOTES, wave-3h).
+// Padding saves the edge runs' checked window loads and costs a multiply-high per E row in the
+// expand and (ew − W)·in_rows pixels of shared memory. It pays where every run of a row is an edge
+// run (Q ≤ 2·kRun) or the window is wide (K = 5, stride 2: 11 and 15 columns against 9), and not
+// where the larger E takes a tile's image (7² at K = 5: 2 images a tile unpadded, 1 padded).
+inline bool pad_e_pays(const MBConvProblem& p, int resident) {
+  const int runs = (p.Q() + kRun - 1) / kRun;
+  if (!(runs <= 2 || p.kernel == 5 || p.stride == 2)) return false;
+  return choose_tile(p, Stage::store, resident, true).images == choose_tile(p, Stage::store, resident).images;
+}
+
 // Split a tile over several CTAs when the grid (tiles · groups) would not fill the
 // GPU twice over (small images: one tile per image and a long serial hidden
 // loop). The stages that make D split the hidden chunks (each chunk's D and
