@@ -83,9 +83,7 @@ namespace convlab::gpu::mbconv {
 // by other CTAs of the running kernel (before a cluster barrier), so it is read through L2
 // (ld.global.cg), not the read-only path, and gate16 is a copy in shared memory whose row 0 is
 // image image0's (so the gates of each chunk are a shared-memory load, not an L2 round trip).
-// kPrefetch: the loads of the next group of chunks go out before this group's multiplies, so a
-// task waits for one group's round trip instead of one per group (kGroup·8 more registers).
-template <class Element, int kNT, bool kCoherent, bool kPrefetch = false>
+template <class Element, int kNT, bool kCoherent>
 __device__ __forceinline__ void stream_task(const StreamTile& t, int n_live, int tile, int s0, int col0, int col_end,
                                             int m_begin, int image0, uint32_t b_lane, uint32_t b_step, std::ptrdiff_t chunk_step,
                                             const Element* bs, const Element* dbuf, const Element* gate16,
@@ -114,26 +112,15 @@ __device__ __forceinline__ void stream_task(const StreamTile& t, int n_live, int
   for (int nt = 0; nt < kNT; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
   const uint32_t b_part = b_lane + uint32_t(s0) * 2;
 
-  // The D pieces of the group of chunks from c0 (zeros past the live channels and rows).
-  const auto load_group = [&](uint4 (&lo)[kGroup], uint4 (&hi)[kGroup], int c0, const Element* at_lo,
-                              const Element* at_hi) {
-#pragma unroll
-    for (int i = 0; i < kGroup; ++i) {
-      const bool live = stream_piece_live(t, c0 + i, tq);
-      lo[i] = live && in_lo ? load(at_lo + i * chunk_step) : zero;
-      hi[i] = live && in_hi ? load(at_hi + i * chunk_step) : zero;
-    }
-  };
-  uint4 a_lo[kGroup], a_hi[kGroup];
-  if constexpr (kPrefetch) load_group(a_lo, a_hi, 0, d_lo, d_hi);
   // d_lo, d_hi, q_lo, q_hi step on by a group of chunks; within it, constant offsets.
   for (int c0 = 0; c0 < t.chunks; c0 += kGroup) {
-    // kPrefetch: the next group's pieces (zeros past the last chunk, nothing read), in flight during this group's work
-    [[maybe_unused]] uint4 n_lo[kGroup], n_hi[kGroup];
-    if constexpr (kPrefetch) {
-      load_group(n_lo, n_hi, c0 + kGroup, d_lo + kGroup * chunk_step, d_hi + kGroup * chunk_step);
-    } else {
-      load_group(a_lo, a_hi, c0, d_lo, d_hi);  // every D load of the group before any use
+    uint4 a_lo[kGroup], a_hi[kGroup];
+#pragma unroll
+    for (int i = 0; i < kGroup; ++i) {  // every D load of the group before any use
+      const int c = c0 + i;
+      const bool live = stream_piece_live(t, c, tq);
+      a_lo[i] = live && in_lo ? load(d_lo + i * chunk_step) : zero;
+      a_hi[i] = live && in_hi ? load(d_hi + i * chunk_step) : zero;
     }
 #pragma unroll
     for (int i = 0; i < kGroup; ++i) {
@@ -175,9 +162,6 @@ __device__ __forceinline__ void stream_task(const StreamTile& t, int n_live, int
       }
     }
     d_lo += kGroup * chunk_step, d_hi += kGroup * chunk_step, q_lo += kGroup * kChunk, q_hi += kGroup * kChunk;
-    if constexpr (kPrefetch)
-#pragma unroll
-      for (int i = 0; i < kGroup; ++i) a_lo[i] = n_lo[i], a_hi[i] = n_hi[i];
   }
 
   // y = Y + bp (+ x): c0, c1 row m_lo, c2, c3 row m_hi; columns col0 + 8·nt + 2t, + 1 (the rows'
@@ -216,8 +200,7 @@ __device__ __forceinline__ void stream_task(const StreamTile& t, int n_live, int
 // dbuf [N][chunks][P·Q][32], gate16 [N][d_live], wp [hidden][ldw], bp [C_out], x [N·P·Q][C],
 // y [N·P·Q][C_out]. kThreads threads, t.bytes of dynamic shared memory; any grid for whole Wp, a
 // multiple of t.parts for cta_part (warps stride over the tasks). kCtaPart: t.cta_part's form.
-// kPrefetch: stream_task's.
-template <class Element, int kNT, bool kCtaPart, bool kPrefetch = false>
+template <class Element, int kNT, bool kCtaPart>
 __global__ void __launch_bounds__(kThreads, 2) mbconv_project_stream_kernel(
     StreamTile t, const Element* __restrict__ dbuf, const Element* __restrict__ gate16,
     const Element* __restrict__ wp, const Element* __restrict__ bp, const Element* __restrict__ x,
@@ -262,17 +245,16 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_project_stream_kernel(
   for (int task = int(first); task < end; task += step) {
     // The row tile and the part's first column: staged (s0) and of Y (col0 = cta_col0 + s0).
     const int tile = fast_quotient(div, task), s0 = 8 * kNT * (task - tile * per), col0 = cta_col0 + s0;
-    stream_task<Element, kNT, false, kPrefetch>(t, kNT, tile, s0, col0, t.c_out, 0, 0, b_lane, b_step, chunk_step, bs,
-                                                dbuf, gate16, x, y);
+    stream_task<Element, kNT, false>(t, kNT, tile, s0, col0, t.c_out, 0, 0, b_lane, b_step, chunk_step, bs, dbuf, gate16,
+                                     x, y);
   }
 }
 
 // Pass 2 as the stream, where stream_tile_fits (the caller checks; else launch_project). Grid
 // (stream_grid): the resident CTAs of one wave, or fewer where the tasks are fewer; cta_part, a
 // multiple of parts. kCtaPart: allow the cta_part form (stream_tile_for's allow_cta_part) and
-// instantiate its kernels (11c); without it only the whole-Wp form's kernels (11e). kPrefetch:
-// stream_task's.
-template <class Element, bool kCtaPart = false, bool kPrefetch = false>
+// instantiate its kernels (11c); without it only the whole-Wp form's kernels (11e).
+template <class Element, bool kCtaPart = false>
 void launch_project_stream(const MBConvProblem& p, const Args<MBConvProblem>& a, const void* dbuf, const void* gate16,
                            const ProjectWeights<Element>& w, bool dependent) {
   StreamTile t = stream_tile_for(p, w.ldw, kCtaPart);
@@ -290,12 +272,12 @@ void launch_project_stream(const MBConvProblem& p, const Args<MBConvProblem>& a,
   const auto by_nt = [&](auto cta_part) {  // n8 tiles a part: C_out ≤ 8·nt·parts
     constexpr bool kPart = decltype(cta_part)::value;
     switch (t.nt) {
-      case 1: go(mbconv_project_stream_kernel<Element, 1, kPart, kPrefetch>, kPart ? "mbconv_project_stream_kernel<1, cta_part>" : "mbconv_project_stream_kernel<1>"); break;
-      case 2: go(mbconv_project_stream_kernel<Element, 2, kPart, kPrefetch>, kPart ? "mbconv_project_stream_kernel<2, cta_part>" : "mbconv_project_stream_kernel<2>"); break;
-      case 3: go(mbconv_project_stream_kernel<Element, 3, kPart, kPrefetch>, kPart ? "mbconv_project_stream_kernel<3, cta_part>" : "mbconv_project_stream_kernel<3>"); break;
-      case 4: go(mbconv_project_stream_kernel<Element, 4, kPart, kPrefetch>, kPart ? "mbconv_project_stream_kernel<4, cta_part>" : "mbconv_project_stream_kernel<4>"); break;
-      case 5: go(mbconv_project_stream_kernel<Element, 5, kPart, kPrefetch>, kPart ? "mbconv_project_stream_kernel<5, cta_part>" : "mbconv_project_stream_kernel<5>"); break;
-      default: go(mbconv_project_stream_kernel<Element, 6, kPart, kPrefetch>, kPart ? "mbconv_project_stream_kernel<6, cta_part>" : "mbconv_project_stream_kernel<6>"); break;
+      case 1: go(mbconv_project_stream_kernel<Element, 1, kPart>, kPart ? "mbconv_project_stream_kernel<1, cta_part>" : "mbconv_project_stream_kernel<1>"); break;
+      case 2: go(mbconv_project_stream_kernel<Element, 2, kPart>, kPart ? "mbconv_project_stream_kernel<2, cta_part>" : "mbconv_project_stream_kernel<2>"); break;
+      case 3: go(mbconv_project_stream_kernel<Element, 3, kPart>, kPart ? "mbconv_project_stream_kernel<3, cta_part>" : "mbconv_project_stream_kernel<3>"); break;
+      case 4: go(mbconv_project_stream_kernel<Element, 4, kPart>, kPart ? "mbconv_project_stream_kernel<4, cta_part>" : "mbconv_project_stream_kernel<4>"); break;
+      case 5: go(mbconv_project_stream_kernel<Element, 5, kPart>, kPart ? "mbconv_project_stream_kernel<5, cta_part>" : "mbconv_project_stream_kernel<5>"); break;
+      default: go(mbconv_project_stream_kernel<Element, 6, kPart>, kPart ? "mbconv_project_stream_kernel<6, cta_part>" : "mbconv_project_stream_kernel<6>"); break;
     }
   };
   if constexpr (kCtaPart) {

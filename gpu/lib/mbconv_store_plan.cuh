@@ -44,11 +44,11 @@ struct StorePlanLayout {
 // where one is needed, is made before pass 1, so nothing pass 2 reads before its wait is written
 // by a kernel still running. kStreamCtaPart: the mma.sync pass 2 may stream with one column part
 // of Wp a CTA where the whole Wp does not fit (StreamTile::cta_part), else the persistent GEMM there.
-// kStreamPrefetch: the stream's warps load a group of D's chunks while they multiply the one
-// before (stream_task). kPadE: pass 1's E rows padded with zero columns (launch_stage), so that no
-// depthwise window tests its columns, at the shapes where that pays (pad_e_pays).
+// kPadE (11c): pass 1's E rows padded with zero columns (launch_stage), so that no depthwise
+// window tests its columns, at the shapes where that pays (pad_e_pays); both pass-1 kernels are
+// compiled, the choice is made per shape.
 template <bool kTensorDw, bool kWgmmaProject = false, bool kDependentLaunch = true, bool kStreamCtaPart = false,
-          bool kStreamPrefetch = false, bool kPadE = false>
+          bool kPadE = false>
 void run_store_plan(const MBConvProblem& p, const Args<MBConvProblem>& a) {
   const bool pad = kPadE && !kTensorDw && pad_e_pays(p, 2 * sm_count());
   const Tile t = choose_tile(p, Stage::store, pad);
@@ -71,7 +71,7 @@ void run_store_plan(const MBConvProblem& p, const Args<MBConvProblem>& a) {
     if constexpr (kWgmmaProject)
       launch_project_wgmma<E>(p, a, dbuf, gate16, w, kDependentLaunch);
     else if (stream_tile_fits(stream_tile_for(p, w.ldw, kStreamCtaPart)))
-      launch_project_stream<E, kStreamCtaPart, kStreamPrefetch>(p, a, dbuf, gate16, w, kDependentLaunch);
+      launch_project_stream<E, kStreamCtaPart>(p, a, dbuf, gate16, w, kDependentLaunch);
     else
       launch_project<E>(p, a, dbuf, gate16, w, kDependentLaunch);
   });

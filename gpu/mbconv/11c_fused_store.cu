@@ -5,7 +5,9 @@
 // problem's 16-bit type beside its channel sums; pass 2 reads D back, gates
 // it and projects, as one GEMM over the whole batch:
 //
-//   pass 1  per tile: E, D on chip; sums -> partial; D -> dbuf [N][hidden chunk][P·Q][32]   (2 bytes per element)
+//   pass 1  per tile: E, D on chip; sums -> partial; D -> dbuf [N][hidden chunk][P·Q][32]   (2 bytes per element);
+//           E's rows padded with zero columns where that pays (pad_e_pays: Q ≤ 14, K = 5 or stride 2),
+//           so that no depthwise window tests its columns
 //   gate    se_gate_kernel: g [N, hidden], written in the 16-bit type with rows of dbuf_live(hidden)
 //   pass 2  Y[N·P·Q, C_out] = (D ⊙ G)·Wp over every pixel of the batch, G = the gate of each row's
 //           image, applied to D's fragments; y = Y + bp (+ x). Where Wp fits a CTA (56², 28², C = 80
@@ -34,7 +36,7 @@ const Register<MBConvProblem> reg{{
     .device = Device::gpu,
     .lesson = 11,
     .supports = store_plan_supported,
-    .run = run_store_plan<false, false, true, true, true, true>,
+    .run = run_store_plan<false, false, true, true, true>,
     .workspace_bytes = [](const MBConvProblem& p) { return StorePlanLayout(p).bytes(); },
     .idea = "two fused passes; pass 1 stores the depthwise output in 16 bits, pass 2 is one GEMM over the batch that gates it and projects",
     .model_bytes = [](const MBConvProblem& p) { return p.two_pass_store_bytes(); },
