@@ -203,7 +203,7 @@ struct Tile {
   int image_in, image_out, image_dbuf;
   // E's layout in shared memory: rows of ew pixels, the image's W columns from column e_left, and
   // e_image pixels from one image of a tile to the next (0 with one image). Unpadded (tile_for):
-  // ew = W, e_left = 0, e_image = image_in. Padded (pad_e_columns): zero columns on both sides of
+  // ew = W, e_left = 0, e_image = image_in. Padded (tile_for's pad_e): zero columns on both sides of
   // every row, as many as the depthwise's widest window reaches past the image, so that no window
   // load needs a column test; w_div divides a tile pixel by W (where the expand writes pixel m).
   int ew, e_left, e_image;
