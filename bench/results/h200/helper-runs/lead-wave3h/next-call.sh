@@ -7,10 +7,14 @@ set -x
 T=${CALL_LIMIT:-585}
 export CONVLAB_GIT_REV=$(cat .scratch/rev)
 mkdir -p /tmp/b /tmp/p
-# 1. tests and bench of the store-plan rungs (11c: the split rule, the stream's prefetch, padded E
-#    where it pays; 11b, 11e, 11h, 11i: the split rule) and 11k, PyTorch's rows in the same run
+# 11o: 11h with 11c's padded E (pass 1 is 11c's; a copy, measured beside 11h in the same process)
+sed 's/11h_fused_store_wgmma/11o_store_wgmma_pad_e/g; s/run_store_plan<false, true>(p, a)/run_store_plan<false, true, true, false, true>(p, a)/' \
+  gpu/mbconv/11h_fused_store_wgmma.cu > gpu/mbconv/11o_store_wgmma_pad_e.cu
+grep -h "run_store_plan<" gpu/mbconv/11o_store_wgmma_pad_e.cu
+# 1. tests and bench of the store-plan rungs (11c: the split rule and padded E where it pays; 11b,
+#    11e, 11h, 11i: the split rule), 11k and 11o, PyTorch's rows in the same run
 OUT=/tmp/b CONVLAB_BENCH_TIMEOUT=130 CONVLAB_TORCH_SCRIPTS=mbconv CONVLAB_TORCH_TIMEOUT=150 CONVLAB_TORCH_BUDGET=130 \
-  timeout $((T - 100)) bench/run_gpu.sh --torch --only 'random shapes|mbconv/gpu/(11b|11c|11e|11h|11i|11k)' > /tmp/b/run.log 2>&1
+  timeout $((T - 100)) bench/run_gpu.sh --torch --only 'random shapes|mbconv/gpu/(11b|11c|11e|11h|11i|11k|11o)' > /tmp/b/run.log 2>&1
 # 2. 11c's three kernels at C = 80 @ 14² and 28² (ncu basic; the L2 flush is the first kernel of each count)
 printf '%s\n' 'mbconv/gpu/11c_fused_store | N=128,H=14,C=80,dtype=f16 | | 4' \
   'mbconv/gpu/11c_fused_store | N=128,H=28,C=40,dtype=f16 | | 4' > /tmp/list.txt
