@@ -484,6 +484,26 @@ TEST_CASE("mbconv tile: where the store stage pads E", "[mbconv][lesson11][cpu]"
   }
   CHECK(padded >= 10);
   CHECK(plain >= 4);
+  // The GPU test table reaches both of 11c's pass-1 kernels, and the padded one on its rarer
+  // paths: e = 1 (E copied into the padded rows), several images a tile, K = 5 at stride 2.
+  int table_padded = 0, table_plain = 0, padded_copy = 0, padded_images = 0, padded_k5s2 = 0;
+  for (const MBConvProblem& p : OpTraits<MBConvProblem>::shapes(ShapeTable::test, Device::gpu)) {
+    if (!(p.dtype == DType::f16 || p.dtype == DType::bf16) || !p.has_se() || choose_tile(p, Stage::store).rows == 0)
+      continue;
+    if (!pad_e_pays(p, kH200Resident)) {
+      ++table_plain;
+      continue;
+    }
+    ++table_padded;
+    padded_copy += !p.has_expand();
+    padded_images += choose_tile(p, Stage::store, kH200Resident, true).images > 1;
+    padded_k5s2 += p.kernel == 5 && p.stride == 2;
+  }
+  CHECK(table_padded > 0);
+  CHECK(table_plain > 0);
+  CHECK(padded_copy > 0);
+  CHECK(padded_images > 0);
+  CHECK(padded_k5s2 > 0);
 }
 
 TEST_CASE("mbconv tile: several images per tile keep per-image sums slots, dbuf blocks and gates",
