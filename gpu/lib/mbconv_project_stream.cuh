@@ -200,8 +200,8 @@ __device__ __forceinline__ void stream_task(const StreamTile& t, int n_live, int
 // dbuf [N][chunks][P·Q][32], gate16 [N][d_live], wp [hidden][ldw], bp [C_out], x [N·P·Q][C],
 // y [N·P·Q][C_out]. kThreads threads, t.bytes of dynamic shared memory; any grid for whole Wp, a
 // multiple of t.parts for cta_part (warps stride over the tasks). kCtaPart: t.cta_part's form.
-template <class Element, int kNT, bool kCtaPart>
-__global__ void __launch_bounds__(kThreads, 2) mbconv_project_stream_kernel(
+template <class Element, int kNT, bool kCtaPart, int kMinCtas = 2>
+__global__ void __launch_bounds__(kThreads, kMinCtas) mbconv_project_stream_kernel(
     StreamTile t, const Element* __restrict__ dbuf, const Element* __restrict__ gate16,
     const Element* __restrict__ wp, const Element* __restrict__ bp, const Element* __restrict__ x,
     Element* __restrict__ y) {
@@ -254,10 +254,12 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_project_stream_kernel(
 // (stream_grid): the resident CTAs of one wave, or fewer where the tasks are fewer; cta_part, a
 // multiple of parts. kCtaPart: allow the cta_part form (stream_tile_for's allow_cta_part) and
 // instantiate its kernels (11c); without it only the whole-Wp form's kernels (11e).
-template <class Element, bool kCtaPart = false>
+template <class Element, bool kCtaPart = false, bool kThree = false>
 void launch_project_stream(const MBConvProblem& p, const Args<MBConvProblem>& a, const void* dbuf, const void* gate16,
                            const ProjectWeights<Element>& w, bool dependent) {
-  StreamTile t = stream_tile_for(p, w.ldw, kCtaPart);
+  const StreamTile three = kThree ? stream_tile_three(p, w.ldw) : StreamTile{};
+  const bool use_three = kThree && stream_tile_fits(three, kSharedThreeCtas);
+  StreamTile t = use_three ? three : stream_tile_for(p, w.ldw, kCtaPart);
   if (!stream_tile_fits(t)) throw std::invalid_argument("mbconv: internal: pass 2's stream does not fit this shape");
   t.pairs = p.C_out % 2 == 0 && aligned_to(a.y, 4) && aligned_to(a.x, 4);
   const auto go = [&](auto kernel, const char* name) {
@@ -280,6 +282,19 @@ void launch_project_stream(const MBConvProblem& p, const Args<MBConvProblem>& a,
       default: go(mbconv_project_stream_kernel<Element, 6, kPart>, kPart ? "mbconv_project_stream_kernel<6, cta_part>" : "mbconv_project_stream_kernel<6>"); break;
     }
   };
+  if constexpr (kThree) {  // the three-CTA form: cta_part kernels at __launch_bounds__(kThreads, 3)
+    if (use_three) {
+      switch (t.nt) {
+        case 1: go(mbconv_project_stream_kernel<Element, 1, true, 3>, "mbconv_project_stream_kernel<1, cta_part, 3>"); break;
+        case 2: go(mbconv_project_stream_kernel<Element, 2, true, 3>, "mbconv_project_stream_kernel<2, cta_part, 3>"); break;
+        case 3: go(mbconv_project_stream_kernel<Element, 3, true, 3>, "mbconv_project_stream_kernel<3, cta_part, 3>"); break;
+        case 4: go(mbconv_project_stream_kernel<Element, 4, true, 3>, "mbconv_project_stream_kernel<4, cta_part, 3>"); break;
+        case 5: go(mbconv_project_stream_kernel<Element, 5, true, 3>, "mbconv_project_stream_kernel<5, cta_part, 3>"); break;
+        default: go(mbconv_project_stream_kernel<Element, 6, true, 3>, "mbconv_project_stream_kernel<6, cta_part, 3>"); break;
+      }
+      return;
+    }
+  }
   if constexpr (kCtaPart) {
     if (t.cta_part) by_nt(std::true_type{});
     else by_nt(std::false_type{});

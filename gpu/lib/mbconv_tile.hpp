@@ -84,6 +84,7 @@ inline constexpr int kLdChunk = odd_units_stride(kChunk);  // row stride of E, D
                                                            // depthwise's window loads take immediate offsets
 inline constexpr std::size_t kMaxShared = 227 * 1024;         // H200 opt-in shared memory per block
 inline constexpr std::size_t kSharedTwoCtas = 113 * 1024;     // two CTAs per SM (228 KB less 1 KB reserved per CTA)
+inline constexpr std::size_t kSharedThreeCtas = 75 * 1024;    // three CTAs per SM (the stream's three-CTA form)
 
 enum class Stage { sums, store, project };
 
@@ -704,6 +705,20 @@ inline StreamTile stream_tile_for(const MBConvProblem& p, int ldw, bool allow_ct
   }
   return t;
 }
+// The three-CTA form (launch_project_stream's kThree): the cta_part walk at three CTAs an SM (24
+// warps: __launch_bounds__(kThreads, 3), 80 registers), one part of the widest nt whose staged
+// columns fit kSharedThreeCtas. Where a whole-Wp or two-CTA tile leaves a wave's warps with one
+// task or two, the extra warps make the round whole (C = 80 @ 14²: 3 136 tasks on 2 112 warps at two
+// CTAs, on 3 168 at three). nt = 1 that does not fit is returned as it is: stream_tile_fits(t, kSharedThreeCtas) says no.
+inline StreamTile stream_tile_three(const MBConvProblem& p, int ldw) {
+  StreamTile t = stream_tile_for(p, ldw, false);
+  const int n8 = std::max(1, ldw / 8);
+  for (int nt = kStreamMaxNT; nt >= 1; --nt) {
+    stream_tile_cut(t, n8, nt, true);
+    if (t.bytes <= kSharedThreeCtas) break;
+  }
+  return t;
+}
 // Which tasks warp `warp` of CTA `block` (of `grid`) makes: first, first + step, ... < end. A task
 // is (row tile fast_quotient(div, task), the part whose first staged column is
 // 8·nt·(task − tile·per)); the part's first column of Y is that plus col0.
@@ -765,8 +780,8 @@ CONVLAB_HOST_DEVICE constexpr int stream_staged_row(int r) {
 // cta_part, where allowed: one part a CTA (hidden 672 at C_out 112: 3 parts of 40 columns, 53 KB;
 // hidden 1152 at C_out 192: 5 parts of 5 n8 tiles, nt 6 being 126 KB); only hidden > 7200 (225
 // chunks of one n8 tile) leaves that form.
-inline bool stream_tile_fits(const StreamTile& t) {
-  return t.nt >= 1 && t.nt <= kStreamMaxNT && t.ldw % 8 == 0 && t.ldw > 0 && t.bytes <= kSharedTwoCtas &&
+inline bool stream_tile_fits(const StreamTile& t, std::size_t shared_limit = kSharedTwoCtas) {
+  return t.nt >= 1 && t.nt <= kStreamMaxNT && t.ldw % 8 == 0 && t.ldw > 0 && t.bytes <= shared_limit &&
          t.tasks < 2147483647;
 }
 
