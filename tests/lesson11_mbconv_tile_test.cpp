@@ -1146,6 +1146,34 @@ TEST_CASE("mbconv stream (pass 2 as warp tasks): the tile at the goal shapes and
   }
 }
 
+TEST_CASE("mbconv stream, three-CTA form: at C = 80 @ 14² a wave's warps make the tasks in one round",
+          "[mbconv][lesson11][cpu]") {
+  MBConvProblem p;
+  p.N = 128, p.dtype = DType::f16, p.H = p.W = 14, p.C = p.C_out = 80;
+  // Two CTAs an SM, whole Wp: 3 136 tasks on 264 · 8 = 2 112 warps, a third of them make two.
+  const StreamTile two = stream_tile_for(p, 80, true);
+  CHECK(two.tasks == 3136);
+  CHECK((two.tasks + 2112 - 1) / 2112 == 2);
+  // Three: two parts of 5 n8 tiles, 480 staged rows of 40 columns (38 KB a CTA); 396 resident CTAs
+  // give a grid of 392, 196 a part, 1 568 warps a part for 1 568 row tiles: one task a warp.
+  const StreamTile t = stream_tile_three(p, 80);
+  CHECK(t.cta_part);
+  CHECK(t.parts == 2);
+  CHECK(t.nt == 5);
+  CHECK(t.ldb == 40);
+  CHECK(t.bytes == 480u * 40 * 2 + 40 * 2);  // Wp's part, then bp's 40 columns
+  CHECK(stream_tile_fits(t, kSharedThreeCtas));
+  const int grid = stream_grid(t, 3 * 132);
+  CHECK(grid == 392);
+  CHECK(grid / t.parts * kWarps >= stream_row_tiles(t));
+  // Hidden 1152 at C_out 192 (7²): nt shrinks until a part fits 75 KB: 8 parts of 3 n8 tiles.
+  p.H = p.W = 7, p.C = p.C_out = 192;
+  const StreamTile wide = stream_tile_three(p, 192);
+  CHECK(wide.nt == 3);
+  CHECK(wide.parts == 8);
+  CHECK(stream_tile_fits(wide, kSharedThreeCtas));
+}
+
 TEST_CASE("mbconv stream (pass 2 as warp tasks): the warps' walks make every (row tile, part) once, inside the staged columns",
           "[mbconv][lesson11][cpu]") {
   // The kernel's loop replayed from stream_walk over the grid stream_grid gives, at residencies of
@@ -1153,13 +1181,22 @@ TEST_CASE("mbconv stream (pass 2 as warp tasks): the warps' walks make every (ro
   // among the CTA's staged ones; one part a CTA: a grid of whole row groups, the parts of a row tile
   // in CTAs side by side (the same row tiles in each), each CTA's part its blockIdx % parts. The
   // whole-Wp kernel writes this walk out in its loop (b·kWarps + w, stepping by grid·kWarps, below).
-  bool whole = false, own = false;
-  for (const MBConvProblem& p : project_shapes()) {
-    const StreamTile t = stream_tile_for(p, (p.C_out + 7) / 8 * 8, true);
-    if (!stream_tile_fits(t)) continue;
-    (t.cta_part ? own : whole) = true;
-    INFO(OpTraits<MBConvProblem>::spec(p));
-    for (int resident : {1, 2, 7, kH200Resident}) {
+  // The three-CTA form (stream_tile_three) walks as cta_part does, over its own tile and grid.
+  bool whole = false, own = false, three = false;
+  for (const MBConvProblem& p : project_shapes())
+  for (int form = 0; form < 2; ++form) {
+    const int ldw = (p.C_out + 7) / 8 * 8;
+    const StreamTile t = form == 0 ? stream_tile_for(p, ldw, true) : stream_tile_three(p, ldw);
+    if (!stream_tile_fits(t, form == 0 ? kSharedTwoCtas : kSharedThreeCtas)) continue;
+    if (form == 1) {
+      CHECK(t.cta_part);
+      CHECK(t.bytes <= kSharedThreeCtas);
+      three = true;
+    } else {
+      (t.cta_part ? own : whole) = true;
+    }
+    INFO(OpTraits<MBConvProblem>::spec(p) << " form " << form);
+    for (int resident : {1, 2, 7, kH200Resident, 3 * 132}) {
       const int grid = stream_grid(t, resident);
       INFO("resident " << resident << " grid " << grid);
       CHECK(grid >= 1);
@@ -1205,6 +1242,7 @@ TEST_CASE("mbconv stream (pass 2 as warp tasks): the warps' walks make every (ro
   }
   CHECK(whole);
   CHECK(own);
+  CHECK(three);
 }
 
 // 11e runs pass 2 as the stream where the whole Wp fits a CTA and as the persistent GEMM
