@@ -83,7 +83,10 @@ namespace convlab::gpu::mbconv {
 // by other CTAs of the running kernel (before a cluster barrier), so it is read through L2
 // (ld.global.cg), not the read-only path, and gate16 is a copy in shared memory whose row 0 is
 // image image0's (so the gates of each chunk are a shared-memory load, not an L2 round trip).
-template <class Element, int kNT, bool kCoherent>
+// kEager: every load a group needs is issued before any of them is used, the gates' with D's, and
+// the residual's x with the task's first group, so a group costs one round trip, not one for D and
+// another for the gates of its later chunks, and the epilogue none (two for x's two row halves).
+template <class Element, int kNT, bool kCoherent, bool kEager = false>
 __device__ __forceinline__ void stream_task(const StreamTile& t, int n_live, int tile, int s0, int col0, int col_end,
                                             int m_begin, int image0, uint32_t b_lane, uint32_t b_step, std::ptrdiff_t chunk_step,
                                             const Element* bs, const Element* dbuf, const Element* gate16,
@@ -111,23 +114,45 @@ __device__ __forceinline__ void stream_task(const StreamTile& t, int n_live, int
 #pragma unroll
   for (int nt = 0; nt < kNT; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
   const uint32_t b_part = b_lane + uint32_t(s0) * 2;
+  // kEager: x's pairs of this lane's two rows and columns (the residual's), loaded before the chunk loop.
+  [[maybe_unused]] uint32_t xv[2][kNT];
+  const bool x_eager = kEager && t.residual && t.pairs;
+  if constexpr (kEager) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int m = half ? m_hi : m_lo;
+      const bool in = half ? in_hi : in_lo;
+      const Element* x_row = x + std::ptrdiff_t(in ? m : 0) * t.c + col0 + 2 * tq;
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt) {
+        const bool live = x_eager && in && nt < n_live && col0 + 8 * nt + 2 * tq < col_end;
+        xv[half][nt] = live ? __ldg(reinterpret_cast<const unsigned*>(x_row + 8 * nt)) : 0u;
+      }
+    }
+  }
 
   // d_lo, d_hi, q_lo, q_hi step on by a group of chunks; within it, constant offsets.
   for (int c0 = 0; c0 < t.chunks; c0 += kGroup) {
     uint4 a_lo[kGroup], a_hi[kGroup];
+    [[maybe_unused]] uint4 g_lo[kGroup], g_hi[kGroup];
 #pragma unroll
-    for (int i = 0; i < kGroup; ++i) {  // every D load of the group before any use
+    for (int i = 0; i < kGroup; ++i) {  // every D load of the group before any use (kEager: the gates' too)
       const int c = c0 + i;
       const bool live = stream_piece_live(t, c, tq);
       a_lo[i] = live && in_lo ? load(d_lo + i * chunk_step) : zero;
       a_hi[i] = live && in_hi ? load(d_hi + i * chunk_step) : zero;
+      if constexpr (kEager) {
+        g_lo[i] = live ? load_gate(q_lo + kChunk * i) : zero;
+        g_hi[i] = live ? load_gate(q_hi + kChunk * i) : zero;
+      }
     }
 #pragma unroll
     for (int i = 0; i < kGroup; ++i) {
       const int c = c0 + i;
       if (c >= t.chunks) break;
       const bool live = stream_piece_live(t, c, tq);  // the gates: L1 hits after the image's first task
-      const uint4 gl = live ? load_gate(q_lo + kChunk * i) : zero, gh = live ? load_gate(q_hi + kChunk * i) : zero;
+      const uint4 gl = kEager ? g_lo[i] : live ? load_gate(q_lo + kChunk * i) : zero,
+                  gh = kEager ? g_hi[i] : live ? load_gate(q_hi + kChunk * i) : zero;
       const uint32_t lo[4] = {mul_pair<Element>(a_lo[i].x, gl.x), mul_pair<Element>(a_lo[i].y, gl.y),
                               mul_pair<Element>(a_lo[i].z, gl.z), mul_pair<Element>(a_lo[i].w, gl.w)};
       const uint32_t hi[4] = {mul_pair<Element>(a_hi[i].x, gh.x), mul_pair<Element>(a_hi[i].y, gh.y),
@@ -181,7 +206,7 @@ __device__ __forceinline__ void stream_task(const StreamTile& t, int n_live, int
       float lo = acc[nt][2 * half] + b.x, hi = acc[nt][2 * half + 1] + b.y;
       if (t.pairs) {  // C_out even: o + 1 < C_out, both addresses 4-byte aligned
         if (t.residual) {
-          const float2 v = unpack_pair<Element>(*reinterpret_cast<const uint32_t*>(x_row + 8 * nt));
+          const float2 v = unpack_pair<Element>(x_eager ? xv[half][nt] : *reinterpret_cast<const uint32_t*>(x_row + 8 * nt));
           lo += v.x, hi += v.y;
         }
         *reinterpret_cast<uint32_t*>(y_row + 8 * nt) = pack_pair<Element>(lo, hi);
@@ -200,7 +225,7 @@ __device__ __forceinline__ void stream_task(const StreamTile& t, int n_live, int
 // dbuf [N][chunks][P·Q][32], gate16 [N][d_live], wp [hidden][ldw], bp [C_out], x [N·P·Q][C],
 // y [N·P·Q][C_out]. kThreads threads, t.bytes of dynamic shared memory; any grid for whole Wp, a
 // multiple of t.parts for cta_part (warps stride over the tasks). kCtaPart: t.cta_part's form.
-template <class Element, int kNT, bool kCtaPart, int kMinCtas = 2>
+template <class Element, int kNT, bool kCtaPart, int kMinCtas = 2, bool kEager = false>
 __global__ void __launch_bounds__(kThreads, kMinCtas) mbconv_project_stream_kernel(
     StreamTile t, const Element* __restrict__ dbuf, const Element* __restrict__ gate16,
     const Element* __restrict__ wp, const Element* __restrict__ bp, const Element* __restrict__ x,
@@ -245,7 +270,7 @@ __global__ void __launch_bounds__(kThreads, kMinCtas) mbconv_project_stream_kern
   for (int task = int(first); task < end; task += step) {
     // The row tile and the part's first column: staged (s0) and of Y (col0 = cta_col0 + s0).
     const int tile = fast_quotient(div, task), s0 = 8 * kNT * (task - tile * per), col0 = cta_col0 + s0;
-    stream_task<Element, kNT, false>(t, kNT, tile, s0, col0, t.c_out, 0, 0, b_lane, b_step, chunk_step, bs, dbuf, gate16,
+    stream_task<Element, kNT, false, kEager>(t, kNT, tile, s0, col0, t.c_out, 0, 0, b_lane, b_step, chunk_step, bs, dbuf, gate16,
                                      x, y);
   }
 }
@@ -253,8 +278,9 @@ __global__ void __launch_bounds__(kThreads, kMinCtas) mbconv_project_stream_kern
 // Pass 2 as the stream, where stream_tile_fits (the caller checks; else launch_project). Grid
 // (stream_grid): the resident CTAs of one wave, or fewer where the tasks are fewer; cta_part, a
 // multiple of parts. kCtaPart: allow the cta_part form (stream_tile_for's allow_cta_part) and
-// instantiate its kernels (11c); without it only the whole-Wp form's kernels (11e).
-template <class Element, bool kCtaPart = false, bool kThree = false>
+// instantiate its kernels (11c); without it only the whole-Wp form's kernels (11e). kThree: the
+// three-CTA form (stream_tile_three) wherever it fits; kEager: stream_task's eager loads.
+template <class Element, bool kCtaPart = false, bool kThree = false, bool kEager = false>
 void launch_project_stream(const MBConvProblem& p, const Args<MBConvProblem>& a, const void* dbuf, const void* gate16,
                            const ProjectWeights<Element>& w, bool dependent) {
   const StreamTile three = kThree ? stream_tile_three(p, w.ldw) : StreamTile{};
@@ -271,35 +297,30 @@ void launch_project_stream(const MBConvProblem& p, const Args<MBConvProblem>& a,
                           static_cast<Element*>(a.y));
   };
   static_assert(kStreamMaxNT == 6, "one instantiation per n8-tile count up to kStreamMaxNT");
-  const auto by_nt = [&](auto cta_part) {  // n8 tiles a part: C_out ≤ 8·nt·parts
+  // One kernel per n8-tile count a part (C_out ≤ 8·nt·parts), for the form (cta_part, CTAs an SM).
+  const auto by_nt = [&](auto cta_part, auto min_ctas) {
     constexpr bool kPart = decltype(cta_part)::value;
+    constexpr int kCtas = decltype(min_ctas)::value;
+    const char* name = kCtas == 3 ? "mbconv_project_stream_kernel (cta_part, three CTAs)"
+                       : kPart    ? "mbconv_project_stream_kernel (cta_part)"
+                                  : "mbconv_project_stream_kernel";
     switch (t.nt) {
-      case 1: go(mbconv_project_stream_kernel<Element, 1, kPart>, kPart ? "mbconv_project_stream_kernel<1, cta_part>" : "mbconv_project_stream_kernel<1>"); break;
-      case 2: go(mbconv_project_stream_kernel<Element, 2, kPart>, kPart ? "mbconv_project_stream_kernel<2, cta_part>" : "mbconv_project_stream_kernel<2>"); break;
-      case 3: go(mbconv_project_stream_kernel<Element, 3, kPart>, kPart ? "mbconv_project_stream_kernel<3, cta_part>" : "mbconv_project_stream_kernel<3>"); break;
-      case 4: go(mbconv_project_stream_kernel<Element, 4, kPart>, kPart ? "mbconv_project_stream_kernel<4, cta_part>" : "mbconv_project_stream_kernel<4>"); break;
-      case 5: go(mbconv_project_stream_kernel<Element, 5, kPart>, kPart ? "mbconv_project_stream_kernel<5, cta_part>" : "mbconv_project_stream_kernel<5>"); break;
-      default: go(mbconv_project_stream_kernel<Element, 6, kPart>, kPart ? "mbconv_project_stream_kernel<6, cta_part>" : "mbconv_project_stream_kernel<6>"); break;
+      case 1: go(mbconv_project_stream_kernel<Element, 1, kPart, kCtas, kEager>, name); break;
+      case 2: go(mbconv_project_stream_kernel<Element, 2, kPart, kCtas, kEager>, name); break;
+      case 3: go(mbconv_project_stream_kernel<Element, 3, kPart, kCtas, kEager>, name); break;
+      case 4: go(mbconv_project_stream_kernel<Element, 4, kPart, kCtas, kEager>, name); break;
+      case 5: go(mbconv_project_stream_kernel<Element, 5, kPart, kCtas, kEager>, name); break;
+      default: go(mbconv_project_stream_kernel<Element, 6, kPart, kCtas, kEager>, name); break;
     }
   };
-  if constexpr (kThree) {  // the three-CTA form: cta_part kernels at __launch_bounds__(kThreads, 3)
-    if (use_three) {
-      switch (t.nt) {
-        case 1: go(mbconv_project_stream_kernel<Element, 1, true, 3>, "mbconv_project_stream_kernel<1, cta_part, 3>"); break;
-        case 2: go(mbconv_project_stream_kernel<Element, 2, true, 3>, "mbconv_project_stream_kernel<2, cta_part, 3>"); break;
-        case 3: go(mbconv_project_stream_kernel<Element, 3, true, 3>, "mbconv_project_stream_kernel<3, cta_part, 3>"); break;
-        case 4: go(mbconv_project_stream_kernel<Element, 4, true, 3>, "mbconv_project_stream_kernel<4, cta_part, 3>"); break;
-        case 5: go(mbconv_project_stream_kernel<Element, 5, true, 3>, "mbconv_project_stream_kernel<5, cta_part, 3>"); break;
-        default: go(mbconv_project_stream_kernel<Element, 6, true, 3>, "mbconv_project_stream_kernel<6, cta_part, 3>"); break;
-      }
-      return;
-    }
-  }
+  using Two = std::integral_constant<int, 2>;
+  if constexpr (kThree)
+    if (use_three) return by_nt(std::true_type{}, std::integral_constant<int, 3>{});
   if constexpr (kCtaPart) {
-    if (t.cta_part) by_nt(std::true_type{});
-    else by_nt(std::false_type{});
+    if (t.cta_part) by_nt(std::true_type{}, Two{});
+    else by_nt(std::false_type{}, Two{});
   } else {
-    by_nt(std::false_type{});
+    by_nt(std::false_type{}, Two{});
   }
 }
 

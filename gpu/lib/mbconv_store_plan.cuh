@@ -48,7 +48,7 @@ struct StorePlanLayout {
 // window tests its columns, at the shapes where that pays (pad_e_pays); both pass-1 kernels are
 // compiled, the choice is made per shape.
 template <bool kTensorDw, bool kWgmmaProject = false, bool kDependentLaunch = true, bool kStreamCtaPart = false,
-          bool kPadE = false, bool kStreamThree = false>
+          bool kPadE = false, bool kStreamThree = false, bool kStreamEager = false>
 void run_store_plan(const MBConvProblem& p, const Args<MBConvProblem>& a) {
   const bool pad = kPadE && !kTensorDw && pad_e_pays(p, 2 * sm_count());
   const Tile t = choose_tile(p, Stage::store, pad);
@@ -72,7 +72,7 @@ void run_store_plan(const MBConvProblem& p, const Args<MBConvProblem>& a) {
       launch_project_wgmma<E>(p, a, dbuf, gate16, w, kDependentLaunch);
     else if (stream_tile_fits(stream_tile_for(p, w.ldw, kStreamCtaPart)) ||
              (kStreamThree && stream_tile_fits(stream_tile_three(p, w.ldw), kSharedThreeCtas)))
-      launch_project_stream<E, kStreamCtaPart, kStreamThree>(p, a, dbuf, gate16, w, kDependentLaunch);
+      launch_project_stream<E, kStreamCtaPart, kStreamThree, kStreamEager>(p, a, dbuf, gate16, w, kDependentLaunch);
     else
       launch_project<E>(p, a, dbuf, gate16, w, kDependentLaunch);
   });
