@@ -73,13 +73,13 @@ if rows:
     (work / "hot.txt").write_text("".join(text))
 PY
 [[ -s $work/hot.txt ]] || echo "profile_source.sh: could not summarise $work/sass.csv (kept in the archive)" >&2
+# The summaries reach $OUT now, so a call cut short later (the whole binary's SASS takes minutes to
+# print: wave-3i lost two profiles to that) still returns them.
+tar -czf "$OUT/source-$name.tar.gz" -C "$work" --exclude report.ncu-rep .
+step "summaries written; the kernel's SASS and per-line counts"
 cuobjdump=$(command -v cuobjdump || ls /usr/local/cuda/bin/cuobjdump 2>/dev/null | head -1 || echo cuobjdump)
-"$cuobjdump" -sass "$build/convlab" 2>/dev/null | awk -v k="$kernel" '/Function :/{p = ($0 ~ k)} p' > "$work/kernel.sass" || true
 # Per source line: the binary's cubins disassembled with their line table, matched to sass.csv.
 nvdisasm=$(command -v nvdisasm || ls /usr/local/cuda/bin/nvdisasm 2>/dev/null | head -1 || true)
-# The summaries reach $OUT now, so a call cut short during the per-line step still returns them.
-tar -czf "$OUT/source-$name.tar.gz" -C "$work" --exclude report.ncu-rep .
-step "summaries written; per-line counts"
 if [[ -n $nvdisasm && -s $work/sass.csv ]]; then
   mkdir -p "$work/cubins"
   bin=$(realpath "$build/convlab")
@@ -87,6 +87,9 @@ if [[ -n $nvdisasm && -s $work/sass.csv ]]; then
   # The rung's own cubin is named after its file (11c_fused_store.*.cubin); every cubin if it is not there.
   cubins=("$work"/cubins/"${target##*/}".*cubin)
   [[ -e ${cubins[0]} ]] || cubins=("$work"/cubins/*.cubin)
+  # The kernel's SASS from the rung's cubins only, not the whole binary.
+  for c in "${cubins[@]}"; do [[ -e $c ]] && "$cuobjdump" -sass "$c" 2> /dev/null; done |
+    awk -v k="$kernel" '/Function :/{p = ($0 ~ k)} p' > "$work/kernel.sass" || true
   for c in "${cubins[@]}"; do [[ -e $c ]] && "$nvdisasm" -c -gi "$c" 2> /dev/null; done > "$work/lines.sass" || true
   python3 "$(dirname "$0")/sass_lines.py" "$work/sass.csv" "$work/lines.sass" --top 60 --groups 40 > "$work/lines.txt" 2>&1 || true
   rm -rf "$work/cubins" "$work/lines.sass"

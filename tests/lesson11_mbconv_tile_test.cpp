@@ -1345,6 +1345,76 @@ bool reaches_all(const StreamReach& r, bool allow_cta_part) {
 }
 }  // namespace
 
+// 11c takes the three-CTA tile where stream_three_pays: its kernels (one per nt, built for three
+// CTAs an SM) must meet the same boundaries on the GPU test table as the two-CTA ones, and the table
+// must keep shapes where 11c stays with two CTAs.
+TEST_CASE("mbconv stream, three-CTA form: where it pays, and the GPU test table reaches its boundaries",
+          "[mbconv][lesson11][cpu]") {
+  const auto takes_three = [](const MBConvProblem& p) {
+    const int ldw = (p.C_out + 7) / 8 * 8;
+    const StreamTile two = stream_tile_for(p, ldw, true);
+    return stream_tile_fits(two) && stream_three_pays(two, stream_tile_three(p, ldw));
+  };
+  // The rule at the bench shapes (N = 128, f16, SiLU; measured in wave-3i on an H100): three CTAs
+  // where the part keeps its width and nt ≤ 5; not at 7² (5 n8 tiles a part would become 3) nor at
+  // C_out 192 from 14² (nt = 6).
+  const auto bench = [](int hw, int c, int k, int stride, int c_out, int e = 6) {
+    MBConvProblem p;
+    p.N = 128, p.dtype = DType::f16, p.H = p.W = hw, p.C = c, p.kernel = k, p.stride = stride, p.C_out = c_out;
+    p.expand = e;
+    return p;
+  };
+  CHECK(takes_three(bench(56, 24, 3, 1, 24)));
+  CHECK(takes_three(bench(28, 40, 3, 1, 40)));
+  CHECK(takes_three(bench(14, 80, 3, 1, 80)));
+  CHECK(takes_three(bench(14, 112, 3, 1, 112)));
+  CHECK(takes_three(bench(112, 32, 3, 1, 16, 1)));
+  CHECK(takes_three(bench(14, 80, 5, 1, 112)));
+  CHECK_FALSE(takes_three(bench(7, 192, 3, 1, 192)));
+  CHECK_FALSE(takes_three(bench(7, 192, 5, 1, 192)));
+  CHECK_FALSE(takes_three(bench(7, 192, 3, 1, 320)));
+  CHECK_FALSE(takes_three(bench(14, 112, 5, 2, 192)));
+
+  bool two_kept = false, three = false, short_rows = false, singles = false, pairs = false, parts = false;
+  bool one_part = false, zero_cols = false, residual = false, no_residual = false, spans = false, bf16 = false;
+  bool group[2] = {false, false};
+  for (const MBConvProblem& p : OpTraits<MBConvProblem>::shapes(ShapeTable::test, Device::gpu)) {
+    if (!store_plan_shape(p) || !stream_tile_fits(routed_tile(p, true))) continue;
+    if (!takes_three(p)) {
+      two_kept = true;
+      continue;
+    }
+    const int ldw = (p.C_out + 7) / 8 * 8;
+    const StreamTile t = stream_tile_three(p, ldw);
+    three = true;
+    short_rows |= t.m % 16 != 0;
+    singles |= p.C_out % 2 == 1;
+    pairs |= p.C_out % 2 == 0;
+    parts |= t.parts > 1;
+    one_part |= t.parts == 1;
+    zero_cols |= 8 * t.parts * t.nt > ldw;
+    residual |= t.residual;
+    no_residual |= !t.residual;
+    spans |= p.N > 1 && t.pq % 16 != 0;
+    bf16 |= p.dtype == DType::bf16;
+    group[t.nt <= 3 ? 0 : 1] = true;
+  }
+  CHECK(two_kept);     // 11c's two-CTA stream kernels still run on the table
+  CHECK(three);
+  CHECK(short_rows);   // the last row tile runs past N·P·Q
+  CHECK(singles);      // odd C_out
+  CHECK(pairs);
+  CHECK(parts);        // two or more parts: neighbouring CTAs
+  CHECK(one_part);
+  CHECK(zero_cols);    // the last part's columns past C_out
+  CHECK(residual);
+  CHECK(no_residual);
+  CHECK(spans);        // a row tile in two images
+  CHECK(bf16);
+  CHECK(group[0]);     // kGroup = kStreamGroup (nt ≤ 3) and its half
+  CHECK(group[1]);
+}
+
 TEST_CASE("mbconv stream (pass 2 as warp tasks): the GPU test table reaches each of its boundaries",
           "[mbconv][lesson11][cpu]") {
   const std::vector<MBConvProblem> table = OpTraits<MBConvProblem>::shapes(ShapeTable::test, Device::gpu);

@@ -16,7 +16,7 @@
 //                  m16n8k16, B by ldmatrix .trans from the staged rows);
 //                y = Y + bp (+ x), a lane's two adjacent columns as one 32-bit store.
 //
-// Two forms, one kernel (the template flag kCtaPart; the second is 11c's, not 11e's):
+// Three forms, one kernel (the template flags kCtaPart and kMinCtas; the last two are 11c's, not 11e's):
 //   whole Wp   where Wp (parts·nt·8 columns) and bp fit kSharedTwoCtas (≈ 110 KB:
 //              C = 80 @ 14² and below). Every CTA stages all of Wp; warp w of CTA b takes tasks
 //              b·kWarps + w, + gridDim·kWarps, ..., task = (row tile task / parts, part task %
@@ -31,6 +31,11 @@
 //              multiple of parts within one wave, so a row tile's parts are CTAs side by side in
 //              blockIdx, resident at once: D from DRAM once, from L2 for the other parts. Y's column
 //              o is staged column o − col0.
+//   three CTAs (launch_project_stream's kThree: 11c) the cta_part kernel built for three CTAs an
+//              SM (__launch_bounds__(kThreads, 3): 80 registers, 8–28 bytes of spill outside the
+//              chunk loop), parts cut to fit 75 KB (stream_tile_three), where stream_three_pays: the
+//              part as wide as the two-CTA tile's, nt ≤ 5. 24 warps an SM instead of 16: at C = 80
+//              @ 14² every warp makes one task instead of a third making two.
 //
 // The idea: with N = C_out ≤ 80 the GEMM is a stream (D is most of its bytes) whose floor is DRAM,
 // and what a stream needs is bytes in flight. The persistent GEMM stages D through a cp.async ring
@@ -50,8 +55,8 @@
 // stream_tile_fits (whole Wp unless cta_part is allowed); a cta_part grid a multiple of parts
 // (stream_grid; any grid for whole Wp).
 // Tunables: kStreamGroup (chunks a warp has in flight), kStreamMaxNT (n8 tiles a part; ptxas: no
-// spills up to 6 at 128 registers, 12–36 bytes from 7 to 10), both in mbconv_tile.hpp; the cut
-// between the forms is kSharedTwoCtas.
+// spills up to 6 at 128 registers, 12–36 bytes from 7 to 10), both in mbconv_tile.hpp; the cuts
+// between the forms are kSharedTwoCtas, kSharedThreeCtas and stream_three_pays.
 // Run: build/convlab run mbconv/gpu/11c_fused_store --shape N=128,H=56,C=24,dtype=f16 (whole Wp);
 //      ... --shape N=128,H=14,C=112,dtype=f16 (cta_part).
 #pragma once
@@ -83,10 +88,7 @@ namespace convlab::gpu::mbconv {
 // by other CTAs of the running kernel (before a cluster barrier), so it is read through L2
 // (ld.global.cg), not the read-only path, and gate16 is a copy in shared memory whose row 0 is
 // image image0's (so the gates of each chunk are a shared-memory load, not an L2 round trip).
-// kEager: every load a group needs is issued before any of them is used, the gates' with D's, and
-// the residual's x with the task's first group, so a group costs one round trip, not one for D and
-// another for the gates of its later chunks, and the epilogue none (two for x's two row halves).
-template <class Element, int kNT, bool kCoherent, bool kEager = false>
+template <class Element, int kNT, bool kCoherent>
 __device__ __forceinline__ void stream_task(const StreamTile& t, int n_live, int tile, int s0, int col0, int col_end,
                                             int m_begin, int image0, uint32_t b_lane, uint32_t b_step, std::ptrdiff_t chunk_step,
                                             const Element* bs, const Element* dbuf, const Element* gate16,
@@ -114,45 +116,23 @@ __device__ __forceinline__ void stream_task(const StreamTile& t, int n_live, int
 #pragma unroll
   for (int nt = 0; nt < kNT; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
   const uint32_t b_part = b_lane + uint32_t(s0) * 2;
-  // kEager: x's pairs of this lane's two rows and columns (the residual's), loaded before the chunk loop.
-  [[maybe_unused]] uint32_t xv[2][kNT];
-  const bool x_eager = kEager && t.residual && t.pairs;
-  if constexpr (kEager) {
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int m = half ? m_hi : m_lo;
-      const bool in = half ? in_hi : in_lo;
-      const Element* x_row = x + std::ptrdiff_t(in ? m : 0) * t.c + col0 + 2 * tq;
-#pragma unroll
-      for (int nt = 0; nt < kNT; ++nt) {
-        const bool live = x_eager && in && nt < n_live && col0 + 8 * nt + 2 * tq < col_end;
-        xv[half][nt] = live ? __ldg(reinterpret_cast<const unsigned*>(x_row + 8 * nt)) : 0u;
-      }
-    }
-  }
 
   // d_lo, d_hi, q_lo, q_hi step on by a group of chunks; within it, constant offsets.
   for (int c0 = 0; c0 < t.chunks; c0 += kGroup) {
     uint4 a_lo[kGroup], a_hi[kGroup];
-    [[maybe_unused]] uint4 g_lo[kGroup], g_hi[kGroup];
 #pragma unroll
-    for (int i = 0; i < kGroup; ++i) {  // every D load of the group before any use (kEager: the gates' too)
+    for (int i = 0; i < kGroup; ++i) {  // every D load of the group before any use
       const int c = c0 + i;
       const bool live = stream_piece_live(t, c, tq);
       a_lo[i] = live && in_lo ? load(d_lo + i * chunk_step) : zero;
       a_hi[i] = live && in_hi ? load(d_hi + i * chunk_step) : zero;
-      if constexpr (kEager) {
-        g_lo[i] = live ? load_gate(q_lo + kChunk * i) : zero;
-        g_hi[i] = live ? load_gate(q_hi + kChunk * i) : zero;
-      }
     }
 #pragma unroll
     for (int i = 0; i < kGroup; ++i) {
       const int c = c0 + i;
       if (c >= t.chunks) break;
       const bool live = stream_piece_live(t, c, tq);  // the gates: L1 hits after the image's first task
-      const uint4 gl = kEager ? g_lo[i] : live ? load_gate(q_lo + kChunk * i) : zero,
-                  gh = kEager ? g_hi[i] : live ? load_gate(q_hi + kChunk * i) : zero;
+      const uint4 gl = live ? load_gate(q_lo + kChunk * i) : zero, gh = live ? load_gate(q_hi + kChunk * i) : zero;
       const uint32_t lo[4] = {mul_pair<Element>(a_lo[i].x, gl.x), mul_pair<Element>(a_lo[i].y, gl.y),
                               mul_pair<Element>(a_lo[i].z, gl.z), mul_pair<Element>(a_lo[i].w, gl.w)};
       const uint32_t hi[4] = {mul_pair<Element>(a_hi[i].x, gh.x), mul_pair<Element>(a_hi[i].y, gh.y),
@@ -206,7 +186,7 @@ __device__ __forceinline__ void stream_task(const StreamTile& t, int n_live, int
       float lo = acc[nt][2 * half] + b.x, hi = acc[nt][2 * half + 1] + b.y;
       if (t.pairs) {  // C_out even: o + 1 < C_out, both addresses 4-byte aligned
         if (t.residual) {
-          const float2 v = unpack_pair<Element>(x_eager ? xv[half][nt] : *reinterpret_cast<const uint32_t*>(x_row + 8 * nt));
+          const float2 v = unpack_pair<Element>(*reinterpret_cast<const uint32_t*>(x_row + 8 * nt));
           lo += v.x, hi += v.y;
         }
         *reinterpret_cast<uint32_t*>(y_row + 8 * nt) = pack_pair<Element>(lo, hi);
@@ -225,7 +205,7 @@ __device__ __forceinline__ void stream_task(const StreamTile& t, int n_live, int
 // dbuf [N][chunks][P·Q][32], gate16 [N][d_live], wp [hidden][ldw], bp [C_out], x [N·P·Q][C],
 // y [N·P·Q][C_out]. kThreads threads, t.bytes of dynamic shared memory; any grid for whole Wp, a
 // multiple of t.parts for cta_part (warps stride over the tasks). kCtaPart: t.cta_part's form.
-template <class Element, int kNT, bool kCtaPart, int kMinCtas = 2, bool kEager = false>
+template <class Element, int kNT, bool kCtaPart, int kMinCtas = 2>
 __global__ void __launch_bounds__(kThreads, kMinCtas) mbconv_project_stream_kernel(
     StreamTile t, const Element* __restrict__ dbuf, const Element* __restrict__ gate16,
     const Element* __restrict__ wp, const Element* __restrict__ bp, const Element* __restrict__ x,
@@ -270,7 +250,7 @@ __global__ void __launch_bounds__(kThreads, kMinCtas) mbconv_project_stream_kern
   for (int task = int(first); task < end; task += step) {
     // The row tile and the part's first column: staged (s0) and of Y (col0 = cta_col0 + s0).
     const int tile = fast_quotient(div, task), s0 = 8 * kNT * (task - tile * per), col0 = cta_col0 + s0;
-    stream_task<Element, kNT, false, kEager>(t, kNT, tile, s0, col0, t.c_out, 0, 0, b_lane, b_step, chunk_step, bs, dbuf, gate16,
+    stream_task<Element, kNT, false>(t, kNT, tile, s0, col0, t.c_out, 0, 0, b_lane, b_step, chunk_step, bs, dbuf, gate16,
                                      x, y);
   }
 }
@@ -279,13 +259,14 @@ __global__ void __launch_bounds__(kThreads, kMinCtas) mbconv_project_stream_kern
 // (stream_grid): the resident CTAs of one wave, or fewer where the tasks are fewer; cta_part, a
 // multiple of parts. kCtaPart: allow the cta_part form (stream_tile_for's allow_cta_part) and
 // instantiate its kernels (11c); without it only the whole-Wp form's kernels (11e). kThree: the
-// three-CTA form (stream_tile_three) wherever it fits; kEager: stream_task's eager loads.
-template <class Element, bool kCtaPart = false, bool kThree = false, bool kEager = false>
+// three-CTA form where stream_three_pays (11c).
+template <class Element, bool kCtaPart = false, bool kThree = false>
 void launch_project_stream(const MBConvProblem& p, const Args<MBConvProblem>& a, const void* dbuf, const void* gate16,
                            const ProjectWeights<Element>& w, bool dependent) {
+  StreamTile t = stream_tile_for(p, w.ldw, kCtaPart);
   const StreamTile three = kThree ? stream_tile_three(p, w.ldw) : StreamTile{};
-  const bool use_three = kThree && stream_tile_fits(three, kSharedThreeCtas);
-  StreamTile t = use_three ? three : stream_tile_for(p, w.ldw, kCtaPart);
+  const bool use_three = kThree && stream_tile_fits(t) && stream_three_pays(t, three);
+  if (use_three) t = three;
   if (!stream_tile_fits(t)) throw std::invalid_argument("mbconv: internal: pass 2's stream does not fit this shape");
   t.pairs = p.C_out % 2 == 0 && aligned_to(a.y, 4) && aligned_to(a.x, 4);
   const auto go = [&](auto kernel, const char* name) {
@@ -305,12 +286,12 @@ void launch_project_stream(const MBConvProblem& p, const Args<MBConvProblem>& a,
                        : kPart    ? "mbconv_project_stream_kernel (cta_part)"
                                   : "mbconv_project_stream_kernel";
     switch (t.nt) {
-      case 1: go(mbconv_project_stream_kernel<Element, 1, kPart, kCtas, kEager>, name); break;
-      case 2: go(mbconv_project_stream_kernel<Element, 2, kPart, kCtas, kEager>, name); break;
-      case 3: go(mbconv_project_stream_kernel<Element, 3, kPart, kCtas, kEager>, name); break;
-      case 4: go(mbconv_project_stream_kernel<Element, 4, kPart, kCtas, kEager>, name); break;
-      case 5: go(mbconv_project_stream_kernel<Element, 5, kPart, kCtas, kEager>, name); break;
-      default: go(mbconv_project_stream_kernel<Element, 6, kPart, kCtas, kEager>, name); break;
+      case 1: go(mbconv_project_stream_kernel<Element, 1, kPart, kCtas>, name); break;
+      case 2: go(mbconv_project_stream_kernel<Element, 2, kPart, kCtas>, name); break;
+      case 3: go(mbconv_project_stream_kernel<Element, 3, kPart, kCtas>, name); break;
+      case 4: go(mbconv_project_stream_kernel<Element, 4, kPart, kCtas>, name); break;
+      case 5: go(mbconv_project_stream_kernel<Element, 5, kPart, kCtas>, name); break;
+      default: go(mbconv_project_stream_kernel<Element, 6, kPart, kCtas>, name); break;
     }
   };
   using Two = std::integral_constant<int, 2>;

@@ -46,9 +46,10 @@ struct StorePlanLayout {
 // of Wp a CTA where the whole Wp does not fit (StreamTile::cta_part), else the persistent GEMM there.
 // kPadE (11c): pass 1's E rows padded with zero columns (launch_stage), so that no depthwise
 // window tests its columns, at the shapes where that pays (pad_e_pays); both pass-1 kernels are
-// compiled, the choice is made per shape.
+// compiled, the choice is made per shape. kStreamThree (11c): the stream at three CTAs an SM where
+// stream_three_pays (launch_project_stream).
 template <bool kTensorDw, bool kWgmmaProject = false, bool kDependentLaunch = true, bool kStreamCtaPart = false,
-          bool kPadE = false, bool kStreamThree = false, bool kStreamEager = false>
+          bool kPadE = false, bool kStreamThree = false>
 void run_store_plan(const MBConvProblem& p, const Args<MBConvProblem>& a) {
   const bool pad = kPadE && !kTensorDw && pad_e_pays(p, 2 * sm_count());
   const Tile t = choose_tile(p, Stage::store, pad);
@@ -70,9 +71,8 @@ void run_store_plan(const MBConvProblem& p, const Args<MBConvProblem>& a) {
                                  dbuf_live(p.hidden()));
     if constexpr (kWgmmaProject)
       launch_project_wgmma<E>(p, a, dbuf, gate16, w, kDependentLaunch);
-    else if (stream_tile_fits(stream_tile_for(p, w.ldw, kStreamCtaPart)) ||
-             (kStreamThree && stream_tile_fits(stream_tile_three(p, w.ldw), kSharedThreeCtas)))
-      launch_project_stream<E, kStreamCtaPart, kStreamThree, kStreamEager>(p, a, dbuf, gate16, w, kDependentLaunch);
+    else if (stream_tile_fits(stream_tile_for(p, w.ldw, kStreamCtaPart)))
+      launch_project_stream<E, kStreamCtaPart, kStreamThree>(p, a, dbuf, gate16, w, kDependentLaunch);
     else
       launch_project<E>(p, a, dbuf, gate16, w, kDependentLaunch);
   });

@@ -707,9 +707,10 @@ inline StreamTile stream_tile_for(const MBConvProblem& p, int ldw, bool allow_ct
 }
 // The three-CTA form (launch_project_stream's kThree): the cta_part walk at three CTAs an SM (24
 // warps: __launch_bounds__(kThreads, 3), 80 registers), one part of the widest nt whose staged
-// columns fit kSharedThreeCtas. Where a whole-Wp or two-CTA tile leaves a wave's warps with one
-// task or two, the extra warps make the round whole (C = 80 @ 14²: 3 136 tasks on 2 112 warps at two
-// CTAs, on 3 168 at three). nt = 1 that does not fit is returned as it is: stream_tile_fits(t, kSharedThreeCtas) says no.
+// columns fit kSharedThreeCtas. Where a two-CTA tile leaves a wave's warps with one task or two,
+// the extra warps make the round whole (C = 80 @ 14²: 3 136 tasks on 2 112 warps at two CTAs, on
+// 3 168 at three). nt = 1 that does not fit is returned as it is: stream_tile_fits(t,
+// kSharedThreeCtas) says no.
 inline StreamTile stream_tile_three(const MBConvProblem& p, int ldw) {
   StreamTile t = stream_tile_for(p, ldw, false);
   const int n8 = std::max(1, ldw / 8);
@@ -783,6 +784,12 @@ CONVLAB_HOST_DEVICE constexpr int stream_staged_row(int r) {
 inline bool stream_tile_fits(const StreamTile& t, std::size_t shared_limit = kSharedTwoCtas) {
   return t.nt >= 1 && t.nt <= kStreamMaxNT && t.ldw % 8 == 0 && t.ldw > 0 && t.bytes <= shared_limit &&
          t.tasks < 2147483647;
+}
+// Whether the three-CTA tile replaces the two-CTA one (measured on an H100, lesson 11's NOTES.md,
+// wave-3i): where it fits and keeps the part as wide (the same nt: at 7² it would cut 5 n8 tiles
+// to 3, and each part re-reads D), and nt ≤ 5 (the nt = 6 kernel spills 36 bytes at 80 registers).
+inline bool stream_three_pays(const StreamTile& two, const StreamTile& three) {
+  return stream_tile_fits(three, kSharedThreeCtas) && three.nt == two.nt && three.nt <= 5;
 }
 
 // ---- the SE gate kernel's block size and shared memory (gpu/lib/mbconv_layers.cuh) ----------

@@ -13,7 +13,8 @@
 //           image, applied to D's fragments; y = Y + bp (+ x). Where Wp fits a CTA (56², 28², C = 80
 //           @ 14²), a stream of warp tasks of 16 rows that load D straight into their mma fragments
 //           (mbconv_project_stream_kernel); where it does not (C = 112 @ 14², 7²) the same stream
-//           with one column part of Wp a CTA (run_store_plan's kStreamCtaPart); past hidden 7200
+//           with one column part of Wp a CTA (run_store_plan's kStreamCtaPart), at three CTAs an SM
+//           where that keeps the parts as wide (kStreamThree: stream_three_pays); past hidden 7200
 //           the persistent GEMM (mbconv_project_kernel)
 //
 // Plain loop it replaces: ref::mbconv_block. Cost: expand and depthwise once,
@@ -36,7 +37,7 @@ const Register<MBConvProblem> reg{{
     .device = Device::gpu,
     .lesson = 11,
     .supports = store_plan_supported,
-    .run = run_store_plan<false, false, true, true, true>,
+    .run = run_store_plan<false, false, true, true, true, true>,
     .workspace_bytes = [](const MBConvProblem& p) { return StorePlanLayout(p).bytes(); },
     .idea = "two fused passes; pass 1 stores the depthwise output in 16 bits, pass 2 is one GEMM over the batch that gates it and projects",
     .model_bytes = [](const MBConvProblem& p) { return p.two_pass_store_bytes(); },

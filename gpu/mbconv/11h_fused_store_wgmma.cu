@@ -1,10 +1,11 @@
 // gpu/mbconv/11h_fused_store_wgmma.cu — lesson 11, GPU rung h: 11c's store plan with its pass 2
 // on Hopper's warpgroup MMA.
 //
-// Idea over 11c_fused_store: pass 1 and the SE gate are 11c's; pass 2, the projection of the
-// gated D over the whole batch, is made by two warpgroups per CTA with one wgmma m64nNk16 per
-// k16 step (N = 64 or 128 columns of C_out): Wp held in shared memory for the CTA's life, D's
-// rows streamed through a cp.async ring, gated in registers (gpu/lib/mbconv_project_wgmma.cuh).
+// Idea over 11c_fused_store: pass 1 (E padded where pad_e_pays) and the SE gate are 11c's; pass 2,
+// the projection of the gated D over the whole batch, is made by two warpgroups per CTA with one
+// wgmma m64nNk16 per k16 step (N = 64 or 128 columns of C_out): Wp held in shared memory for the
+// CTA's life, D's rows streamed through a cp.async ring, gated in registers
+// (gpu/lib/mbconv_project_wgmma.cuh).
 // 11c's pass 2 issues 4 mma.sync per 16 rows, 32 columns and k16 step, and streams Wp with D.
 // Where it wins and loses (faster at 14², slower at 56²): lesson 11's README and NOTES.
 //
@@ -29,7 +30,7 @@ using namespace gpu::mbconv;
 void run(const MBConvProblem& p, const Args<MBConvProblem>& a) {
   if (const std::string why = gpu::wgmma_unavailable_reason(); !why.empty())
     throw Unsupported("mbconv/gpu/11h_fused_store_wgmma cannot run here: " + why);
-  run_store_plan<false, true>(p, a);
+  run_store_plan<false, true, true, false, true>(p, a);  // wgmma pass 2, padded E where it pays
 }
 
 const Register<MBConvProblem> reg{{
