@@ -1,0 +1,27 @@
+# The next session's first call (written in wave-3i, not run): on the H200 only (the goals are H200
+# figures; an H100's rows are not filed), the filing run of every store-plan rung with PyTorch's
+# MBConv rows in the same run (a budget that reaches the graph mode), 11q (11c without the
+# three-CTA stream) as the same-run baseline of that form, then lesson 10's pair (10e and PyTorch's
+# ConvFirst at C = 256 @ 14² and C = 512 @ 7²) if time is left. Before it: git rev-parse --short HEAD
+# > .scratch/rev; copy this file to .scratch/call.sh. About 430 s for the first part on a cold
+# machine (build ≈ 190 s), 120–150 s for the pair.
+set -x
+T=${CALL_LIMIT:-585}
+export CONVLAB_GIT_REV=$(cat .scratch/rev)
+mkdir -p /tmp/b /tmp/c
+nvidia-smi --query-gpu=name --format=csv,noheader | tee /tmp/b/gpu.txt
+grep -q H200 /tmp/b/gpu.txt || { echo "not an H200: nothing to file"; exit 3; }
+sed 's/11c_fused_store/11q_store_two_ctas/g; s/run_store_plan<false, false, true, true, true, true>/run_store_plan<false, false, true, true, true>/' \
+  gpu/mbconv/11c_fused_store.cu > gpu/mbconv/11q_store_two_ctas.cu
+OUT=/tmp/b CONVLAB_BENCH_TIMEOUT=120 CONVLAB_TORCH_SCRIPTS=mbconv CONVLAB_TORCH_TIMEOUT=150 CONVLAB_TORCH_BUDGET=130 \
+  timeout $((T - 130)) bench/run_gpu.sh --torch --only 'random shapes|mbconv/gpu/(11b|11c|11e|11h|11i|11q)' > /tmp/b/run.log 2>&1
+left=$((T - SECONDS)); [ $left -gt 110 ] && OUT=/tmp/c CONVLAB_TORCH_SCRIPTS=convfirst \
+  CONVLAB_TORCH_SHAPES='128,14,14,256,1024,256,1;128,7,7,512,2048,512,1' CONVLAB_TORCH_TIMEOUT=100 CONVLAB_TORCH_BUDGET=80 \
+  CONVLAB_BENCH_TIMEOUT=60 timeout $((left - 10)) bench/run_gpu.sh --no-tests --torch --only 'convfirst/gpu/10e' > /tmp/c/run.log 2>&1
+cp /tmp/b/bench-gpu.json $OUT/bench.json; cp /tmp/b/gpu-tests.xml $OUT/ 2>/dev/null; cp /tmp/b/summary.txt $OUT/summaries.txt
+cp /tmp/c/bench-gpu.json $OUT/pair-bench.json 2>/dev/null; cp /tmp/c/summary.txt $OUT/pair-summary.txt 2>/dev/null
+tar -czf $OUT/logs.tar.gz -C /tmp --ignore-failed-read b/logs.tar.gz b/run.log c/logs.tar.gz c/run.log
+cat $OUT/summaries.txt $OUT/pair-summary.txt
+# After it: file the quiet rows (python3 bench/merge_bench_json.py --into bench/results/h200/bench-gpu.json
+# --source LABEL FILE, for bench.json and pair-bench.json, without 11q's rows), regenerate the lesson
+# tables (scripts/lesson_tables.py), and mend the README text that says "has run on an H100 only".
