@@ -22,6 +22,9 @@ cp /tmp/b/bench-gpu.json $OUT/bench.json; cp /tmp/b/gpu-tests.xml $OUT/ 2>/dev/n
 cp /tmp/c/bench-gpu.json $OUT/pair-bench.json 2>/dev/null; cp /tmp/c/summary.txt $OUT/pair-summary.txt 2>/dev/null
 tar -czf $OUT/logs.tar.gz -C /tmp --ignore-failed-read b/logs.tar.gz b/run.log c/logs.tar.gz c/run.log
 cat $OUT/summaries.txt $OUT/pair-summary.txt
-# After it: file the quiet rows (python3 bench/merge_bench_json.py --into bench/results/h200/bench-gpu.json
-# --source LABEL FILE, for bench.json and pair-bench.json, without 11q's rows), regenerate the lesson
-# tables (scripts/lesson_tables.py), and mend the README text that says "has run on an H100 only".
+# After it: drop 11q's rows (a comparison copy, not a rung), e.g.
+#   python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['benchmarks']=[b for b in d['benchmarks']
+#     if '/11q_' not in b['name']]; json.dump(d, open(sys.argv[2], 'w'), indent=1)" bench.json filed.json
+# then file the rows (python3 bench/merge_bench_json.py --into bench/results/h200/bench-gpu.json
+# --source LABEL filed.json, and pair-bench.json), regenerate the lesson tables
+# (scripts/lesson_tables.py), and mend the README text that says "has run on an H100 only".
