@@ -87,11 +87,13 @@ if [[ -n $nvdisasm && -s $work/sass.csv ]]; then
   # The rung's own cubin is named after its file (11c_fused_store.*.cubin); every cubin if it is not there.
   cubins=("$work"/cubins/"${target##*/}".*cubin)
   [[ -e ${cubins[0]} ]] || cubins=("$work"/cubins/*.cubin)
-  # The kernel's SASS from the rung's cubins only, not the whole binary.
-  for c in "${cubins[@]}"; do [[ -e $c ]] && "$cuobjdump" -sass "$c" 2> /dev/null; done |
-    awk -v k="$kernel" '/Function :/{p = ($0 ~ k)} p' > "$work/kernel.sass" || true
   for c in "${cubins[@]}"; do [[ -e $c ]] && "$nvdisasm" -c -gi "$c" 2> /dev/null; done > "$work/lines.sass" || true
   python3 "$(dirname "$0")/sass_lines.py" "$work/sass.csv" "$work/lines.sass" --top 60 --groups 40 > "$work/lines.txt" 2>&1 || true
+  # The profiled kernel's SASS from the rung's cubins only (not the whole binary): the function
+  # sass_lines.py matched, else every function the regex names.
+  fn=$(sed -n 's/^function: //p' "$work/lines.txt" | head -1)
+  for c in "${cubins[@]}"; do [[ -e $c ]] && "$cuobjdump" -sass "$c" 2> /dev/null; done |
+    awk -v k="${fn:-$kernel}" -v exact="${fn:+1}" '/Function :/{p = exact ? ($3 == k) : ($0 ~ k)} p' > "$work/kernel.sass" || true
   rm -rf "$work/cubins" "$work/lines.sass"
 else
   echo "profile_source.sh: no nvdisasm (or no sass.csv): no per-line counts" > "$work/lines.txt"
