@@ -1415,6 +1415,70 @@ TEST_CASE("mbconv stream, three-CTA form: where it pays, and the GPU test table 
   CHECK(group[1]);
 }
 
+// The stream's lean Wp staging (kLeanStage) and the gate kernel's staged weights (kStaged): the walk
+// copies every (row, piece) once; the staged layout holds scratch and copies apart, where it fits; and
+// the GPU test table reaches both gate block sizes in the staged form, both copy paths, and the
+// fallback.
+TEST_CASE("mbconv stream and gate: the lean Wp walk and the gate's staged weights", "[mbconv][lesson11][cpu]") {
+  for (int units = 1; units <= kThreads; ++units)
+    for (int rows : {1, 32, 37, 480, 1152}) {
+      std::vector<int> hits(std::size_t(rows) * units, 0);
+      for (int tid = 0; tid < kThreads; ++tid) {
+        const StreamStageWalk w = stream_stage_walk(tid, units);
+        if (!w.active) continue;
+        REQUIRE(w.unit >= 0);
+        REQUIRE(w.unit < units);
+        for (int r = w.first; r < rows; r += w.step) ++hits[std::size_t(r) * units + w.unit];
+      }
+      int wrong = 0;
+      for (int h : hits) wrong += h != 1;
+      INFO("units " << units << ", rows " << rows);
+      CHECK(wrong == 0);
+    }
+
+  const auto bench = [](int hw, int c, int k, int stride, int c_out, int e = 6) {
+    MBConvProblem p;
+    p.N = 128, p.dtype = DType::f16, p.H = p.W = hw, p.C = c, p.kernel = k, p.stride = stride, p.C_out = c_out;
+    p.expand = e;
+    return p;
+  };
+  CHECK(se_gate_stages(bench(56, 24, 3, 1, 24)));
+  CHECK(se_gate_stages(bench(28, 40, 3, 1, 40)));
+  CHECK(se_gate_stages(bench(14, 80, 3, 1, 80)));    // hidden 480, Cr 20: 38 KB of weights
+  CHECK(se_gate_stages(bench(14, 112, 3, 1, 112)));  // hidden 672, Cr 28: 75 KB, 512 threads
+  CHECK_FALSE(se_gate_stages(bench(7, 192, 3, 1, 192)));  // hidden 1152, Cr 48: 221 KB
+  MBConvProblem no_se = bench(14, 80, 3, 1, 80);
+  no_se.se = 0;
+  CHECK_FALSE(se_gate_stages(no_se));
+
+  bool staged_small = false, staged_large = false, fallback = false, flat_vec = false, flat_scalar = false;
+  bool bias_scalar = false, bf16 = false;
+  for (const MBConvProblem& p : OpTraits<MBConvProblem>::shapes(ShapeTable::test, Device::gpu)) {
+    if (!store_plan_shape(p)) continue;
+    if (!se_gate_stages(p)) {
+      fallback = true;
+      continue;
+    }
+    const std::size_t h = std::size_t(p.hidden()), cr = std::size_t(p.se_channels());
+    // scratch first, each staged array after it from a 16-byte boundary, within one block's 227 KB
+    CHECK(se_gate_scratch_end(p) % 16 == 0);
+    CHECK(se_gate_scratch_end(p) >= se_gate_shared_bytes(p));
+    CHECK(se_gate_staged_bytes(p) >= se_gate_scratch_end(p) + 2 * (2 * h * cr) + 2 * (h + cr));
+    CHECK(se_gate_staged_bytes(p) <= std::size_t(227) * 1024);
+    (se_gate_threads(p.hidden(), p.se_channels()) == kGateThreadsSmall ? staged_small : staged_large) = true;
+    ((h * cr) % 8 == 0 ? flat_vec : flat_scalar) = true;
+    bias_scalar |= cr % 8 != 0;
+    bf16 |= p.dtype == DType::bf16;
+  }
+  CHECK(staged_small);  // the 256-thread staged kernel
+  CHECK(staged_large);  // the 512-thread staged kernel
+  CHECK(fallback);      // the weights too large: the plain kernel
+  CHECK(flat_vec);      // W1, W2 by 16-byte copies (with a 16-byte aligned source)
+  CHECK(flat_scalar);   // W1, W2 element by element
+  CHECK(bias_scalar);   // b1 element by element
+  CHECK(bf16);
+}
+
 TEST_CASE("mbconv stream (pass 2 as warp tasks): the GPU test table reaches each of its boundaries",
           "[mbconv][lesson11][cpu]") {
   const std::vector<MBConvProblem> table = OpTraits<MBConvProblem>::shapes(ShapeTable::test, Device::gpu);

@@ -205,7 +205,9 @@ __device__ __forceinline__ void stream_task(const StreamTile& t, int n_live, int
 // dbuf [N][chunks][P·Q][32], gate16 [N][d_live], wp [hidden][ldw], bp [C_out], x [N·P·Q][C],
 // y [N·P·Q][C_out]. kThreads threads, t.bytes of dynamic shared memory; any grid for whole Wp, a
 // multiple of t.parts for cta_part (warps stride over the tasks). kCtaPart: t.cta_part's form.
-template <class Element, int kNT, bool kCtaPart, int kMinCtas = 2>
+// kLeanStage: Wp is staged by a fixed walk with one division a thread (stream_stage_walk), not one
+// per 16-byte copy.
+template <class Element, int kNT, bool kCtaPart, int kMinCtas = 2, bool kLeanStage = false>
 __global__ void __launch_bounds__(kThreads, kMinCtas) mbconv_project_stream_kernel(
     StreamTile t, const Element* __restrict__ dbuf, const Element* __restrict__ gate16,
     const Element* __restrict__ wp, const Element* __restrict__ bp, const Element* __restrict__ x,
@@ -224,10 +226,21 @@ __global__ void __launch_bounds__(kThreads, kMinCtas) mbconv_project_stream_kern
   // columns from cta_col0 (zeros past C_out), Wp's rows in stream order; 16-byte cp.async copies,
   // all in flight at once (up to 110 KB a CTA: one round trip, not one per copy a thread makes).
   const int units = t.cols / 8;
-  for (int i = tid; i < t.chunks * kChunk * units; i += kThreads) {
-    const int r = i / units, u = i - r * units, j = stream_staged_row(r), col = cta_col0 + 8 * u;
-    const bool in = j < t.hidden && col < t.ldw;
-    cp_async_16(shared_address(wb + r * t.ldb + 8 * u), in ? wp + std::ptrdiff_t(j) * t.ldw + col : wp, in);
+  if (kLeanStage && units <= kThreads) {
+    const StreamStageWalk s = stream_stage_walk(tid, units);
+    const int col = cta_col0 + 8 * s.unit;
+    if (s.active)
+      for (int r = s.first; r < t.chunks * kChunk; r += s.step) {
+        const int j = stream_staged_row(r);
+        const bool in = j < t.hidden && col < t.ldw;
+        cp_async_16(shared_address(wb + r * t.ldb + 8 * s.unit), in ? wp + std::ptrdiff_t(j) * t.ldw + col : wp, in);
+      }
+  } else {
+    for (int i = tid; i < t.chunks * kChunk * units; i += kThreads) {
+      const int r = i / units, u = i - r * units, j = stream_staged_row(r), col = cta_col0 + 8 * u;
+      const bool in = j < t.hidden && col < t.ldw;
+      cp_async_16(shared_address(wb + r * t.ldb + 8 * u), in ? wp + std::ptrdiff_t(j) * t.ldw + col : wp, in);
+    }
   }
   cp_async_commit();
   Element* bs = reinterpret_cast<Element*>(shared + t.wb_bytes);  // [cols]: Y's columns from cta_col0
@@ -259,8 +272,8 @@ __global__ void __launch_bounds__(kThreads, kMinCtas) mbconv_project_stream_kern
 // (stream_grid): the resident CTAs of one wave, or fewer where the tasks are fewer; cta_part, a
 // multiple of parts. kCtaPart: allow the cta_part form (stream_tile_for's allow_cta_part) and
 // instantiate its kernels (11c); without it only the whole-Wp form's kernels (11e). kThree: the
-// three-CTA form where stream_three_pays (11c).
-template <class Element, bool kCtaPart = false, bool kThree = false>
+// three-CTA form where stream_three_pays (11c). kLean: the kernels' kLeanStage.
+template <class Element, bool kCtaPart = false, bool kThree = false, bool kLean = false>
 void launch_project_stream(const MBConvProblem& p, const Args<MBConvProblem>& a, const void* dbuf, const void* gate16,
                            const ProjectWeights<Element>& w, bool dependent) {
   StreamTile t = stream_tile_for(p, w.ldw, kCtaPart);
@@ -286,12 +299,12 @@ void launch_project_stream(const MBConvProblem& p, const Args<MBConvProblem>& a,
                        : kPart    ? "mbconv_project_stream_kernel (cta_part)"
                                   : "mbconv_project_stream_kernel";
     switch (t.nt) {
-      case 1: go(mbconv_project_stream_kernel<Element, 1, kPart, kCtas>, name); break;
-      case 2: go(mbconv_project_stream_kernel<Element, 2, kPart, kCtas>, name); break;
-      case 3: go(mbconv_project_stream_kernel<Element, 3, kPart, kCtas>, name); break;
-      case 4: go(mbconv_project_stream_kernel<Element, 4, kPart, kCtas>, name); break;
-      case 5: go(mbconv_project_stream_kernel<Element, 5, kPart, kCtas>, name); break;
-      default: go(mbconv_project_stream_kernel<Element, 6, kPart, kCtas>, name); break;
+      case 1: go(mbconv_project_stream_kernel<Element, 1, kPart, kCtas, kLean>, name); break;
+      case 2: go(mbconv_project_stream_kernel<Element, 2, kPart, kCtas, kLean>, name); break;
+      case 3: go(mbconv_project_stream_kernel<Element, 3, kPart, kCtas, kLean>, name); break;
+      case 4: go(mbconv_project_stream_kernel<Element, 4, kPart, kCtas, kLean>, name); break;
+      case 5: go(mbconv_project_stream_kernel<Element, 5, kPart, kCtas, kLean>, name); break;
+      default: go(mbconv_project_stream_kernel<Element, 6, kPart, kCtas, kLean>, name); break;
     }
   };
   using Two = std::integral_constant<int, 2>;
