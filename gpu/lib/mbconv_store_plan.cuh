@@ -50,8 +50,10 @@ struct StorePlanLayout {
 // stream_three_pays (launch_project_stream). kGateStaged: the gate kernel copies the SE weights into
 // shared memory before its wait for pass 1, where se_gate_stages (se_gate_kernel's kStaged).
 // kStreamLean: the stream stages Wp with one division a thread (its kernels' kLeanStage).
+// kStreamPrefetchL2: each stream task asks L2 for its D and x before its first group (kPrefetchL2).
 template <bool kTensorDw, bool kWgmmaProject = false, bool kDependentLaunch = true, bool kStreamCtaPart = false,
-          bool kPadE = false, bool kStreamThree = false, bool kGateStaged = false, bool kStreamLean = false>
+          bool kPadE = false, bool kStreamThree = false, bool kGateStaged = false, bool kStreamLean = false,
+          bool kStreamPrefetchL2 = false>
 void run_store_plan(const MBConvProblem& p, const Args<MBConvProblem>& a) {
   const bool pad = kPadE && !kTensorDw && pad_e_pays(p, 2 * sm_count());
   const Tile t = choose_tile(p, Stage::store, pad);
@@ -74,7 +76,8 @@ void run_store_plan(const MBConvProblem& p, const Args<MBConvProblem>& a) {
     if constexpr (kWgmmaProject)
       launch_project_wgmma<E>(p, a, dbuf, gate16, w, kDependentLaunch);
     else if (stream_tile_fits(stream_tile_for(p, w.ldw, kStreamCtaPart)))
-      launch_project_stream<E, kStreamCtaPart, kStreamThree, kStreamLean>(p, a, dbuf, gate16, w, kDependentLaunch);
+      launch_project_stream<E, kStreamCtaPart, kStreamThree, kStreamLean, kStreamPrefetchL2>(p, a, dbuf, gate16, w,
+                                                                                         kDependentLaunch);
     else
       launch_project<E>(p, a, dbuf, gate16, w, kDependentLaunch);
   });
