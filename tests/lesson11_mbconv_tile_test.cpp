@@ -1424,7 +1424,7 @@ TEST_CASE("mbconv stream and gate: the lean Wp walk and the gate's staged weight
     for (int rows : {1, 32, 37, 480, 1152}) {
       std::vector<int> hits(std::size_t(rows) * units, 0);
       for (int tid = 0; tid < kThreads; ++tid) {
-        const StreamStageWalk w = stream_stage_walk(tid, units);
+        const StageWalk w = stage_walk(tid, units);
         if (!w.active) continue;
         REQUIRE(w.unit >= 0);
         REQUIRE(w.unit < units);

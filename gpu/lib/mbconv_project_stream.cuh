@@ -220,7 +220,7 @@ __device__ __forceinline__ void stream_task(const StreamTile& t, int n_live, int
 // dbuf [N][chunks][P·Q][32], gate16 [N][d_live], wp [hidden][ldw], bp [C_out], x [N·P·Q][C],
 // y [N·P·Q][C_out]. kThreads threads, t.bytes of dynamic shared memory; any grid for whole Wp, a
 // multiple of t.parts for cta_part (warps stride over the tasks). kCtaPart: t.cta_part's form.
-// kLeanStage: Wp is staged by a fixed walk with one division a thread (stream_stage_walk), not one
+// kLeanStage: Wp is staged by a fixed walk with one division a thread (stage_walk), not one
 // per 16-byte copy.
 // kPrefetchL2: stream_task's.
 template <class Element, int kNT, bool kCtaPart, int kMinCtas = 2, bool kLeanStage = false, bool kPrefetchL2 = false>
@@ -243,7 +243,7 @@ __global__ void __launch_bounds__(kThreads, kMinCtas) mbconv_project_stream_kern
   // all in flight at once (up to 110 KB a CTA: one round trip, not one per copy a thread makes).
   const int units = t.cols / 8;
   if (kLeanStage && units <= kThreads) {
-    const StreamStageWalk s = stream_stage_walk(tid, units);
+    const StageWalk s = stage_walk(tid, units);
     const int col = cta_col0 + 8 * s.unit;
     if (s.active)
       for (int r = s.first; r < t.chunks * kChunk; r += s.step) {
