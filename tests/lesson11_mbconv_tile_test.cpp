@@ -1345,6 +1345,16 @@ bool reaches_all(const StreamReach& r, bool allow_cta_part) {
 }
 }  // namespace
 
+namespace {
+// A bench shape of lesson 11 (N = 128, f16, SiLU, SE 0.25): hw² × c → c_out, kernel k, expand e.
+MBConvProblem bench_shape(int hw, int c, int k, int stride, int c_out, int e = 6) {
+  MBConvProblem p;
+  p.N = 128, p.dtype = DType::f16, p.H = p.W = hw, p.C = c, p.kernel = k, p.stride = stride, p.C_out = c_out;
+  p.expand = e;
+  return p;
+}
+}  // namespace
+
 // 11c takes the three-CTA tile where stream_three_pays: its kernels (one per nt, built for three
 // CTAs an SM) must meet the same boundaries on the GPU test table as the two-CTA ones, and the table
 // must keep shapes where 11c stays with two CTAs.
@@ -1358,22 +1368,16 @@ TEST_CASE("mbconv stream, three-CTA form: where it pays, and the GPU test table 
   // The rule at the bench shapes (N = 128, f16, SiLU; measured in wave-3i on an H100): three CTAs
   // where the part keeps its width and nt ≤ 5; not at 7² (5 n8 tiles a part would become 3) nor at
   // C_out 192 from 14² (nt = 6).
-  const auto bench = [](int hw, int c, int k, int stride, int c_out, int e = 6) {
-    MBConvProblem p;
-    p.N = 128, p.dtype = DType::f16, p.H = p.W = hw, p.C = c, p.kernel = k, p.stride = stride, p.C_out = c_out;
-    p.expand = e;
-    return p;
-  };
-  CHECK(takes_three(bench(56, 24, 3, 1, 24)));
-  CHECK(takes_three(bench(28, 40, 3, 1, 40)));
-  CHECK(takes_three(bench(14, 80, 3, 1, 80)));
-  CHECK(takes_three(bench(14, 112, 3, 1, 112)));
-  CHECK(takes_three(bench(112, 32, 3, 1, 16, 1)));
-  CHECK(takes_three(bench(14, 80, 5, 1, 112)));
-  CHECK_FALSE(takes_three(bench(7, 192, 3, 1, 192)));
-  CHECK_FALSE(takes_three(bench(7, 192, 5, 1, 192)));
-  CHECK_FALSE(takes_three(bench(7, 192, 3, 1, 320)));
-  CHECK_FALSE(takes_three(bench(14, 112, 5, 2, 192)));
+  CHECK(takes_three(bench_shape(56, 24, 3, 1, 24)));
+  CHECK(takes_three(bench_shape(28, 40, 3, 1, 40)));
+  CHECK(takes_three(bench_shape(14, 80, 3, 1, 80)));
+  CHECK(takes_three(bench_shape(14, 112, 3, 1, 112)));
+  CHECK(takes_three(bench_shape(112, 32, 3, 1, 16, 1)));
+  CHECK(takes_three(bench_shape(14, 80, 5, 1, 112)));
+  CHECK_FALSE(takes_three(bench_shape(7, 192, 3, 1, 192)));
+  CHECK_FALSE(takes_three(bench_shape(7, 192, 5, 1, 192)));
+  CHECK_FALSE(takes_three(bench_shape(7, 192, 3, 1, 320)));
+  CHECK_FALSE(takes_three(bench_shape(14, 112, 5, 2, 192)));
 
   bool two_kept = false, three = false, short_rows = false, singles = false, pairs = false, parts = false;
   bool one_part = false, zero_cols = false, residual = false, no_residual = false, spans = false, bf16 = false;
@@ -1436,18 +1440,12 @@ TEST_CASE("mbconv stream and gate: the lean Wp walk and the gate's staged weight
       CHECK(wrong == 0);
     }
 
-  const auto bench = [](int hw, int c, int k, int stride, int c_out, int e = 6) {
-    MBConvProblem p;
-    p.N = 128, p.dtype = DType::f16, p.H = p.W = hw, p.C = c, p.kernel = k, p.stride = stride, p.C_out = c_out;
-    p.expand = e;
-    return p;
-  };
-  CHECK(se_gate_stages(bench(56, 24, 3, 1, 24)));
-  CHECK(se_gate_stages(bench(28, 40, 3, 1, 40)));
-  CHECK(se_gate_stages(bench(14, 80, 3, 1, 80)));    // hidden 480, Cr 20: 38 KB of weights
-  CHECK(se_gate_stages(bench(14, 112, 3, 1, 112)));  // hidden 672, Cr 28: 75 KB, 512 threads
-  CHECK_FALSE(se_gate_stages(bench(7, 192, 3, 1, 192)));  // hidden 1152, Cr 48: 221 KB
-  MBConvProblem no_se = bench(14, 80, 3, 1, 80);
+  CHECK(se_gate_stages(bench_shape(56, 24, 3, 1, 24)));
+  CHECK(se_gate_stages(bench_shape(28, 40, 3, 1, 40)));
+  CHECK(se_gate_stages(bench_shape(14, 80, 3, 1, 80)));    // hidden 480, Cr 20: 38 KB of weights
+  CHECK(se_gate_stages(bench_shape(14, 112, 3, 1, 112)));  // hidden 672, Cr 28: 75 KB, 512 threads
+  CHECK_FALSE(se_gate_stages(bench_shape(7, 192, 3, 1, 192)));  // hidden 1152, Cr 48: 221 KB
+  MBConvProblem no_se = bench_shape(14, 80, 3, 1, 80);
   no_se.se = 0;
   CHECK_FALSE(se_gate_stages(no_se));
 
