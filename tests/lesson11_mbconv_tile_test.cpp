@@ -1419,27 +1419,10 @@ TEST_CASE("mbconv stream, three-CTA form: where it pays, and the GPU test table 
   CHECK(group[1]);
 }
 
-// The stream's lean Wp staging (kLeanStage) and the gate kernel's staged weights (kStaged): the walk
-// copies every (row, piece) once; the staged layout holds scratch and copies apart, where it fits; and
-// the GPU test table reaches both gate block sizes in the staged form, both copy paths, and the
-// fallback.
-TEST_CASE("mbconv stream and gate: the lean Wp walk and the gate's staged weights", "[mbconv][lesson11][cpu]") {
-  for (int units = 1; units <= kThreads; ++units)
-    for (int rows : {1, 32, 37, 480, 1152}) {
-      std::vector<int> hits(std::size_t(rows) * units, 0);
-      for (int tid = 0; tid < kThreads; ++tid) {
-        const StageWalk w = stage_walk(tid, units);
-        if (!w.active) continue;
-        REQUIRE(w.unit >= 0);
-        REQUIRE(w.unit < units);
-        for (int r = w.first; r < rows; r += w.step) ++hits[std::size_t(r) * units + w.unit];
-      }
-      int wrong = 0;
-      for (int h : hits) wrong += h != 1;
-      INFO("units " << units << ", rows " << rows);
-      CHECK(wrong == 0);
-    }
-
+// The gate kernel's staged weights (kStaged): the staged layout holds scratch and copies apart, where
+// it fits; and the GPU test table reaches both gate block sizes in the staged form, both copy paths,
+// and the fallback.
+TEST_CASE("mbconv gate: where the SE weights are staged, and the layout", "[mbconv][lesson11][cpu]") {
   CHECK(se_gate_stages(bench_shape(56, 24, 3, 1, 24)));
   CHECK(se_gate_stages(bench_shape(28, 40, 3, 1, 40)));
   CHECK(se_gate_stages(bench_shape(14, 80, 3, 1, 80)));    // hidden 480, Cr 20: 38 KB of weights

@@ -164,20 +164,10 @@ template <class Element, bool kRelu> __device__ __forceinline__ uint32_t activat
 // over rows × cols (cols a multiple of 8). vec: one 16-byte cp.async per 8
 // elements (src rows 16-byte aligned, valid_cols a multiple of 8); otherwise
 // plain 2-byte loads and stores (visible after the next barrier either way).
-// kLean: the vec copies by stage_walk (one division a thread) where a row's pieces are at most
-// kThreads, rather than one division a copy.
-template <class Element, bool kLean = false>
+template <class Element>
 __device__ __forceinline__ void stage_tile(Element* dst, int ld_dst, const Element* src, std::ptrdiff_t ld_src,
                                            int rows, int cols, int valid_rows, int valid_cols, bool vec) {
-  if (kLean && vec && cols / 8 <= kThreads) {
-    const StageWalk w = stage_walk(threadIdx.x, cols / 8);
-    const int c = 8 * w.unit;
-    if (w.active)
-      for (int r = w.first; r < rows; r += w.step) {
-        const bool in = r < valid_rows && c < valid_cols;
-        cp_async_16(shared_address(dst + r * ld_dst + c), in ? src + r * ld_src + c : src, in);
-      }
-  } else if (vec) {
+  if (vec) {
     const int per_row = cols / 8;
     for (int i = threadIdx.x; i < rows * per_row; i += kThreads) {
       const int r = i / per_row, c = (i - r * per_row) * 8;
@@ -376,8 +366,7 @@ __device__ __forceinline__ void depthwise_tensor_cores(const Tile& t, const Elem
 
 // The kernel's body, a function so that lesson 11's 11k (gpu/lib/mbconv_block_cluster.cuh) can
 // run the store stage and go on in the same kernel.
-template <class Element, Stage kStage, int K, int kStride, bool kRelu, bool kTensorDw, bool kPadE = false,
-          bool kLeanStage = false>
+template <class Element, Stage kStage, int K, int kStride, bool kRelu, bool kTensorDw, bool kPadE = false>
 __device__ __forceinline__ void tile_body(
     Tile t, const Element* __restrict__ x, const Element* __restrict__ we, const Element* __restrict__ be,
     const Element* __restrict__ dw, const Element* __restrict__ bd, const float* __restrict__ gate,
@@ -471,7 +460,7 @@ __device__ __forceinline__ void tile_body(
     // E buffers only where the block has no more chunks than buffers), be, bd, g into vs(k % 3).
     const auto issue_slices = [&](int k) {
       const int c0 = chunk_start(k), cw = chunk_width(k);
-      if (t.expand) stage_tile<Element, kLeanStage>(wes(k % 2), t.ldwe, we + c0, t.hidden, t.c_pad, kChunk, t.C, cw, t.vec);
+      if (t.expand) stage_tile(wes(k % 2), t.ldwe, we + c0, t.hidden, t.c_pad, kChunk, t.C, cw, t.vec);
       else if constexpr (kPadE) stage_e_padded(es(k % 3), x_tile + c0, t.C, t, in_pixels, cw, t.vec);
       else stage_tile(es(k % 3), t.lde, x_tile + c0, t.C, t.m_in, kChunk, in_pixels, cw, t.vec);
       stage_tile(dws(k % 2), 0, dw + std::ptrdiff_t(c0) * kTaps, 0, 1, kChunk * kTaps, 1, cw * kTaps, t.vec);
@@ -495,7 +484,7 @@ __device__ __forceinline__ void tile_body(
     };
 
     // Prologue: the x tile (once; zero beyond the tile's pixels and beyond C) and chunk 0's slices.
-    if (t.expand) stage_tile<Element, kLeanStage>(xs, t.ldx, x_tile, t.C, t.m_in, t.c_pad, in_pixels, t.C, t.vec);
+    if (t.expand) stage_tile(xs, t.ldx, x_tile, t.C, t.m_in, t.c_pad, in_pixels, t.C, t.vec);
     if (chunks > 0) issue_slices(0);
     cp_async_commit();
     if constexpr (kSums)  // the sums of chunks 0 and 1 start from zeros (reduce_sums zeroes what it reads)
@@ -822,15 +811,13 @@ __device__ __forceinline__ void tile_body(
   }
 }
 
-template <class Element, Stage kStage, int K, int kStride, bool kRelu, bool kTensorDw, bool kPadE = false,
-          bool kLeanStage = false>
+template <class Element, Stage kStage, int K, int kStride, bool kRelu, bool kTensorDw, bool kPadE = false>
 __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
     Tile t, const Element* __restrict__ x, const Element* __restrict__ we, const Element* __restrict__ be,
     const Element* __restrict__ dw, const Element* __restrict__ bd, const float* __restrict__ gate,
     const Element* __restrict__ wp, const Element* __restrict__ bp, Element* __restrict__ y, float* __restrict__ partial,
     Element* __restrict__ dbuf) {
-  tile_body<Element, kStage, K, kStride, kRelu, kTensorDw, kPadE, kLeanStage>(t, x, we, be, dw, bd, gate, wp, bp, y, partial,
-                                                                           dbuf);
+  tile_body<Element, kStage, K, kStride, kRelu, kTensorDw, kPadE>(t, x, we, be, dw, bd, gate, wp, bp, y, partial, dbuf);
 }
 
 // ---- launcher --------------------------------------------------------------------------------
@@ -858,8 +845,7 @@ Tile stage_tile(const MBConvProblem& p, const Args<MBConvProblem>& a, Kernel ker
 }
 
 // kPadE: E's rows padded with zero columns, so that no depthwise window tests its columns.
-// kLean: the x tile and We's slices staged by stage_walk (the kernel's kLeanStage).
-template <class Element, Stage kStage, bool kTensorDw = false, bool kPadE = false, bool kLean = false>
+template <class Element, Stage kStage, bool kTensorDw = false, bool kPadE = false>
 void launch_stage(const MBConvProblem& p, const Args<MBConvProblem>& a, const float* gate, float* partial, void* dbuf) {
   const void* wp = a.project_w;
   const auto go = [&](auto kernel, const char* name) {
@@ -873,10 +859,10 @@ void launch_stage(const MBConvProblem& p, const Args<MBConvProblem>& a, const fl
   };
   const auto with = [&](auto relu) {
     constexpr bool kRelu = decltype(relu)::value;
-    if (p.kernel == 3 && p.stride == 1) go(mbconv_tile_kernel<Element, kStage, 3, 1, kRelu, kTensorDw, kPadE, kLean>, "mbconv_tile_kernel<k=3,s=1>");
-    else if (p.kernel == 3) go(mbconv_tile_kernel<Element, kStage, 3, 2, kRelu, kTensorDw, kPadE, kLean>, "mbconv_tile_kernel<k=3,s=2>");
-    else if (p.stride == 1) go(mbconv_tile_kernel<Element, kStage, 5, 1, kRelu, kTensorDw, kPadE, kLean>, "mbconv_tile_kernel<k=5,s=1>");
-    else go(mbconv_tile_kernel<Element, kStage, 5, 2, kRelu, kTensorDw, kPadE, kLean>, "mbconv_tile_kernel<k=5,s=2>");
+    if (p.kernel == 3 && p.stride == 1) go(mbconv_tile_kernel<Element, kStage, 3, 1, kRelu, kTensorDw, kPadE>, "mbconv_tile_kernel<k=3,s=1>");
+    else if (p.kernel == 3) go(mbconv_tile_kernel<Element, kStage, 3, 2, kRelu, kTensorDw, kPadE>, "mbconv_tile_kernel<k=3,s=2>");
+    else if (p.stride == 1) go(mbconv_tile_kernel<Element, kStage, 5, 1, kRelu, kTensorDw, kPadE>, "mbconv_tile_kernel<k=5,s=1>");
+    else go(mbconv_tile_kernel<Element, kStage, 5, 2, kRelu, kTensorDw, kPadE>, "mbconv_tile_kernel<k=5,s=2>");
   };
   if (p.activation == MBConvActivation::relu) with(std::true_type{});
   else with(std::false_type{});

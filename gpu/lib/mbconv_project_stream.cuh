@@ -88,9 +88,7 @@ namespace convlab::gpu::mbconv {
 // by other CTAs of the running kernel (before a cluster barrier), so it is read through L2
 // (ld.global.cg), not the read-only path, and gate16 is a copy in shared memory whose row 0 is
 // image image0's (so the gates of each chunk are a shared-memory load, not an L2 round trip).
-// kPrefetchL2: before its first group the task asks L2 for all of its D pieces and its x rows
-// (prefetch.global.L2, no registers held), so that each group's loads wait for L2, not DRAM.
-template <class Element, int kNT, bool kCoherent, bool kPrefetchL2 = false>
+template <class Element, int kNT, bool kCoherent>
 __device__ __forceinline__ void stream_task(const StreamTile& t, int n_live, int tile, int s0, int col0, int col_end,
                                             int m_begin, int image0, uint32_t b_lane, uint32_t b_step, std::ptrdiff_t chunk_step,
                                             const Element* bs, const Element* dbuf, const Element* gate16,
@@ -118,19 +116,6 @@ __device__ __forceinline__ void stream_task(const StreamTile& t, int n_live, int
 #pragma unroll
   for (int nt = 0; nt < kNT; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
   const uint32_t b_part = b_lane + uint32_t(s0) * 2;
-  if constexpr (kPrefetchL2) {
-    const auto to_l2 = [](const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); };
-#pragma unroll 1
-    for (int c = 0; c < t.chunks; ++c)
-      if (stream_piece_live(t, c, tq)) {
-        if (in_lo) to_l2(d_lo + c * chunk_step);
-        if (in_hi) to_l2(d_hi + c * chunk_step);
-      }
-    if (t.residual && tq == 0) {  // a row's x columns of this part: one lane a row (≤ 96 bytes, one or two lines)
-      if (in_lo) to_l2(x + std::ptrdiff_t(m_lo) * t.c + col0);
-      if (in_hi) to_l2(x + std::ptrdiff_t(m_hi) * t.c + col0);
-    }
-  }
 
   // d_lo, d_hi, q_lo, q_hi step on by a group of chunks; within it, constant offsets.
   for (int c0 = 0; c0 < t.chunks; c0 += kGroup) {
@@ -220,10 +205,7 @@ __device__ __forceinline__ void stream_task(const StreamTile& t, int n_live, int
 // dbuf [N][chunks][P·Q][32], gate16 [N][d_live], wp [hidden][ldw], bp [C_out], x [N·P·Q][C],
 // y [N·P·Q][C_out]. kThreads threads, t.bytes of dynamic shared memory; any grid for whole Wp, a
 // multiple of t.parts for cta_part (warps stride over the tasks). kCtaPart: t.cta_part's form.
-// kLeanStage: Wp is staged by a fixed walk with one division a thread (stage_walk), not one
-// per 16-byte copy.
-// kPrefetchL2: stream_task's.
-template <class Element, int kNT, bool kCtaPart, int kMinCtas = 2, bool kLeanStage = false, bool kPrefetchL2 = false>
+template <class Element, int kNT, bool kCtaPart, int kMinCtas = 2>
 __global__ void __launch_bounds__(kThreads, kMinCtas) mbconv_project_stream_kernel(
     StreamTile t, const Element* __restrict__ dbuf, const Element* __restrict__ gate16,
     const Element* __restrict__ wp, const Element* __restrict__ bp, const Element* __restrict__ x,
@@ -242,21 +224,10 @@ __global__ void __launch_bounds__(kThreads, kMinCtas) mbconv_project_stream_kern
   // columns from cta_col0 (zeros past C_out), Wp's rows in stream order; 16-byte cp.async copies,
   // all in flight at once (up to 110 KB a CTA: one round trip, not one per copy a thread makes).
   const int units = t.cols / 8;
-  if (kLeanStage && units <= kThreads) {
-    const StageWalk s = stage_walk(tid, units);
-    const int col = cta_col0 + 8 * s.unit;
-    if (s.active)
-      for (int r = s.first; r < t.chunks * kChunk; r += s.step) {
-        const int j = stream_staged_row(r);
-        const bool in = j < t.hidden && col < t.ldw;
-        cp_async_16(shared_address(wb + r * t.ldb + 8 * s.unit), in ? wp + std::ptrdiff_t(j) * t.ldw + col : wp, in);
-      }
-  } else {
-    for (int i = tid; i < t.chunks * kChunk * units; i += kThreads) {
-      const int r = i / units, u = i - r * units, j = stream_staged_row(r), col = cta_col0 + 8 * u;
-      const bool in = j < t.hidden && col < t.ldw;
-      cp_async_16(shared_address(wb + r * t.ldb + 8 * u), in ? wp + std::ptrdiff_t(j) * t.ldw + col : wp, in);
-    }
+  for (int i = tid; i < t.chunks * kChunk * units; i += kThreads) {
+    const int r = i / units, u = i - r * units, j = stream_staged_row(r), col = cta_col0 + 8 * u;
+    const bool in = j < t.hidden && col < t.ldw;
+    cp_async_16(shared_address(wb + r * t.ldb + 8 * u), in ? wp + std::ptrdiff_t(j) * t.ldw + col : wp, in);
   }
   cp_async_commit();
   Element* bs = reinterpret_cast<Element*>(shared + t.wb_bytes);  // [cols]: Y's columns from cta_col0
@@ -279,7 +250,7 @@ __global__ void __launch_bounds__(kThreads, kMinCtas) mbconv_project_stream_kern
   for (int task = int(first); task < end; task += step) {
     // The row tile and the part's first column: staged (s0) and of Y (col0 = cta_col0 + s0).
     const int tile = fast_quotient(div, task), s0 = 8 * kNT * (task - tile * per), col0 = cta_col0 + s0;
-    stream_task<Element, kNT, false, kPrefetchL2>(t, kNT, tile, s0, col0, t.c_out, 0, 0, b_lane, b_step, chunk_step, bs, dbuf, gate16,
+    stream_task<Element, kNT, false>(t, kNT, tile, s0, col0, t.c_out, 0, 0, b_lane, b_step, chunk_step, bs, dbuf, gate16,
                                      x, y);
   }
 }
@@ -288,8 +259,8 @@ __global__ void __launch_bounds__(kThreads, kMinCtas) mbconv_project_stream_kern
 // (stream_grid): the resident CTAs of one wave, or fewer where the tasks are fewer; cta_part, a
 // multiple of parts. kCtaPart: allow the cta_part form (stream_tile_for's allow_cta_part) and
 // instantiate its kernels (11c); without it only the whole-Wp form's kernels (11e). kThree: the
-// three-CTA form where stream_three_pays (11c). kLean, kPrefetch: the kernels' kLeanStage, kPrefetchL2.
-template <class Element, bool kCtaPart = false, bool kThree = false, bool kLean = false, bool kPrefetch = false>
+// three-CTA form where stream_three_pays (11c).
+template <class Element, bool kCtaPart = false, bool kThree = false>
 void launch_project_stream(const MBConvProblem& p, const Args<MBConvProblem>& a, const void* dbuf, const void* gate16,
                            const ProjectWeights<Element>& w, bool dependent) {
   StreamTile t = stream_tile_for(p, w.ldw, kCtaPart);
@@ -315,12 +286,12 @@ void launch_project_stream(const MBConvProblem& p, const Args<MBConvProblem>& a,
                        : kPart    ? "mbconv_project_stream_kernel (cta_part)"
                                   : "mbconv_project_stream_kernel";
     switch (t.nt) {
-      case 1: go(mbconv_project_stream_kernel<Element, 1, kPart, kCtas, kLean, kPrefetch>, name); break;
-      case 2: go(mbconv_project_stream_kernel<Element, 2, kPart, kCtas, kLean, kPrefetch>, name); break;
-      case 3: go(mbconv_project_stream_kernel<Element, 3, kPart, kCtas, kLean, kPrefetch>, name); break;
-      case 4: go(mbconv_project_stream_kernel<Element, 4, kPart, kCtas, kLean, kPrefetch>, name); break;
-      case 5: go(mbconv_project_stream_kernel<Element, 5, kPart, kCtas, kLean, kPrefetch>, name); break;
-      default: go(mbconv_project_stream_kernel<Element, 6, kPart, kCtas, kLean, kPrefetch>, name); break;
+      case 1: go(mbconv_project_stream_kernel<Element, 1, kPart, kCtas>, name); break;
+      case 2: go(mbconv_project_stream_kernel<Element, 2, kPart, kCtas>, name); break;
+      case 3: go(mbconv_project_stream_kernel<Element, 3, kPart, kCtas>, name); break;
+      case 4: go(mbconv_project_stream_kernel<Element, 4, kPart, kCtas>, name); break;
+      case 5: go(mbconv_project_stream_kernel<Element, 5, kPart, kCtas>, name); break;
+      default: go(mbconv_project_stream_kernel<Element, 6, kPart, kCtas>, name); break;
     }
   };
   using Two = std::integral_constant<int, 2>;

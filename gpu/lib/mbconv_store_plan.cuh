@@ -49,12 +49,9 @@ struct StorePlanLayout {
 // compiled, the choice is made per shape. kStreamThree (11c): the stream at three CTAs an SM where
 // stream_three_pays (launch_project_stream). kGateStaged: the gate kernel copies the SE weights into
 // shared memory before its wait for pass 1, where se_gate_stages (se_gate_kernel's kStaged).
-// kStreamLean: the stream stages Wp with one division a thread (its kernels' kLeanStage).
-// kStreamPrefetchL2: each stream task asks L2 for its D and x before its first group (kPrefetchL2).
-// kTileLean: pass 1 stages its x tile and We's slices by stage_walk (launch_stage's kLean).
+// Off in every rung (measured in lesson 11's NOTES, wave-3j: a loss at C = 80 @ 14², a gain at hidden 672).
 template <bool kTensorDw, bool kWgmmaProject = false, bool kDependentLaunch = true, bool kStreamCtaPart = false,
-          bool kPadE = false, bool kStreamThree = false, bool kGateStaged = false, bool kStreamLean = false,
-          bool kStreamPrefetchL2 = false, bool kTileLean = false>
+          bool kPadE = false, bool kStreamThree = false, bool kGateStaged = false>
 void run_store_plan(const MBConvProblem& p, const Args<MBConvProblem>& a) {
   const bool pad = kPadE && !kTensorDw && pad_e_pays(p, 2 * sm_count());
   const Tile t = choose_tile(p, Stage::store, pad);
@@ -67,18 +64,17 @@ void run_store_plan(const MBConvProblem& p, const Args<MBConvProblem>& a) {
     using E = typename decltype(tag)::type;
     const ProjectWeights<E> w = project_weights<E>(p, a, base + l.partial + l.gate16 + l.dbuf);
     if constexpr (kPadE && !kTensorDw) {
-      if (pad) launch_stage<E, Stage::store, false, true, kTileLean>(p, a, nullptr, partial, dbuf);
-      else launch_stage<E, Stage::store, false, false, kTileLean>(p, a, nullptr, partial, dbuf);
+      if (pad) launch_stage<E, Stage::store, false, true>(p, a, nullptr, partial, dbuf);
+      else launch_stage<E, Stage::store, false, false>(p, a, nullptr, partial, dbuf);
     } else {
-      launch_stage<E, Stage::store, kTensorDw, false, kTileLean>(p, a, nullptr, partial, dbuf);
+      launch_stage<E, Stage::store, kTensorDw>(p, a, nullptr, partial, dbuf);
     }
     se_gate<E, kDependentLaunch, kGateStaged>(p, t.tiles, partial, a.se1_w, a.se1_b, a.se2_w, a.se2_b, nullptr, gate16,
                                  dbuf_live(p.hidden()));
     if constexpr (kWgmmaProject)
       launch_project_wgmma<E>(p, a, dbuf, gate16, w, kDependentLaunch);
     else if (stream_tile_fits(stream_tile_for(p, w.ldw, kStreamCtaPart)))
-      launch_project_stream<E, kStreamCtaPart, kStreamThree, kStreamLean, kStreamPrefetchL2>(p, a, dbuf, gate16, w,
-                                                                                         kDependentLaunch);
+      launch_project_stream<E, kStreamCtaPart, kStreamThree>(p, a, dbuf, gate16, w, kDependentLaunch);
     else
       launch_project<E>(p, a, dbuf, gate16, w, kDependentLaunch);
   });

@@ -772,17 +772,6 @@ CONVLAB_HOST_DEVICE inline std::ptrdiff_t stream_gate_offset(const StreamTile& t
 CONVLAB_HOST_DEVICE inline bool stream_piece_live(const StreamTile& t, int c, int tq) {
   return c < t.chunks && kChunk * c + 8 * tq < t.d_live;
 }
-// A lean staging walk (the stream's kLeanStage, pass 1's kLeanStage): thread tid copies 16-byte
-// piece `unit` of rows first, first + step, ... (none where !active); every (row, piece) of
-// rows × units once, for units ≤ kThreads, with one division a thread instead of one a copy.
-struct StageWalk {
-  int first, step, unit;
-  bool active;
-};
-CONVLAB_HOST_DEVICE constexpr StageWalk stage_walk(int tid, int units) {
-  const int step = kThreads / units;
-  return {tid / units, step, tid % units, tid < step * units};
-}
 CONVLAB_HOST_DEVICE constexpr int stream_staged_row(int r) {
   return r - r % kChunk + stream_channel(r % kChunk / 16, r % 16);
 }
