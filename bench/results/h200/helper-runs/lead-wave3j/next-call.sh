@@ -1,0 +1,26 @@
+# The next session's first call (written at the end of wave-3j, not run). Before it:
+#   git rev-parse --short HEAD > .scratch/rev; cp this file .scratch/call.sh
+# 1. 11r = 11h with kGateStaged (the gate's weights in shared memory before its wait) against 11h
+#    and 11c, tests first: wave-3j saw the staged gate gain 2–2.5 % at hidden 672 (11c, H100) and
+#    lose 4 % at C = 80 @ 14²; 11h is the fastest rung at C = 112 @ 14².
+# 2. The stream kernel at C = 80 @ 14² under ncu's full set (memory workload: L2 hit rate of D, LSU
+#    requests and sectors per request), to read before any change to it.
+# 3. The gate kernel's source profile (its chain of loads and barriers after the wait).
+# About 200 s of build on a cold machine, 60 s of tests, 70 s of bench, 60 + 60 s of profiles.
+set -x
+T=${CALL_LIMIT:-585}
+export CONVLAB_GIT_REV=$(cat .scratch/rev)
+mkdir -p /tmp/b /tmp/p
+nvidia-smi --query-gpu=name --format=csv,noheader | tee /tmp/b/gpu.txt
+sed 's/11h_fused_store_wgmma/11r_wgmma_gate_staged/g; s/run_store_plan<false, true, true, false, true>(p, a)/run_store_plan<false, true, true, false, true, false, true>(p, a)/' \
+  gpu/mbconv/11h_fused_store_wgmma.cu > gpu/mbconv/11r_wgmma_gate_staged.cu
+grep -h "run_store_plan<" gpu/mbconv/11r_wgmma_gate_staged.cu gpu/mbconv/11h_fused_store_wgmma.cu
+OUT=/tmp/b CONVLAB_BENCH_TIMEOUT=90 timeout $((T - 150)) bench/run_gpu.sh --only 'random shapes|mbconv/gpu/(11c|11h|11r)_' > /tmp/b/run.log 2>&1
+printf '%s\n' 'mbconv/gpu/11c_fused_store | N=128,H=14,C=80,dtype=f16 | mbconv_project_stream_kernel | 1' > /tmp/list.txt
+left=$((T - SECONDS)); [ $left -gt 60 ] && OUT=/tmp/p timeout $((left > 140 ? 80 : left - 20)) bench/profile_gpu.sh /tmp/list.txt > /tmp/p/stream.log 2>&1
+left=$((T - SECONDS)); [ $left -gt 50 ] && OUT=/tmp/p timeout $((left - 10)) \
+  bench/profile_source.sh mbconv/gpu/11c_fused_store N=128,H=14,C=80,dtype=f16 se_gate_kernel > /tmp/p/gate.log 2>&1
+cp /tmp/b/bench-gpu.json $OUT/bench.json; cp /tmp/b/gpu-tests.xml $OUT/ 2>/dev/null; cp /tmp/b/summary.txt $OUT/summaries.txt
+cp /tmp/p/profile.tar.gz $OUT/stream-full.tar.gz 2>/dev/null; cp /tmp/p/source-*.tar.gz $OUT/ 2>/dev/null
+tar -czf $OUT/logs.tar.gz -C /tmp --ignore-failed-read b/logs.tar.gz b/run.log b/gpu.txt p/stream.log p/gate.log
+cat $OUT/summaries.txt; for f in /tmp/p/source-*.tar.gz; do tar -xzOf $f ./stalls.txt | head -10; tar -xzOf $f ./lines.txt | head -30; done
