@@ -1433,7 +1433,7 @@ TEST_CASE("mbconv gate: where the SE weights are staged, and the layout", "[mbco
   CHECK_FALSE(se_gate_stages(no_se));
 
   bool staged_small = false, staged_large = false, fallback = false, flat_vec = false, flat_scalar = false;
-  bool bias_scalar = false, bf16 = false;
+  bool bias_scalar = false, bf16 = false, w1_padded = false;
   for (const MBConvProblem& p : OpTraits<MBConvProblem>::shapes(ShapeTable::test, Device::gpu)) {
     if (!store_plan_shape(p)) continue;
     if (!se_gate_stages(p)) {
@@ -1444,19 +1444,21 @@ TEST_CASE("mbconv gate: where the SE weights are staged, and the layout", "[mbco
     // scratch first, each staged array after it from a 16-byte boundary, within one block's 227 KB
     CHECK(se_gate_scratch_end(p) % 16 == 0);
     CHECK(se_gate_scratch_end(p) >= se_gate_shared_bytes(p));
-    CHECK(se_gate_staged_bytes(p) >= se_gate_scratch_end(p) + 2 * (2 * h * cr) + 2 * (h + cr));
+    CHECK(se_gate_staged_bytes(p) >= se_gate_scratch_end(p) + 2 * (h * ((cr + 7) / 8 * 8) + h * cr) + 2 * (h + cr));
     CHECK(se_gate_staged_bytes(p) <= std::size_t(227) * 1024);
     (se_gate_threads(p.hidden(), p.se_channels()) == kGateThreadsSmall ? staged_small : staged_large) = true;
-    ((h * cr) % 8 == 0 ? flat_vec : flat_scalar) = true;
+    ((h * cr) % 8 == 0 ? flat_vec : flat_scalar) = true;  // W2's copy (W1's: padded rows where cr % 8 != 0)
+    w1_padded |= cr % 8 != 0;
     bias_scalar |= cr % 8 != 0;
     bf16 |= p.dtype == DType::bf16;
   }
   CHECK(staged_small);  // the 256-thread staged kernel
   CHECK(staged_large);  // the 512-thread staged kernel
   CHECK(fallback);      // the weights too large: the plain kernel
-  CHECK(flat_vec);      // W1, W2 by 16-byte copies (with a 16-byte aligned source)
-  CHECK(flat_scalar);   // W1, W2 element by element
+  CHECK(flat_vec);      // W2 (and W1 where cr % 8 == 0) by 16-byte copies (a 16-byte aligned source)
+  CHECK(flat_scalar);   // W2 element by element
   CHECK(bias_scalar);   // b1 element by element
+  CHECK(w1_padded);     // W1's rows padded in the copy
   CHECK(bf16);
 }
 

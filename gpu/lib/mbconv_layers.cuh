@@ -93,11 +93,12 @@ __device__ __forceinline__ void se_gate_image(int n, int hidden, int cr, int par
                                               const float* partial, const Element* __restrict__ w1,
                                               const Element* __restrict__ b1, const Element* __restrict__ w2,
                                               const Element* __restrict__ b2, bool vec1, bool vec2, float* gate,
-                                              Element* gate16, int ld16, float* shared) {
+                                              Element* gate16, int ld16, float* shared, int ld1 = 0) {
   float* mean = shared;      // [hidden]
   float* z = mean + hidden;  // [cr]
   float* red = z + cr;       // se_gate_red_floats
   const int tid = threadIdx.x;
+  if (ld1 == 0) ld1 = cr;  // W1's row pitch: cr, or the staged copy's padded rows
   const float* rows = partial + std::ptrdiff_t(n) * parts * hidden;
   for (int j = tid; j < hidden; j += kBlockThreads) {
     float s = 0.0f;
@@ -118,7 +119,7 @@ __device__ __forceinline__ void se_gate_image(int n, int hidden, int cr, int par
 #pragma unroll 4
     for (int j = jj; j < hidden; j += groups) {
       float w[8];
-      load_eight(w1 + std::ptrdiff_t(j) * cr, 8 * u, cr, vec1, w);
+      load_eight(w1 + std::ptrdiff_t(j) * ld1, 8 * u, cr, vec1, w);
 #pragma unroll
       for (int i = 0; i < 8; ++i) acc[i] = fmaf(mean[j], w[i], acc[i]);
     }
@@ -199,11 +200,17 @@ __global__ void __launch_bounds__(kBlockThreads, 1) se_gate_kernel(int hidden, i
   // As a dependent of pass 1 (the store plan): pass 2 may be scheduled now, and nothing here is
   // read before pass 1 has completed.
   if constexpr (kDependent) hopper::allow_dependent_launch();
-  if constexpr (kStaged) {  // W1 [hidden][cr] | W2 [cr][hidden] | b1 [cr] | b2 [hidden], each from 16 bytes
+  if constexpr (kStaged) {  // W1 [hidden][ld1] | W2 [cr][hidden] | b1 [cr] | b2 [hidden], each from 16 bytes
     const auto piece = [](int elements) { return (elements * 2 + 15) / 16 * 8; };  // elements, 16-byte multiples
+    const int ld1 = (cr + 7) / 8 * 8;  // W1's rows padded with zeros: FC1 reads 16 bytes at a time
     Element* s = reinterpret_cast<Element*>(reinterpret_cast<unsigned char*>(se_shared) + staged_at);
-    Element *s1 = s, *s2 = s1 + piece(hidden * cr), *sb1 = s2 + piece(hidden * cr), *sb2 = sb1 + piece(cr);
-    se_stage<Element, kBlockThreads>(s1, w1, hidden * cr);
+    Element *s1 = s, *s2 = s1 + piece(hidden * ld1), *sb1 = s2 + piece(hidden * cr), *sb2 = sb1 + piece(cr);
+    if (ld1 == cr) {
+      se_stage<Element, kBlockThreads>(s1, w1, hidden * cr);
+    } else {
+      for (int j = threadIdx.x; j < hidden; j += kBlockThreads)
+        for (int r = 0; r < ld1; ++r) s1[j * ld1 + r] = r < cr ? w1[std::ptrdiff_t(j) * cr + r] : from_float<Element>(0.0f);
+    }
     se_stage<Element, kBlockThreads>(s2, w2, hidden * cr);
     se_stage<Element, kBlockThreads>(sb1, b1, cr);
     se_stage<Element, kBlockThreads>(sb2, b2, hidden);
@@ -212,7 +219,7 @@ __global__ void __launch_bounds__(kBlockThreads, 1) se_gate_kernel(int hidden, i
     cp_async_wait<0>();
     __syncthreads();  // every thread's copies visible
     se_gate_image<Element, kBlockThreads>(int(blockIdx.x), hidden, cr, parts, inv_pixels, act, partial, s1, sb1, s2, sb2,
-                                          vec1, vec2, gate, gate16, ld16, se_shared);
+                                          true, vec2, gate, gate16, ld16, se_shared, ld1);
   } else {
     if constexpr (kDependent) hopper::wait_for_prerequisite_grid();
     se_gate_image<Element, kBlockThreads>(int(blockIdx.x), hidden, cr, parts, inv_pixels, act, partial, w1, b1, w2, b2,
