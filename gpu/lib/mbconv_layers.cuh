@@ -55,7 +55,8 @@ namespace convlab::gpu::mbconv {
 // problem's 16-bit type, rows of ld16 ≥ hidden elements, channels
 // hidden .. ld16 − 1 zero — what 11c's pass 2 copies beside D with 16-byte copies.
 // vec1, vec2: W1's and W2's rows are whole 16-byte pieces (Cr, hidden multiples of 8, aligned).
-// Block: kBlockThreads threads. Dynamic shared memory: se_gate_shared_bytes(p).
+// Block: kBlockThreads threads. Dynamic shared memory: se_gate_shared_bytes(p) (the staged form:
+// se_gate_staged_bytes(p)).
 // se_gate<Element, true> launches it as a programmatic dependent of the kernel before it
 // (gpu/lib/hopper/dependent_launch.cuh): it waits for that kernel's sums inside.
 // Eight consecutive weights of a row of `len`, from column col (zeros past the row's end);

@@ -49,7 +49,7 @@ struct StorePlanLayout {
 // compiled, the choice is made per shape. kStreamThree (11c): the stream at three CTAs an SM where
 // stream_three_pays (launch_project_stream). kGateStaged: the gate kernel copies the SE weights into
 // shared memory before its wait for pass 1, where se_gate_stages (se_gate_kernel's kStaged).
-// Off in every rung (measured in lesson 11's NOTES, wave-3j: a loss at C = 80 @ 14², a gain at hidden 672).
+// Off in every rung (lesson 11's NOTES, wave-3j, has it measured).
 template <bool kTensorDw, bool kWgmmaProject = false, bool kDependentLaunch = true, bool kStreamCtaPart = false,
           bool kPadE = false, bool kStreamThree = false, bool kGateStaged = false>
 void run_store_plan(const MBConvProblem& p, const Args<MBConvProblem>& a) {
