@@ -1345,16 +1345,6 @@ bool reaches_all(const StreamReach& r, bool allow_cta_part) {
 }
 }  // namespace
 
-namespace {
-// A bench shape of lesson 11 (N = 128, f16, SiLU, SE 0.25): hw² × c → c_out, kernel k, expand e.
-MBConvProblem bench_shape(int hw, int c, int k, int stride, int c_out, int e = 6) {
-  MBConvProblem p;
-  p.N = 128, p.dtype = DType::f16, p.H = p.W = hw, p.C = c, p.kernel = k, p.stride = stride, p.C_out = c_out;
-  p.expand = e;
-  return p;
-}
-}  // namespace
-
 // 11c takes the three-CTA tile where stream_three_pays: its kernels (one per nt, built for three
 // CTAs an SM) must meet the same boundaries on the GPU test table as the two-CTA ones, and the table
 // must keep shapes where 11c stays with two CTAs.
@@ -1368,16 +1358,22 @@ TEST_CASE("mbconv stream, three-CTA form: where it pays, and the GPU test table 
   // The rule at the bench shapes (N = 128, f16, SiLU; measured in wave-3i on an H100): three CTAs
   // where the part keeps its width and nt ≤ 5; not at 7² (5 n8 tiles a part would become 3) nor at
   // C_out 192 from 14² (nt = 6).
-  CHECK(takes_three(bench_shape(56, 24, 3, 1, 24)));
-  CHECK(takes_three(bench_shape(28, 40, 3, 1, 40)));
-  CHECK(takes_three(bench_shape(14, 80, 3, 1, 80)));
-  CHECK(takes_three(bench_shape(14, 112, 3, 1, 112)));
-  CHECK(takes_three(bench_shape(112, 32, 3, 1, 16, 1)));
-  CHECK(takes_three(bench_shape(14, 80, 5, 1, 112)));
-  CHECK_FALSE(takes_three(bench_shape(7, 192, 3, 1, 192)));
-  CHECK_FALSE(takes_three(bench_shape(7, 192, 5, 1, 192)));
-  CHECK_FALSE(takes_three(bench_shape(7, 192, 3, 1, 320)));
-  CHECK_FALSE(takes_three(bench_shape(14, 112, 5, 2, 192)));
+  const auto bench = [](int hw, int c, int k, int stride, int c_out, int e = 6) {
+    MBConvProblem p;
+    p.N = 128, p.dtype = DType::f16, p.H = p.W = hw, p.C = c, p.kernel = k, p.stride = stride, p.C_out = c_out;
+    p.expand = e;
+    return p;
+  };
+  CHECK(takes_three(bench(56, 24, 3, 1, 24)));
+  CHECK(takes_three(bench(28, 40, 3, 1, 40)));
+  CHECK(takes_three(bench(14, 80, 3, 1, 80)));
+  CHECK(takes_three(bench(14, 112, 3, 1, 112)));
+  CHECK(takes_three(bench(112, 32, 3, 1, 16, 1)));
+  CHECK(takes_three(bench(14, 80, 5, 1, 112)));
+  CHECK_FALSE(takes_three(bench(7, 192, 3, 1, 192)));
+  CHECK_FALSE(takes_three(bench(7, 192, 5, 1, 192)));
+  CHECK_FALSE(takes_three(bench(7, 192, 3, 1, 320)));
+  CHECK_FALSE(takes_three(bench(14, 112, 5, 2, 192)));
 
   bool two_kept = false, three = false, short_rows = false, singles = false, pairs = false, parts = false;
   bool one_part = false, zero_cols = false, residual = false, no_residual = false, spans = false, bf16 = false;
@@ -1417,49 +1413,6 @@ TEST_CASE("mbconv stream, three-CTA form: where it pays, and the GPU test table 
   CHECK(bf16);
   CHECK(group[0]);     // kGroup = kStreamGroup (nt ≤ 3) and its half
   CHECK(group[1]);
-}
-
-// The gate kernel's staged weights (kStaged): the staged layout holds scratch and copies apart, where
-// it fits; and the GPU test table reaches both gate block sizes in the staged form, both copy paths,
-// and the fallback.
-TEST_CASE("mbconv gate: where the SE weights are staged, and the layout", "[mbconv][lesson11][cpu]") {
-  CHECK(se_gate_stages(bench_shape(56, 24, 3, 1, 24)));
-  CHECK(se_gate_stages(bench_shape(28, 40, 3, 1, 40)));
-  CHECK(se_gate_stages(bench_shape(14, 80, 3, 1, 80)));    // hidden 480, Cr 20: 38 KB of weights
-  CHECK(se_gate_stages(bench_shape(14, 112, 3, 1, 112)));  // hidden 672, Cr 28: 75 KB, 512 threads
-  CHECK_FALSE(se_gate_stages(bench_shape(7, 192, 3, 1, 192)));  // hidden 1152, Cr 48: 221 KB
-  MBConvProblem no_se = bench_shape(14, 80, 3, 1, 80);
-  no_se.se = 0;
-  CHECK_FALSE(se_gate_stages(no_se));
-
-  bool staged_small = false, staged_large = false, fallback = false, flat_vec = false, flat_scalar = false;
-  bool bias_scalar = false, bf16 = false, w1_padded = false;
-  for (const MBConvProblem& p : OpTraits<MBConvProblem>::shapes(ShapeTable::test, Device::gpu)) {
-    if (!store_plan_shape(p)) continue;
-    if (!se_gate_stages(p)) {
-      fallback = true;
-      continue;
-    }
-    const std::size_t h = std::size_t(p.hidden()), cr = std::size_t(p.se_channels());
-    // scratch first, each staged array after it from a 16-byte boundary, within one block's 227 KB
-    CHECK(se_gate_scratch_end(p) % 16 == 0);
-    CHECK(se_gate_scratch_end(p) >= se_gate_shared_bytes(p));
-    CHECK(se_gate_staged_bytes(p) >= se_gate_scratch_end(p) + 2 * (h * ((cr + 7) / 8 * 8) + h * cr) + 2 * (h + cr));
-    CHECK(se_gate_staged_bytes(p) <= std::size_t(227) * 1024);
-    (se_gate_threads(p.hidden(), p.se_channels()) == kGateThreadsSmall ? staged_small : staged_large) = true;
-    ((h * cr) % 8 == 0 ? flat_vec : flat_scalar) = true;  // W2's copy (W1's: padded rows where cr % 8 != 0)
-    w1_padded |= cr % 8 != 0;
-    bias_scalar |= cr % 8 != 0;
-    bf16 |= p.dtype == DType::bf16;
-  }
-  CHECK(staged_small);  // the 256-thread staged kernel
-  CHECK(staged_large);  // the 512-thread staged kernel
-  CHECK(fallback);      // the weights too large: the plain kernel
-  CHECK(flat_vec);      // W2 (and W1 where cr % 8 == 0) by 16-byte copies (a 16-byte aligned source)
-  CHECK(flat_scalar);   // W2 element by element
-  CHECK(bias_scalar);   // b1 element by element
-  CHECK(w1_padded);     // W1's rows padded in the copy
-  CHECK(bf16);
 }
 
 TEST_CASE("mbconv stream (pass 2 as warp tasks): the GPU test table reaches each of its boundaries",

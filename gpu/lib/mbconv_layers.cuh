@@ -24,8 +24,7 @@
 #include "gpu/lib/element.cuh"
 #include "gpu/lib/ffn_epilogue.cuh"
 #include "gpu/lib/hopper/dependent_launch.cuh"
-#include "gpu/lib/mbconv_tile.hpp"  // se_gate_threads, se_gate_shared_bytes, se_gate_staged_bytes
-#include "gpu/lib/mma.cuh"          // cp_async_16
+#include "gpu/lib/mbconv_tile.hpp"  // se_gate_threads, se_gate_shared_bytes
 #include "ops/conv2d.hpp"
 #include "ops/gemm.hpp"
 #include "ops/mbconv.hpp"
@@ -55,8 +54,7 @@ namespace convlab::gpu::mbconv {
 // problem's 16-bit type, rows of ld16 ≥ hidden elements, channels
 // hidden .. ld16 − 1 zero — what 11c's pass 2 copies beside D with 16-byte copies.
 // vec1, vec2: W1's and W2's rows are whole 16-byte pieces (Cr, hidden multiples of 8, aligned).
-// Block: kBlockThreads threads. Dynamic shared memory: se_gate_shared_bytes(p) (the staged form:
-// se_gate_staged_bytes(p)).
+// Block: kBlockThreads threads. Dynamic shared memory: se_gate_shared_bytes(p).
 // se_gate<Element, true> launches it as a programmatic dependent of the kernel before it
 // (gpu/lib/hopper/dependent_launch.cuh): it waits for that kernel's sums inside.
 // Eight consecutive weights of a row of `len`, from column col (zeros past the row's end);
@@ -94,12 +92,11 @@ __device__ __forceinline__ void se_gate_image(int n, int hidden, int cr, int par
                                               const float* partial, const Element* __restrict__ w1,
                                               const Element* __restrict__ b1, const Element* __restrict__ w2,
                                               const Element* __restrict__ b2, bool vec1, bool vec2, float* gate,
-                                              Element* gate16, int ld16, float* shared, int ld1 = 0) {
+                                              Element* gate16, int ld16, float* shared) {
   float* mean = shared;      // [hidden]
   float* z = mean + hidden;  // [cr]
   float* red = z + cr;       // se_gate_red_floats
   const int tid = threadIdx.x;
-  if (ld1 == 0) ld1 = cr;  // W1's row pitch: cr, or the staged copy's padded rows
   const float* rows = partial + std::ptrdiff_t(n) * parts * hidden;
   for (int j = tid; j < hidden; j += kBlockThreads) {
     float s = 0.0f;
@@ -120,7 +117,7 @@ __device__ __forceinline__ void se_gate_image(int n, int hidden, int cr, int par
 #pragma unroll 4
     for (int j = jj; j < hidden; j += groups) {
       float w[8];
-      load_eight(w1 + std::ptrdiff_t(j) * ld1, 8 * u, cr, vec1, w);
+      load_eight(w1 + std::ptrdiff_t(j) * cr, 8 * u, cr, vec1, w);
 #pragma unroll
       for (int i = 0; i < 8; ++i) acc[i] = fmaf(mean[j], w[i], acc[i]);
     }
@@ -173,22 +170,7 @@ __device__ __forceinline__ void se_gate_image(int n, int hidden, int cr, int par
     for (int j = hidden + tid; j < ld16; j += kBlockThreads) gate16[std::ptrdiff_t(n) * ld16 + j] = from_float<Element>(0.0f);
 }
 
-// n 16-bit elements from src into shared memory at dst (16-byte aligned): 16-byte cp.async copies
-// where src is 16-byte aligned and n a multiple of 8, else one element a thread at a time (either
-// way visible after cp_async_wait and the next barrier).
-template <class Element, int kBlockThreads>
-__device__ __forceinline__ void se_stage(Element* dst, const Element* src, int n) {
-  if (n % 8 == 0 && reinterpret_cast<uintptr_t>(src) % 16 == 0) {
-    for (int i = threadIdx.x; i < n / 8; i += kBlockThreads) cp_async_16(shared_address(dst + 8 * i), src + 8 * i, true);
-  } else {
-    for (int i = threadIdx.x; i < n; i += kBlockThreads) dst[i] = src[i];
-  }
-}
-
-// kStaged (se_gate_stages): the weights and biases are not written by pass 1, so the block copies
-// them into shared memory (se_gate_staged_bytes' layout) before its wait, and after it the FCs read
-// them there: the chain that follows the wait is the sums' loads and shared-memory reads only.
-template <class Element, int kBlockThreads, bool kDependent, bool kStaged = false>
+template <class Element, int kBlockThreads, bool kDependent>
 __global__ void __launch_bounds__(kBlockThreads, 1) se_gate_kernel(int hidden, int cr, int parts, float inv_pixels,
                                                                FfnActivation act, const float* __restrict__ partial,
                                                                const Element* __restrict__ w1,
@@ -196,64 +178,35 @@ __global__ void __launch_bounds__(kBlockThreads, 1) se_gate_kernel(int hidden, i
                                                                const Element* __restrict__ w2,
                                                                const Element* __restrict__ b2, bool vec1, bool vec2,
                                                                float* __restrict__ gate, Element* __restrict__ gate16,
-                                                               int ld16, unsigned staged_at) {
+                                                               int ld16) {
   extern __shared__ float se_shared[];
   // As a dependent of pass 1 (the store plan): pass 2 may be scheduled now, and nothing here is
   // read before pass 1 has completed.
-  if constexpr (kDependent) hopper::allow_dependent_launch();
-  if constexpr (kStaged) {  // W1 [hidden][ld1] | W2 [cr][hidden] | b1 [cr] | b2 [hidden], each from 16 bytes
-    const auto piece = [](int elements) { return (elements * 2 + 15) / 16 * 8; };  // elements, 16-byte multiples
-    const int ld1 = (cr + 7) / 8 * 8;  // W1's rows padded with zeros: FC1 reads 16 bytes at a time
-    Element* s = reinterpret_cast<Element*>(reinterpret_cast<unsigned char*>(se_shared) + staged_at);
-    Element *s1 = s, *s2 = s1 + piece(hidden * ld1), *sb1 = s2 + piece(hidden * cr), *sb2 = sb1 + piece(cr);
-    if (ld1 == cr) {
-      se_stage<Element, kBlockThreads>(s1, w1, hidden * cr);
-    } else {
-      for (int j = threadIdx.x; j < hidden; j += kBlockThreads)
-        for (int r = 0; r < ld1; ++r) s1[j * ld1 + r] = r < cr ? w1[std::ptrdiff_t(j) * cr + r] : from_float<Element>(0.0f);
-    }
-    se_stage<Element, kBlockThreads>(s2, w2, hidden * cr);
-    se_stage<Element, kBlockThreads>(sb1, b1, cr);
-    se_stage<Element, kBlockThreads>(sb2, b2, hidden);
-    cp_async_commit();
-    if constexpr (kDependent) hopper::wait_for_prerequisite_grid();
-    cp_async_wait<0>();
-    __syncthreads();  // every thread's copies visible
-    se_gate_image<Element, kBlockThreads>(int(blockIdx.x), hidden, cr, parts, inv_pixels, act, partial, s1, sb1, s2, sb2,
-                                          true, vec2, gate, gate16, ld16, se_shared, ld1);
-  } else {
-    if constexpr (kDependent) hopper::wait_for_prerequisite_grid();
-    se_gate_image<Element, kBlockThreads>(int(blockIdx.x), hidden, cr, parts, inv_pixels, act, partial, w1, b1, w2, b2,
-                                          vec1, vec2, gate, gate16, ld16, se_shared);
+  if constexpr (kDependent) {
+    hopper::allow_dependent_launch();
+    hopper::wait_for_prerequisite_grid();
   }
+  se_gate_image<Element, kBlockThreads>(int(blockIdx.x), hidden, cr, parts, inv_pixels, act, partial, w1, b1, w2, b2,
+                                        vec1, vec2, gate, gate16, ld16, se_shared);
 }
 
-// kStaged: the staged kernel where se_gate_stages (16-bit elements only), else the plain one.
-template <class Element, bool kDependent = false, bool kStaged = false>
+template <class Element, bool kDependent = false>
 void se_gate(const MBConvProblem& p, int parts, const float* partial, const void* w1, const void* b1, const void* w2,
              const void* b2, float* gate, void* gate16 = nullptr, int ld16 = 0) {
-  static_assert(!kStaged || sizeof(Element) == 2, "the staged gate kernel copies 16-bit weights");
   const bool vec1 = p.se_channels() % 8 == 0 && aligned_16(w1), vec2 = p.hidden() % 8 == 0 && aligned_16(w2);
-  const bool staged = kStaged && se_gate_stages(p);
-  const std::size_t bytes = staged ? se_gate_staged_bytes(p) : se_gate_shared_bytes(p);
   const auto go = [&](auto kernel, int threads) {
-    allow_dynamic_shared(kernel, bytes, "mbconv se_gate_kernel");
-    hopper::launch_kernel(kDependent, kernel, dim3(unsigned(p.N)), dim3(unsigned(threads)), bytes,
+    allow_dynamic_shared(kernel, se_gate_shared_bytes(p), "mbconv se_gate_kernel");
+    hopper::launch_kernel(kDependent, kernel, dim3(unsigned(p.N)), dim3(unsigned(threads)), se_gate_shared_bytes(p),
                           "mbconv se_gate_kernel", p.hidden(), p.se_channels(), parts,
                           float(1.0 / (double(p.P()) * p.Q())), p.activation, partial,
                           static_cast<const Element*>(w1), static_cast<const Element*>(b1),
                           static_cast<const Element*>(w2), static_cast<const Element*>(b2), vec1, vec2, gate,
-                          static_cast<Element*>(gate16), ld16, unsigned(se_gate_scratch_end(p)));
+                          static_cast<Element*>(gate16), ld16);
   };
-  const bool small = se_gate_threads(p.hidden(), p.se_channels()) == kGateThreadsSmall;
-  if constexpr (kStaged)
-    if (staged) {
-      if (small) go(se_gate_kernel<Element, kGateThreadsSmall, kDependent, true>, kGateThreadsSmall);
-      else go(se_gate_kernel<Element, kGateThreadsLarge, kDependent, true>, kGateThreadsLarge);
-      return;
-    }
-  if (small) go(se_gate_kernel<Element, kGateThreadsSmall, kDependent>, kGateThreadsSmall);
-  else go(se_gate_kernel<Element, kGateThreadsLarge, kDependent>, kGateThreadsLarge);
+  if (se_gate_threads(p.hidden(), p.se_channels()) == kGateThreadsSmall)
+    go(se_gate_kernel<Element, kGateThreadsSmall, kDependent>, kGateThreadsSmall);
+  else
+    go(se_gate_kernel<Element, kGateThreadsLarge, kDependent>, kGateThreadsLarge);
 }
 
 // ---- the layer passes ---------------------------------------------------------------------

@@ -47,11 +47,9 @@ struct StorePlanLayout {
 // kPadE (11c): pass 1's E rows padded with zero columns (launch_stage), so that no depthwise
 // window tests its columns, at the shapes where that pays (pad_e_pays); both pass-1 kernels are
 // compiled, the choice is made per shape. kStreamThree (11c): the stream at three CTAs an SM where
-// stream_three_pays (launch_project_stream). kGateStaged: the gate kernel copies the SE weights into
-// shared memory before its wait for pass 1, where se_gate_stages (se_gate_kernel's kStaged).
-// Off in every rung (lesson 11's NOTES, wave-3j, has it measured).
+// stream_three_pays (launch_project_stream).
 template <bool kTensorDw, bool kWgmmaProject = false, bool kDependentLaunch = true, bool kStreamCtaPart = false,
-          bool kPadE = false, bool kStreamThree = false, bool kGateStaged = false>
+          bool kPadE = false, bool kStreamThree = false>
 void run_store_plan(const MBConvProblem& p, const Args<MBConvProblem>& a) {
   const bool pad = kPadE && !kTensorDw && pad_e_pays(p, 2 * sm_count());
   const Tile t = choose_tile(p, Stage::store, pad);
@@ -69,7 +67,7 @@ void run_store_plan(const MBConvProblem& p, const Args<MBConvProblem>& a) {
     } else {
       launch_stage<E, Stage::store, kTensorDw>(p, a, nullptr, partial, dbuf);
     }
-    se_gate<E, kDependentLaunch, kGateStaged>(p, t.tiles, partial, a.se1_w, a.se1_b, a.se2_w, a.se2_b, nullptr, gate16,
+    se_gate<E, kDependentLaunch>(p, t.tiles, partial, a.se1_w, a.se1_b, a.se2_w, a.se2_b, nullptr, gate16,
                                  dbuf_live(p.hidden()));
     if constexpr (kWgmmaProject)
       launch_project_wgmma<E>(p, a, dbuf, gate16, w, kDependentLaunch);

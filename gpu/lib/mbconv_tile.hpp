@@ -824,20 +824,6 @@ inline std::size_t se_gate_shared_bytes(const MBConvProblem& p) {
 }
 // The gate kernel's shared memory within what one block may ask for (227 KB on the H200).
 inline bool se_gate_fits(const MBConvProblem& p) { return se_gate_shared_bytes(p) <= 227 * 1024; }
-// The staged form (the store plan's kGateStaged): W1 (its rows padded with zeros to a multiple of 8,
-// so that FC1 reads 16 bytes at a time), W2, b1 and b2 (16-bit elements) copied into shared memory
-// before the kernel's wait for pass 1, after the scratch rounded up to 16 bytes, each array from a
-// 16-byte boundary; where scratch and copies fit one block (hidden 1152, Cr 48: 221 KB of weights,
-// they do not, and the kernel reads them from L2 as before).
-inline std::size_t se_gate_scratch_end(const MBConvProblem& p) { return (se_gate_shared_bytes(p) + 15) / 16 * 16; }
-inline std::size_t se_gate_staged_piece(std::size_t elements) { return (elements * 2 + 15) / 16 * 16; }
-inline std::size_t se_gate_staged_bytes(const MBConvProblem& p) {
-  const std::size_t h = std::size_t(p.hidden()), cr = std::size_t(p.se_channels());
-  const std::size_t ld1 = (cr + 7) / 8 * 8;
-  return se_gate_scratch_end(p) + se_gate_staged_piece(h * ld1) + se_gate_staged_piece(h * cr) + se_gate_staged_piece(cr) +
-         se_gate_staged_piece(h);
-}
-inline bool se_gate_stages(const MBConvProblem& p) { return p.has_se() && se_gate_staged_bytes(p) <= 227 * 1024; }
 
 
 // ---- 11k: the store plan as one kernel over a thread-block cluster (mbconv_block_cluster.cuh) ----

@@ -1,8 +1,9 @@
 # The next session's first call (written at the end of wave-3j, not run). Before it:
 #   git rev-parse --short HEAD > .scratch/rev; cp this file .scratch/call.sh
-# 1. 11r = 11h with kGateStaged (the gate's weights in shared memory before its wait) against 11h
-#    and 11c, tests first: wave-3j saw the staged gate gain 2–2.5 % at hidden 672 (11c, H100) and
-#    lose 4 % at C = 80 @ 14²; 11h is the fastest rung at C = 112 @ 14².
+# 1. gate-staged.patch applied; 11x = 11c with kGateStaged (the gate's weights in shared memory
+#    before its wait, W1's rows padded to a multiple of 8: not run) against 11c, tests of every
+#    store-plan rung first (the patch changes the gate kernel's parameters). wave-3h and wave-3j
+#    measured the unpadded form: −2 % at hidden 672, +1 to +4 % at C = 80 @ 14² (H100).
 # 2. The stream kernel at C = 80 @ 14² under ncu's full set (memory workload: L2 hit rate of D, LSU
 #    requests and sectors per request), to read before any change to it.
 # 3. The gate kernel's source profile (its chain of loads and barriers after the wait).
@@ -12,10 +13,11 @@ T=${CALL_LIMIT:-585}
 export CONVLAB_GIT_REV=$(cat .scratch/rev)
 mkdir -p /tmp/b /tmp/p
 nvidia-smi --query-gpu=name --format=csv,noheader | tee /tmp/b/gpu.txt
-sed 's/11h_fused_store_wgmma/11r_wgmma_gate_staged/g; s/run_store_plan<false, true, true, false, true>(p, a)/run_store_plan<false, true, true, false, true, false, true>(p, a)/' \
-  gpu/mbconv/11h_fused_store_wgmma.cu > gpu/mbconv/11r_wgmma_gate_staged.cu
-grep -h "run_store_plan<" gpu/mbconv/11r_wgmma_gate_staged.cu gpu/mbconv/11h_fused_store_wgmma.cu
-OUT=/tmp/b CONVLAB_BENCH_TIMEOUT=90 timeout $((T - 150)) bench/run_gpu.sh --only 'random shapes|mbconv/gpu/(11c|11h|11r)_' > /tmp/b/run.log 2>&1
+git apply bench/results/h200/helper-runs/lead-wave3j/gate-staged.patch && echo PATCH-APPLIED
+sed 's/11c_fused_store/11x_store_gate_staged/g; s/run_store_plan<false, false, true, true, true, true>/run_store_plan<false, false, true, true, true, true, true>/' \
+  gpu/mbconv/11c_fused_store.cu > gpu/mbconv/11x_store_gate_staged.cu
+grep -h "run_store_plan<" gpu/mbconv/11x_store_gate_staged.cu gpu/mbconv/11c_fused_store.cu
+OUT=/tmp/b CONVLAB_BENCH_TIMEOUT=90 timeout $((T - 150)) bench/run_gpu.sh --only 'random shapes|mbconv/gpu/(11c|11e|11h|11i|11k|11x)_' > /tmp/b/run.log 2>&1
 printf '%s\n' 'mbconv/gpu/11c_fused_store | N=128,H=14,C=80,dtype=f16 | mbconv_project_stream_kernel | 1' > /tmp/list.txt
 left=$((T - SECONDS)); [ $left -gt 60 ] && OUT=/tmp/p timeout $((left > 140 ? 80 : left - 20)) bench/profile_gpu.sh /tmp/list.txt > /tmp/p/stream.log 2>&1
 left=$((T - SECONDS)); [ $left -gt 50 ] && OUT=/tmp/p timeout $((left - 10)) \
