@@ -37,6 +37,9 @@ const Register<MBConvProblem> reg{{
     .device = Device::gpu,
     .lesson = 11,
     .supports = store_plan_supported,
+    // run_store_plan's flags in order: depthwise on the FMA pipes (not the tensor cores), pass 2 on
+    // mma.sync (not wgmma), dependent launches, the stream's cta_part form, padded E where it pays,
+    // the stream at three CTAs an SM where it pays (gpu/lib/mbconv_store_plan.cuh)
     .run = run_store_plan<false, false, true, true, true, true>,
     .workspace_bytes = [](const MBConvProblem& p) { return StorePlanLayout(p).bytes(); },
     .idea = "two fused passes; pass 1 stores the depthwise output in 16 bits, pass 2 is one GEMM over the batch that gates it and projects",
