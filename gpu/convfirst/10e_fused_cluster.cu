@@ -98,6 +98,8 @@
 // wrong answer).
 // Run just this: build/convlab run convfirst/gpu/10e_fused_cluster --shape N=128,H=14,C=256,dtype=f16
 // (C = 512: --shape N=128,H=7,C=512,dtype=f16)
+// The chunk loop's steps in SM cycles, per consumer warpgroup (C = 256, f16, ReLU): the same with
+// CONVLAB_CHUNK_TRACE=1 and --reps 0.
 #include <cuda.h>
 
 #include <algorithm>
@@ -110,6 +112,7 @@
 #include "gpu/lib/check.cuh"
 #include "gpu/lib/element.cuh"
 #include "gpu/lib/mma.cuh"
+#include "gpu/lib/phase_stamps.cuh"
 #include "gpu/lib/wgmma.cuh"
 #include "gpu/lib/wgmma_probe.hpp"
 #include "gpu/lib/hopper/cluster.cuh"
@@ -141,6 +144,34 @@ constexpr int kGroupsPerPanel = kPanelCols / kGroupWidth;  // 8: one 16-byte chu
 constexpr int kPassGroups = 8;
 static_assert(kGroupsPerPanel % kPassGroups == 0, "a pass stays inside one 64-channel panel of x");
 
+// The chunk trace of a pair (CONVLAB_CHUNK_TRACE, gpu/lib/phase_stamps.cuh; the kTrace instantiation
+// only, made for f16, ReLU and C = 256): thread 0 of each consumer warpgroup reads the SM clock at
+// these steps of every chunk of its CTA's second tile (the first carries the start-up: descriptors,
+// weights not yet in L2); each name is the step that ends at its stamp.
+enum TraceStep : int { kChunkTop, kExpandIssued, kPeerIssued, kExpandDone, kSent, kPeerRetired, kOwnIssued, kTraceSteps };
+std::vector<std::string> trace_role(int consumer) {
+  return {"consumer warpgroup " + std::to_string(consumer) + ", thread 0",
+          "U pieces waited, expand issued (own project of r-1 retired)",
+          "peer's V piece and H of r-1 waited, its project issued",
+          "expand retired",
+          "bias, phi, pack; H free waited; H sent",
+          "peer project of r-1 retired",
+          "own V piece waited, own project issued"};
+}
+// One stamp, without a branch: a branch on a runtime value while wgmma accumulators are in flight
+// makes ptxas serialize every wgmma of the kernel (C7520), so the store is predicated in PTX.
+__device__ __forceinline__ void trace_stamp(unsigned long long* trace, bool on, int chunks, int events, int chunk,
+                                            int event) {
+  unsigned long long clock;
+  asm volatile("mov.u64 %0, %%clock64;" : "=l"(clock));
+  const bool record = on && trace != nullptr && blockIdx.x < unsigned(gpu::kTraceCtas);
+  unsigned long long* at = trace + (std::size_t(blockIdx.x) * chunks + chunk) * events + event;
+  asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %2, 0;\n\t@p st.global.u64 [%0], %1;\n\t}"
+               :
+               : "l"(at), "l"(clock), "r"(unsigned(record))
+               : "memory");
+}
+
 // ---- the kernel ------------------------------------------------------------------------
 //
 // Contract. x [N·H·W, C] (NHWC), conv_w [C][3][3][8], conv_b [C], u [C, hidden],
@@ -153,13 +184,14 @@ static_assert(kGroupsPerPanel % kPassGroups == 0, "a pass stays inside one 64-ch
 // CTAs walk that same sequence. Edge duties: pixels ≥ M read the zero pixel and
 // are never stored; staged rows outside [0, N·H) arrive as zeros (TMA); taps
 // outside the image read the zero pixel; hidden columns ≥ hidden are zero.
-template <class Element, class L, bool kRelu>
+template <class Element, class L, bool kRelu, bool kTrace = false>
 __global__ void __launch_bounds__(L::kThreads, 1)
     convfirst_fused_cluster_kernel(const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap u_map,
                                    const __grid_constant__ CUtensorMap v_map, const XStaging stage_geometry, int M,
                                    int H, int W, int hidden, const Element* __restrict__ conv_w,
                                    const Element* __restrict__ conv_b, const Element* __restrict__ a,
-                                   const Element* __restrict__ b, Element* __restrict__ y) {
+                                   const Element* __restrict__ b, Element* __restrict__ y,
+                                   unsigned long long* trace) {
   constexpr int kOwn = L::kOwn, kS = L::kCluster, kTileRows = L::kTileRows;
   // A pair projects the peer's slice of chunk r one chunk late, behind chunk r + 1's expand
   // (step 5); C = 512's four CTAs keep the serial order.
@@ -384,7 +416,14 @@ __global__ void __launch_bounds__(L::kThreads, 1)
       gpu::mma_m16n8k16<Element>(acc, afrag, bfrag);
     };
 
+    const int traced_tile = tiles.next(tiles.first(cluster), clusters);  // the trace's: past the start-up
     for (int t = tiles.first(cluster); tiles.valid(t); t = tiles.next(t, clusters)) {
+      // Step `step` of chunk r of this CTA's second tile (kTrace only; thread 0 of each warpgroup).
+      const auto stamp = [&](int r, int step) {
+        if constexpr (kTrace)
+          trace_stamp(trace, thread == 0 && t == traced_tile, chunks, L::kConsumers * kTraceSteps, r,
+                      consumer * kTraceSteps + step);
+      };
       if constexpr (kS == 4) {
         uint32_t tid;
         asm volatile("mov.u32 %0, %%tid.x;" : "=r"(tid));
@@ -627,27 +666,41 @@ __global__ void __launch_bounds__(L::kThreads, 1)
           gpu::wgmma_commit_group();
         };
 
+        stamp(0, kChunkTop);
         expand_chunk(0, std::false_type{});
+        stamp(0, kExpandIssued);
+        stamp(0, kPeerIssued);  // (chunk 0 has no peer project)
         gpu::wgmma_wait_group<0>();
         gpu::fence_operands(s);
+        stamp(0, kExpandDone);
         w_pipe.consumer_release(u_item(0, L::kUPieces - 1));
         pack(0);
         send();
+        stamp(0, kSent);
+        stamp(0, kPeerRetired);
         project_own(0);
+        stamp(0, kOwnIssued);
 #pragma unroll 1
         for (int r = 1; r < chunks; ++r) {
+          stamp(r, kChunkTop);
           expand_chunk(r, std::true_type{});
+          stamp(r, kExpandIssued);
           project_peer(r - 1);
+          stamp(r, kPeerIssued);
           gpu::wgmma_wait_group<1>();  // E(r); P(r − 1) stays in flight under pack and send
           gpu::fence_operands(s);
+          stamp(r, kExpandDone);
           w_pipe.consumer_release(u_item(r, L::kUPieces - 1));
           pack(r);  // a slice wholly past `hidden` packs zeros
           send();
+          stamp(r, kSent);
           gpu::wgmma_wait_group<0>();  // P(r − 1): its H registers are refilled in chunk r + 1
           gpu::fence_operands(zacc);
           gpu::fence_operands(h_peer);
+          stamp(r, kPeerRetired);
           w_pipe.consumer_release(peer_item(r - 1));
           project_own(r);
+          stamp(r, kOwnIssued);
         }
         project_peer(chunks - 1);
         gpu::wgmma_wait_group<0>();  // O and P of the last chunk
@@ -808,8 +861,22 @@ template <class Element, class L> void launch(const ConvFirstProblem& p, const A
   const CUtensorMap v_map = gpu::hopper::cached_tma_tile_2d(
       {.base = reinterpret_cast<uint64_t>(args.v), .rows = uint64_t(p.hidden), .cols = uint64_t(p.C_out),
        .row_stride_bytes = uint64_t(p.C_out) * kE, .elem_bytes = kE, .box_rows = L::kVRows, .box_cols = kPanelCols});
-  const auto kernel = p.activation == ConvFirstActivation::relu ? convfirst_fused_cluster_kernel<Element, L, true>
-                                                                : convfirst_fused_cluster_kernel<Element, L, false>;
+  // The chunk trace has its own instantiation, for the pair at C = 256 in f16 with ReLU (the bench shape).
+  constexpr bool kTraceable = std::is_same_v<Element, __half> && L::kCluster == 2 && L::kC == 256;
+  const bool trace = kTraceable && gpu::ChunkTrace::requested() && p.activation == ConvFirstActivation::relu;
+  std::vector<std::vector<std::string>> roles;
+  std::vector<gpu::TraceLink> links;
+  if (trace) {
+    roles = {trace_role(0), trace_role(1)};
+    links = {{"warpgroup 1's chunk top after warpgroup 0's", kChunkTop, kTraceSteps + kChunkTop, 0},
+             {"warpgroup 1's H sent after warpgroup 0's", kSent, kTraceSteps + kSent, 0}};
+  }
+  const gpu::ChunkTrace chunk_trace("convfirst/gpu/10e_fused_cluster", trace ? gpu::ceil_div(p.hidden, L::kChunk) : 0,
+                                    std::move(roles), std::move(links));
+  auto kernel = p.activation == ConvFirstActivation::relu ? convfirst_fused_cluster_kernel<Element, L, true>
+                                                          : convfirst_fused_cluster_kernel<Element, L, false>;
+  if constexpr (kTraceable)
+    if (trace) kernel = convfirst_fused_cluster_kernel<Element, L, true, true>;
   const std::size_t shared = cluster_shared_bytes<L>(sg, p.hidden);
   gpu::allow_dynamic_shared(kernel, shared, "convfirst_fused_cluster_kernel");
 
@@ -820,7 +887,8 @@ template <class Element, class L> void launch(const ConvFirstProblem& p, const A
   launcher.launch(dim3(L::kCluster * clusters), kernel, "launching convfirst_fused_cluster_kernel", x_map, u_map,
                   v_map, sg, M, p.H, p.W, p.hidden, static_cast<const Element*>(args.conv_w),
                   static_cast<const Element*>(args.conv_b), static_cast<const Element*>(args.a),
-                  static_cast<const Element*>(args.b), static_cast<Element*>(args.y));
+                  static_cast<const Element*>(args.b), static_cast<Element*>(args.y), chunk_trace.device());
+  chunk_trace.report();
 }
 
 void run(const ConvFirstProblem& p, const Args<ConvFirstProblem>& args) {
