@@ -99,7 +99,7 @@
 // Run just this: build/convlab run convfirst/gpu/10e_fused_cluster --shape N=128,H=14,C=256,dtype=f16
 // (C = 512: --shape N=128,H=7,C=512,dtype=f16)
 // The chunk loop's steps in SM cycles, per consumer warpgroup (C = 256, f16, ReLU): the same with
-// CONVLAB_CHUNK_TRACE=1 and --reps 0.
+// CONVLAB_CHUNK_TRACE=1 and --reps 0; each tile's phases in µs per CTA: CONVLAB_PHASE_STAMPS=1.
 #include <cuda.h>
 
 #include <algorithm>
@@ -158,6 +158,19 @@ std::vector<std::string> trace_role(int consumer) {
           "peer project of r-1 retired",
           "own V piece waited, own project issued"};
 }
+// The phase stamps of the same instantiation (CONVLAB_PHASE_STAMPS; %globaltimer, thread 0 of
+// consumer warpgroup 0): entry, setup done, then per tile (the first three) its top, T complete, the
+// chunk loop done and y stored, and the exit after the last cluster barrier.
+constexpr int kStampedTiles = 3, kPhaseKinds = 2 + 4 * kStampedTiles + 1;
+std::vector<std::string> phase_names() {
+  std::vector<std::string> names = {"setup", "to tile 1"};
+  for (int j = 1; j <= kStampedTiles; ++j) {
+    const std::string tile = "tile " + std::to_string(j) + ": ";
+    names.insert(names.end(), {tile + "conv and T", tile + "chunk loop", tile + "y stored"});
+    names.push_back(j < kStampedTiles ? "to tile " + std::to_string(j + 1) : "to exit");
+  }
+  return names;
+}
 // One stamp, without a branch: a branch on a runtime value while wgmma accumulators are in flight
 // makes ptxas serialize every wgmma of the kernel (C7520), so the store is predicated in PTX.
 __device__ __forceinline__ void trace_stamp(unsigned long long* trace, bool on, int chunks, int events, int chunk,
@@ -191,12 +204,17 @@ __global__ void __launch_bounds__(L::kThreads, 1)
                                    int H, int W, int hidden, const Element* __restrict__ conv_w,
                                    const Element* __restrict__ conv_b, const Element* __restrict__ a,
                                    const Element* __restrict__ b, Element* __restrict__ y,
-                                   unsigned long long* trace) {
+                                   unsigned long long* trace, unsigned long long* stamps) {
   constexpr int kOwn = L::kOwn, kS = L::kCluster, kTileRows = L::kTileRows;
   // A pair projects the peer's slice of chunk r one chunk late, behind chunk r + 1's expand
   // (step 5); C = 512's four CTAs keep the serial order.
   constexpr bool kLatePeer = kS == 2;
   extern __shared__ unsigned char shared[];
+  const auto phase = [&](int i) {  // (kTrace only; its branches lie where no wgmma is in flight)
+    if constexpr (kTrace)
+      if (threadIdx.x == gpu::hopper::kWarpgroupThreads) gpu::phase_stamp(stamps, i, kPhaseKinds);
+  };
+  phase(0);
   // Every CTA of the cluster runs this code on identical layouts, so every region sits at
   // the same offset in each: a peer's copy of a region is map_shared_to_rank(local address, peer).
   const uint32_t base = (gpu::shared_address(shared) + 1023u) & ~1023u;
@@ -259,6 +277,7 @@ __global__ void __launch_bounds__(L::kThreads, 1)
   // Every CTA's barriers are initialised (and its own stores, the biases included, done) before anyone
   // arrives on a peer's barrier or stores into its shared memory.
   gpu::hopper::cluster_sync();
+  phase(1);
 
   if (warpgroup == 0) {
     // ---- producer: one thread issues every copy, into this CTA's shared memory only ----
@@ -417,7 +436,12 @@ __global__ void __launch_bounds__(L::kThreads, 1)
     };
 
     const int traced_tile = tiles.next(tiles.first(cluster), clusters);  // the trace's: past the start-up
-    for (int t = tiles.first(cluster); tiles.valid(t); t = tiles.next(t, clusters)) {
+    int tile_j = 0;                                                      // the phase stamps' tile count
+    for (int t = tiles.first(cluster); tiles.valid(t); t = tiles.next(t, clusters), ++tile_j) {
+      const auto tile_phase = [&](int i) {
+        if (tile_j < kStampedTiles) phase(2 + 4 * tile_j + i);
+      };
+      tile_phase(0);
       // Step `step` of chunk r of this CTA's second tile (kTrace only; thread 0 of each warpgroup).
       const auto stamp = [&](int r, int step) {
         if constexpr (kTrace)
@@ -516,6 +540,7 @@ __global__ void __launch_bounds__(L::kThreads, 1)
       gpu::hopper::mbarrier_wait(t_full(consumer), tile_parity);
       gpu::fence_proxy_async_shared();
       tile_parity ^= 1u;
+      tile_phase(1);
 
       // ---- 5. Eq. 32 over hidden chunks of 64·S, this CTA's 64 columns of each ----
       //
@@ -710,6 +735,7 @@ __global__ void __launch_bounds__(L::kThreads, 1)
         if constexpr (kPeerVLate) w_pipe.consumer_release(own_item(chunks - 1));
         w_pipe.consumer_release(peer_item(chunks - 1));
         ws = at(kPerChunk * chunks);
+        tile_phase(2);
       } else {
         for (int r = 0; r < chunks; ++r) {
           const int col0 = r * L::kChunk + rank * kSliceCols;  // this CTA's first hidden column
@@ -826,12 +852,14 @@ __global__ void __launch_bounds__(L::kThreads, 1)
           if (row < M) *reinterpret_cast<uint4*>(out + 32 * m) = make_uint4(w[0], w[1], w[2], w[3]);
         }
       }
+      tile_phase(3);
     }
   }
   // No CTA leaves while a peer may still store into its shared memory or arrive on its
   // barriers: every thread of every CTA of the cluster meets here (the producer's idle
   // threads at once).
   gpu::hopper::cluster_sync();
+  phase(kPhaseKinds - 1);
 }
 
 // ---- launcher ------------------------------------------------------------------------
@@ -875,8 +903,6 @@ template <class Element, class L> void launch(const ConvFirstProblem& p, const A
                                     std::move(roles), std::move(links));
   auto kernel = p.activation == ConvFirstActivation::relu ? convfirst_fused_cluster_kernel<Element, L, true>
                                                           : convfirst_fused_cluster_kernel<Element, L, false>;
-  if constexpr (kTraceable)
-    if (trace) kernel = convfirst_fused_cluster_kernel<Element, L, true, true>;
   const std::size_t shared = cluster_shared_bytes<L>(sg, p.hidden);
   gpu::allow_dynamic_shared(kernel, shared, "convfirst_fused_cluster_kernel");
 
@@ -884,10 +910,20 @@ template <class Element, class L> void launch(const ConvFirstProblem& p, const A
   const int tiles = gpu::ceil_div(M, L::kTileRows);
   // 0 (a cluster the device cannot co-schedule) is refused inside with a DeviceError
   const int clusters = std::min(tiles, launcher.max_active_clusters(kernel, "convfirst/gpu/10e_fused_cluster"));
+  // The phase stamps: the same instantiation as the chunk trace (the same launch bounds and shared memory).
+  const bool stamped = kTraceable && gpu::PhaseStamps::requested() && p.activation == ConvFirstActivation::relu;
+  const gpu::PhaseStamps stamps("convfirst/gpu/10e_fused_cluster", stamped ? L::kCluster * clusters : 0,
+                                stamped ? phase_names() : std::vector<std::string>{});
+  if constexpr (kTraceable)
+    if (trace || stamped) {
+      kernel = convfirst_fused_cluster_kernel<Element, L, true, true>;
+      gpu::allow_dynamic_shared(kernel, shared, "convfirst_fused_cluster_kernel (trace)");
+    }
   launcher.launch(dim3(L::kCluster * clusters), kernel, "launching convfirst_fused_cluster_kernel", x_map, u_map,
                   v_map, sg, M, p.H, p.W, p.hidden, static_cast<const Element*>(args.conv_w),
                   static_cast<const Element*>(args.conv_b), static_cast<const Element*>(args.a),
-                  static_cast<const Element*>(args.b), static_cast<Element*>(args.y), chunk_trace.device());
+                  static_cast<const Element*>(args.b), static_cast<Element*>(args.y), chunk_trace.device(), stamps.device());
+  stamps.report();
   chunk_trace.report();
 }
 
