@@ -143,6 +143,7 @@ constexpr int kGroupsPerPanel = kPanelCols / kGroupWidth;  // 8: one 16-byte chu
 // All sixteen of a CTA's 128 channels at once (64 accumulators) would not fit the registers.
 constexpr int kPassGroups = 8;
 static_assert(kGroupsPerPanel % kPassGroups == 0, "a pass stays inside one 64-channel panel of x");
+static_assert(kPassGroups % 4 == 0, "T goes out in 16-byte blocks of four groups' quad pairs");
 
 // The chunk trace of a pair (CONVLAB_CHUNK_TRACE, gpu/lib/phase_stamps.cuh; the kTrace instantiation
 // only, made for f16, ReLU and C = 256): thread 0 of each consumer warpgroup reads the SM clock at
@@ -394,8 +395,8 @@ __global__ void __launch_bounds__(L::kThreads, 1)
     // The bytes of the peers' H words one thread receives per chunk; H full[consumer]'s first
     // phase expects them now (each receive() arrives for the next phase).
     constexpr uint32_t kHPeerBytes = (kS - 1) * kHWords * 4;
-    // The bytes of the peers' T words one thread receives per tile (each peer's thread i sends
-    // thread i's share: 4 words of each of its kPairs 16-channel pieces).
+    // The bytes of the peers' T one thread receives per tile (each peer's thread i sends as many:
+    // kPairs 16-byte blocks, those its quad hands it in step 2).
     constexpr uint32_t kTPeerBytes = (kS - 1) * L::kPairs * 4 * 4;
     gpu::hopper::mbarrier_arrive_expect_tx(h_full(consumer), kHPeerBytes);
     uint32_t tile_parity = 0;   // phase of T full[consumer]: one per tile
@@ -485,27 +486,31 @@ __global__ void __launch_bounds__(L::kThreads, 1)
           }
 
           // ---- 2. T[this warp's pixels, the pass's channels] into every CTA's T buffer:
-          //      st.shared here, st.async into the peers (each word completes 4 bytes of
-          //      the peer's T full[consumer]). No wait: this warpgroup's last expand of the
-          //      previous tile has completed (its wait_group), and so have the peers' (we
-          //      received their last H, each sent after its expand). ----
+          //      st.shared here, st.async into the peers (each store completes its bytes on
+          //      the peer's T full[consumer]). Per row and four groups (32 channels), the quad
+          //      turns its four 8-channel blocks around (gpu::quad_transpose) and each thread
+          //      stores one whole block, 16 bytes: a quarter of the stores of one 4-byte word
+          //      each, and on the way to a peer each store is one transaction of the
+          //      cluster's network. No wait: this warpgroup's last expand of the previous
+          //      tile has completed (its wait_group), and so have the peers' (we received
+          //      their last H, each sent after its expand). ----
 #pragma unroll
-          for (int i = 0; i < kPassGroups / 2; ++i) {
-            const float(&lo)[4] = acc[2 * i];
-            const float(&hi)[4] = acc[2 * i + 1];
-            const uint32_t words[4] = {gpu::pack_pair<Element>(lo[0], lo[1]), gpu::pack_pair<Element>(lo[2], lo[3]),
-                                       gpu::pack_pair<Element>(hi[0], hi[1]), gpu::pack_pair<Element>(hi[2], hi[3])};
+          for (int hh = 0; hh < 2; ++hh)  // rows 16·warp + g + 8·hh of the warpgroup
 #pragma unroll
-            for (int reg = 0; reg < 4; ++reg) {
-              const gpu::MatrixCoord at =
-                  L::t_fragment_coord(consumer, thread, rank, pass * kPassGroups / 2 + i, reg);
-              const uint32_t offset = uint32_t(L::TTile::byte_offset(at.row, at.col));
-              st_shared_u32(t_base + offset, words[reg]);
+            for (int set = 0; set < kPassGroups / 4; ++set) {
+              uint32_t w[4];  // on entry: group 4·set + q's pair of channels 2tq, 2tq + 1
+#pragma unroll
+              for (int q = 0; q < 4; ++q)
+                w[q] = gpu::pack_pair<Element>(acc[4 * set + q][2 * hh], acc[4 * set + q][2 * hh + 1]);
+              gpu::quad_transpose(w, tq);  // now: the 8 channels of group 4·set + tq
+              const int row = consumer * kWgmmaM + 16 * warp + g + 8 * hh;
+              const int col = rank * kOwn + (pass * kPassGroups + 4 * set + tq) * kGroupWidth;
+              const uint32_t offset = uint32_t(L::TTile::byte_offset(row, col));
+              gpu::st_shared_v4(t_base + offset, w[0], w[1], w[2], w[3]);
 #pragma unroll
               for (int i = 0; i < kS - 1; ++i)
-                gpu::hopper::st_async_u32(t_remote[i] + offset, words[reg], t_full_remote[i]);
+                gpu::hopper::st_async_v4(t_remote[i] + offset, w[0], w[1], w[2], w[3], t_full_remote[i]);
             }
-          }
         }
 
         // ---- 3. Z starts as the residual plus b (this CTA's channels): zacc[4j + c] is row
