@@ -210,6 +210,8 @@ __global__ void __launch_bounds__(L::kThreads, 1)
   // A pair projects the peer's slice of chunk r one chunk late, behind chunk r + 1's expand
   // (step 5); C = 512's four CTAs keep the serial order.
   constexpr bool kLatePeer = kS == 2;
+  // T to the peers in 16-byte blocks (step 2) where it goes to three of them.
+  constexpr bool kTBlocks = kS == 4;
   extern __shared__ unsigned char shared[];
   const auto phase = [&](int i) {  // (kTrace only; its branches lie where no wgmma is in flight)
     if constexpr (kTrace)
@@ -487,30 +489,50 @@ __global__ void __launch_bounds__(L::kThreads, 1)
 
           // ---- 2. T[this warp's pixels, the pass's channels] into every CTA's T buffer:
           //      st.shared here, st.async into the peers (each store completes its bytes on
-          //      the peer's T full[consumer]). Per row and four groups (32 channels), the quad
-          //      turns its four 8-channel blocks around (gpu::quad_transpose) and each thread
-          //      stores one whole block, 16 bytes: a quarter of the stores of one 4-byte word
-          //      each, and on the way to a peer each store is one transaction of the
-          //      cluster's network. No wait: this warpgroup's last expand of the previous
-          //      tile has completed (its wait_group), and so have the peers' (we received
-          //      their last H, each sent after its expand). ----
+          //      the peer's T full[consumer]). No wait: this warpgroup's last expand of the
+          //      previous tile has completed (its wait_group), and so have the peers' (we
+          //      received their last H, each sent after its expand). C = 512 (three peers):
+          //      per row and four groups (32 channels), the quad turns its four 8-channel
+          //      blocks around (gpu::quad_transpose) and each thread stores one whole block,
+          //      16 bytes, a quarter of the stores of one word each (measured faster there,
+          //      level in a pair: lesson 10's NOTES.md, wave-3k). ----
+          if constexpr (kTBlocks) {
 #pragma unroll
-          for (int hh = 0; hh < 2; ++hh)  // rows 16·warp + g + 8·hh of the warpgroup
+            for (int hh = 0; hh < 2; ++hh)  // rows 16·warp + g + 8·hh of the warpgroup
 #pragma unroll
-            for (int set = 0; set < kPassGroups / 4; ++set) {
-              uint32_t w[4];  // on entry: group 4·set + q's pair of channels 2tq, 2tq + 1
+              for (int set = 0; set < kPassGroups / 4; ++set) {
+                uint32_t w[4];  // on entry: group 4·set + q's pair of channels 2tq, 2tq + 1
 #pragma unroll
-              for (int q = 0; q < 4; ++q)
-                w[q] = gpu::pack_pair<Element>(acc[4 * set + q][2 * hh], acc[4 * set + q][2 * hh + 1]);
-              gpu::quad_transpose(w, tq);  // now: the 8 channels of group 4·set + tq
-              const int row = consumer * kWgmmaM + 16 * warp + g + 8 * hh;
-              const int col = rank * kOwn + (pass * kPassGroups + 4 * set + tq) * kGroupWidth;
-              const uint32_t offset = uint32_t(L::TTile::byte_offset(row, col));
-              gpu::st_shared_v4(t_base + offset, w[0], w[1], w[2], w[3]);
+                for (int q = 0; q < 4; ++q)
+                  w[q] = gpu::pack_pair<Element>(acc[4 * set + q][2 * hh], acc[4 * set + q][2 * hh + 1]);
+                gpu::quad_transpose(w, tq);  // now: the 8 channels of group 4·set + tq
+                const int row = consumer * kWgmmaM + 16 * warp + g + 8 * hh;
+                const int col = rank * kOwn + (pass * kPassGroups + 4 * set + tq) * kGroupWidth;
+                const uint32_t offset = uint32_t(L::TTile::byte_offset(row, col));
+                gpu::st_shared_v4(t_base + offset, w[0], w[1], w[2], w[3]);
 #pragma unroll
-              for (int i = 0; i < kS - 1; ++i)
-                gpu::hopper::st_async_v4(t_remote[i] + offset, w[0], w[1], w[2], w[3], t_full_remote[i]);
+                for (int i = 0; i < kS - 1; ++i)
+                  gpu::hopper::st_async_v4(t_remote[i] + offset, w[0], w[1], w[2], w[3], t_full_remote[i]);
+              }
+          } else {  // a pair: one word at a time, at each fragment's place
+#pragma unroll
+            for (int i = 0; i < kPassGroups / 2; ++i) {
+              const float(&lo)[4] = acc[2 * i];
+              const float(&hi)[4] = acc[2 * i + 1];
+              const uint32_t words[4] = {gpu::pack_pair<Element>(lo[0], lo[1]), gpu::pack_pair<Element>(lo[2], lo[3]),
+                                         gpu::pack_pair<Element>(hi[0], hi[1]), gpu::pack_pair<Element>(hi[2], hi[3])};
+#pragma unroll
+              for (int reg = 0; reg < 4; ++reg) {
+                const gpu::MatrixCoord at =
+                    L::t_fragment_coord(consumer, thread, rank, pass * kPassGroups / 2 + i, reg);
+                const uint32_t offset = uint32_t(L::TTile::byte_offset(at.row, at.col));
+                st_shared_u32(t_base + offset, words[reg]);
+#pragma unroll
+                for (int i = 0; i < kS - 1; ++i)
+                  gpu::hopper::st_async_u32(t_remote[i] + offset, words[reg], t_full_remote[i]);
+              }
             }
+          }
         }
 
         // ---- 3. Z starts as the residual plus b (this CTA's channels): zacc[4j + c] is row
