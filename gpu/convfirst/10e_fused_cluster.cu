@@ -397,8 +397,8 @@ __global__ void __launch_bounds__(L::kThreads, 1)
     // The bytes of the peers' H words one thread receives per chunk; H full[consumer]'s first
     // phase expects them now (each receive() arrives for the next phase).
     constexpr uint32_t kHPeerBytes = (kS - 1) * kHWords * 4;
-    // The bytes of the peers' T one thread receives per tile (each peer's thread i sends as many:
-    // kPairs 16-byte blocks, those its quad hands it in step 2).
+    // The bytes of the peers' T one thread receives per tile (each peer's thread i sends as many,
+    // kPairs · 16 bytes, in step 2: as 4-byte words in a pair, as 16-byte blocks at C = 512).
     constexpr uint32_t kTPeerBytes = (kS - 1) * L::kPairs * 4 * 4;
     gpu::hopper::mbarrier_arrive_expect_tx(h_full(consumer), kHPeerBytes);
     uint32_t tile_parity = 0;   // phase of T full[consumer]: one per tile
