@@ -98,8 +98,6 @@
 // wrong answer).
 // Run just this: build/convlab run convfirst/gpu/10e_fused_cluster --shape N=128,H=14,C=256,dtype=f16
 // (C = 512: --shape N=128,H=7,C=512,dtype=f16)
-// The chunk loop's steps in SM cycles, per consumer warpgroup (C = 256, f16, ReLU): the same with
-// CONVLAB_CHUNK_TRACE=1 and --reps 0; each tile's phases in µs per CTA: CONVLAB_PHASE_STAMPS=1.
 #include <cuda.h>
 
 #include <algorithm>
@@ -112,7 +110,6 @@
 #include "gpu/lib/check.cuh"
 #include "gpu/lib/element.cuh"
 #include "gpu/lib/mma.cuh"
-#include "gpu/lib/phase_stamps.cuh"
 #include "gpu/lib/wgmma.cuh"
 #include "gpu/lib/wgmma_probe.hpp"
 #include "gpu/lib/hopper/cluster.cuh"
@@ -143,48 +140,6 @@ constexpr int kGroupsPerPanel = kPanelCols / kGroupWidth;  // 8: one 16-byte chu
 // All sixteen of a CTA's 128 channels at once (64 accumulators) would not fit the registers.
 constexpr int kPassGroups = 8;
 static_assert(kGroupsPerPanel % kPassGroups == 0, "a pass stays inside one 64-channel panel of x");
-static_assert(kPassGroups % 4 == 0, "T goes out in 16-byte blocks of four groups' quad pairs");
-
-// The chunk trace of a pair (CONVLAB_CHUNK_TRACE, gpu/lib/phase_stamps.cuh; the kTrace instantiation
-// only, made for f16, ReLU and C = 256): thread 0 of each consumer warpgroup reads the SM clock at
-// these steps of every chunk of its CTA's second tile (the first carries the start-up: descriptors,
-// weights not yet in L2); each name is the step that ends at its stamp.
-enum TraceStep : int { kChunkTop, kExpandIssued, kPeerIssued, kExpandDone, kSent, kPeerRetired, kOwnIssued, kTraceSteps };
-std::vector<std::string> trace_role(int consumer) {
-  return {"consumer warpgroup " + std::to_string(consumer) + ", thread 0",
-          "U pieces waited, expand issued (own project of r-1 retired)",
-          "peer's V piece and H of r-1 waited, its project issued",
-          "expand retired",
-          "bias, phi, pack; H free waited; H sent",
-          "peer project of r-1 retired",
-          "own V piece waited, own project issued"};
-}
-// The phase stamps of the same instantiation (CONVLAB_PHASE_STAMPS; %globaltimer, thread 0 of
-// consumer warpgroup 0): entry, setup done, then per tile (the first three) its top, T complete, the
-// chunk loop done and y stored, and the exit after the last cluster barrier.
-constexpr int kStampedTiles = 3, kPhaseKinds = 2 + 4 * kStampedTiles + 1;
-std::vector<std::string> phase_names() {
-  std::vector<std::string> names = {"setup", "to tile 1"};
-  for (int j = 1; j <= kStampedTiles; ++j) {
-    const std::string tile = "tile " + std::to_string(j) + ": ";
-    names.insert(names.end(), {tile + "conv and T", tile + "chunk loop", tile + "y stored"});
-    names.push_back(j < kStampedTiles ? "to tile " + std::to_string(j + 1) : "to exit");
-  }
-  return names;
-}
-// One stamp, without a branch: a branch on a runtime value while wgmma accumulators are in flight
-// makes ptxas serialize every wgmma of the kernel (C7520), so the store is predicated in PTX.
-__device__ __forceinline__ void trace_stamp(unsigned long long* trace, bool on, int chunks, int events, int chunk,
-                                            int event) {
-  unsigned long long clock;
-  asm volatile("mov.u64 %0, %%clock64;" : "=l"(clock));
-  const bool record = on && trace != nullptr && blockIdx.x < unsigned(gpu::kTraceCtas);
-  unsigned long long* at = trace + (std::size_t(blockIdx.x) * chunks + chunk) * events + event;
-  asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %2, 0;\n\t@p st.global.u64 [%0], %1;\n\t}"
-               :
-               : "l"(at), "l"(clock), "r"(unsigned(record))
-               : "memory");
-}
 
 // ---- the kernel ------------------------------------------------------------------------
 //
@@ -198,26 +153,18 @@ __device__ __forceinline__ void trace_stamp(unsigned long long* trace, bool on, 
 // CTAs walk that same sequence. Edge duties: pixels ≥ M read the zero pixel and
 // are never stored; staged rows outside [0, N·H) arrive as zeros (TMA); taps
 // outside the image read the zero pixel; hidden columns ≥ hidden are zero.
-template <class Element, class L, bool kRelu, bool kTrace = false>
+template <class Element, class L, bool kRelu>
 __global__ void __launch_bounds__(L::kThreads, 1)
     convfirst_fused_cluster_kernel(const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap u_map,
                                    const __grid_constant__ CUtensorMap v_map, const XStaging stage_geometry, int M,
                                    int H, int W, int hidden, const Element* __restrict__ conv_w,
                                    const Element* __restrict__ conv_b, const Element* __restrict__ a,
-                                   const Element* __restrict__ b, Element* __restrict__ y,
-                                   unsigned long long* trace, unsigned long long* stamps) {
+                                   const Element* __restrict__ b, Element* __restrict__ y) {
   constexpr int kOwn = L::kOwn, kS = L::kCluster, kTileRows = L::kTileRows;
   // A pair projects the peer's slice of chunk r one chunk late, behind chunk r + 1's expand
   // (step 5); C = 512's four CTAs keep the serial order.
   constexpr bool kLatePeer = kS == 2;
-  // T to the peers in 16-byte blocks (step 2) where it goes to three of them.
-  constexpr bool kTBlocks = kS == 4;
   extern __shared__ unsigned char shared[];
-  const auto phase = [&](int i) {  // (kTrace only; its branches lie where no wgmma is in flight)
-    if constexpr (kTrace)
-      if (threadIdx.x == gpu::hopper::kWarpgroupThreads) gpu::phase_stamp(stamps, i, kPhaseKinds);
-  };
-  phase(0);
   // Every CTA of the cluster runs this code on identical layouts, so every region sits at
   // the same offset in each: a peer's copy of a region is map_shared_to_rank(local address, peer).
   const uint32_t base = (gpu::shared_address(shared) + 1023u) & ~1023u;
@@ -280,7 +227,6 @@ __global__ void __launch_bounds__(L::kThreads, 1)
   // Every CTA's barriers are initialised (and its own stores, the biases included, done) before anyone
   // arrives on a peer's barrier or stores into its shared memory.
   gpu::hopper::cluster_sync();
-  phase(1);
 
   if (warpgroup == 0) {
     // ---- producer: one thread issues every copy, into this CTA's shared memory only ----
@@ -397,8 +343,8 @@ __global__ void __launch_bounds__(L::kThreads, 1)
     // The bytes of the peers' H words one thread receives per chunk; H full[consumer]'s first
     // phase expects them now (each receive() arrives for the next phase).
     constexpr uint32_t kHPeerBytes = (kS - 1) * kHWords * 4;
-    // The bytes of the peers' T one thread receives per tile (each peer's thread i sends as many,
-    // kPairs · 16 bytes, in step 2: as 4-byte words in a pair, as 16-byte blocks at C = 512).
+    // The bytes of the peers' T words one thread receives per tile (each peer's thread i sends
+    // thread i's share: 4 words of each of its kPairs 16-channel pieces).
     constexpr uint32_t kTPeerBytes = (kS - 1) * L::kPairs * 4 * 4;
     gpu::hopper::mbarrier_arrive_expect_tx(h_full(consumer), kHPeerBytes);
     uint32_t tile_parity = 0;   // phase of T full[consumer]: one per tile
@@ -438,19 +384,7 @@ __global__ void __launch_bounds__(L::kThreads, 1)
       gpu::mma_m16n8k16<Element>(acc, afrag, bfrag);
     };
 
-    const int traced_tile = tiles.next(tiles.first(cluster), clusters);  // the trace's: past the start-up
-    int tile_j = 0;                                                      // the phase stamps' tile count
-    for (int t = tiles.first(cluster); tiles.valid(t); t = tiles.next(t, clusters), ++tile_j) {
-      const auto tile_phase = [&](int i) {
-        if (tile_j < kStampedTiles) phase(2 + 4 * tile_j + i);
-      };
-      tile_phase(0);
-      // Step `step` of chunk r of this CTA's second tile (kTrace only; thread 0 of each warpgroup).
-      const auto stamp = [&](int r, int step) {
-        if constexpr (kTrace)
-          trace_stamp(trace, thread == 0 && t == traced_tile, chunks, L::kConsumers * kTraceSteps, r,
-                      consumer * kTraceSteps + step);
-      };
+    for (int t = tiles.first(cluster); tiles.valid(t); t = tiles.next(t, clusters)) {
       if constexpr (kS == 4) {
         uint32_t tid;
         asm volatile("mov.u32 %0, %%tid.x;" : "=r"(tid));
@@ -488,49 +422,25 @@ __global__ void __launch_bounds__(L::kThreads, 1)
           }
 
           // ---- 2. T[this warp's pixels, the pass's channels] into every CTA's T buffer:
-          //      st.shared here, st.async into the peers (each store completes its bytes on
+          //      st.shared here, st.async into the peers (each word completes 4 bytes of
           //      the peer's T full[consumer]). No wait: this warpgroup's last expand of the
           //      previous tile has completed (its wait_group), and so have the peers' (we
-          //      received their last H, each sent after its expand). C = 512 (three peers):
-          //      per row and four groups (32 channels), the quad turns its four 8-channel
-          //      blocks around (gpu::quad_transpose) and each thread stores one whole block,
-          //      16 bytes, a quarter of the stores of one word each (measured faster there,
-          //      level in a pair: lesson 10's NOTES.md, wave-3k). ----
-          if constexpr (kTBlocks) {
+          //      received their last H, each sent after its expand). ----
 #pragma unroll
-            for (int hh = 0; hh < 2; ++hh)  // rows 16·warp + g + 8·hh of the warpgroup
+          for (int i = 0; i < kPassGroups / 2; ++i) {
+            const float(&lo)[4] = acc[2 * i];
+            const float(&hi)[4] = acc[2 * i + 1];
+            const uint32_t words[4] = {gpu::pack_pair<Element>(lo[0], lo[1]), gpu::pack_pair<Element>(lo[2], lo[3]),
+                                       gpu::pack_pair<Element>(hi[0], hi[1]), gpu::pack_pair<Element>(hi[2], hi[3])};
 #pragma unroll
-              for (int set = 0; set < kPassGroups / 4; ++set) {
-                uint32_t w[4];  // on entry: group 4·set + q's pair of channels 2tq, 2tq + 1
+            for (int reg = 0; reg < 4; ++reg) {
+              const gpu::MatrixCoord at =
+                  L::t_fragment_coord(consumer, thread, rank, pass * kPassGroups / 2 + i, reg);
+              const uint32_t offset = uint32_t(L::TTile::byte_offset(at.row, at.col));
+              st_shared_u32(t_base + offset, words[reg]);
 #pragma unroll
-                for (int q = 0; q < 4; ++q)
-                  w[q] = gpu::pack_pair<Element>(acc[4 * set + q][2 * hh], acc[4 * set + q][2 * hh + 1]);
-                gpu::quad_transpose(w, tq);  // now: the 8 channels of group 4·set + tq
-                const int row = consumer * kWgmmaM + 16 * warp + g + 8 * hh;
-                const int col = rank * kOwn + (pass * kPassGroups + 4 * set + tq) * kGroupWidth;
-                const uint32_t offset = uint32_t(L::TTile::byte_offset(row, col));
-                gpu::st_shared_v4(t_base + offset, w[0], w[1], w[2], w[3]);
-#pragma unroll
-                for (int i = 0; i < kS - 1; ++i)
-                  gpu::hopper::st_async_v4(t_remote[i] + offset, w[0], w[1], w[2], w[3], t_full_remote[i]);
-              }
-          } else {  // a pair: one word at a time, at each fragment's place
-#pragma unroll
-            for (int i = 0; i < kPassGroups / 2; ++i) {
-              const float(&lo)[4] = acc[2 * i];
-              const float(&hi)[4] = acc[2 * i + 1];
-              const uint32_t words[4] = {gpu::pack_pair<Element>(lo[0], lo[1]), gpu::pack_pair<Element>(lo[2], lo[3]),
-                                         gpu::pack_pair<Element>(hi[0], hi[1]), gpu::pack_pair<Element>(hi[2], hi[3])};
-#pragma unroll
-              for (int reg = 0; reg < 4; ++reg) {
-                const gpu::MatrixCoord at =
-                    L::t_fragment_coord(consumer, thread, rank, pass * kPassGroups / 2 + i, reg);
-                const uint32_t offset = uint32_t(L::TTile::byte_offset(at.row, at.col));
-                st_shared_u32(t_base + offset, words[reg]);
-#pragma unroll
-                for (int i = 0; i < kS - 1; ++i)
-                  gpu::hopper::st_async_u32(t_remote[i] + offset, words[reg], t_full_remote[i]);
-              }
+              for (int i = 0; i < kS - 1; ++i)
+                gpu::hopper::st_async_u32(t_remote[i] + offset, words[reg], t_full_remote[i]);
             }
           }
         }
@@ -567,7 +477,6 @@ __global__ void __launch_bounds__(L::kThreads, 1)
       gpu::hopper::mbarrier_wait(t_full(consumer), tile_parity);
       gpu::fence_proxy_async_shared();
       tile_parity ^= 1u;
-      tile_phase(1);
 
       // ---- 5. Eq. 32 over hidden chunks of 64·S, this CTA's 64 columns of each ----
       //
@@ -718,41 +627,27 @@ __global__ void __launch_bounds__(L::kThreads, 1)
           gpu::wgmma_commit_group();
         };
 
-        stamp(0, kChunkTop);
         expand_chunk(0, std::false_type{});
-        stamp(0, kExpandIssued);
-        stamp(0, kPeerIssued);  // (chunk 0 has no peer project)
         gpu::wgmma_wait_group<0>();
         gpu::fence_operands(s);
-        stamp(0, kExpandDone);
         w_pipe.consumer_release(u_item(0, L::kUPieces - 1));
         pack(0);
         send();
-        stamp(0, kSent);
-        stamp(0, kPeerRetired);
         project_own(0);
-        stamp(0, kOwnIssued);
 #pragma unroll 1
         for (int r = 1; r < chunks; ++r) {
-          stamp(r, kChunkTop);
           expand_chunk(r, std::true_type{});
-          stamp(r, kExpandIssued);
           project_peer(r - 1);
-          stamp(r, kPeerIssued);
           gpu::wgmma_wait_group<1>();  // E(r); P(r − 1) stays in flight under pack and send
           gpu::fence_operands(s);
-          stamp(r, kExpandDone);
           w_pipe.consumer_release(u_item(r, L::kUPieces - 1));
           pack(r);  // a slice wholly past `hidden` packs zeros
           send();
-          stamp(r, kSent);
           gpu::wgmma_wait_group<0>();  // P(r − 1): its H registers are refilled in chunk r + 1
           gpu::fence_operands(zacc);
           gpu::fence_operands(h_peer);
-          stamp(r, kPeerRetired);
           w_pipe.consumer_release(peer_item(r - 1));
           project_own(r);
-          stamp(r, kOwnIssued);
         }
         project_peer(chunks - 1);
         gpu::wgmma_wait_group<0>();  // O and P of the last chunk
@@ -762,7 +657,6 @@ __global__ void __launch_bounds__(L::kThreads, 1)
         if constexpr (kPeerVLate) w_pipe.consumer_release(own_item(chunks - 1));
         w_pipe.consumer_release(peer_item(chunks - 1));
         ws = at(kPerChunk * chunks);
-        tile_phase(2);
       } else {
         for (int r = 0; r < chunks; ++r) {
           const int col0 = r * L::kChunk + rank * kSliceCols;  // this CTA's first hidden column
@@ -879,14 +773,12 @@ __global__ void __launch_bounds__(L::kThreads, 1)
           if (row < M) *reinterpret_cast<uint4*>(out + 32 * m) = make_uint4(w[0], w[1], w[2], w[3]);
         }
       }
-      tile_phase(3);
     }
   }
   // No CTA leaves while a peer may still store into its shared memory or arrive on its
   // barriers: every thread of every CTA of the cluster meets here (the producer's idle
   // threads at once).
   gpu::hopper::cluster_sync();
-  phase(kPhaseKinds - 1);
 }
 
 // ---- launcher ------------------------------------------------------------------------
@@ -916,20 +808,8 @@ template <class Element, class L> void launch(const ConvFirstProblem& p, const A
   const CUtensorMap v_map = gpu::hopper::cached_tma_tile_2d(
       {.base = reinterpret_cast<uint64_t>(args.v), .rows = uint64_t(p.hidden), .cols = uint64_t(p.C_out),
        .row_stride_bytes = uint64_t(p.C_out) * kE, .elem_bytes = kE, .box_rows = L::kVRows, .box_cols = kPanelCols});
-  // The chunk trace has its own instantiation, for the pair at C = 256 in f16 with ReLU (the bench shape).
-  constexpr bool kTraceable = std::is_same_v<Element, __half> && L::kCluster == 2 && L::kC == 256;
-  const bool trace = kTraceable && gpu::ChunkTrace::requested() && p.activation == ConvFirstActivation::relu;
-  std::vector<std::vector<std::string>> roles;
-  std::vector<gpu::TraceLink> links;
-  if (trace) {
-    roles = {trace_role(0), trace_role(1)};
-    links = {{"warpgroup 1's chunk top after warpgroup 0's", kChunkTop, kTraceSteps + kChunkTop, 0},
-             {"warpgroup 1's H sent after warpgroup 0's", kSent, kTraceSteps + kSent, 0}};
-  }
-  const gpu::ChunkTrace chunk_trace("convfirst/gpu/10e_fused_cluster", trace ? gpu::ceil_div(p.hidden, L::kChunk) : 0,
-                                    std::move(roles), std::move(links));
-  auto kernel = p.activation == ConvFirstActivation::relu ? convfirst_fused_cluster_kernel<Element, L, true>
-                                                          : convfirst_fused_cluster_kernel<Element, L, false>;
+  const auto kernel = p.activation == ConvFirstActivation::relu ? convfirst_fused_cluster_kernel<Element, L, true>
+                                                                : convfirst_fused_cluster_kernel<Element, L, false>;
   const std::size_t shared = cluster_shared_bytes<L>(sg, p.hidden);
   gpu::allow_dynamic_shared(kernel, shared, "convfirst_fused_cluster_kernel");
 
@@ -937,21 +817,10 @@ template <class Element, class L> void launch(const ConvFirstProblem& p, const A
   const int tiles = gpu::ceil_div(M, L::kTileRows);
   // 0 (a cluster the device cannot co-schedule) is refused inside with a DeviceError
   const int clusters = std::min(tiles, launcher.max_active_clusters(kernel, "convfirst/gpu/10e_fused_cluster"));
-  // The phase stamps: the same instantiation as the chunk trace (the same launch bounds and shared memory).
-  const bool stamped = kTraceable && gpu::PhaseStamps::requested() && p.activation == ConvFirstActivation::relu;
-  const gpu::PhaseStamps stamps("convfirst/gpu/10e_fused_cluster", stamped ? L::kCluster * clusters : 0,
-                                stamped ? phase_names() : std::vector<std::string>{});
-  if constexpr (kTraceable)
-    if (trace || stamped) {
-      kernel = convfirst_fused_cluster_kernel<Element, L, true, true>;
-      gpu::allow_dynamic_shared(kernel, shared, "convfirst_fused_cluster_kernel (trace)");
-    }
   launcher.launch(dim3(L::kCluster * clusters), kernel, "launching convfirst_fused_cluster_kernel", x_map, u_map,
                   v_map, sg, M, p.H, p.W, p.hidden, static_cast<const Element*>(args.conv_w),
                   static_cast<const Element*>(args.conv_b), static_cast<const Element*>(args.a),
-                  static_cast<const Element*>(args.b), static_cast<Element*>(args.y), chunk_trace.device(), stamps.device());
-  stamps.report();
-  chunk_trace.report();
+                  static_cast<const Element*>(args.b), static_cast<Element*>(args.y));
 }
 
 void run(const ConvFirstProblem& p, const Args<ConvFirstProblem>& args) {

@@ -35,8 +35,6 @@ PhaseStamps::PhaseStamps(std::string kernel, int ctas, std::vector<std::string> 
 
 PhaseStamps::~PhaseStamps() { device_free(stamps_); }
 
-bool PhaseStamps::requested() { return env_on("CONVLAB_PHASE_STAMPS"); }
-
 void PhaseStamps::report() const {
   if (stamps_ == nullptr) return;
   device_synchronize("phase stamps");

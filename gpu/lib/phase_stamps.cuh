@@ -50,7 +50,6 @@ class PhaseStamps {
   ~PhaseStamps();
   PhaseStamps(const PhaseStamps&) = delete;
   PhaseStamps& operator=(const PhaseStamps&) = delete;
-  static bool requested();                                 // CONVLAB_PHASE_STAMPS is set
   unsigned long long* device() const { return stamps_; }  // null when not enabled
   int kinds() const { return int(names_.size()) + 1; }
   void report() const;  // synchronizes; prints nothing when not enabled

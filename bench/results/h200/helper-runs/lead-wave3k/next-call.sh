@@ -1,19 +1,21 @@
 # The next session's first call (written at the end of wave-3k, not run). Before it:
 #   git rev-parse --short HEAD > .scratch/rev; cp this file .scratch/call.sh
-# 1. The tests of 10e (C = 512 sends T in 16-byte blocks since 5787090; only an H100 has run it) and
-#    the convfirst random-shape sweep.
+# 1. trace-and-t-blocks.patch applied (10e's trace instantiation, and C = 512's T in 16-byte blocks:
+#    both have run only on an H100), then the tests of 10e and the convfirst random-shape sweep.
+#    If they pass on the H200 and the rows are filed, commit the patch's files to main.
 # 2. conv-split-stamps.patch applied after the tests (it changes only 10e's trace instantiation; every
 #    measured kernel keeps its instructions, checked with cuobjdump): the phase stamps at
 #    C = 256 @ 14² split each tile's "conv and T" (5.1 µs a tile on the H100) into the conv's passes,
 #    Z from x, and the wait for the peer's T.
 # 3. On an H200: 10e's bench with PyTorch's ConvFirst rows at C = 256 @ 14² and C = 512 @ 7² in the
-#    same run (file the rows that are not noisy: 10e at C = 512 changed since its filed row).
+#    same run (file the rows that are not noisy: 10e at C = 512 differs from its filed row).
 #    On an H100: 10e's bench alone.
 set -x
 T=${CALL_LIMIT:-585}
 export CONVLAB_GIT_REV=$(cat .scratch/rev)
 mkdir -p /tmp/b /tmp/c
 nvidia-smi --query-gpu=name --format=csv,noheader | tee /tmp/b/gpu.txt
+git apply bench/results/h200/helper-runs/lead-wave3k/trace-and-t-blocks.patch && echo TRACE-PATCH-APPLIED
 OUT=/tmp/b timeout $((T - 250)) bench/run_gpu.sh --no-bench --only 'convfirst/gpu/10e|convfirst: every GPU rung' > /tmp/b/run.log 2>&1
 git apply bench/results/h200/helper-runs/lead-wave3k/conv-split-stamps.patch && echo PATCH-APPLIED
 timeout 150 ninja -C build-gpu convlab > /tmp/b/rebuild.log 2>&1
