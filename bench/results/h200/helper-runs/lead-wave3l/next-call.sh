@@ -1,0 +1,46 @@
+# The next call (written in wave-3l, not run: no device started this session). Before it:
+#   mkdir -p .scratch; git rev-parse --short HEAD > .scratch/rev; cp this file .scratch/call.sh
+# 1. wave-3k's trace-and-t-blocks.patch and conv-split-stamps.patch applied to 10e; 10z is that 10e
+#    plus early-copies.patch (the first tile's halo and chunk 0's U issued before the setup, the
+#    weights' and biases' loads in one round trip, the thread's place derived again each tile).
+# 2. Tests of 10e, 10z and the convfirst random-shape sweep; phase stamps of both at C = 256 @ 14².
+# 3. One bench process with 10e and 10z; on an H200 also PyTorch's rows at C = 256 @ 14² and
+#    C = 512 @ 7². File 10e's and PyTorch's rows if not noisy, and 10z's code as 10e if it wins.
+set -x
+T=${CALL_LIMIT:-585}
+export CONVLAB_GIT_REV=$(cat .scratch/rev)
+P=bench/results/h200/helper-runs/lead-wave3k
+Q=bench/results/h200/helper-runs/lead-wave3l
+mkdir -p /tmp/b /tmp/c
+nvidia-smi --query-gpu=name --format=csv,noheader | tee /tmp/b/gpu.txt
+git apply $P/trace-and-t-blocks.patch && echo TRACE-PATCH-APPLIED
+git apply $P/conv-split-stamps.patch && echo SPLIT-PATCH-APPLIED
+cp gpu/convfirst/10e_fused_cluster.cu gpu/convfirst/10z_fused_cluster_early.cu
+sed 's#gpu/convfirst/10e_fused_cluster.cu#gpu/convfirst/10z_fused_cluster_early.cu#g' $Q/early-copies.patch | git apply && echo EARLY-APPLIED
+sed -i 's#10e_fused_cluster#10z_fused_cluster_early#g' gpu/convfirst/10z_fused_cluster_early.cu
+OUT=/tmp/b timeout $((T - 200)) bench/run_gpu.sh --no-bench --only 'convfirst/gpu/(10e|10z)|convfirst: every GPU rung' > /tmp/b/run.log 2>&1
+for v in 10e_fused_cluster 10z_fused_cluster_early; do
+  CONVLAB_PHASE_STAMPS=1 timeout 30 build-gpu/convlab run convfirst/gpu/$v --shape N=128,H=14,C=256,dtype=f16 --reps 0 >> /tmp/b/trace.txt 2>&1
+done
+left=$((T - SECONDS))
+if grep -q H200 /tmp/b/gpu.txt && [ $left -gt 200 ]; then
+  OUT=/tmp/c CONVLAB_TORCH_SCRIPTS=convfirst CONVLAB_TORCH_SHAPES='128,14,14,256,1024,256,1;128,7,7,512,2048,512,1' \
+    CONVLAB_TORCH_TIMEOUT=120 CONVLAB_TORCH_BUDGET=100 CONVLAB_BENCH_TIMEOUT=60 timeout $((left - 15)) \
+    bench/run_gpu.sh --no-tests --torch --only 'convfirst/gpu/(10e|10z)' > /tmp/c/run.log 2>&1
+else
+  OUT=/tmp/c CONVLAB_BENCH_TIMEOUT=60 timeout $((left - 15)) bench/run_gpu.sh --no-tests --only 'convfirst/gpu/(10e|10z)' > /tmp/c/run.log 2>&1
+fi
+cp /tmp/b/trace.txt /tmp/b/gpu-tests.xml $OUT/ 2>/dev/null; cp /tmp/c/bench-gpu.json $OUT/bench.json 2>/dev/null
+cat /tmp/b/summary.txt /tmp/c/summary.txt > $OUT/summaries.txt 2>/dev/null
+tar -czf $OUT/logs.tar.gz -C /tmp --ignore-failed-read b/logs.tar.gz b/run.log c/logs.tar.gz c/run.log b/gpu.txt
+cat $OUT/summaries.txt; grep -v "^variant" /tmp/b/trace.txt | cut -c1-600
+python3 - <<'PY'
+import json
+try:
+    rows = json.load(open('/tmp/c/bench-gpu.json'))['benchmarks']
+except Exception as e:
+    print('no bench json', e); rows = []
+for r in rows:
+    n = r['name'].split('/')
+    print(n[2][:28].ljust(28), n[3][:44].ljust(44), round(r['real_time'], 4), 'cv', round(r.get('cv') or 0, 3))
+PY
