@@ -6,6 +6,7 @@
 # 2. Tests of 10e, 10z and the convfirst random-shape sweep; phase stamps of both at C = 256 @ 14².
 # 3. One bench process with 10e and 10z; on an H200 also PyTorch's rows at C = 256 @ 14² and
 #    C = 512 @ 7². File 10e's and PyTorch's rows if not noisy, and 10z's code as 10e if it wins.
+# 4. With time left, compute-sanitizer on 10z.
 set -x
 T=${CALL_LIMIT:-585}
 export CONVLAB_GIT_REV=$(cat .scratch/rev)
@@ -30,9 +31,18 @@ if grep -q H200 /tmp/b/gpu.txt && [ $left -gt 200 ]; then
 else
   OUT=/tmp/c CONVLAB_BENCH_TIMEOUT=60 timeout $((left - 15)) bench/run_gpu.sh --no-tests --only 'convfirst/gpu/(10e|10z)' > /tmp/c/run.log 2>&1
 fi
+# 4. With time left: compute-sanitizer on 10z (its copies now start before the cluster barrier).
+left=$((T - SECONDS))
+if [ $left -gt 120 ]; then
+  mkdir -p /tmp/s
+  OUT=/tmp/s CONVLAB_SANITIZE_TESTS='convfirst/gpu/10z_fused_cluster_early' CONVLAB_SANITIZE_TIMEOUT=$((left - 30)) \
+    CONVLAB_SANITIZE_TEST_TIMEOUT=$((left - 35)) CONVLAB_RACECHECK_FLOP_LIMIT=5e7 CONVLAB_SANITIZE_JOBS=4 \
+    timeout $((left - 15)) bench/run_gpu.sh --sanitize-only > /tmp/s/run.log 2>&1
+  cp /tmp/s/sanitize.log $OUT/ 2>/dev/null
+fi
 cp /tmp/b/trace.txt /tmp/b/gpu-tests.xml $OUT/ 2>/dev/null; cp /tmp/c/bench-gpu.json $OUT/bench.json 2>/dev/null
 cat /tmp/b/summary.txt /tmp/c/summary.txt > $OUT/summaries.txt 2>/dev/null
-tar -czf $OUT/logs.tar.gz -C /tmp --ignore-failed-read b/logs.tar.gz b/run.log c/logs.tar.gz c/run.log b/gpu.txt
+tar -czf $OUT/logs.tar.gz -C /tmp --ignore-failed-read b/logs.tar.gz b/run.log c/logs.tar.gz c/run.log b/gpu.txt s/run.log s/logs.tar.gz
 cat $OUT/summaries.txt; grep -v "^variant" /tmp/b/trace.txt | cut -c1-600
 python3 - <<'PY'
 import json
