@@ -5,31 +5,37 @@
 #    makes (kRows), so that no depthwise item tests its window rows; two GPU test-table shapes that
 #    reach the kernels of 3 rows (k = 3) and of 2 rows at stride 2. The copy 11z = 11c + kPadRows.
 #    (Not 11h: at C = 112 @ 14² the taller E does not fit two CTAs, so 11h would be unchanged there.)
-# 2. Tests of 11c, 11z, the host tile tests and the random-shape sweep; one bench process of both
-#    (the flag changes 9 of the 15 SE bench shapes, C = 80 @ 14² among them).
-# 3. ncu kernel times of 11c and 11z at C = 80 @ 14² (pass 1 is the kernel the patch changes).
-# 4. With time left, compute-sanitizer (memcheck, racecheck, synccheck, initcheck) on 11z.
-# About 200 s of build on a cold machine, 60 s of tests, 85 s of bench, 70 s of ncu.
+#    stream-bulk.patch (made on top of it): pass 2 with D brought in by bulk copies into a ring of
+#    slots that one producer thread keeps full (mbconv_project_bulk.cuh). The copy 11y = 11c +
+#    kStreamBulk (C_out ≤ 80: 56², 28², C = 80 @ 14²).
+# 2. Tests of 11c, 11z, 11y, the host tile tests and the random-shape sweep; one bench process of the
+#    three (pad rows changes 9 of the 15 SE bench shapes, the bulk pass 2 the C_out ≤ 80 ones).
+# 3. ncu kernel times of 11c, 11z and 11y at C = 80 @ 14² (pass 1 and pass 2 side by side).
+# 4. With time left, compute-sanitizer (memcheck, racecheck, synccheck, initcheck) on 11y, then 11z.
+# About 220 s of build on a cold machine, 80 s of tests, 85 s of bench, 70 s of ncu.
 set -x
 T=${CALL_LIMIT:-585}
-export CONVLAB_GIT_REV=$(cat .scratch/rev)+pad-rows
+export CONVLAB_GIT_REV=$(cat .scratch/rev)+pad-rows+bulk
 Q=bench/results/h200/helper-runs/lead-wave3m
 mkdir -p /tmp/b /tmp/p /tmp/t
 nvidia-smi --query-gpu=name --format=csv,noheader | tee /tmp/b/gpu.txt
-git apply $Q/pad-rows.patch && echo PATCH-APPLIED
+git apply $Q/pad-rows.patch && echo PATCH-APPLIED && git apply $Q/stream-bulk.patch && echo BULK-APPLIED
 sed "s/11c_fused_store/11z_store_rows/g; s/run_store_plan<false, false, true, true, true, true>/run_store_plan<false, false, true, true, true, true, true>/" \
   gpu/mbconv/11c_fused_store.cu > gpu/mbconv/11z_store_rows.cu
-grep -h "run_store_plan<" gpu/mbconv/11[zc]_*.cu
-OUT=/tmp/t timeout $((T - 250)) bench/run_gpu.sh --no-bench --only 'random shapes|mbconv/gpu/(11c|11z)_|mbconv tile' > /tmp/t/run.log 2>&1
+sed "s/11c_fused_store/11y_store_bulk/g; s/run_store_plan<false, false, true, true, true, true>/run_store_plan<false, false, true, true, true, true, false, true>/" \
+  gpu/mbconv/11c_fused_store.cu > gpu/mbconv/11y_store_bulk.cu
+grep -h "run_store_plan<" gpu/mbconv/11[zyc]_*.cu
+OUT=/tmp/t timeout $((T - 250)) bench/run_gpu.sh --no-bench --only 'random shapes|mbconv/gpu/(11c|11z|11y)_|mbconv tile|mbconv bulk' > /tmp/t/run.log 2>&1
 cp /tmp/t/gpu-tests.xml /tmp/b/tests.xml 2>/dev/null; cp /tmp/t/summary.txt /tmp/b/tests-summary.txt 2>/dev/null
-OUT=/tmp/b CONVLAB_BENCH_TIMEOUT=75 timeout 85 bench/run_gpu.sh --no-tests --only 'mbconv/gpu/(11c|11z)_' > /tmp/b/run.log 2>&1
+OUT=/tmp/b CONVLAB_BENCH_TIMEOUT=75 timeout 85 bench/run_gpu.sh --no-tests --only 'mbconv/gpu/(11c|11z|11y)_' > /tmp/b/run.log 2>&1
 printf '%s\n' 'mbconv/gpu/11c_fused_store | N=128,H=14,C=80,dtype=f16 | | 4' \
-  'mbconv/gpu/11z_store_rows | N=128,H=14,C=80,dtype=f16 | | 4' > /tmp/list.txt
-left=$((T - SECONDS)); [ $left -gt 60 ] && OUT=/tmp/p CONVLAB_NCU_SET=basic timeout $((left > 150 ? 70 : left - 15)) bench/profile_gpu.sh /tmp/list.txt > /tmp/p/ncu.log 2>&1
+  'mbconv/gpu/11z_store_rows | N=128,H=14,C=80,dtype=f16 | | 4' \
+  'mbconv/gpu/11y_store_bulk | N=128,H=14,C=80,dtype=f16 | | 4' > /tmp/list.txt
+left=$((T - SECONDS)); [ $left -gt 60 ] && OUT=/tmp/p CONVLAB_NCU_SET=basic timeout $((left > 150 ? 80 : left - 15)) bench/profile_gpu.sh /tmp/list.txt > /tmp/p/ncu.log 2>&1
 left=$((T - SECONDS))
 if [ $left -gt 100 ]; then
   mkdir -p /tmp/s
-  OUT=/tmp/s CONVLAB_SANITIZE_TESTS='mbconv/gpu/11z_store_rows' CONVLAB_SANITIZE_TIMEOUT=$((left - 30)) \
+  OUT=/tmp/s CONVLAB_SANITIZE_TESTS='mbconv/gpu/11y_store_bulk,mbconv/gpu/11z_store_rows' CONVLAB_SANITIZE_TIMEOUT=$((left - 30)) \
     CONVLAB_SANITIZE_TEST_TIMEOUT=$((left - 35)) CONVLAB_RACECHECK_FLOP_LIMIT=5e7 CONVLAB_SANITIZE_JOBS=4 \
     timeout $((left - 15)) bench/run_gpu.sh --sanitize-only > /tmp/s/run.log 2>&1
   cp /tmp/s/sanitize.log $OUT/ 2>/dev/null
