@@ -26,13 +26,4 @@ cp /tmp/b/bench-gpu.json $OUT/bench.json; cp /tmp/b/tests.xml $OUT/gpu-tests.xml
 cat /tmp/b/tests-summary.txt /tmp/b/summary.txt > $OUT/summaries.txt
 tar -czf $OUT/logs.tar.gz -C /tmp --ignore-failed-read t/logs.tar.gz t/run.log b/logs.tar.gz b/run.log b/gpu.txt s/run.log s/logs.tar.gz
 cat $OUT/summaries.txt; tail -5 $OUT/sanitize.log 2>/dev/null
-python3 - <<'PY'
-import json
-try:
-    rows = json.load(open('/tmp/b/bench-gpu.json'))['benchmarks']
-except Exception as e:
-    print('no bench json', e); rows = []
-for r in rows:
-    n = r['name'].split('/')
-    print(n[2][:28].ljust(28), n[3][:44].ljust(44), round(r['real_time'], 4), 'cv', round(r.get('cv') or 0, 3))
-PY
+python3 bench/bench_rows.py /tmp/b/bench-gpu.json

@@ -41,13 +41,4 @@ cp /tmp/b/trace.txt /tmp/b/gpu-tests.xml $OUT/ 2>/dev/null; cp /tmp/c/bench-gpu.
 cat /tmp/b/summary.txt /tmp/c/summary.txt > $OUT/summaries.txt 2>/dev/null
 tar -czf $OUT/logs.tar.gz -C /tmp --ignore-failed-read b/logs.tar.gz b/run.log c/logs.tar.gz c/run.log b/gpu.txt s/run.log s/logs.tar.gz
 cat $OUT/summaries.txt; grep -v "^variant" /tmp/b/trace.txt | cut -c1-600
-python3 - <<'PY'
-import json
-try:
-    rows = json.load(open('/tmp/c/bench-gpu.json'))['benchmarks']
-except Exception as e:
-    print('no bench json', e); rows = []
-for r in rows:
-    n = r['name'].split('/')
-    print(n[2][:28].ljust(28), n[3][:44].ljust(44), round(r['real_time'], 4), 'cv', round(r.get('cv') or 0, 3))
-PY
+python3 bench/bench_rows.py /tmp/c/bench-gpu.json
