@@ -15,7 +15,8 @@ def main(paths):
     status = 0
     for path in paths:
         try:
-            rows = json.load(open(path))["benchmarks"]
+            with open(path) as f:
+                rows = json.load(f)["benchmarks"]
         except (OSError, ValueError, KeyError, TypeError) as e:
             print(f"bench_rows.py: no rows in {path}: {e}", file=sys.stderr)
             status = 1
