@@ -5,7 +5,7 @@
 # 3. One bench process with 10e and 10z (and PyTorch's rows on an H200).
 # 4. With time left, compute-sanitizer on 10z.
 set -x
-T=${CALL_LIMIT:-585}
+T=${CALL_LIMIT:-585}  # FIRST_RESERVE: the seconds kept back from the build and tests (150)
 export CONVLAB_GIT_REV=$(cat .scratch/rev)
 P=bench/results/h200/helper-runs/lead-wave3k
 Q=bench/results/h200/helper-runs/lead-wave3n
@@ -16,7 +16,7 @@ git apply $P/conv-split-stamps.patch && echo SPLIT-PATCH-APPLIED
 cp gpu/convfirst/10e_fused_cluster.cu gpu/convfirst/10z_fused_cluster_zlate.cu
 sed 's#gpu/convfirst/10e_fused_cluster.cu#gpu/convfirst/10z_fused_cluster_zlate.cu#g' $Q/z-late.patch | git apply && echo ZLATE-APPLIED
 sed -i 's#10e_fused_cluster#10z_fused_cluster_zlate#g' gpu/convfirst/10z_fused_cluster_zlate.cu
-OUT=/tmp/b timeout $((T - 150)) bench/run_gpu.sh --no-bench --only 'convfirst/gpu/(10e|10z)|convfirst: every GPU rung' > /tmp/b/run.log 2>&1
+OUT=/tmp/b timeout $((T - ${FIRST_RESERVE:-150})) bench/run_gpu.sh --no-bench --only 'convfirst/gpu/(10e|10z)|convfirst: every GPU rung' > /tmp/b/run.log 2>&1
 for v in 10e_fused_cluster 10z_fused_cluster_zlate; do
   CONVLAB_PHASE_STAMPS=1 timeout 30 build-gpu/convlab run convfirst/gpu/$v --shape N=128,H=14,C=256,dtype=f16 --reps 0 >> /tmp/b/trace.txt 2>&1
 done
