@@ -20,6 +20,7 @@ OUT=/tmp/b timeout $((T - ${FIRST_RESERVE:-150})) bench/run_gpu.sh --no-bench --
 for v in 10e_fused_cluster 10z_fused_cluster_zlate; do
   CONVLAB_PHASE_STAMPS=1 timeout 30 build-gpu/convlab run convfirst/gpu/$v --shape N=128,H=14,C=256,dtype=f16 --reps 0 >> /tmp/b/trace.txt 2>&1
 done
+cp /tmp/b/summary.txt $OUT/tests-summary.txt; cp /tmp/b/trace.txt /tmp/b/gpu-tests.xml $OUT/  # back even if the call is cut short
 left=$((T - SECONDS))
 if grep -q H200 /tmp/b/gpu.txt && [ $left -gt 200 ]; then
   OUT=/tmp/c CONVLAB_TORCH_SCRIPTS=convfirst CONVLAB_TORCH_SHAPES='128,14,14,256,1024,256,1;128,7,7,512,2048,512,1' \
@@ -28,6 +29,7 @@ if grep -q H200 /tmp/b/gpu.txt && [ $left -gt 200 ]; then
 else
   OUT=/tmp/c CONVLAB_BENCH_TIMEOUT=60 timeout $((left - 15)) bench/run_gpu.sh --no-tests --only 'convfirst/gpu/(10e|10z)' > /tmp/c/run.log 2>&1
 fi
+cp /tmp/c/bench-gpu.json $OUT/bench.json 2>/dev/null
 # 4. With time left: compute-sanitizer on 10z.
 left=$((T - SECONDS))
 if [ $left -gt 120 ]; then
