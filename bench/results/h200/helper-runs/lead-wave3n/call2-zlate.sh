@@ -32,7 +32,7 @@ fi
 cp /tmp/c/bench-gpu.json $OUT/bench.json 2>/dev/null
 # 4. With time left: compute-sanitizer on 10z.
 left=$((T - SECONDS))
-if [ $left -gt 120 ]; then
+if [ $left -gt 60 ]; then
   mkdir -p /tmp/s
   OUT=/tmp/s CONVLAB_SANITIZE_TESTS='convfirst/gpu/10z_fused_cluster_zlate' CONVLAB_SANITIZE_TIMEOUT=$((left - 30)) \
     CONVLAB_SANITIZE_TEST_TIMEOUT=$((left - 35)) CONVLAB_RACECHECK_FLOP_LIMIT=5e7 CONVLAB_SANITIZE_JOBS=4 \
