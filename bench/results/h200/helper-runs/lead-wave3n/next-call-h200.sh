@@ -1,7 +1,6 @@
 # The next session's filing call, for an H200 (written in wave-3n, not run). Before it, on main:
 #   git apply bench/results/h200/helper-runs/lead-wave3n/z-late-256.patch      (lesson 10: 10e's Z late at C = 256)
-#   git apply bench/results/h200/helper-runs/lead-wave3m/pad-rows.patch        (lesson 11: zero rows in E)
-#   in gpu/mbconv/11c_fused_store.cu: run_store_plan<false, false, true, true, true, true, true> (kPadRows on)
+#   git apply bench/results/h200/helper-runs/lead-wave3n/pad-rows-on.patch     (lesson 11: zero rows in E, on in 11c)
 #   mkdir -p .scratch; git rev-parse --short HEAD > .scratch/rev; cp this file .scratch/call.sh
 # The call builds the code of the filed rows beside each change: 10y = 10e without z-late-256.patch,
 # 11q = 11c with kPadRows off. Then, one process each:
