@@ -1,5 +1,5 @@
-# Lesson 11's filing call (wave-3n): main's working tree already holds pad-rows.patch with kPadRows
-# on in 11c. 11q is 11c with the flag off (the code of the filed 11c rows), built beside it.
+# Lesson 11's filing call (wave-3n; never ran: no H200 started). Run it with pad-rows-on.patch applied
+# (kPadRows on in 11c). 11q is 11c with the flag off (the code of the filed 11c rows), built beside it.
 # 1. Tests of 11c, 11q, the host tile tests and the random-shape sweep.
 # 2. One bench process of 11c and 11q (the 15 SE bench shapes each).
 # 3. compute-sanitizer (memcheck, racecheck, synccheck, initcheck) on 11c.
