@@ -8,6 +8,17 @@ import json
 import sys
 
 
+MS_PER = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}  # Google Benchmark's time_unit values
+
+
+def line(r):
+    """One row's line; a row that is not a benchmark object raises (the file is malformed)."""
+    parts = r["name"].split("/")
+    variant, shape = (parts[2], parts[3]) if len(parts) > 3 else (r["name"], "")
+    ms = float(r["median_ms"]) if "median_ms" in r else float(r["real_time"]) * MS_PER[r.get("time_unit", "ns")]
+    return f"{variant[:28]:28} {shape[:44]:44} {ms:.4f} cv {float(r.get('cv') or 0):.3f}\n"
+
+
 def main(paths):
     if not paths:
         print("usage: " + __doc__.strip().splitlines()[-1].strip(), file=sys.stderr)
@@ -16,16 +27,12 @@ def main(paths):
     for path in paths:
         try:
             with open(path) as f:
-                rows = json.load(f)["benchmarks"]
-        except (OSError, ValueError, KeyError, TypeError) as e:
+                lines = [line(r) for r in json.load(f)["benchmarks"]]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
             print(f"bench_rows.py: no rows in {path}: {e}", file=sys.stderr)
             status = 1
             continue
-        for r in rows:
-            parts = r.get("name", "").split("/")
-            variant, shape = (parts[2], parts[3]) if len(parts) > 3 else (r.get("name", "?"), "")
-            ms = r.get("median_ms", r.get("real_time", float("nan")))
-            print(f"{variant[:28]:28} {shape[:44]:44} {ms:.4f} cv {r.get('cv') or 0:.3f}")
+        print("".join(lines), end="")
     return status
 
 

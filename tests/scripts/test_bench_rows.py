@@ -38,18 +38,22 @@ class BenchRows(unittest.TestCase):
     def test_one_line_per_row_with_the_median_not_the_mean(self):
         rows = [{"name": "convfirst/gpu/10e_fused_cluster/n128_14x14_c256/manual_time", "real_time": 0.07,
                  "median_ms": 0.06784, "cv": 0.0131},
-                {"name": "mbconv/gpu/11c_fused_store/n128_14x14_c80/manual_time", "real_time": 0.0699, "cv": None}]
+                {"name": "mbconv/gpu/11c_fused_store/n128_14x14_c80/manual_time", "real_time": 0.0699,
+                 "time_unit": "ms", "cv": None},
+                {"name": "gemm/cpu/03b_blocked/512x512x512_f32/real_time", "real_time": 2500.0, "time_unit": "us"}]
         status, out, err = run([self.write("a.json", json.dumps({"benchmarks": rows}))])
         self.assertEqual(status, 0, err)
         lines = out.splitlines()
-        self.assertEqual(len(lines), 2)
+        self.assertEqual(len(lines), 3)
         self.assertEqual(lines[0].split(), ["10e_fused_cluster", "n128_14x14_c256", "0.0678", "cv", "0.013"])
         self.assertEqual(lines[1].split(), ["11c_fused_store", "n128_14x14_c80", "0.0699", "cv", "0.000"])
+        self.assertEqual(lines[2].split(), ["03b_blocked", "512x512x512_f32", "2.5000", "cv", "0.000"])
 
     def test_missing_and_malformed_files_say_so_and_fail(self):
         good = self.write("good.json", json.dumps({"benchmarks": []}))
         for bad in (os.path.join(self.dir.name, "absent.json"), self.write("bad.json", "{not json"),
-                    self.write("list.json", "[1, 2]")):
+                    self.write("list.json", "[1, 2]"), self.write("rows.json", '{"benchmarks": [1, 2]}'),
+                    self.write("noname.json", '{"benchmarks": [{"real_time": 1.0}]}')):
             status, out, err = run([good, bad])
             self.assertEqual(status, 1, bad)
             self.assertEqual(out, "")
