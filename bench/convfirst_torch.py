@@ -26,8 +26,10 @@ way a model would hold it, BN folded, channels-last:
   checked    every timed result against a float64 evaluation of the same modules on
              the first image of the batch; relative L2 over 1e-2 marks the row an error
   timing     bench/torch_timing.py, as convlab_bench times: CUDA events around one call, L2
-             flushed before each repetition, warm-up calls first, rounds from --reps repetitions
-             until the median settles; the row carries min_ms, max_ms, cv and noisy
+             flushed before each repetition, then a head start (the GPU spins while the host
+             issues the call, so Python's launch gaps are not timed), warm-up calls first,
+             rounds from --reps repetitions until the median settles; the row carries min_ms,
+             max_ms, cv, noisy, host_ms, head_start_ms and late
   FLOPs      convlab's count (ConvFirstProblem::flops): 2 per MAC of the grouped conv
              (N·H·W·C·72), the two 1x1 layers and the projection; compulsory bytes: x,
              the weights and y once (the fused plan's DRAM floor)

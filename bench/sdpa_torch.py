@@ -21,8 +21,10 @@ cuBLAS baseline:
              scale = 1/sqrt(d). PyTorch's is_causal is top-left aligned (its mask is
              ones(L, S).tril()), like convlab's reference; at Nq == Nk all agree.
   timing     bench/torch_timing.py, as convlab_bench times: CUDA events around one call,
-             the L2 flushed before each repetition, warm-up calls first, rounds from --reps
-             repetitions until the median settles (real_time); min_ms, max_ms, cv, noisy.
+             the L2 flushed before each repetition, then a head start (the GPU spins while the
+             host issues the call), warm-up calls first, rounds from --reps repetitions until
+             the median settles (real_time); min_ms, max_ms, cv, noisy, host_ms, head_start_ms,
+             late.
   FLOPs      convlab's convention (ops/attention.hpp): 4*d per visible
              (query, key) pair: 4*B*H*N^2*d non-causal, about half of it causal.
   check      each result is compared, on its first and last (b, h) head, with

@@ -3,8 +3,17 @@
 bench/convfirst_torch.py, bench/mbconv_torch.py and bench/sdpa_torch.py import it, so that a
 PyTorch row and a convlab row in one table were measured alike:
 
-  one repetition  the L2 flushed (256 MB written), then CUDA events around the call alone
+  one repetition  the L2 flushed (256 MB written), a head start (below), then CUDA events around
+                  the call alone
   warm-up         untimed calls first (compilation, autotuning, caches)
+  head start      after the flush the GPU spins (torch.cuda._sleep) for head_start_ms: twice the
+                  longest time the host took to issue one call in five probes after the warm-up,
+                  plus 0.05 ms, at least 0.2 ms. The host issues the start event, the call's
+                  kernels and the stop event while the GPU spins, so the events time the kernels
+                  back to back, as convlab's C++ launches are timed, and not the gaps of Python's
+                  launches. A repetition whose issue took longer than the head start is counted
+                  in `late` (its time may hold host gaps); the row carries host_ms,
+                  head_start_ms and late
   rounds          a first round of `reps`; then the sample doubles until the median of all the
                   samples agrees with the previous round's median within 2 %, or a cap
                   (max_reps samples, max_total_ms of measured time)
@@ -12,18 +21,30 @@ PyTorch row and a convlab row in one table were measured alike:
                   noisy = cv above 5 % (the suite's kNoisyCv), so a table can say how far to
                   trust a PyTorch time as it does a convlab one
 
-Why rounds: the calls of eager PyTorch and of Inductor's default mode are launched from Python
-one kernel at a time, so a busy host stretches some repetitions. A fixed 20 repetitions once
-gave an Inductor median of 0.182 ms whose samples spread from 0.155 to 0.296 ms (lesson 11's
-NOTES, run 66dbe5a).
+Why the head start and the rounds: the calls of eager PyTorch and of Inductor's default mode are
+launched from Python one kernel at a time, so without a head start a busy host stretches some
+repetitions. A fixed 20 repetitions once gave an Inductor median of 0.182 ms whose samples
+spread from 0.155 to 0.296 ms (lesson 11's NOTES, run 66dbe5a), and rows timed with the flush
+alone ahead of the call were filed with cv up to 26 % (Inductor as a CUDA graph at C = 80 @ 14²).
+The head start takes the host's gaps out of the timed span; the rounds stay for what is left.
 
     python3 bench/torch_timing.py --self-test    the rounds' logic on made-up samples (no torch)
 """
+import math
 import statistics
 import sys
+import time
 
 NOISY_CV = 0.05          # core/timing.hpp: kNoisyCv
 SETTLE_TOLERANCE = 0.02  # core/timing.hpp: TimingOptions::settle_tolerance
+HEAD_START_MIN_MS = 0.2
+HEAD_START_MAX_MS = 50.0  # a call that takes longer to issue is timed with its gaps, and says so
+CALIBRATION_CYCLES = 2_000_000
+
+
+def head_start_ms(host_ms):
+    """The GPU's head start for a call whose issue took at most host_ms on the host."""
+    return min(HEAD_START_MAX_MS, max(HEAD_START_MIN_MS, 2.0 * host_ms + 0.05))
 
 
 def summarize(samples):
@@ -57,19 +78,44 @@ def time_gpu_call(torch, call, reps, warmup):
     for _ in range(warmup):
         call()
 
+    def host_ms(run):  # how long the host takes to issue run(), the GPU idle before it
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        run()
+        return (time.perf_counter() - t0) * 1e3
+
+    host = max(host_ms(call) for _ in range(5))
+    head = head_start_ms(host)
+    # The spin's cycles per ms, measured (the second of two, the first warms the spin kernel up).
+    for _ in range(2):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        torch.cuda._sleep(CALIBRATION_CYCLES)
+        stop.record()
+        stop.synchronize()
+        spin_ms = start.elapsed_time(stop)
+    cycles = int(math.ceil(head * CALIBRATION_CYCLES / max(spin_ms, 1e-6)))
+    late = [0]
+
     def repeat(k):
         times = []
         for _ in range(k):
             flush.zero_()
+            torch.cuda._sleep(cycles)
             start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            t0 = time.perf_counter()
             start.record()
             out[0] = call()
             stop.record()
+            if (time.perf_counter() - t0) * 1e3 > head:
+                late[0] += 1
             stop.synchronize()
             times.append(start.elapsed_time(stop))
         return times
 
-    return in_rounds(repeat, reps), out[0]
+    stats = in_rounds(repeat, reps)
+    stats.update({"host_ms": host, "head_start_ms": head, "late": late[0]})
+    return stats, out[0]
 
 
 def row_fields(stats):
@@ -77,7 +123,8 @@ def row_fields(stats):
     return {"iterations": stats["iterations"], "real_time": stats["median"], "cpu_time": stats["median"],
             "time_unit": "ms", "min_ms": stats["min"], "max_ms": stats["max"], "cv": stats["cv"],
             "noisy": 1.0 if stats["noisy"] else 0.0, "rounds": float(stats["rounds"]),
-            "settled": 1.0 if stats["settled"] else 0.0}
+            "settled": 1.0 if stats["settled"] else 0.0,
+            **{k: float(stats[k]) for k in ("host_ms", "head_start_ms", "late") if k in stats}}
 
 
 def self_test():
@@ -101,10 +148,14 @@ def self_test():
     assert s["iterations"] == 40 and s["rounds"] == 2, s
     f = row_fields(s)
     assert f["real_time"] == s["median"] and f["noisy"] in (0.0, 1.0) and f["time_unit"] == "ms", f
-    # time_gpu_call's plumbing, on a stand-in for torch whose events read a made-up clock
+    assert "late" not in f, f  # in_rounds alone has no head start
+    assert head_start_ms(0.0) == HEAD_START_MIN_MS and head_start_ms(1.0) == 2.05 and head_start_ms(1e3) == HEAD_START_MAX_MS
+    # time_gpu_call's plumbing, on a stand-in for torch whose events read a made-up clock: a call
+    # takes 0.5 ms of GPU time, the spin 1 ms per million cycles
     class FakeTorch:
         clock = [0.0]
         calls = [0]
+        slept = []
 
         class cuda:
             class Event:
@@ -120,20 +171,44 @@ def self_test():
                 def elapsed_time(self, other):
                     return other.t - self.t
 
+            @staticmethod
+            def synchronize():
+                pass
+
+            @staticmethod
+            def _sleep(cycles):
+                FakeTorch.slept.append(cycles)
+                FakeTorch.clock[0] += cycles / 1e6
+
         @staticmethod
         def empty(n, dtype, device):
             return type("Flush", (), {"zero_": lambda self: None})()
 
         uint8 = None
 
+    slow_from = [None]  # from this call on, issuing a call takes the host 3 ms
+
     def call():
         FakeTorch.calls[0] += 1
         FakeTorch.clock[0] += 0.5
+        if slow_from[0] is not None and FakeTorch.calls[0] >= slow_from[0]:
+            time.sleep(0.003)
         return FakeTorch.calls[0]
 
     s, last = time_gpu_call(FakeTorch, call, 10, 3)
+    # the spins are not timed; each repetition's spin is the head start in cycles
     assert s["median"] == 0.5 and s["iterations"] == 20 and s["settled"], s
-    assert FakeTorch.calls[0] == 1 + 3 + 20 and last == FakeTorch.calls[0], (FakeTorch.calls, last)
+    assert FakeTorch.calls[0] == 1 + 3 + 5 + 20 and last == FakeTorch.calls[0], (FakeTorch.calls, last)
+    assert s["head_start_ms"] == head_start_ms(s["host_ms"]) and s["late"] == 0, s
+    assert FakeTorch.slept[:2] == [CALIBRATION_CYCLES] * 2 and len(FakeTorch.slept) == 22, FakeTorch.slept
+    assert all(c == math.ceil(s["head_start_ms"] * 1e6) for c in FakeTorch.slept[2:]), FakeTorch.slept
+    f = row_fields(s)
+    assert f["late"] == 0.0 and f["head_start_ms"] == s["head_start_ms"], f
+    # repetitions whose issue outlasts the head start are counted late (10 of the 20 here)
+    FakeTorch.calls[0] = 0
+    slow_from[0] = 1 + 3 + 5 + 11
+    s, _ = time_gpu_call(FakeTorch, call, 10, 3)
+    assert s["late"] == 10 and s["head_start_ms"] < 3.0, s
     print("torch_timing self-test: ok")
     return 0
 
