@@ -224,6 +224,8 @@ def main():
     parser.add_argument("--convlab", default="", help="the convlab program, for the agreement check")
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--no-head-start", action="store_true",
+                        help="time with the flush alone ahead of each call (rows filed before the head start)")
     parser.add_argument("--budget-s", type=float, default=110.0,
                         help="wall-clock budget: rows whose turn comes later are left out (default %(default)s)")
     args = parser.parse_args()
@@ -283,7 +285,7 @@ def main():
                 fn = build(forward)
                 t0 = time.time()
                 with torch.inference_mode():
-                    stats, y = time_gpu_call(torch, lambda: fn(x), args.reps, args.warmup)
+                    stats, y = time_gpu_call(torch, lambda: fn(x), args.reps, args.warmup, not args.no_head_start)
                 setup = time.time() - t0
             except Exception as error:  # a compile failure is a row, not the end of the run
                 first = (str(error).strip().splitlines() or ["unknown error"])[0]

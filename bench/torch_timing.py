@@ -70,9 +70,10 @@ def in_rounds(repeat, reps, max_reps=320, max_total_ms=3000.0):
     return stats
 
 
-def time_gpu_call(torch, call, reps, warmup):
+def time_gpu_call(torch, call, reps, warmup, head_start=True):
     """Times call() (no arguments; it returns the output) on the current CUDA device. Returns
-    (summary, the last output)."""
+    (summary, the last output). head_start=False: the flush alone ahead of the call, as rows
+    filed before the head start were timed (the scripts' --no-head-start)."""
     flush = torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device="cuda")
     out = [call()]
     for _ in range(warmup):
@@ -85,7 +86,7 @@ def time_gpu_call(torch, call, reps, warmup):
         return (time.perf_counter() - t0) * 1e3
 
     host = max(host_ms(call) for _ in range(5))
-    head = head_start_ms(host)
+    head = head_start_ms(host) if head_start else 0.0
     # The spin's cycles per ms, measured (the second of two, the first warms the spin kernel up).
     for _ in range(2):
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -101,7 +102,8 @@ def time_gpu_call(torch, call, reps, warmup):
         times = []
         for _ in range(k):
             flush.zero_()
-            torch.cuda._sleep(cycles)
+            if head_start:
+                torch.cuda._sleep(cycles)
             start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             t0 = time.perf_counter()
             start.record()
@@ -209,6 +211,11 @@ def self_test():
     slow_from[0] = 1 + 3 + 5 + 11
     s, _ = time_gpu_call(FakeTorch, call, 10, 3)
     assert s["late"] == 10 and s["head_start_ms"] < 3.0, s
+    # without the head start no repetition spins, and every one is late
+    FakeTorch.calls[0], slow_from[0], FakeTorch.slept[:] = 0, None, []
+    s, _ = time_gpu_call(FakeTorch, call, 10, 3, head_start=False)
+    assert s["median"] == 0.5 and s["head_start_ms"] == 0.0 and s["late"] == 20, s
+    assert FakeTorch.slept == [CALIBRATION_CYCLES] * 2, FakeTorch.slept
     print("torch_timing self-test: ok")
     return 0
 
