@@ -21,11 +21,11 @@ sed -i 's#10e_fused_cluster#10y_fused_cluster_before#g' gpu/convfirst/10y_fused_
 sed "s/11c_fused_store/11q_store_columns/g; s/run_store_plan<false, false, true, true, true, true, true>/run_store_plan<false, false, true, true, true, true>/" \
   gpu/mbconv/11c_fused_store.cu > gpu/mbconv/11q_store_columns.cu
 grep -h "run_store_plan<" gpu/mbconv/11[cq]_*.cu
-OUT=/tmp/t timeout $((T - 290)) bench/run_gpu.sh --no-bench \
+OUT=/tmp/t timeout $((T - 240)) bench/run_gpu.sh --no-bench \
   --only 'random shapes|convfirst/gpu/(10e|10y)_|mbconv/gpu/(11c|11q)_|mbconv tile' > /tmp/t/run.log 2>&1
 cp /tmp/t/summary.txt $OUT/tests-summary.txt; cp /tmp/t/gpu-tests.xml $OUT/ 2>/dev/null
 OUT=/tmp/c CONVLAB_TORCH_SCRIPTS=convfirst CONVLAB_TORCH_SHAPES='128,14,14,256,1024,256,1;128,7,7,512,2048,512,1' \
-  CONVLAB_TORCH_TIMEOUT=85 CONVLAB_TORCH_BUDGET=70 CONVLAB_BENCH_TIMEOUT=40 timeout 120 \
+  CONVLAB_TORCH_TIMEOUT=70 CONVLAB_TORCH_BUDGET=60 CONVLAB_BENCH_TIMEOUT=35 timeout 105 \
   bench/run_gpu.sh --no-tests --torch --only 'convfirst/gpu/(10e|10y)_' > /tmp/c/run.log 2>&1
 cp /tmp/c/bench-gpu.json $OUT/bench-10.json 2>/dev/null
 left=$((T - SECONDS))
