@@ -1,4 +1,5 @@
-# The next session's filing call, for an H200 (written in wave-3n, not run). Before it, on main:
+# The next session's filing call, for an H200 (written in wave-3n, stages cut in wave-3o, not run;
+# NO_TORCH=1 leaves PyTorch out and gives the tests the time, for about 280 s of call). Before it, on main:
 #   git apply bench/results/h200/helper-runs/lead-wave3n/z-late-256.patch      (lesson 10: 10e's Z late at C = 256)
 #   git apply bench/results/h200/helper-runs/lead-wave3n/pad-rows-on.patch     (lesson 11: zero rows in E, on in 11c)
 #   mkdir -p .scratch; git rev-parse --short HEAD > .scratch/rev; cp this file .scratch/call.sh
@@ -10,7 +11,8 @@
 # 4. with time left, compute-sanitizer on 10e, then 11c.
 # Each stage's files reach $OUT when it ends. On an H100 nothing can be filed: run it only for the tests.
 set -x
-T=${CALL_LIMIT:-585}
+T=${CALL_LIMIT:-450}
+if [ -n "${NO_TORCH:-}" ]; then TESTS_LEAVE=95 STAGE2=45 TORCH=; else TESTS_LEAVE=240 STAGE2=105 TORCH=--torch; fi
 export CONVLAB_GIT_REV=$(cat .scratch/rev)+z-late-256+pad-rows
 Q=bench/results/h200/helper-runs/lead-wave3n
 mkdir -p /tmp/t /tmp/c /tmp/b /tmp/s
@@ -21,12 +23,12 @@ sed -i 's#10e_fused_cluster#10y_fused_cluster_before#g' gpu/convfirst/10y_fused_
 sed "s/11c_fused_store/11q_store_columns/g; s/run_store_plan<false, false, true, true, true, true, true>/run_store_plan<false, false, true, true, true, true>/" \
   gpu/mbconv/11c_fused_store.cu > gpu/mbconv/11q_store_columns.cu
 grep -h "run_store_plan<" gpu/mbconv/11[cq]_*.cu
-OUT=/tmp/t timeout $((T - 240)) bench/run_gpu.sh --no-bench \
+OUT=/tmp/t timeout $((T - TESTS_LEAVE)) bench/run_gpu.sh --no-bench \
   --only 'random shapes|convfirst/gpu/(10e|10y)_|mbconv/gpu/(11c|11q)_|mbconv tile' > /tmp/t/run.log 2>&1
 cp /tmp/t/summary.txt $OUT/tests-summary.txt; cp /tmp/t/gpu-tests.xml $OUT/ 2>/dev/null
 OUT=/tmp/c CONVLAB_TORCH_SCRIPTS=convfirst CONVLAB_TORCH_SHAPES='128,14,14,256,1024,256,1;128,7,7,512,2048,512,1' \
-  CONVLAB_TORCH_TIMEOUT=70 CONVLAB_TORCH_BUDGET=60 CONVLAB_BENCH_TIMEOUT=35 timeout 105 \
-  bench/run_gpu.sh --no-tests --torch --only 'convfirst/gpu/(10e|10y)_' > /tmp/c/run.log 2>&1
+  CONVLAB_TORCH_TIMEOUT=70 CONVLAB_TORCH_BUDGET=60 CONVLAB_BENCH_TIMEOUT=35 timeout $STAGE2 \
+  bench/run_gpu.sh --no-tests $TORCH --only 'convfirst/gpu/(10e|10y)_' > /tmp/c/run.log 2>&1
 cp /tmp/c/bench-gpu.json $OUT/bench-10.json 2>/dev/null
 left=$((T - SECONDS))
 OUT=/tmp/b CONVLAB_BENCH_TIMEOUT=$((left > 130 ? 100 : left - 30)) timeout $((left > 130 ? 110 : left - 20)) \
