@@ -40,6 +40,7 @@ SETTLE_TOLERANCE = 0.02  # core/timing.hpp: TimingOptions::settle_tolerance
 HEAD_START_MIN_MS = 0.2
 HEAD_START_MAX_MS = 50.0  # a call that takes longer to issue is timed with its gaps, and says so
 CALIBRATION_CYCLES = 2_000_000
+host_clock = time.perf_counter  # seconds; the self-test puts a made-up clock here
 
 
 def head_start_ms(host_ms):
@@ -81,9 +82,9 @@ def time_gpu_call(torch, call, reps, warmup, head_start=True):
 
     def host_ms(run):  # how long the host takes to issue run(), the GPU idle before it
         torch.cuda.synchronize()
-        t0 = time.perf_counter()
+        t0 = host_clock()
         run()
-        return (time.perf_counter() - t0) * 1e3
+        return (host_clock() - t0) * 1e3
 
     host = max(host_ms(call) for _ in range(5))
     head = head_start_ms(host) if head_start else 0.0
@@ -105,11 +106,11 @@ def time_gpu_call(torch, call, reps, warmup, head_start=True):
             if head_start:
                 torch.cuda._sleep(cycles)
             start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            t0 = time.perf_counter()
+            t0 = host_clock()
             start.record()
             out[0] = call()
             stop.record()
-            if (time.perf_counter() - t0) * 1e3 > head:
+            if (host_clock() - t0) * 1e3 > head:
                 late[0] += 1
             stop.synchronize()
             times.append(start.elapsed_time(stop))
@@ -188,20 +189,23 @@ def self_test():
 
         uint8 = None
 
-    slow_from = [None]  # from this call on, issuing a call takes the host 3 ms
+    slow_from = [None]  # from this call on, issuing a call takes the host 3 ms, before it 0.01 ms
+    host_now = [0.0]
+    global host_clock
+    real_clock, host_clock = host_clock, lambda: host_now[0]
 
     def call():
         FakeTorch.calls[0] += 1
         FakeTorch.clock[0] += 0.5
-        if slow_from[0] is not None and FakeTorch.calls[0] >= slow_from[0]:
-            time.sleep(0.003)
+        slow = slow_from[0] is not None and FakeTorch.calls[0] >= slow_from[0]
+        host_now[0] += 3e-3 if slow else 1e-5
         return FakeTorch.calls[0]
 
     s, last = time_gpu_call(FakeTorch, call, 10, 3)
     # the spins are not timed; each repetition's spin is the head start in cycles
     assert s["median"] == 0.5 and s["iterations"] == 20 and s["settled"], s
     assert FakeTorch.calls[0] == 1 + 3 + 5 + 20 and last == FakeTorch.calls[0], (FakeTorch.calls, last)
-    assert s["head_start_ms"] == head_start_ms(s["host_ms"]) and s["late"] == 0, s
+    assert abs(s["host_ms"] - 0.01) < 1e-9 and s["head_start_ms"] == HEAD_START_MIN_MS and s["late"] == 0, s
     assert FakeTorch.slept[:2] == [CALIBRATION_CYCLES] * 2 and len(FakeTorch.slept) == 22, FakeTorch.slept
     assert all(c == math.ceil(s["head_start_ms"] * 1e6) for c in FakeTorch.slept[2:]), FakeTorch.slept
     f = row_fields(s)
@@ -216,6 +220,7 @@ def self_test():
     s, _ = time_gpu_call(FakeTorch, call, 10, 3, head_start=False)
     assert s["median"] == 0.5 and s["head_start_ms"] == 0.0 and s["late"] == 20, s
     assert FakeTorch.slept == [CALIBRATION_CYCLES] * 2, FakeTorch.slept
+    host_clock = real_clock
     print("torch_timing self-test: ok")
     return 0
 
