@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """bench/bench_rows.py — one line per row of a Google Benchmark JSON (bench/run_gpu.sh's bench-gpu.json):
-variant, shape, median ms and cv. For a device call's last lines, where the rows must be read at a glance.
+variant, shape, median ms and cv, and for a PyTorch row timed with a head start
+(bench/torch_timing.py) its late repetitions and head start in ms. For a device call's last lines, where the rows must be read at a glance.
 
   python3 bench/bench_rows.py FILE.json [FILE.json ...]
 """
@@ -16,7 +17,8 @@ def line(r):
     parts = r["name"].split("/")
     variant, shape = (parts[2], parts[3]) if len(parts) > 3 else (r["name"], "")
     ms = float(r["median_ms"]) if "median_ms" in r else float(r["real_time"]) * MS_PER[r.get("time_unit", "ns")]
-    return f"{variant[:28]:28} {shape[:44]:44} {ms:.4f} cv {float(r.get('cv') or 0):.3f}\n"
+    head = f" late {int(r['late'])} head {float(r['head_start_ms']):.2f}" if "head_start_ms" in r and "late" in r else ""
+    return f"{variant[:28]:28} {shape[:44]:44} {ms:.4f} cv {float(r.get('cv') or 0):.3f}{head}\n"
 
 
 def main(paths):

@@ -40,14 +40,19 @@ class BenchRows(unittest.TestCase):
                  "median_ms": 0.06784, "cv": 0.0131},
                 {"name": "mbconv/gpu/11c_fused_store/n128_14x14_c80/manual_time", "real_time": 0.0699,
                  "time_unit": "ms", "cv": None},
-                {"name": "gemm/cpu/03b_blocked/512x512x512_f32/real_time", "real_time": 2500.0, "time_unit": "us"}]
+                {"name": "gemm/cpu/03b_blocked/512x512x512_f32/real_time", "real_time": 2500.0, "time_unit": "us"},
+                {"name": "mbconv/gpu/torch_inductor/n128_14x14_c80/manual_time", "real_time": 0.1155, "time_unit": "ms",
+                 "cv": 0.005, "late": 2.0, "head_start_ms": 1.01, "host_ms": 0.482}]
         status, out, err = run([self.write("a.json", json.dumps({"benchmarks": rows}))])
         self.assertEqual(status, 0, err)
         lines = out.splitlines()
-        self.assertEqual(len(lines), 3)
+        self.assertEqual(len(lines), 4)
         self.assertEqual(lines[0].split(), ["10e_fused_cluster", "n128_14x14_c256", "0.0678", "cv", "0.013"])
         self.assertEqual(lines[1].split(), ["11c_fused_store", "n128_14x14_c80", "0.0699", "cv", "0.000"])
         self.assertEqual(lines[2].split(), ["03b_blocked", "512x512x512_f32", "2.5000", "cv", "0.000"])
+        # a PyTorch row with a head start also says how many repetitions were late, and the head start
+        self.assertEqual(lines[3].split(), ["torch_inductor", "n128_14x14_c80", "0.1155", "cv", "0.005",
+                                            "late", "2", "head", "1.01"])
 
     def test_missing_and_malformed_files_say_so_and_fail(self):
         good = self.write("good.json", json.dumps({"benchmarks": []}))
