@@ -1,4 +1,4 @@
-# The next session's filing call, for an H200 (written in wave-3p, not run). It is wave-3o's call1.sh
+# The next session's filing call, for an H200 (written in wave-3p, not run). It is wave-3o's call1.sh (removed)
 # with lesson 10's patch replaced and a third lesson-10 copy. NO_TORCH=1 leaves PyTorch out and gives
 # the tests the time, for about 280 s of call. Before it, on main:
 #   git apply bench/results/h200/helper-runs/lead-wave3p/z-late-early-x.patch  (lesson 10: 10e's Z late at C = 256,
