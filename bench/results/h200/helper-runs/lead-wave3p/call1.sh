@@ -1,13 +1,13 @@
 # The next session's filing call, for an H200 (written in wave-3p, not run). It is wave-3o's call1.sh (removed)
 # with lesson 10's patch replaced and a third lesson-10 copy. NO_TORCH=1 leaves PyTorch out and gives
 # the tests the time, for about 280 s of call. Before it, on main:
-#   git apply bench/results/h200/helper-runs/lead-wave3p/z-late-early-x.patch  (lesson 10: 10e's Z late at C = 256,
-#                                                                              x's loads before the last waits)
-#   git apply bench/results/h200/helper-runs/lead-wave3n/pad-rows-on.patch      (lesson 11: zero rows in E, on in 11c)
+#   git apply bench/results/h200/helper-runs/lead-wave3p/y-staged.patch     (lesson 10: 10e at C = 256 with Z late,
+#                                                                           x by cp.async, y by TMA stores)
+#   git apply bench/results/h200/helper-runs/lead-wave3n/pad-rows-on.patch  (lesson 11: zero rows in E, on in 11c)
 #   mkdir -p .scratch; git rev-parse --short HEAD > .scratch/rev; cp this file .scratch/call.sh
 # The call builds, beside each change: 10y = main's 10e (the filed rows' code), 10z = main's 10e with
-# wave-3n's z-late-256.patch (Z late, x loaded in the epilogue), 11q = 11c with kPadRows off. Then,
-# one process each:
+# z-late-early-x.patch (Z late, x loaded into registers before the last chunk's waits), 11q = 11c with
+# kPadRows off. Then, one process each:
 # 1. tests of 10e, 10y, 10z, 11c, 11q, the host tile tests and the random-shape sweeps;
 # 2. 10e, 10y and 10z with PyTorch's rows at C = 256 @ 14² and C = 512 @ 7²;
 # 3. 11c and 11q over the 15 SE bench shapes;
@@ -16,14 +16,15 @@
 set -x
 T=${CALL_LIMIT:-450}
 if [ -n "${NO_TORCH:-}" ]; then TESTS_LEAVE=95 STAGE2=45 TORCH=; else TESTS_LEAVE=240 STAGE2=105 TORCH=--torch; fi
-export CONVLAB_GIT_REV=$(cat .scratch/rev)+z-late-early-x+pad-rows
+export CONVLAB_GIT_REV=$(cat .scratch/rev)+y-staged+pad-rows
 Q=bench/results/h200/helper-runs/lead-wave3n P=bench/results/h200/helper-runs/lead-wave3p
 mkdir -p /tmp/t /tmp/c /tmp/b /tmp/s
 nvidia-smi --query-gpu=name --format=csv,noheader | tee /tmp/t/gpu.txt
 cp gpu/convfirst/10e_fused_cluster.cu gpu/convfirst/10y_fused_cluster_before.cu
-sed 's#gpu/convfirst/10e_fused_cluster.cu#gpu/convfirst/10y_fused_cluster_before.cu#g' $P/z-late-early-x.patch | git apply -R && echo 10Y-IS-THE-FILED-10E
+sed 's#gpu/convfirst/10e_fused_cluster.cu#gpu/convfirst/10y_fused_cluster_before.cu#g' $P/y-staged.patch |
+  git apply -R --include=gpu/convfirst/10y_fused_cluster_before.cu && echo 10Y-IS-THE-FILED-10E
 cp gpu/convfirst/10y_fused_cluster_before.cu gpu/convfirst/10z_fused_cluster_zlate.cu
-sed 's#gpu/convfirst/10e_fused_cluster.cu#gpu/convfirst/10z_fused_cluster_zlate.cu#g' $Q/z-late-256.patch | git apply && echo 10Z-IS-Z-LATE-256
+sed 's#gpu/convfirst/10e_fused_cluster.cu#gpu/convfirst/10z_fused_cluster_zlate.cu#g' $P/z-late-early-x.patch | git apply && echo 10Z-IS-Z-LATE-EARLY-X
 sed -i 's#10e_fused_cluster#10y_fused_cluster_before#g' gpu/convfirst/10y_fused_cluster_before.cu
 sed -i 's#10e_fused_cluster#10z_fused_cluster_zlate#g' gpu/convfirst/10z_fused_cluster_zlate.cu
 sed "s/11c_fused_store/11q_store_columns/g; s/run_store_plan<false, false, true, true, true, true, true>/run_store_plan<false, false, true, true, true, true>/" \
