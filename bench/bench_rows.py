@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """bench/bench_rows.py — one line per row of a Google Benchmark JSON (bench/run_gpu.sh's bench-gpu.json):
 variant, shape, median ms and cv, and for a PyTorch row timed with a head start
-(bench/torch_timing.py) its late repetitions and head start in ms. For a device call's last lines, where the rows must be read at a glance.
+(bench/torch_timing.py) its late repetitions and head start in ms. For a device call's last
+lines, where the rows must be read at a glance.
 
   python3 bench/bench_rows.py FILE.json [FILE.json ...]
 """
