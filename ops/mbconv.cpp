@@ -352,6 +352,10 @@ std::vector<MBConvProblem> test_shapes() {
       block(401, 5, 5, 96, 1, 3, 1, 0.25, 24, silu, f16),   // e = 1: E copied from x
       block(401, 3, 3, 20, 4, 3, 1, 0.25, 12, relu, f16),   // C, C_out not multiples of 8: the plain copies
       block(1, 5, 5, 16, 6, 3, 1, 0.25, 16, silu, f16),     // N = 1: one image, hidden chunks split
+      // E padded with zero rows (the store plan's kPadRows): a kernel per rows an item makes, each
+      // with an image's last group short by one or two rows (computed from zero rows, not stored)
+      block(1, 17, 11, 24, 6, 3, 1, 0.25, 24, silu, f16),   // k = 3: items of 3 rows, the last of 2
+      block(1, 33, 9, 16, 6, 3, 2, 0.25, 24, relu, bf16),   // stride 2: items of 2 rows, the last of 1
       // 11f, one CTA per image: 6 chunks of 64 with a short last one (hidden 328); project grids of
       // several blocks (gpu/lib/mbconv_image_layout.hpp at 16 warps): three along C_out (169 pixels,
       // C_out 136), two along the pixels (529 pixels)

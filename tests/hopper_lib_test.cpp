@@ -329,6 +329,7 @@ int convfirst_staging_mismatches(int C, int N, int H, int W, int tile_rows = con
       for (int dr = -1; dr <= 1; ++dr)
         for (int ds = -1; ds <= 1; ++ds) {
           const int i = cw::tap_index(q, dr, ds, M, H, W, first_row, sg.zero_index);
+          wrong += cw::tap_at(cw::tap_place(q, M, H, W, first_row, sg.zero_index), dr, ds, W, sg.zero_index) != i;
           const int row = q / W, w = q % W, h = row % H;
           const bool inside = q < M && h + dr >= 0 && h + dr < H && w + ds >= 0 && w + ds < W;
           if (!inside) {

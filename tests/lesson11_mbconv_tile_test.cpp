@@ -10,7 +10,10 @@
 //      inside its E buffer; the goal shapes at two CTAs per SM.
 //   2. The depthwise's work items (dw_run): every output pixel of a tile made
 //      once per channel pair, and the sliding window reading exactly the
-//      plain loop's taps.
+//      plain loop's taps. E padded with zero columns (kPadE), or with zero
+//      columns and rows (kPadRows): each pixel at one place, every window
+//      column and row a stored output reads the image's or a zero, and the
+//      GPU test table reaching each rows-per-item kernel.
 //   3. ldmatrix .x2.trans on a [k][n] tile delivers the mma B fragment.
 //   4. The 16-byte copy path's preconditions: every chunk's rows and the
 //      depthwise slice start on 16 bytes and are whole vectors.
@@ -402,7 +405,7 @@ TEST_CASE("mbconv tile: padded E holds each pixel once in its row and every wind
       INFO(OpTraits<MBConvProblem>::spec(p) << " stage " << int(s));
       const Tile base = choose_tile(p, s, kH200Resident);
       if (base.rows == 0) continue;
-      const Tile t = choose_tile(p, s, kH200Resident, true);
+      const Tile t = choose_tile(p, s, kH200Resident, EPad::columns);
       REQUIRE(t.rows > 0);
       REQUIRE(t.e_padded);
       CHECK(t.bytes <= kMaxShared);
@@ -469,6 +472,145 @@ TEST_CASE("mbconv tile: padded E holds each pixel once in its row and every wind
   CHECK(fewer_rows > 0);  // the table reaches the boundary where padding costs a row
 }
 
+TEST_CASE("mbconv tile: row-padded E holds each pixel once, and every stored output's window rows are the image's or zero",
+          "[mbconv][lesson11][cpu]") {
+  // choose_tile's EPad::rows (the store plan's kPadRows; launch_stage instantiates the kernel for the
+  // tile's dw_rows). The expand writes tile pixel m at e_row_padded_place(m, top), top = h0 − (p0·stride
+  // − pad); zero_e_outside zeroes every other place; an item of row group g reads its kInRows =
+  // (dw_rows − 1)·stride + K window rows at E rows g·dw_rows·stride + i with no test, and stores only
+  // its rows below the tile's valid rows. Checked for every tile of every store-stage shape of the
+  // GPU tables where the store plan pads E: the places are disjoint and inside the buffer; every window
+  // row an item reads is inside its image's er rows; for a stored output, a row inside the image is
+  // the expand's (the right input row), and one outside it is a zero row. The GPU test table must
+  // reach each boundary of the form: zero rows above a first tile, an image's last group shorter
+  // than dw_rows, several images a tile, items of more than one row, and E copied (e = 1).
+  int checked = 0, fit = 0, top_rows = 0, short_groups = 0, several = 0, tall_items = 0, copied = 0;
+  std::set<std::tuple<int, int, int>> kernels;  // (K, stride, dw_rows): the instantiations the GPU tests launch
+  const std::vector<MBConvProblem> test_table = OpTraits<MBConvProblem>::shapes(ShapeTable::test, Device::gpu);
+  for (const MBConvProblem& p : fused_shapes()) {
+    INFO(OpTraits<MBConvProblem>::spec(p));
+    const bool in_test_table = std::any_of(test_table.begin(), test_table.end(), [&](const MBConvProblem& q) {
+      return OpTraits<MBConvProblem>::spec(q) == OpTraits<MBConvProblem>::spec(p);
+    });
+    if (!p.has_se() || choose_tile(p, Stage::store).rows == 0 || !pad_e_pays(p, kH200Resident)) continue;
+    const Tile columns = choose_tile(p, Stage::store, kH200Resident, EPad::columns);
+    const Tile t = choose_tile(p, Stage::store, kH200Resident, EPad::rows);
+    REQUIRE(t.rows > 0);
+    REQUIRE(t.e_padded);
+    REQUIRE(t.e_rows_padded);
+    CHECK(columns.e_rows_padded == false);
+    CHECK(t.bytes <= kMaxShared);
+    CHECK(t.ew == columns.ew);
+    if (!pad_rows_fit(p, kH200Resident)) continue;
+    ++fit;
+    CHECK(t.rows == columns.rows);
+    CHECK(t.images == columns.images);
+    CHECK(t.dw_rows == columns.dw_rows);
+    CHECK(t.er >= t.in_rows);
+    const std::size_t e_pixels = std::size_t(t.images) * t.er * t.ew;
+    CHECK(t.e_bytes >= e_pixels * kLdChunk * 2);
+    CHECK((t.images == 1 ? t.e_image == 0 : t.e_image == t.er * t.ew));
+    const int in_rows_item = (t.dw_rows - 1) * p.stride + p.kernel;
+    tall_items += in_test_table && t.dw_rows > 1;
+    several += in_test_table && t.images > 1;
+    copied += in_test_table && !p.has_expand();
+    if (in_test_table) kernels.insert({p.kernel, p.stride, t.dw_rows});
+    for (int tile = 0; tile < t.tiles; ++tile) {
+      const int p0 = tile * t.rows, p1 = std::min(t.P, p0 + t.rows), valid_rows = p1 - p0;
+      const int h0 = std::max(0, p0 * p.stride - t.pad), h1 = std::min(t.H, (p1 - 1) * p.stride - t.pad + p.kernel);
+      const int top = h0 - (p0 * p.stride - t.pad);
+      REQUIRE(top >= 0);
+      CHECK(top + (h1 - h0) <= t.er);
+      top_rows += in_test_table && top > 0 && t.tiles > 1;
+      // What the expand writes (the kernel's e_row_padded_place) and what zero_e_outside zeroes.
+      std::vector<int> written(e_pixels, -1);  // the tile pixel written at each place, −1: zeroed
+      const int in_pixels = t.images * (h1 - h0) * t.W;
+      for (int m = 0; m < in_pixels; ++m) {
+        const int at = e_row_padded_place(t, m, top);
+        REQUIRE((at >= 0 && std::size_t(at) < e_pixels));
+        CHECK(written[at] == -1);
+        written[at] = m;
+        const int row = m / t.W, image = row / (h1 - h0);
+        CHECK(at / t.ew == image * t.er + top + row % (h1 - h0));
+        CHECK(at % t.ew == t.e_left + m % t.W);
+      }
+      for (std::size_t at = 0; at < e_pixels; ++at) {  // the expand writes the image's rows and columns
+        const int row = int(at / t.ew) % t.er, col = int(at % t.ew);
+        const bool expand = row >= top && row < top + (h1 - h0) && col >= t.e_left && col < t.e_left + t.W;
+        CHECK(expand == (written[at] >= 0));
+      }
+      // zero_e_outside's pieces (e_zero_piece): inside the buffer, none on a channel piece the expand
+      // writes, and every channel piece of every other place once.
+      constexpr int kPixelPieces = kLdChunk * 2 / 16, kChannelPieces = kChunk * 2 / 16;
+      std::vector<int> zeroed(e_pixels * kPixelPieces, 0);
+      for (int i = 0; i < e_zero_pieces(t, h1 - h0); ++i) {
+        const std::size_t at = e_zero_piece(t, top, h1 - h0, i);
+        REQUIRE(at % 16 == 0);
+        REQUIRE(at / 16 < zeroed.size());
+        ++zeroed[at / 16];
+      }
+      for (std::size_t place = 0; place < e_pixels; ++place)
+        for (int piece = 0; piece < kChannelPieces; ++piece)
+          CHECK(zeroed[place * kPixelPieces + piece] == (written[place] >= 0 ? 0 : 1));
+      // Every item's window rows, as the kernel addresses them.
+      const int groups = (valid_rows + t.dw_rows - 1) / t.dw_rows;
+      short_groups += in_test_table && valid_rows % t.dw_rows != 0;
+      for (int image = 0; image < t.images; ++image)
+        for (int g = 0; g < groups; ++g) {
+          const int og = g * t.dw_rows;
+          for (int i = 0; i < in_rows_item; ++i) {
+            const int e_row = og * p.stride + i;  // within the image's er rows
+            REQUIRE(e_row < t.er);
+            const int h = (p0 + og) * p.stride - t.pad + i;
+            for (int gg = 0; gg < t.dw_rows; ++gg) {
+              const int r = i - gg * p.stride;
+              if (r < 0 || r >= p.kernel || og + gg >= valid_rows) continue;  // no tap, or not stored
+              const int at = (image * t.er + e_row) * t.ew + t.e_left;  // the row's column 0
+              if (h >= 0 && h < t.H) {
+                REQUIRE((h >= h0 && h < h1));  // a row the tile holds
+                CHECK(written[at] == (image * (h1 - h0) + h - h0) * t.W);
+              } else {
+                CHECK(written[at] == -1);  // a zero row
+              }
+            }
+          }
+        }
+      ++checked;
+    }
+  }
+  CHECK(fit >= 5);
+  CHECK(checked > 20);
+  CHECK(top_rows > 0);
+  CHECK(several > 0);
+  CHECK(tall_items > 0);
+  CHECK(short_groups > 0);  // the rows an item makes past its tile's last row: computed, not stored
+  CHECK(copied > 0);
+  for (const auto& [k, stride, rows] : kernels) UNSCOPED_INFO("K " << k << " stride " << stride << " rows " << rows);
+  CHECK(kernels.size() == 9);  // each kernel launch_stage may choose: K = 3 at stride 1 makes 1 to 3 rows, the others 1 or 2
+}
+
+TEST_CASE("mbconv tile: where row-padded E keeps the column-padded tile", "[mbconv][lesson11][cpu]") {
+  // C = 80 @ 14² (a goal shape): one image a tile, 14 rows, items of 2 rows; E grows from 14 to 16
+  // rows of 16 pixels (+5 KB for its two buffers), and the tile stays under two CTAs' room. At
+  // C = 112 @ 14² the same 5 KB pass that room (the column-padded tile is 112 800 bytes), so the
+  // store plan keeps its columns-only E there.
+  MBConvProblem p;
+  p.N = 128, p.H = 14, p.W = 14, p.C = 80, p.C_out = 80, p.dtype = DType::f16;
+  CHECK(pad_e_pays(p, kH200Resident));
+  CHECK(pad_rows_fit(p, kH200Resident));
+  const Tile t = choose_tile(p, Stage::store, kH200Resident, EPad::rows);
+  CHECK(t.rows == 14);
+  CHECK(t.dw_rows == 2);
+  CHECK(t.er == 16);
+  CHECK(t.ew == 16);
+  CHECK(t.bytes <= kSharedTwoCtas);
+  p.C = p.C_out = 112;
+  CHECK(pad_e_pays(p, kH200Resident));
+  CHECK_FALSE(pad_rows_fit(p, kH200Resident));
+  CHECK(choose_tile(p, Stage::store, kH200Resident, EPad::columns).bytes <= kSharedTwoCtas);
+  CHECK(tile_for(p, 14, Stage::store, 1, EPad::rows).bytes > kSharedTwoCtas);
+}
+
 TEST_CASE("mbconv tile: where the store stage pads E", "[mbconv][lesson11][cpu]") {
   // The bench shapes where padding lost in wave-3h's H100 run (56² and 28² at K = 3, stride 1;
   // 7² at K = 5) keep unpadded E; every other bench shape pads (112² e = 1: 16 runs a row, 2 edge
@@ -496,7 +638,7 @@ TEST_CASE("mbconv tile: where the store stage pads E", "[mbconv][lesson11][cpu]"
     }
     ++table_padded;
     padded_copy += !p.has_expand();
-    padded_images += choose_tile(p, Stage::store, kH200Resident, true).images > 1;
+    padded_images += choose_tile(p, Stage::store, kH200Resident, EPad::columns).images > 1;
     padded_k5s2 += p.kernel == 5 && p.stride == 2;
   }
   CHECK(table_padded > 0);

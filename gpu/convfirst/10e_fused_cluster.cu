@@ -125,7 +125,6 @@ namespace convlab {
 namespace {
 
 using namespace convfirst_cluster;
-using convfirst_wgmma::tap_index;
 using convfirst_wgmma::x_offset;
 using convfirst_wgmma::XStaging;
 using gpu::bias_activate;
@@ -362,13 +361,20 @@ __global__ void __launch_bounds__(L::kThreads, 1)
 
     // Staged index of the pixel this lane hands ldmatrix at k-step j of tile t's conv:
     // pixel lane % 16 of the warp, tap 2j + lane / 16 (tap 9 does not exist: the zero pixel).
+    // One division pair a tile (tap_place); each step picks between its two taps, both
+    // known at compile time, by the lane's k-half.
     const auto conv_taps = [&](int t, int (&tap)[kConvSteps]) {
       const int first_row = t * kTileRows / W - 1;
       const int pixel = t * kTileRows + consumer * kWgmmaM + 16 * warp + a_row.row;
+      const convfirst_wgmma::TapPlace p = convfirst_wgmma::tap_place(pixel, M, H, W, first_row, sg.zero_index);
+      const bool odd = a_row.col >= 8;
 #pragma unroll
       for (int j = 0; j < kConvSteps; ++j) {
-        const int k = 2 * j + a_row.col / 8;
-        tap[j] = k < 9 ? tap_index(pixel, k / 3 - 1, k % 3 - 1, M, H, W, first_row, sg.zero_index) : sg.zero_index;
+        const int even_tap = convfirst_wgmma::tap_at(p, (2 * j) / 3 - 1, (2 * j) % 3 - 1, W, sg.zero_index);
+        const int odd_tap =
+            2 * j + 1 < 9 ? convfirst_wgmma::tap_at(p, (2 * j + 1) / 3 - 1, (2 * j + 1) % 3 - 1, W, sg.zero_index)
+                          : sg.zero_index;
+        tap[j] = odd ? odd_tap : even_tap;
       }
     };
     // One mma of (this CTA's) group grp at k-step j, as 10c: B from the staged weights, A
@@ -447,14 +453,22 @@ __global__ void __launch_bounds__(L::kThreads, 1)
 
         // ---- 3. Z starts as the residual plus b (this CTA's channels): zacc[4j + c] is row
         //      16·warp + g + 8(c >> 1), column 8j + 2tq + (c & 1) of the CTA's channels ----
-        const int first_row = t * kTileRows / W - 1;
+        //      The centre tap of a pixel needs no division: it is always inside the image, so
+        //      its staged index is the pixel's own (or the zero pixel past M). x_offset's
+        //      per-pixel terms (line, swizzle row, 4·tq) are taken out of the loop over the
+        //      8-channel chunks j: x_offset(sg, centre, 8j + 2tq) = line + (j / 8)·panel_bytes
+        //      + 16·((j % 8) ^ (centre % 8)).
+        const int staged0 = pixel0 - (t * kTileRows / W - 1) * W;
 #pragma unroll
         for (int hh = 0; hh < 2; ++hh) {
-          const int centre = tap_index(pixel0 + g + 8 * hh, 0, 0, M, H, W, first_row, sg.zero_index);
+          const uint32_t centre =
+              pixel0 + g + 8 * hh < M ? uint32_t(staged0 + g + 8 * hh) : uint32_t(sg.zero_index);
+          const uint32_t line = xb + centre * 128u + 4u * uint32_t(tq), swizzle = (centre & 7u) << 4;
 #pragma unroll
           for (int j = 0; j < kOwn / 8; ++j) {
             const int col = 8 * j + 2 * tq;
-            const float2 xv = unpack_pair<Element>(ld_shared_u32(xb + x_offset(sg, centre, col)));
+            const float2 xv = unpack_pair<Element>(
+                ld_shared_u32(line + uint32_t(j / 8) * sg.panel_bytes + ((uint32_t(j % 8) << 4) ^ swizzle)));
             const float2 bv = b_pairs[col / 2];
             zacc[4 * j + 2 * hh] = xv.x + bv.x;
             zacc[4 * j + 2 * hh + 1] = xv.y + bv.y;

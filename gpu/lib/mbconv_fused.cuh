@@ -199,24 +199,39 @@ __device__ __forceinline__ void zero_e_pad_columns(unsigned char* e, const Tile&
   }
 }
 
+// Row-padded E (Tile::e_rows_padded): zeros into every place of each of `buffers` E buffers that the
+// expand does not write (visible after the next barrier): e_zero_piece's pieces, the pad rows above and
+// below the tile's `real_rows` input rows of each image and the pad columns of those rows.
+__device__ __forceinline__ void zero_e_outside(unsigned char* e, const Tile& t, int buffers, int top, int real_rows) {
+  const int per_buffer = e_zero_pieces(t, real_rows);
+#pragma unroll 1
+  for (int i = threadIdx.x; i < buffers * per_buffer; i += kThreads) {
+    const int b = i / per_buffer;
+    *reinterpret_cast<uint4*>(e + b * t.e_bytes + e_zero_piece(t, top, real_rows, i - b * per_buffer)) =
+        make_uint4(0u, 0u, 0u, 0u);
+  }
+}
+
 // The no-expand form's E chunk (e = 1: E is x's channels c0 ..) into a padded E buffer: tile pixel r
-// of `pixels` to e_padded_place(r), channels ≥ valid_cols zero; vec as stage_tile's.
-template <class Element>
+// of `pixels` to e_padded_place(r) (kRowPadded: e_row_padded_place(r, top)), channels ≥ valid_cols
+// zero; vec as stage_tile's.
+template <class Element, bool kRowPadded = false>
 __device__ __forceinline__ void stage_e_padded(Element* e, const Element* src, std::ptrdiff_t ld_src, const Tile& t,
-                                               int pixels, int valid_cols, bool vec) {
+                                               int pixels, int valid_cols, bool vec, int top = 0) {
+  const auto place = [&](int r) { return kRowPadded ? e_row_padded_place(t, r, top) : e_padded_place(t, r); };
   if (vec) {
     constexpr int kPer = kChunk / 8;
 #pragma unroll 1
     for (int i = threadIdx.x; i < pixels * kPer; i += kThreads) {
       const int r = i / kPer, c = (i - r * kPer) * 8;
       const bool in = c < valid_cols;
-      cp_async_16(shared_address(e + e_padded_place(t, r) * kLdChunk + c), in ? src + r * ld_src + c : src, in);
+      cp_async_16(shared_address(e + place(r) * kLdChunk + c), in ? src + r * ld_src + c : src, in);
     }
   } else {
 #pragma unroll 1
     for (int i = threadIdx.x; i < pixels * kChunk; i += kThreads) {
       const int r = i / kChunk, c = i - r * kChunk;
-      e[e_padded_place(t, r) * kLdChunk + c] = c < valid_cols ? src[r * ld_src + c] : from_float<Element>(0.0f);
+      e[place(r) * kLdChunk + c] = c < valid_cols ? src[r * ld_src + c] : from_float<Element>(0.0f);
     }
   }
 }
@@ -366,7 +381,10 @@ __device__ __forceinline__ void depthwise_tensor_cores(const Tile& t, const Elem
 
 // The kernel's body, a function so that lesson 11's 11k (gpu/lib/mbconv_block_cluster.cuh) can
 // run the store stage and go on in the same kernel.
-template <class Element, Stage kStage, int K, int kStride, bool kRelu, bool kTensorDw, bool kPadE = false>
+// kRows > 0 (with kPadE): E padded with zero rows too (Tile::e_rows_padded), and every depthwise item
+// makes exactly kRows = t.dw_rows output rows (one instantiation per count), reading its window rows
+// without a test (the rows past an image's last group are zero rows; only the finish tests them).
+template <class Element, Stage kStage, int K, int kStride, bool kRelu, bool kTensorDw, bool kPadE = false, int kRows = 0>
 __device__ __forceinline__ void tile_body(
     Tile t, const Element* __restrict__ x, const Element* __restrict__ we, const Element* __restrict__ be,
     const Element* __restrict__ dw, const Element* __restrict__ bd, const float* __restrict__ gate,
@@ -374,11 +392,13 @@ __device__ __forceinline__ void tile_body(
     Element* __restrict__ dbuf) {
   static_assert(!kTensorDw || kStage == Stage::store, "the tensor-core depthwise writes dbuf: the store stage");
   static_assert(!(kTensorDw && kPadE), "the tensor-core depthwise gathers from unpadded E rows");
+  static_assert(kRows == 0 || (kPadE && kRows <= dw_group_max(K, kStride, kStage == Stage::project)),
+                "row padding extends the column-padded layout, up to the rows an item may make");
   constexpr bool kProject = kStage == Stage::project;
   constexpr bool kSums = kStage == Stage::sums || kStage == Stage::store;
   constexpr int kTaps = K * K;
   constexpr int kWindow = (kRun - 1) * kStride + K;  // input columns a run of kRun outputs reads per kernel row
-  constexpr int kG = dw_group_max(K, kStride, kProject);  // output rows a depthwise item makes at most
+  constexpr int kG = kRows > 0 ? kRows : dw_group_max(K, kStride, kProject);  // output rows a depthwise item makes at most
   constexpr int kInRows = (kG - 1) * kStride + K;         // input rows such an item reads
   extern __shared__ __align__(16) unsigned char shared[];
   // Buffer b of each region (the layout: tile_for).
@@ -405,6 +425,7 @@ __device__ __forceinline__ void tile_body(
   const int p0 = tile * t.rows, p1 = min(t.P, p0 + t.rows), image_out = (p1 - p0) * t.Q;
   const int h0 = max(0, p0 * kStride - t.pad), h1 = min(t.H, (p1 - 1) * kStride - t.pad + K);
   const int image_in = (h1 - h0) * t.W;  // one image's input pixels in the tile (several images: h0 = 0, h1 = H)
+  const int e_top = kRows > 0 ? h0 - (p0 * kStride - t.pad) : 0;  // row-padded E: zero rows above input row h0
   const int out_pixels = images * image_out, in_pixels = images * image_in;
   const Element* x_tile = x + (std::ptrdiff_t(n) * t.H + h0) * t.W * t.C;  // in_pixels consecutive pixels
   const std::ptrdiff_t first_out = (std::ptrdiff_t(n) * t.P + p0) * t.Q;     // this tile's first output pixel
@@ -461,7 +482,7 @@ __device__ __forceinline__ void tile_body(
     const auto issue_slices = [&](int k) {
       const int c0 = chunk_start(k), cw = chunk_width(k);
       if (t.expand) stage_tile(wes(k % 2), t.ldwe, we + c0, t.hidden, t.c_pad, kChunk, t.C, cw, t.vec);
-      else if constexpr (kPadE) stage_e_padded(es(k % 3), x_tile + c0, t.C, t, in_pixels, cw, t.vec);
+      else if constexpr (kPadE) stage_e_padded<Element, (kRows > 0)>(es(k % 3), x_tile + c0, t.C, t, in_pixels, cw, t.vec, e_top);
       else stage_tile(es(k % 3), t.lde, x_tile + c0, t.C, t.m_in, kChunk, in_pixels, cw, t.vec);
       stage_tile(dws(k % 2), 0, dw + std::ptrdiff_t(c0) * kTaps, 0, 1, kChunk * kTaps, 1, cw * kTaps, t.vec);
       load_vectors(vs(k % 3), c0, cw);
@@ -490,7 +511,9 @@ __device__ __forceinline__ void tile_body(
     if constexpr (kSums)  // the sums of chunks 0 and 1 start from zeros (reduce_sums zeroes what it reads)
       for (int b = 0; b < 2; ++b)
         for (int i = tid; i < t.images * kPixelGroups * kChunk; i += kThreads) reds(b)[i] = 0.0f;
-    if constexpr (kPadE)  // E's pad columns: zero for the whole kernel (the expand writes only the image's columns)
+    if constexpr (kRows > 0)  // E's pad rows and columns: zero for the whole kernel
+      zero_e_outside(shared + t.e_off, t, t.e_buffers, e_top, h1 - h0);
+    else if constexpr (kPadE)  // E's pad columns: zero for the whole kernel (the expand writes only the image's columns)
       zero_e_pad_columns(shared + t.e_off, t, t.e_buffers, images * (image_in / t.W));
     if constexpr (kTensorDw)  // the zero row the depthwise's gathers read outside the image
       if (tid < int(kZeroRowBytes / 4)) reinterpret_cast<uint32_t*>(dwfs(0) + dw_fragment_bytes(K) / 4)[tid] = 0u;
@@ -541,7 +564,10 @@ __device__ __forceinline__ void tile_body(
           Element* e_lane = es(kn % 2) + c.row * kLdChunk + jh + c.col;
           // Padded E (kPadE): this lane's place for tile pixel m (row c.row or c.row + 8 of an m tile)
           // is its place in its padded row; the buffer has no rows for the m tiles' tail (m ≥ in_pixels).
-          const auto e_padded_at = [&](int m) { return es(kn % 2) + jh + c.col + e_padded_place(t, m) * kLdChunk; };
+          const auto e_padded_at = [&](int m) {
+            const int place = kRows > 0 ? e_row_padded_place(t, m, e_top) : e_padded_place(t, m);
+            return es(kn % 2) + jh + c.col + place * kLdChunk;
+          };
           if (jh >= cw) {  // a last chunk of 16 channels: its upper half is zeros (no mma, no SFU)
             for (int mt = warp / 2; mt < m_tiles; mt += kWarps / 2) {
               if constexpr (kPadE) {
@@ -667,7 +693,8 @@ __device__ __forceinline__ void tile_body(
             // (an image's last tile may have fewer).
             for (; walk.image * t.dw.groups + walk.row < end_group; walk.next(t.dw)) {
               const DwRun run = walk.run(t.dw);
-              const int og = run.row * t.dw_rows, g_rows = min(t.dw_rows, valid_rows - og);
+              const int rows_per_item = kRows > 0 ? kRows : t.dw_rows;
+              const int og = run.row * rows_per_item, g_rows = min(rows_per_item, valid_rows - og);
               const int w0 = run.q0 * kStride - t.pad;               // the window's first input column
               // No column of the window outside the image (padded E: every window, its pad columns zero).
               const bool interior = kPadE || (w0 >= 0 && w0 + kWindow <= t.W);
@@ -682,10 +709,12 @@ __device__ __forceinline__ void tile_body(
 #pragma unroll
               for (int i = 0; i < kInRows; ++i) {
                 const int h = h_first + i;
-                if (i >= in_rows || h < 0 || h >= t.H) continue;  // zero padding of e (h0 <= h < h1 inside the image)
+                // zero padding of e (h0 <= h < h1 inside the image); row-padded E holds it as zero rows
+                if (kRows == 0 && (i >= in_rows || h < 0 || h >= t.H)) continue;
                 const Element* e_row =
-                    kPadE ? e_s + (run.image * t.e_image + (h - h0) * t.ew + t.e_left) * kLdChunk + j0
-                          : e_s + (run.image * t.image_in + (h - h0) * t.W) * kLdChunk + j0;
+                    kRows > 0 ? e_s + (run.image * t.e_image + (og * kStride + i) * t.ew + t.e_left) * kLdChunk + j0
+                    : kPadE   ? e_s + (run.image * t.e_image + (h - h0) * t.ew + t.e_left) * kLdChunk + j0
+                              : e_s + (run.image * t.image_in + (h - h0) * t.W) * kLdChunk + j0;
                 float2 win[kWindow];
                 if (interior) {  // most runs (dw_run pairs the two edge runs of a row in one warp)
                   const Element* e_w = e_row + w0 * kLdChunk;
@@ -701,7 +730,7 @@ __device__ __forceinline__ void tile_body(
 #pragma unroll
                 for (int g = 0; g < kG; ++g) {
                   const int r = i - g * kStride;  // known at compile time once unrolled
-                  if (r < 0 || r >= K || g >= g_rows) continue;
+                  if (r < 0 || r >= K || (kRows == 0 && g >= g_rows)) continue;  // (row-padded: all kRows rows)
 #pragma unroll
                   for (int s = 0; s < K; ++s) {
                     const float2 wt = weight(r, s);
@@ -811,13 +840,13 @@ __device__ __forceinline__ void tile_body(
   }
 }
 
-template <class Element, Stage kStage, int K, int kStride, bool kRelu, bool kTensorDw, bool kPadE = false>
+template <class Element, Stage kStage, int K, int kStride, bool kRelu, bool kTensorDw, bool kPadE = false, int kRows = 0>
 __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
     Tile t, const Element* __restrict__ x, const Element* __restrict__ we, const Element* __restrict__ be,
     const Element* __restrict__ dw, const Element* __restrict__ bd, const float* __restrict__ gate,
     const Element* __restrict__ wp, const Element* __restrict__ bp, Element* __restrict__ y, float* __restrict__ partial,
     Element* __restrict__ dbuf) {
-  tile_body<Element, kStage, K, kStride, kRelu, kTensorDw, kPadE>(t, x, we, be, dw, bd, gate, wp, bp, y, partial, dbuf);
+  tile_body<Element, kStage, K, kStride, kRelu, kTensorDw, kPadE, kRows>(t, x, we, be, dw, bd, gate, wp, bp, y, partial, dbuf);
 }
 
 // ---- launcher --------------------------------------------------------------------------------
@@ -827,11 +856,11 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
 // split_tile's CTAs per tile. One instantiation per kernel size, stride and φ; kTensorDw: the
 // store stage's depthwise on the tensor cores (11e) instead of the FMA pipes (11c).
 // The stage's tile for `kernel` (its resident CTAs decide the rows, the images and the splits), with
-// the copy and store flags and the CONVLAB_MBCONV_SPLITS override; pad_e: E's rows padded
-// (tile_for's pad_e; the kernel's kPadE).
+// the copy and store flags and the CONVLAB_MBCONV_SPLITS override; pad_e: E padded (tile_for's
+// pad_e: EPad::columns is the kernel's kPadE, EPad::rows its kRows > 0).
 template <Stage kStage, class Kernel>
 Tile stage_tile(const MBConvProblem& p, const Args<MBConvProblem>& a, Kernel kernel, const char* name, const void* dbuf,
-                bool pad_e = false) {
+                EPad pad_e = EPad::none) {
   const Tile one = choose_tile(p, kStage, pad_e);
   allow_dynamic_shared(kernel, one.bytes, name);
   Tile t = choose_tile(p, kStage, resident_blocks(kernel, kThreads, one.bytes), pad_e);
@@ -845,11 +874,18 @@ Tile stage_tile(const MBConvProblem& p, const Args<MBConvProblem>& a, Kernel ker
 }
 
 // kPadE: E's rows padded with zero columns, so that no depthwise window tests its columns.
-template <class Element, Stage kStage, bool kTensorDw = false, bool kPadE = false>
+// kPadRows (with kPadE): with zero rows too, and the kernel instantiated for the tile's rows per
+// depthwise item (the kernel's kRows = Tile::dw_rows), so that no item tests its rows.
+template <class Element, Stage kStage, bool kTensorDw = false, bool kPadE = false, bool kPadRows = false>
 void launch_stage(const MBConvProblem& p, const Args<MBConvProblem>& a, const float* gate, float* partial, void* dbuf) {
+  static_assert(!kPadRows || kPadE, "row padding extends the column padding");
+  constexpr EPad kPad = kPadRows ? EPad::rows : kPadE ? EPad::columns : EPad::none;
   const void* wp = a.project_w;
-  const auto go = [&](auto kernel, const char* name) {
-    const Tile t = stage_tile<kStage>(p, a, kernel, name, dbuf, kPadE);
+  // rows: the kernel's kRows (0: any); its tile must make items of as many rows.
+  const auto go = [&](auto kernel, const char* name, int rows = 0) {
+    const Tile t = stage_tile<kStage>(p, a, kernel, name, dbuf, kPad);
+    if (rows > 0 && t.dw_rows != rows)
+      throw std::logic_error(std::string(name) + ": the tile's rows per depthwise item changed with the kernel");
     kernel<<<dim3(unsigned(t.tiles * t.splits), unsigned(t.groups)), kThreads, t.bytes>>>(
         t, static_cast<const Element*>(a.x), static_cast<const Element*>(a.expand_w),
         static_cast<const Element*>(a.expand_b), static_cast<const Element*>(a.dw_w),
@@ -859,10 +895,30 @@ void launch_stage(const MBConvProblem& p, const Args<MBConvProblem>& a, const fl
   };
   const auto with = [&](auto relu) {
     constexpr bool kRelu = decltype(relu)::value;
-    if (p.kernel == 3 && p.stride == 1) go(mbconv_tile_kernel<Element, kStage, 3, 1, kRelu, kTensorDw, kPadE>, "mbconv_tile_kernel<k=3,s=1>");
-    else if (p.kernel == 3) go(mbconv_tile_kernel<Element, kStage, 3, 2, kRelu, kTensorDw, kPadE>, "mbconv_tile_kernel<k=3,s=2>");
-    else if (p.stride == 1) go(mbconv_tile_kernel<Element, kStage, 5, 1, kRelu, kTensorDw, kPadE>, "mbconv_tile_kernel<k=5,s=1>");
-    else go(mbconv_tile_kernel<Element, kStage, 5, 2, kRelu, kTensorDw, kPadE>, "mbconv_tile_kernel<k=5,s=2>");
+    const auto shape = [&](auto kernel_size, auto stride, const char* name) {
+      constexpr int K = decltype(kernel_size)::value, S = decltype(stride)::value;
+      if constexpr (kPadRows) {
+        // The tile's rows per item, from the widest instantiation (every kRows has the same launch
+        // bounds and shared layout, so the same resident CTAs and tile), then that kRows' kernel.
+        constexpr int kMost = dw_group_max(K, S, kStage == Stage::project);
+        const int rows = stage_tile<kStage>(p, a, mbconv_tile_kernel<Element, kStage, K, S, kRelu, kTensorDw, true, kMost>,
+                                            name, dbuf, kPad).dw_rows;
+        if (rows == 1) go(mbconv_tile_kernel<Element, kStage, K, S, kRelu, kTensorDw, true, 1>, name, 1);
+        else if constexpr (kMost == 2) go(mbconv_tile_kernel<Element, kStage, K, S, kRelu, kTensorDw, true, 2>, name, 2);
+        else if (rows == 2) go(mbconv_tile_kernel<Element, kStage, K, S, kRelu, kTensorDw, true, 2>, name, 2);
+        else go(mbconv_tile_kernel<Element, kStage, K, S, kRelu, kTensorDw, true, 3>, name, 3);
+      } else {
+        go(mbconv_tile_kernel<Element, kStage, K, S, kRelu, kTensorDw, kPadE>, name);
+      }
+    };
+    using I = std::integral_constant<int, 1>;
+    using II = std::integral_constant<int, 2>;
+    using III = std::integral_constant<int, 3>;
+    using V = std::integral_constant<int, 5>;
+    if (p.kernel == 3 && p.stride == 1) shape(III{}, I{}, "mbconv_tile_kernel<k=3,s=1>");
+    else if (p.kernel == 3) shape(III{}, II{}, "mbconv_tile_kernel<k=3,s=2>");
+    else if (p.stride == 1) shape(V{}, I{}, "mbconv_tile_kernel<k=5,s=1>");
+    else shape(V{}, II{}, "mbconv_tile_kernel<k=5,s=2>");
   };
   if (p.activation == MBConvActivation::relu) with(std::true_type{});
   else with(std::false_type{});

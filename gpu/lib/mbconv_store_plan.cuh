@@ -27,8 +27,9 @@ inline bool store_plan_supported(const MBConvProblem& p) { return p.has_se() && 
 struct StorePlanLayout {
   std::size_t partial, gate16, dbuf, wp;  // bytes
   explicit StorePlanLayout(const MBConvProblem& p) {
-    // pass 1's tiles: one row of sums each (padded E may take a row less a tile: room for either)
-    const int tiles = std::max(choose_tile(p, Stage::store).tiles, choose_tile(p, Stage::store, true).tiles);
+    // pass 1's tiles: one row of sums each (padded E may take a row less a tile: room for any)
+    const int tiles = std::max({choose_tile(p, Stage::store).tiles, choose_tile(p, Stage::store, EPad::columns).tiles,
+                                choose_tile(p, Stage::store, EPad::rows).tiles});
     const auto up = [](std::size_t b) { return (b + 255) / 256 * 256; };
     partial = up(std::size_t(p.N) * tiles * p.hidden() * sizeof(float));
     gate16 = up(std::size_t(p.N) * dbuf_live(p.hidden()) * 2);
@@ -47,12 +48,14 @@ struct StorePlanLayout {
 // kPadE (11c): pass 1's E rows padded with zero columns (launch_stage), so that no depthwise
 // window tests its columns, at the shapes where that pays (pad_e_pays); both pass-1 kernels are
 // compiled, the choice is made per shape. kStreamThree (11c): the stream at three CTAs an SM where
-// stream_three_pays (launch_project_stream).
+// stream_three_pays (launch_project_stream). kPadRows (with kPadE): where E is padded, its rows too
+// where that keeps the tile (pad_rows_fit), so that no depthwise item tests its rows.
 template <bool kTensorDw, bool kWgmmaProject = false, bool kDependentLaunch = true, bool kStreamCtaPart = false,
-          bool kPadE = false, bool kStreamThree = false>
+          bool kPadE = false, bool kStreamThree = false, bool kPadRows = false>
 void run_store_plan(const MBConvProblem& p, const Args<MBConvProblem>& a) {
   const bool pad = kPadE && !kTensorDw && pad_e_pays(p, 2 * sm_count());
-  const Tile t = choose_tile(p, Stage::store, pad);
+  const bool pad_rows = kPadRows && pad && pad_rows_fit(p, 2 * sm_count());
+  const Tile t = choose_tile(p, Stage::store, pad_rows ? EPad::rows : pad ? EPad::columns : EPad::none);
   const StorePlanLayout l(p);
   unsigned char* base = static_cast<unsigned char*>(a.workspace);
   float* partial = reinterpret_cast<float*>(base);
@@ -61,7 +64,11 @@ void run_store_plan(const MBConvProblem& p, const Args<MBConvProblem>& a) {
   visit_dtype<__half, __nv_bfloat16>(p.dtype, [&](auto tag) {
     using E = typename decltype(tag)::type;
     const ProjectWeights<E> w = project_weights<E>(p, a, base + l.partial + l.gate16 + l.dbuf);
-    if constexpr (kPadE && !kTensorDw) {
+    if constexpr (kPadE && kPadRows && !kTensorDw) {
+      if (pad_rows) launch_stage<E, Stage::store, false, true, true>(p, a, nullptr, partial, dbuf);
+      else if (pad) launch_stage<E, Stage::store, false, true>(p, a, nullptr, partial, dbuf);
+      else launch_stage<E, Stage::store, false, false>(p, a, nullptr, partial, dbuf);
+    } else if constexpr (kPadE && !kTensorDw) {
       if (pad) launch_stage<E, Stage::store, false, true>(p, a, nullptr, partial, dbuf);
       else launch_stage<E, Stage::store, false, false>(p, a, nullptr, partial, dbuf);
     } else {

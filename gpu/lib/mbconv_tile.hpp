@@ -187,6 +187,10 @@ CONVLAB_HOST_DEVICE inline int fast_quotient(const FastDiv& f, int n) {
   return int((hi + std::uint32_t(n)) >> f.shift);
 }
 
+// How a tile pads E (tile_for's pad_e): not at all, with zero columns (the store plan's kPadE), or
+// with zero columns and zero rows (its kPadRows).
+enum class EPad { none, columns, rows };
+
 // The tile geometry, computed on the host and passed by value.
 struct Tile {
   int N, H, W, C, hidden, P, Q, C_out, stride, pad;
@@ -224,6 +228,13 @@ struct Tile {
   std::size_t x_off, e_off, e_bytes, d_off, d_bytes, we_off, we_bytes, wp_off, wp_bytes, dw_off, dw_bytes, dwf_off,
       dwf_bytes, v_off, v_bytes, red_off, red_bytes, bytes;
   int e_buffers, d_buffers;
+  // E padded with rows as well (pad_e == EPad::rows; e_padded too): er rows an image, input row h at
+  // row h − (p0·stride − pad), so rows outside the image (above and below) are zero rows and every
+  // item of dw_rows rows reads its window rows without a test (e_row_padded_place); in_div divides
+  // a tile row by in_rows. (Last in the struct: the other kernels' parameter offsets stay as they are.)
+  int er;
+  bool e_rows_padded;
+  FastDiv in_div;
   CONVLAB_HOST_DEVICE int acc_tiles() const { return (m_out / 16) * (cout_pad / 8); }
 };
 
@@ -231,7 +242,7 @@ struct Tile {
 // The layout of a tile of `rows` output rows, holding `images` whole images
 // (images > 1 only when rows == P: then the tile reads every input row of each
 // image, in_rows == H, and image i's pixels follow image i − 1's in xs, E and D).
-inline Tile tile_for(const MBConvProblem& p, int rows, Stage stage, int images = 1, bool pad_e = false) {
+inline Tile tile_for(const MBConvProblem& p, int rows, Stage stage, int images = 1, EPad pad_e = EPad::none) {
   const bool project = stage == Stage::project;
   const bool sums = stage == Stage::sums || stage == Stage::store;
   Tile t{};
@@ -259,7 +270,8 @@ inline Tile tile_for(const MBConvProblem& p, int rows, Stage stage, int images =
   t.image_out = several ? rows * t.Q : 0;
   t.image_dbuf = several ? t.d_chunks * t.P * t.Q * kChunk : 0;
   t.image_div = fast_div(std::uint32_t(rows * t.Q)), t.q_div = fast_div(std::uint32_t(t.Q));
-  t.ew = p.W, t.e_left = 0, t.e_image = t.image_in, t.e_padded = false, t.w_div = fast_div(std::uint32_t(p.W));
+  t.ew = p.W, t.e_left = 0, t.e_image = t.image_in, t.er = t.in_rows, t.e_padded = false, t.e_rows_padded = false;
+  t.w_div = fast_div(std::uint32_t(p.W)), t.in_div = fast_div(std::uint32_t(t.in_rows));
   t.dw_rows = dw_rows_for(rows, (t.Q + kRun - 1) / kRun, dw_group_max(p.kernel, p.stride, project), t.images);
   t.dw = dw_steps((t.Q + kRun - 1) / kRun, (rows + t.dw_rows - 1) / t.dw_rows);
   const std::size_t e = 2;  // 16-bit elements
@@ -276,14 +288,19 @@ inline Tile tile_for(const MBConvProblem& p, int rows, Stage stage, int images =
   t.d_buffers = project ? 1 : 0;
   const std::size_t taps = std::size_t(p.kernel) * p.kernel;
   int e_rows = t.m_in;  // unpadded: the expand writes every row of its m tiles
-  if (pad_e) {          // padded: only the tile's input pixels, each at its place in a padded row
+  if (pad_e != EPad::none) {  // padded: only the tile's input pixels, each at its place in a padded row
     const int q_last = (t.Q - 1) / kRun * kRun;  // the last run's first output column
     const int window_end = (q_last + kRun - 1) * p.stride - t.pad + p.kernel - 1;  // its window's last column
     t.e_padded = true;
     t.e_left = t.pad;
     t.ew = t.e_left + p.W + std::max(0, window_end - (p.W - 1));
-    t.e_image = several ? t.in_rows * t.ew : 0;
-    e_rows = t.images * t.in_rows * t.ew;
+    if (pad_e == EPad::rows) {  // rows for every group's items, whole: the last group's too
+      const int groups = (rows + t.dw_rows - 1) / t.dw_rows;
+      t.er = (groups * t.dw_rows - 1) * p.stride + p.kernel;
+      t.e_rows_padded = true;
+    }
+    t.e_image = several ? t.er * t.ew : 0;
+    e_rows = t.images * t.er * t.ew;
   }
   t.x_off = take(t.expand ? std::size_t(t.m_in) * t.ldx * e : 0);
   t.e_off = region(std::size_t(e_rows) * t.lde * e, t.e_buffers, t.e_bytes);
@@ -336,9 +353,9 @@ inline bool tile_fits(const Tile& t, std::size_t shared_limit = kMaxShared) {
 // (in_rows > 2·rows·stride: a 5 × 5 window at stride 2 on one output row reads
 // 5 rows for 2), the expand it recomputes costs more than the second CTA's
 // latency hiding buys, and the tallest one-CTA tile is taken instead.
-// pad_e: the tile of a kernel with padded E rows (tile_for's pad_e), whose larger E buffers may
-// take a row less near the limits.
-inline Tile choose_tile(const MBConvProblem& p, Stage stage, bool pad_e = false) {
+// pad_e: the tile of a kernel with padded E (tile_for's pad_e: EPad::columns, or EPad::rows for
+// columns and rows), whose larger E buffers may take a row less near the limits.
+inline Tile choose_tile(const MBConvProblem& p, Stage stage, EPad pad_e = EPad::none) {
   const int top = std::max(1, std::min(p.P(), kTargetPixels / std::max(1, p.Q())));
   const auto tallest = [&](std::size_t limit) {
     for (int rows = top; rows >= 1; --rows) {
@@ -374,7 +391,7 @@ inline Tile choose_tile(const MBConvProblem& p, Stage stage, bool pad_e = false)
 //           D again): m ≤ N / (2·resident);
 //   memory  two CTAs per SM (kSharedTwoCtas) and the Y accumulators (tile_fits).
 // And m ≤ kMaxImages: the tensor-core depthwise's sums give each image one row of an m16 tile.
-inline int images_for(const MBConvProblem& p, Stage stage, const Tile& one, int resident, bool pad_e = false) {
+inline int images_for(const MBConvProblem& p, Stage stage, const Tile& one, int resident, EPad pad_e = EPad::none) {
   if (one.rows == 0 || one.rows != one.P || one.bytes > kSharedTwoCtas) return 1;
   const long long want = 2LL * std::max(1, resident);
   const long long chunks = (p.hidden() + kChunk - 1) / kChunk;
@@ -393,9 +410,39 @@ CONVLAB_HOST_DEVICE inline int e_padded_place(const Tile& t, int m) {
   return m + fast_quotient(t.w_div, m) * (t.ew - t.W) + t.e_left;
 }
 CONVLAB_HOST_DEVICE inline int e_pad_column(const Tile& t, int pc) { return pc < t.e_left ? pc : t.W + pc; }
+// Row-padded E (Tile::e_rows_padded): tile pixel m, in tile row R = ⌊m / W⌋ of image ⌊R / in_rows⌋,
+// sits in E row R + top + image·(er − in_rows), column e_left + m − R·W; top = h0 − (p0·stride − pad),
+// the zero rows above the tile's first input row h0 (nonzero only where the window reaches above the
+// image: the image's first tile).
+CONVLAB_HOST_DEVICE inline int e_row_padded_place(const Tile& t, int m, int top) {
+  const int row = fast_quotient(t.w_div, m), image = fast_quotient(t.in_div, row);
+  return (row + top + image * (t.er - t.in_rows)) * t.ew + t.e_left + (m - row * t.W);
+}
+// Row-padded E's zeros, per buffer (zero_e_outside): the 16-byte pieces of the places the expand does
+// not write, `real_rows` of each image's rows from row `top` being the tile's input rows. First the
+// pad rows of each image, whole (a row is ew pixels of kLdChunk elements, contiguous), then the pad
+// columns of the real rows (each pixel's 4 pieces of channels). e_zero_piece: piece i's byte offset.
+CONVLAB_HOST_DEVICE inline int e_zero_pieces(const Tile& t, int real_rows) {
+  constexpr int kPixelPieces = kLdChunk * 2 / 16, kChannelPieces = kChunk * 2 / 16;
+  return t.images * ((t.er - real_rows) * t.ew * kPixelPieces + real_rows * (t.ew - t.W) * kChannelPieces);
+}
+CONVLAB_HOST_DEVICE inline std::size_t e_zero_piece(const Tile& t, int top, int real_rows, int i) {
+  constexpr int kPixelPieces = kLdChunk * 2 / 16, kChannelPieces = kChunk * 2 / 16;
+  const int row_pieces = t.ew * kPixelPieces, pad_pieces = (t.er - real_rows) * row_pieces;
+  if (i < t.images * pad_pieces) {  // a pad row: above the real rows (k < top rows' pieces) or below them
+    const int image = i / pad_pieces, k = i - image * pad_pieces;
+    return (std::size_t(image) * t.er * row_pieces + k + (k < top * row_pieces ? 0 : real_rows * row_pieces)) * 16;
+  }
+  i -= t.images * pad_pieces;
+  const int pads = t.ew - t.W, per_row = pads * kChannelPieces;
+  const int row = i / per_row, rest = i - row * per_row;  // row: image-major over the real rows
+  const int image = row / real_rows, pc = rest / kChannelPieces, piece = rest - pc * kChannelPieces;
+  const int place = (image * t.er + top + (row - image * real_rows)) * t.ew + e_pad_column(t, pc);
+  return std::size_t(place) * kPixelPieces * 16 + std::size_t(piece) * 16;
+}
 
 // The launched tile: choose_tile's rows, then images_for's images.
-inline Tile choose_tile(const MBConvProblem& p, Stage stage, int resident, bool pad_e = false) {
+inline Tile choose_tile(const MBConvProblem& p, Stage stage, int resident, EPad pad_e = EPad::none) {
   const Tile one = choose_tile(p, stage, pad_e);
   const int images = images_for(p, stage, one, resident, pad_e);
   return images > 1 ? tile_for(p, one.rows, stage, images, pad_e) : one;
@@ -409,7 +456,16 @@ inline Tile choose_tile(const MBConvProblem& p, Stage stage, int resident, bool 
 inline bool pad_e_pays(const MBConvProblem& p, int resident) {
   const int runs = (p.Q() + kRun - 1) / kRun;
   if (!(runs <= 2 || p.kernel == 5 || p.stride == 2)) return false;
-  return choose_tile(p, Stage::store, resident, true).images == choose_tile(p, Stage::store, resident).images;
+  return choose_tile(p, Stage::store, resident, EPad::columns).images == choose_tile(p, Stage::store, resident).images;
+}
+
+// Whether the store stage pads E's rows as well where it pads its columns (the store plan's
+// kPadRows): where the taller E keeps the column-padded tile's rows and images (so its items, and
+// the sums' tiles, stay the same).
+inline bool pad_rows_fit(const MBConvProblem& p, int resident) {
+  const Tile columns = choose_tile(p, Stage::store, resident, EPad::columns);
+  const Tile rows = choose_tile(p, Stage::store, resident, EPad::rows);
+  return rows.rows == columns.rows && rows.images == columns.images;
 }
 
 // Split a tile over several CTAs when the grid (tiles · groups) would not fill the

@@ -7,7 +7,8 @@
 //
 //   pass 1  per tile: E, D on chip; sums -> partial; D -> dbuf [N][hidden chunk][P·Q][32]   (2 bytes per element);
 //           E's rows padded with zero columns where that pays (pad_e_pays: Q ≤ 14, K = 5 or stride 2),
-//           so that no depthwise window tests its columns
+//           and E padded with zero rows too where the taller E keeps two CTAs an SM (pad_rows_fit),
+//           so that no depthwise window tests its columns, nor its rows
 //   gate    se_gate_kernel: g [N, hidden], written in the 16-bit type with rows of dbuf_live(hidden)
 //   pass 2  Y[N·P·Q, C_out] = (D ⊙ G)·Wp over every pixel of the batch, G = the gate of each row's
 //           image, applied to D's fragments; y = Y + bp (+ x). Where Wp fits a CTA (56², 28², C = 80
@@ -39,8 +40,9 @@ const Register<MBConvProblem> reg{{
     .supports = store_plan_supported,
     // run_store_plan's flags in order: depthwise on the FMA pipes (not the tensor cores), pass 2 on
     // mma.sync (not wgmma), dependent launches, the stream's cta_part form, padded E where it pays,
-    // the stream at three CTAs an SM where it pays (gpu/lib/mbconv_store_plan.cuh)
-    .run = run_store_plan<false, false, true, true, true, true>,
+    // the stream at three CTAs an SM where it pays, zero rows in padded E where they fit
+    // (gpu/lib/mbconv_store_plan.cuh)
+    .run = run_store_plan<false, false, true, true, true, true, true>,
     .workspace_bytes = [](const MBConvProblem& p) { return StorePlanLayout(p).bytes(); },
     .idea = "two fused passes; pass 1 stores the depthwise output in 16 bits, pass 2 is one GEMM over the batch that gates it and projects",
     .model_bytes = [](const MBConvProblem& p) { return p.two_pass_store_bytes(); },

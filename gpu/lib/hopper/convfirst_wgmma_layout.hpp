@@ -159,6 +159,24 @@ CONVLAB_HOST_DEVICE constexpr int tap_index(int q, int dr, int ds, int M, int H,
   return (row + dr - first_row) * W + w + ds;
 }
 
+// tap_index for all nine taps of one pixel from one division pair (tap_index divides by W
+// and H on every call): the pixel's own staged index and which neighbouring rows and
+// columns lie inside its image. tap_at(tap_place(q, ...), dr, ds, ...) == tap_index(q, dr,
+// ds, ...) for dr, ds in {-1, 0, 1} (tests/hopper_lib_test.cpp).
+struct TapPlace {
+  int centre;                  // staged index of the pixel, or zero_index past the batch
+  bool up, down, left, right;  // the row above / below and the column left / right are in the image
+};
+CONVLAB_HOST_DEVICE constexpr TapPlace tap_place(int q, int M, int H, int W, int first_row, int zero_index) {
+  if (q >= M) return {zero_index, false, false, false, false};
+  const int row = q / W, w = q - row * W, h = row - row / H * H;
+  return {(row - first_row) * W + w, h > 0, h + 1 < H, w > 0, w + 1 < W};
+}
+CONVLAB_HOST_DEVICE constexpr int tap_at(const TapPlace& p, int dr, int ds, int W, int zero_index) {
+  const bool inside = (dr < 0 ? p.up : dr > 0 ? p.down : true) && (ds < 0 ? p.left : ds > 0 ? p.right : true);
+  return inside ? p.centre + dr * W + ds : zero_index;
+}
+
 // Byte offset, inside an x buffer, of channels c .. c+1 of staged pixel i:
 // panel c / 64, line i, 16-byte chunk (c % 64) / 8 at position chunk ^ (i % 8).
 CONVLAB_HOST_DEVICE constexpr uint32_t x_offset(const XStaging& s, int i, int c) {
