@@ -366,8 +366,16 @@ __global__ void __launch_bounds__(L::kThreads, 1)
     const auto conv_taps = [&](int t, int (&tap)[kConvSteps]) {
       const int first_row = t * kTileRows / W - 1;
       const int pixel = t * kTileRows + consumer * kWgmmaM + 16 * warp + a_row.row;
-      convfirst_wgmma::lane_taps(convfirst_wgmma::tap_place(pixel, M, H, W, first_row, sg.zero_index), a_row.col >= 8, W,
-                                 sg.zero_index, tap);
+      const convfirst_wgmma::TapPlace p = convfirst_wgmma::tap_place(pixel, M, H, W, first_row, sg.zero_index);
+      const bool odd = a_row.col >= 8;
+#pragma unroll
+      for (int j = 0; j < kConvSteps; ++j) {
+        const int even_tap = convfirst_wgmma::tap_at(p, (2 * j) / 3 - 1, (2 * j) % 3 - 1, W, sg.zero_index);
+        const int odd_tap =
+            2 * j + 1 < 9 ? convfirst_wgmma::tap_at(p, (2 * j + 1) / 3 - 1, (2 * j + 1) % 3 - 1, W, sg.zero_index)
+                          : sg.zero_index;
+        tap[j] = odd ? odd_tap : even_tap;
+      }
     };
     // One mma of (this CTA's) group grp at k-step j, as 10c: B from the staged weights, A
     // straight from the staged pixels by ldmatrix. `line` is the address of the tap's
