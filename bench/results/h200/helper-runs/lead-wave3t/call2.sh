@@ -11,15 +11,15 @@
 g=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "GPU: $g"
 case "$g" in *H200*) ;; *) echo "not an H200: stopping before the build"; exit 3;; esac
 set -x
-T=${CALL_LIMIT:-420}
+T=${CALL_LIMIT:-360}
 export CONVLAB_GIT_REV=$(cat .scratch/rev)+lane-taps-10c+t-blocks-512
 mkdir -p /tmp/t /tmp/c /tmp/s
 grep -c "lane_taps\|kTBlocks" gpu/convfirst/10[cexy]_*.cu
-OUT=/tmp/t timeout $((T - 150)) bench/run_gpu.sh --no-bench --only 'random shapes|hopper|convfirst/gpu/(10c|10x|10e|10y)_' > /tmp/t/run.log 2>&1
+OUT=/tmp/t timeout 215 bench/run_gpu.sh --no-bench --only 'random shapes|hopper|convfirst/gpu/(10c|10x|10e|10y)_' > /tmp/t/run.log 2>&1
 cp /tmp/t/summary.txt $OUT/tests-summary.txt; cp /tmp/t/gpu-tests.xml $OUT/ 2>/dev/null
 left=$((T - SECONDS))
-OUT=/tmp/c CONVLAB_TORCH_SCRIPTS=convfirst CONVLAB_TORCH_TIMEOUT=$((left - 70)) CONVLAB_TORCH_BUDGET=$((left - 90)) \
-  CONVLAB_BENCH_TIMEOUT=40 timeout $((left - 35)) \
+OUT=/tmp/c CONVLAB_TORCH_SCRIPTS=convfirst CONVLAB_TORCH_TIMEOUT=$((left - 45)) CONVLAB_TORCH_BUDGET=$((left - 60)) \
+  CONVLAB_BENCH_TIMEOUT=40 timeout $((left - 15)) \
   bench/run_gpu.sh --no-tests --torch --only 'convfirst/gpu/(10c|10x|10e|10y|10f)_' > /tmp/c/run.log 2>&1
 cp /tmp/c/bench-gpu.json $OUT/bench-torch.json 2>/dev/null
 left=$((T - SECONDS))
