@@ -64,9 +64,9 @@
 // stride 1, 3 rows, against 3.9 for one row), with immediate-offset
 // addresses (E's row stride is the constant kLdChunk) and no integer
 // division in the pixel loop. SiLU is computed on a pair of 16-bit
-// values at once, v/2·(1 + tanh(v/2)) with the SFU's tanh.approx.f16x2 (one
-// MUFU op for two SiLUs, 16-bit precision: the result is stored in 16 bits
-// anyway). The per-tile sums are reduced in a fixed order (no atomics): the
+// values at once, v/2·(1 + tanh(v/2)) with the SFU's tanh.approx.f16x2 (sm_90
+// runs it as one MUFU op per half; 16-bit precision: the result is stored in
+// 16 bits anyway). The per-tile sums are reduced in a fixed order (no atomics): the
 // result is deterministic.
 //
 // Limits (tile_fits()): the Y accumulators, ceil(images·rows·Q/16)·ceil(C_out/8)
