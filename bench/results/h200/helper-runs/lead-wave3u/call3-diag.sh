@@ -9,7 +9,7 @@ export CONVLAB_GIT_REV=$(cat .scratch/rev)+lane-taps-10c+t-blocks-512+conv-ahead
 mkdir -p /tmp/b
 OUT=/tmp/b timeout 210 bench/run_gpu.sh --no-tests --no-bench > /tmp/b/run.log 2>&1; grep -v "^  " /tmp/b/summary.txt
 B=build-gpu
-for run in "N=128,H=14,C=256,dtype=f16 0" "N=128,H=14,C=256,dtype=f16 1" "N=128,H=28,C=128,dtype=f16 0"; do
+for run in "N=128,H=14,C=256,dtype=f16 1" "N=128,H=14,C=256,dtype=f16 0" "N=128,H=28,C=128,dtype=f16 0"; do
   set -- $run
   CONVLAB_PHASE_STAMPS=1 CONVLAB_CONV_AHEAD_256=$2 timeout 60 $B/convlab run convfirst/gpu/10e_fused_cluster --shape $1 --reps 0 2>&1 | grep -v "^variant" | tee -a $OUT/stamps.txt
 done
