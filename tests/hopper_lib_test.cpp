@@ -325,6 +325,17 @@ int convfirst_staging_mismatches(int C, int N, int H, int W, int tile_rows = con
   int wrong = 0;
   for (int t = 0; t * tile_rows < M; ++t) {
     const int first_row = t * tile_rows / W - 1;
+    for (int q = t * tile_rows; q < (t + 1) * tile_rows; ++q) {  // a conv lane's five k-steps, and the centre
+      wrong += cw::centre_index(q, M, W, first_row, sg.zero_index) != cw::tap_index(q, 0, 0, M, H, W, first_row, sg.zero_index);
+      for (int odd = 0; odd < 2; ++odd) {
+        int tap[5];
+        cw::lane_taps(cw::tap_place(q, M, H, W, first_row, sg.zero_index), odd == 1, W, sg.zero_index, tap);
+        for (int j = 0; j < 5; ++j) {
+          const int k = 2 * j + odd;
+          wrong += tap[j] != (k < 9 ? cw::tap_index(q, k / 3 - 1, k % 3 - 1, M, H, W, first_row, sg.zero_index) : sg.zero_index);
+        }
+      }
+    }
     for (int q = t * tile_rows; q < (t + 1) * tile_rows; ++q)
       for (int dr = -1; dr <= 1; ++dr)
         for (int ds = -1; ds <= 1; ++ds) {

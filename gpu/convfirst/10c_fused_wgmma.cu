@@ -189,15 +189,13 @@ __global__ void __launch_bounds__(kThreads, 1)
     };
 
     // Staged index of the pixel this lane hands ldmatrix at k-step j of tile t's conv:
-    // pixel lane % 16 of the warp, tap 2j + lane / 16 (tap 9 does not exist: the zero pixel).
+    // pixel lane % 16 of the warp, tap 2j + lane / 16 (tap 9 does not exist: the zero pixel),
+    // from one division pair a tile (tap_place).
     const auto conv_taps = [&](int t, int (&tap)[kConvSteps]) {
       const int first_row = t * kBlockRows / W - 1;
       const int pixel = t * kBlockRows + consumer * kWgmmaM + 16 * warp + a_row.row;
-#pragma unroll
-      for (int j = 0; j < kConvSteps; ++j) {
-        const int k = 2 * j + a_row.col / 8;
-        tap[j] = k < 9 ? tap_index(pixel, k / 3 - 1, k % 3 - 1, M, H, W, first_row, sg.zero_index) : sg.zero_index;
-      }
+      convfirst_wgmma::lane_taps(convfirst_wgmma::tap_place(pixel, M, H, W, first_row, sg.zero_index), a_row.col >= 8, W,
+                                 sg.zero_index, tap);
     };
     // One mma of group grp at k-step j: B[k][n] = w[8·grp + n][tap 2j + k / 8][k % 8], lane
     // (g, tq) holding n = g, channels 2tq, 2tq+1 of taps 2j (b0) and 2j+1 (b1) from the
@@ -263,7 +261,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int first_row = t * kBlockRows / W - 1;
 #pragma unroll
         for (int hh = 0; hh < 2; ++hh) {
-          const int centre = tap_index(pixel0 + g + 8 * hh, 0, 0, M, H, W, first_row, sg.zero_index);
+          const int centre = convfirst_wgmma::centre_index(pixel0 + g + 8 * hh, M, W, first_row, sg.zero_index);
 #pragma unroll
           for (int j = 0; j < C / 8; ++j) {
             const int col = 8 * j + 2 * tq;

@@ -163,6 +163,11 @@ __global__ void __launch_bounds__(L::kThreads, 1)
   // A pair projects the peer's slice of chunk r one chunk late, behind chunk r + 1's expand
   // (step 5); C = 512's four CTAs keep the serial order.
   constexpr bool kLatePeer = kS == 2;
+  // T to the peers in 16-byte blocks (step 2) where it goes to three of them.
+  constexpr bool kTBlocks = kS == 4;
+  // C = 128 runs tile t + 1's conv (steps 1-2) under tile t's last projects, before y's store
+  // (measured faster at C = 128, slower at C = 256: lesson 10's NOTES.md, wave-3u).
+  constexpr bool kConvAhead = kLatePeer && L::kC == 128;
   extern __shared__ unsigned char shared[];
   // Every CTA of the cluster runs this code on identical layouts, so every region sits at
   // the same offset in each: a peer's copy of a region is map_shared_to_rank(local address, peer).
@@ -366,16 +371,8 @@ __global__ void __launch_bounds__(L::kThreads, 1)
     const auto conv_taps = [&](int t, int (&tap)[kConvSteps]) {
       const int first_row = t * kTileRows / W - 1;
       const int pixel = t * kTileRows + consumer * kWgmmaM + 16 * warp + a_row.row;
-      const convfirst_wgmma::TapPlace p = convfirst_wgmma::tap_place(pixel, M, H, W, first_row, sg.zero_index);
-      const bool odd = a_row.col >= 8;
-#pragma unroll
-      for (int j = 0; j < kConvSteps; ++j) {
-        const int even_tap = convfirst_wgmma::tap_at(p, (2 * j) / 3 - 1, (2 * j) % 3 - 1, W, sg.zero_index);
-        const int odd_tap =
-            2 * j + 1 < 9 ? convfirst_wgmma::tap_at(p, (2 * j + 1) / 3 - 1, (2 * j + 1) % 3 - 1, W, sg.zero_index)
-                          : sg.zero_index;
-        tap[j] = odd ? odd_tap : even_tap;
-      }
+      convfirst_wgmma::lane_taps(convfirst_wgmma::tap_place(pixel, M, H, W, first_row, sg.zero_index), a_row.col >= 8, W,
+                                 sg.zero_index, tap);
     };
     // One mma of (this CTA's) group grp at k-step j, as 10c: B from the staged weights, A
     // straight from the staged pixels by ldmatrix. `line` is the address of the tap's
@@ -390,13 +387,8 @@ __global__ void __launch_bounds__(L::kThreads, 1)
       gpu::mma_m16n8k16<Element>(acc, afrag, bfrag);
     };
 
-    for (int t = tiles.first(cluster); tiles.valid(t); t = tiles.next(t, clusters)) {
-      if constexpr (kS == 4) {
-        uint32_t tid;
-        asm volatile("mov.u32 %0, %%tid.x;" : "=r"(tid));
-        place(int(tid));
-      }
-      const int pixel0 = t * kTileRows + consumer * kWgmmaM + 16 * warp;  // this warp's 16 pixels
+    // Steps 1 and 2 of tile t (the conv and T's stores), after waiting for its halo in slot xs.
+    const auto conv_tile = [&](int t) {
       uint32_t t_remote[kS - 1], t_full_remote[kS - 1];  // the peers' T buffers and T full[consumer],
 #pragma unroll                                            // peer i + 1 ranks after us in slot i
       for (int i = 0; i < kS - 1; ++i) t_remote[i] = in_peer(t_base, i + 1), t_full_remote[i] = in_peer(t_full(consumer), i + 1);
@@ -428,29 +420,60 @@ __global__ void __launch_bounds__(L::kThreads, 1)
           }
 
           // ---- 2. T[this warp's pixels, the pass's channels] into every CTA's T buffer:
-          //      st.shared here, st.async into the peers (each word completes 4 bytes of
+          //      st.shared here, st.async into the peers (each store completes its bytes on
           //      the peer's T full[consumer]). No wait: this warpgroup's last expand of the
           //      previous tile has completed (its wait_group), and so have the peers' (we
-          //      received their last H, each sent after its expand). ----
+          //      received their last H, each sent after its expand). C = 512 (three peers):
+          //      per row and four groups (32 channels), the quad turns its four 8-channel
+          //      blocks around (gpu::quad_transpose) and each thread stores one whole block,
+          //      16 bytes, a quarter of the stores of one word each (measured faster there,
+          //      level in a pair: lesson 10's NOTES.md, wave-3k). ----
+          if constexpr (kTBlocks) {
 #pragma unroll
-          for (int i = 0; i < kPassGroups / 2; ++i) {
-            const float(&lo)[4] = acc[2 * i];
-            const float(&hi)[4] = acc[2 * i + 1];
-            const uint32_t words[4] = {gpu::pack_pair<Element>(lo[0], lo[1]), gpu::pack_pair<Element>(lo[2], lo[3]),
-                                       gpu::pack_pair<Element>(hi[0], hi[1]), gpu::pack_pair<Element>(hi[2], hi[3])};
+            for (int hh = 0; hh < 2; ++hh)  // rows 16·warp + g + 8·hh of the warpgroup
 #pragma unroll
-            for (int reg = 0; reg < 4; ++reg) {
-              const gpu::MatrixCoord at =
-                  L::t_fragment_coord(consumer, thread, rank, pass * kPassGroups / 2 + i, reg);
-              const uint32_t offset = uint32_t(L::TTile::byte_offset(at.row, at.col));
-              st_shared_u32(t_base + offset, words[reg]);
+              for (int set = 0; set < kPassGroups / 4; ++set) {
+                uint32_t w[4];  // on entry: group 4·set + q's pair of channels 2tq, 2tq + 1
 #pragma unroll
-              for (int i = 0; i < kS - 1; ++i)
-                gpu::hopper::st_async_u32(t_remote[i] + offset, words[reg], t_full_remote[i]);
+                for (int q = 0; q < 4; ++q)
+                  w[q] = gpu::pack_pair<Element>(acc[4 * set + q][2 * hh], acc[4 * set + q][2 * hh + 1]);
+                gpu::quad_transpose(w, tq);  // now: the 8 channels of group 4·set + tq
+                const int row = consumer * kWgmmaM + 16 * warp + g + 8 * hh;
+                const int col = rank * kOwn + (pass * kPassGroups + 4 * set + tq) * kGroupWidth;
+                const uint32_t offset = uint32_t(L::TTile::byte_offset(row, col));
+                gpu::st_shared_v4(t_base + offset, w[0], w[1], w[2], w[3]);
+#pragma unroll
+                for (int i = 0; i < kS - 1; ++i)
+                  gpu::hopper::st_async_v4(t_remote[i] + offset, w[0], w[1], w[2], w[3], t_full_remote[i]);
+              }
+          } else {  // a pair: one word at a time, at each fragment's place
+#pragma unroll
+            for (int i = 0; i < kPassGroups / 2; ++i) {
+              const float(&lo)[4] = acc[2 * i];
+              const float(&hi)[4] = acc[2 * i + 1];
+              const uint32_t words[4] = {gpu::pack_pair<Element>(lo[0], lo[1]), gpu::pack_pair<Element>(lo[2], lo[3]),
+                                         gpu::pack_pair<Element>(hi[0], hi[1]), gpu::pack_pair<Element>(hi[2], hi[3])};
+#pragma unroll
+              for (int reg = 0; reg < 4; ++reg) {
+                const gpu::MatrixCoord at =
+                    L::t_fragment_coord(consumer, thread, rank, pass * kPassGroups / 2 + i, reg);
+                const uint32_t offset = uint32_t(L::TTile::byte_offset(at.row, at.col));
+                st_shared_u32(t_base + offset, words[reg]);
+#pragma unroll
+                for (int i = 0; i < kS - 1; ++i)
+                  gpu::hopper::st_async_u32(t_remote[i] + offset, words[reg], t_full_remote[i]);
+              }
             }
           }
         }
 
+      }
+    };
+    // Step 3 of tile t, from its halo in slot xs (waited for by conv_tile(t)).
+    const auto z_from_x = [&](int t) {
+      const int pixel0 = t * kTileRows + consumer * kWgmmaM + 16 * warp;  // this warp's 16 pixels
+      const uint32_t xb = x_slot(xs.stage);
+      {
         // ---- 3. Z starts as the residual plus b (this CTA's channels): zacc[4j + c] is row
         //      16·warp + g + 8(c >> 1), column 8j + 2tq + (c & 1) of the CTA's channels ----
         //      The centre tap of a pixel needs no division: it is always inside the image, so
@@ -475,6 +498,19 @@ __global__ void __launch_bounds__(L::kThreads, 1)
           }
         }
       }
+    };
+
+    int t = tiles.first(cluster);
+    if constexpr (kConvAhead)
+      if (tiles.valid(t)) conv_tile(t);
+    for (; tiles.valid(t); t = tiles.next(t, clusters)) {
+      if constexpr (kS == 4) {
+        uint32_t tid;
+        asm volatile("mov.u32 %0, %%tid.x;" : "=r"(tid));
+        place(int(tid));
+      }
+      if constexpr (!kConvAhead) conv_tile(t);
+      z_from_x(t);
       x_pipe.consumer_release(xs);  // the halo rows are read: the producer may refill the buffer
       xs.advance();
 
@@ -664,6 +700,10 @@ __global__ void __launch_bounds__(L::kThreads, 1)
           project_own(r);
         }
         project_peer(chunks - 1);
+        if constexpr (kConvAhead) {  // the next tile's conv while O and P of the last chunk run
+          const int next = tiles.next(t, clusters);
+          if (tiles.valid(next)) conv_tile(next);
+        }
         gpu::wgmma_wait_group<0>();  // O and P of the last chunk
         gpu::fence_operands(zacc);
         gpu::fence_operands(h_own);

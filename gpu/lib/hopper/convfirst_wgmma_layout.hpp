@@ -176,6 +176,21 @@ CONVLAB_HOST_DEVICE constexpr int tap_at(const TapPlace& p, int dr, int ds, int 
   const bool inside = (dr < 0 ? p.up : dr > 0 ? p.down : true) && (ds < 0 ? p.left : ds > 0 ? p.right : true);
   return inside ? p.centre + dr * W + ds : zero_index;
 }
+// The staged indices a conv lane hands ldmatrix over a tile's k-steps: at step j, tap 2j + odd
+// (odd: the lane's k-half; tap 9 is the zero pixel), both candidates known at compile time once
+// the loop is unrolled. The centre tap needs no place at all: it is always inside the image, so
+// its staged index is the pixel's own (centre_index).
+template <int kSteps>
+CONVLAB_HOST_DEVICE constexpr void lane_taps(const TapPlace& p, bool odd, int W, int zero_index, int (&tap)[kSteps]) {
+  for (int j = 0; j < kSteps; ++j) {
+    const int even_tap = tap_at(p, (2 * j) / 3 - 1, (2 * j) % 3 - 1, W, zero_index);
+    const int odd_tap = 2 * j + 1 < 9 ? tap_at(p, (2 * j + 1) / 3 - 1, (2 * j + 1) % 3 - 1, W, zero_index) : zero_index;
+    tap[j] = odd ? odd_tap : even_tap;
+  }
+}
+CONVLAB_HOST_DEVICE constexpr int centre_index(int q, int M, int W, int first_row, int zero_index) {
+  return q < M ? q - first_row * W : zero_index;
+}
 
 // Byte offset, inside an x buffer, of channels c .. c+1 of staged pixel i:
 // panel c / 64, line i, 16-byte chunk (c % 64) / 8 at position chunk ^ (i % 8).

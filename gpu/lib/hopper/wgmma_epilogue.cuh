@@ -74,6 +74,10 @@ __device__ __forceinline__ uint32_t ld_shared_u32(uint32_t address) {
 __device__ __forceinline__ void st_shared_u32(uint32_t address, uint32_t v) {
   asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(address), "r"(v) : "memory");
 }
+// Four registers into 16 bytes at a 16-byte-aligned shared address.
+__device__ __forceinline__ void st_shared_v4(uint32_t address, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(address), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");
+}
 // 16 bytes at a 16-byte-aligned shared address into four registers.
 __device__ __forceinline__ void ld_shared_v4(uint32_t (&v)[4], uint32_t address) {
   asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
