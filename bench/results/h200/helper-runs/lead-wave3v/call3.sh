@@ -5,7 +5,7 @@
 g=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "GPU: $g"
 case "$g" in *H200*) ;; *) echo "not an H200: stopping"; exit 3;; esac
 set -x
-export CONVLAB_GIT_REV=$(git rev-parse --short HEAD 2>/dev/null || echo b6c46a5)
+export CONVLAB_GIT_REV=${CONVLAB_GIT_REV:-b6c46a5}  # the device's own git HEAD may be older than the tree it gets
 mkdir -p /tmp/c
 OUT=/tmp/c CONVLAB_TORCH_SCRIPTS=convfirst CONVLAB_TORCH_SHAPES='128,56,56,64,256,64,1;128,56,56,64,256,128,2' \
   CONVLAB_TORCH_TIMEOUT=70 CONVLAB_TORCH_BUDGET=50 CONVLAB_BENCH_TIMEOUT=30 timeout 300 \
