@@ -60,6 +60,12 @@
 //   next tile only after it received the peer's last H of this tile, which the peer sent
 //   after its last expand, the last reader of those rows, had completed.
 //
+// A tile's order: conv and T's stores (steps 1-2), Z from x (3), T complete (4), the chunk
+// loop (5), y (6). At C = 128 the conv of tile t + 1 moves to the end of tile t, issued after
+// its last projects and before their wait (kConvAhead): by then the last expand has retired
+// and the peer's last H has arrived (the rule above), and the next halo has been in the x
+// buffer since chunk 0. At C = 256 the same order was slower, so it keeps the conv at the top.
+//
 // Cost and floor (N=128 14x14 C=256 α=4 f16): 13.62 GMAC = 27.2 GFLOP (conv
 // 3.4 %), 26.8 MB of compulsory DRAM traffic (x, y, 1.1 MB of weights):
 // compute-bound, 0.036 ms at the snapshot probe's 756 TFLOP/s. 196 tiles on 66 pairs
@@ -75,7 +81,9 @@
 // U arrives in four 128-row pieces and V in one piece per slice, 16 KB each,
 // through one ring of five slots; each CTA sends its H slice to the three
 // peers (slot (sender − receiver − 1) mod 4 of their H buffers) and projects
-// its own slice, then the peers' in rank order after it.
+// its own slice, then the peers' in rank order after it. Its T goes to the three
+// peers in 16-byte blocks (a quad turns its fragments into whole 8-channel
+// blocks first, kTBlocks), a quarter of the stores of one word each.
 // Tunables: ClusterLayout128 / 256 / 512 in
 // gpu/lib/hopper/convfirst_cluster_layout.hpp (cluster size, consumer
 // warpgroups = tile/64, ring slots, U/V pieces per chunk, halo buffers, chosen
@@ -701,6 +709,7 @@ __global__ void __launch_bounds__(L::kThreads, 1)
         }
         project_peer(chunks - 1);
         if constexpr (kConvAhead) {  // the next tile's conv while O and P of the last chunk run
+          // (safe here: the file header's "A tile's order"; Z and y are not touched until the wait)
           const int next = tiles.next(t, clusters);
           if (tiles.valid(next)) conv_tile(next);
         }
