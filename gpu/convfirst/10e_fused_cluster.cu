@@ -155,9 +155,17 @@ static_assert(kGroupsPerPanel % kPassGroups == 0, "a pass stays inside one 64-ch
 // swizzle's row term already in: line = panel + 128·tap + 16·(tap % 8); chunk grp % 8 of the
 // pixel sits at line ^ 16·(grp % 8) (the line is 128-aligned, so the XOR is
 // 16·((grp % 8) ^ (tap % 8)) added to its start).
-template <class Element>
+// kK8Tail: the last step (tap 8, whose upper k half would be the zero pixel) as an m16n8k8 from
+// an ldmatrix.x2, half the A wavefronts of that step.
+template <class Element, bool kK8Tail>
 __device__ __forceinline__ void conv_group_mma(float (&acc)[4], uint32_t weights, uint32_t line, int j, int grp, int g, int tq) {
   const int word = ((grp * kGroupWidth + g) * 72 + 2 * j * 8 + 2 * tq) / 2;
+  if (kK8Tail && j == kConvSteps - 1) {
+    uint32_t afrag[2];
+    gpu::ldmatrix_x2(afrag, line ^ uint32_t((grp % kGroupsPerPanel) << 4));
+    gpu::mma_m16n8k8<Element>(acc, afrag[0], afrag[1], ld_shared_u32(weights + 4 * word));
+    return;
+  }
   const uint32_t bfrag[2] = {ld_shared_u32(weights + 4 * word), j < 4 ? ld_shared_u32(weights + 4 * (word + 4)) : 0u};
   uint32_t afrag[4];
   gpu::ldmatrix_x4(afrag, line ^ uint32_t((grp % kGroupsPerPanel) << 4));
@@ -196,6 +204,8 @@ __global__ void __launch_bounds__(L::kThreads, 1)
   // tile (its eight m16 tiles), under the previous tile's drain and beside the consumers' own
   // groups, which stop short of them.
   constexpr bool kHelpers = kLatePeer && L::kC == 256;
+  // The conv's last k-step as an m16n8k8 (conv_group_mma): off (measured in a copy first).
+  constexpr bool kK8Tail = false;
   constexpr int kHelperWarps = kHelpers ? 3 : 0, kHelperThreads = 32 * kHelperWarps;
   constexpr int kHelperGroups = 4, kHelperGroup0 = kHelpers ? L::kGroups - kHelperGroups : L::kGroups;
   // The helpers' conv needs more than the producer's 40 registers: 48 still leaves 232 for
@@ -389,7 +399,7 @@ __global__ void __launch_bounds__(L::kThreads, 1)
             for (int j = 0; j < kConvSteps; ++j) {
               const uint32_t line = xb + uint32_t(tap[j]) * 128u + uint32_t((tap[j] & 7) << 4);
 #pragma unroll
-              for (int i = 0; i < kHelperGroups; ++i) conv_group_mma<Element>(acc[i], weights, line, j, kHelperGroup0 + i, g, tq);
+              for (int i = 0; i < kHelperGroups; ++i) conv_group_mma<Element, kK8Tail>(acc[i], weights, line, j, kHelperGroup0 + i, g, tq);
             }
             const int consumer = m / 4;
             const uint32_t t_peer = gpu::hopper::map_shared_to_rank(t_base, rank ^ 1);
@@ -485,7 +495,7 @@ __global__ void __launch_bounds__(L::kThreads, 1)
                                  sg.zero_index, tap);
     };
     const auto conv_mma = [&](float (&acc)[4], uint32_t line, int j, int grp) {
-      conv_group_mma<Element>(acc, weights, line, j, grp, g, tq);
+      conv_group_mma<Element, kK8Tail>(acc, weights, line, j, grp, g, tq);
     };
 
     // Steps 1 and 2 of tile t (the conv and T's stores), after waiting for its halo in slot xs.
