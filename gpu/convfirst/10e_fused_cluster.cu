@@ -207,15 +207,16 @@ __global__ void __launch_bounds__(L::kThreads, 1)
   // The conv's last k-step as an m16n8k8 (conv_group_mma): off (measured in a copy first).
   constexpr bool kK8Tail = false;
   constexpr int kHelperWarps = kHelpers ? 3 : 0, kHelperThreads = 32 * kHelperWarps;
+  // The helpers' share of the sixteen groups (4 or 6; the consumers make the rest, a pass of
+  // eight and one of 8 − kHelperGroups).
   constexpr int kHelperGroups = 4, kHelperGroup0 = kHelpers ? L::kGroups - kHelperGroups : L::kGroups;
   // The helpers' conv needs more than the producer's 40 registers: 48 still leaves 232 for
   // each consumer (128 · 48 + 256 · 232 = 65 536).
   constexpr int kProducerRegsHere = kHelpers ? 48 : kProducerRegs;
   static_assert(gpu::hopper::register_budget_fits(kProducerRegsHere, L::kConsumerRegs, L::kConsumers),
                 "setmaxnreg budget with the helpers' registers");
-  static_assert(!kHelpers || (L::kConsumers == 2 && kHelperGroup0 == 12 && kHelperGroup0 % kGroupsPerPanel +
-                                                                               kHelperGroups <= kGroupsPerPanel),
-                "the helpers' groups are the last four of a pair's sixteen, inside one panel of x");
+  static_assert(!kHelpers || (L::kConsumers == 2 && L::kGroups == 16 && (kHelperGroups == 4 || kHelperGroups == 6)),
+                "the helpers make the last four or six of a pair's sixteen groups, inside x's second panel");
   extern __shared__ unsigned char shared[];
   // Every CTA of the cluster runs this code on identical layouts, so every region sits at
   // the same offset in each: a peer's copy of a region is map_shared_to_rank(local address, peer).
@@ -389,36 +390,42 @@ __global__ void __launch_bounds__(L::kThreads, 1)
             convfirst_wgmma::lane_taps(
                 convfirst_wgmma::tap_place(t * kTileRows + 16 * m + a_row.row, M, H, W, first_row, sg.zero_index),
                 a_row.col >= 8, W, sg.zero_index, tap);
-            float acc[kHelperGroups][4];
-#pragma unroll
-            for (int i = 0; i < kHelperGroups; ++i) {
-              const float2 cb = conv_b_pairs[((kHelperGroup0 + i) * kGroupWidth) / 2 + tq];
-              acc[i][0] = cb.x, acc[i][1] = cb.y, acc[i][2] = cb.x, acc[i][3] = cb.y;
-            }
-#pragma unroll
-            for (int j = 0; j < kConvSteps; ++j) {
-              const uint32_t line = xb + uint32_t(tap[j]) * 128u + uint32_t((tap[j] & 7) << 4);
-#pragma unroll
-              for (int i = 0; i < kHelperGroups; ++i) conv_group_mma<Element, kK8Tail>(acc[i], weights, line, j, kHelperGroup0 + i, g, tq);
-            }
             const int consumer = m / 4;
-            const uint32_t t_peer = gpu::hopper::map_shared_to_rank(t_base, rank ^ 1);
-            const uint32_t t_full_peer = gpu::hopper::map_shared_to_rank(t_full(consumer), rank ^ 1);
+            // Groups g0 .. g0 + kG − 1 of m16 tile m (a pass: kG chains; at most four, the
+            // registers the producer's 48 leave).
+            const auto helper_pass = [&](int g0, auto group_count) {
+              constexpr int kG = decltype(group_count)::value;
+              float acc[kG][4];
 #pragma unroll
-            for (int i = 0; i < kHelperGroups / 2; ++i) {
-              const float(&lo)[4] = acc[2 * i];
-              const float(&hi)[4] = acc[2 * i + 1];
-              const uint32_t words[4] = {gpu::pack_pair<Element>(lo[0], lo[1]), gpu::pack_pair<Element>(lo[2], lo[3]),
-                                         gpu::pack_pair<Element>(hi[0], hi[1]), gpu::pack_pair<Element>(hi[2], hi[3])};
-#pragma unroll
-              for (int reg = 0; reg < 4; ++reg) {
-                const gpu::MatrixCoord at =
-                    L::t_fragment_coord(consumer, (m % 4) * 32 + lane, rank, kHelperGroup0 / 2 + i, reg);
-                const uint32_t offset = uint32_t(L::TTile::byte_offset(at.row, at.col));
-                st_shared_u32(t_base + offset, words[reg]);
-                gpu::hopper::st_async_u32(t_peer + offset, words[reg], t_full_peer);
+              for (int i = 0; i < kG; ++i) {
+                const float2 cb = conv_b_pairs[((g0 + i) * kGroupWidth) / 2 + tq];
+                acc[i][0] = cb.x, acc[i][1] = cb.y, acc[i][2] = cb.x, acc[i][3] = cb.y;
               }
-            }
+#pragma unroll
+              for (int j = 0; j < kConvSteps; ++j) {
+                const uint32_t line = xb + uint32_t(tap[j]) * 128u + uint32_t((tap[j] & 7) << 4);
+#pragma unroll
+                for (int i = 0; i < kG; ++i) conv_group_mma<Element, kK8Tail>(acc[i], weights, line, j, g0 + i, g, tq);
+              }
+              const uint32_t t_peer = gpu::hopper::map_shared_to_rank(t_base, rank ^ 1);
+              const uint32_t t_full_peer = gpu::hopper::map_shared_to_rank(t_full(consumer), rank ^ 1);
+#pragma unroll
+              for (int i = 0; i < kG / 2; ++i) {
+                const float(&lo)[4] = acc[2 * i];
+                const float(&hi)[4] = acc[2 * i + 1];
+                const uint32_t words[4] = {gpu::pack_pair<Element>(lo[0], lo[1]), gpu::pack_pair<Element>(lo[2], lo[3]),
+                                           gpu::pack_pair<Element>(hi[0], hi[1]), gpu::pack_pair<Element>(hi[2], hi[3])};
+#pragma unroll
+                for (int reg = 0; reg < 4; ++reg) {
+                  const gpu::MatrixCoord at = L::t_fragment_coord(consumer, (m % 4) * 32 + lane, rank, g0 / 2 + i, reg);
+                  const uint32_t offset = uint32_t(L::TTile::byte_offset(at.row, at.col));
+                  st_shared_u32(t_base + offset, words[reg]);
+                  gpu::hopper::st_async_u32(t_peer + offset, words[reg], t_full_peer);
+                }
+              }
+            };
+            helper_pass(kHelperGroup0, std::integral_constant<int, 4>{});
+            if constexpr (kHelperGroups > 4) helper_pass(kHelperGroup0 + 4, std::integral_constant<int, kHelperGroups - 4>{});
           }
           x_pipe.consumer_release(xs);  // this tile's halo is read
           xs.advance();
