@@ -172,6 +172,25 @@ __device__ __forceinline__ void conv_group_mma(float (&acc)[4], uint32_t weights
   gpu::mma_m16n8k16<Element>(acc, afrag, bfrag);
 }
 
+// A pair's T words of conv groups 2·pair, 2·pair + 1 (lo, hi: one warp's m16n8 accumulators of
+// each), rounded, into this CTA's T and by st.async into each peer's (completing its bytes on the
+// peer's T full), at the places thread `thread` of warpgroup `consumer` holds them.
+template <class Element, class L>
+__device__ __forceinline__ void store_t_pair(const float (&lo)[4], const float (&hi)[4], int consumer, int thread, int rank,
+                                             int pair, uint32_t t_base, const uint32_t (&t_remote)[L::kCluster - 1],
+                                             const uint32_t (&t_full_remote)[L::kCluster - 1]) {
+  const uint32_t words[4] = {gpu::pack_pair<Element>(lo[0], lo[1]), gpu::pack_pair<Element>(lo[2], lo[3]),
+                             gpu::pack_pair<Element>(hi[0], hi[1]), gpu::pack_pair<Element>(hi[2], hi[3])};
+#pragma unroll
+  for (int reg = 0; reg < 4; ++reg) {
+    const gpu::MatrixCoord at = L::t_fragment_coord(consumer, thread, rank, pair, reg);
+    const uint32_t offset = uint32_t(L::TTile::byte_offset(at.row, at.col));
+    st_shared_u32(t_base + offset, words[reg]);
+#pragma unroll
+    for (int i = 0; i < L::kCluster - 1; ++i) gpu::hopper::st_async_u32(t_remote[i] + offset, words[reg], t_full_remote[i]);
+  }
+}
+
 // ---- the kernel ------------------------------------------------------------------------
 //
 // Contract. x [N·H·W, C] (NHWC), conv_w [C][3][3][8], conv_b [C], u [C, hidden],
@@ -407,22 +426,12 @@ __global__ void __launch_bounds__(L::kThreads, 1)
 #pragma unroll
                 for (int i = 0; i < kG; ++i) conv_group_mma<Element, kK8Tail>(acc[i], weights, line, j, g0 + i, g, tq);
               }
-              const uint32_t t_peer = gpu::hopper::map_shared_to_rank(t_base, rank ^ 1);
-              const uint32_t t_full_peer = gpu::hopper::map_shared_to_rank(t_full(consumer), rank ^ 1);
+              const uint32_t t_peer[1] = {gpu::hopper::map_shared_to_rank(t_base, rank ^ 1)};
+              const uint32_t t_full_peer[1] = {gpu::hopper::map_shared_to_rank(t_full(consumer), rank ^ 1)};
 #pragma unroll
-              for (int i = 0; i < kG / 2; ++i) {
-                const float(&lo)[4] = acc[2 * i];
-                const float(&hi)[4] = acc[2 * i + 1];
-                const uint32_t words[4] = {gpu::pack_pair<Element>(lo[0], lo[1]), gpu::pack_pair<Element>(lo[2], lo[3]),
-                                           gpu::pack_pair<Element>(hi[0], hi[1]), gpu::pack_pair<Element>(hi[2], hi[3])};
-#pragma unroll
-                for (int reg = 0; reg < 4; ++reg) {
-                  const gpu::MatrixCoord at = L::t_fragment_coord(consumer, (m % 4) * 32 + lane, rank, g0 / 2 + i, reg);
-                  const uint32_t offset = uint32_t(L::TTile::byte_offset(at.row, at.col));
-                  st_shared_u32(t_base + offset, words[reg]);
-                  gpu::hopper::st_async_u32(t_peer + offset, words[reg], t_full_peer);
-                }
-              }
+              for (int i = 0; i < kG / 2; ++i)
+                store_t_pair<Element, L>(acc[2 * i], acc[2 * i + 1], consumer, (m % 4) * 32 + lane, rank, g0 / 2 + i, t_base,
+                                         t_peer, t_full_peer);
             };
             helper_pass(kHelperGroup0, std::integral_constant<int, 4>{});
             if constexpr (kHelperGroups > 4) helper_pass(kHelperGroup0 + 4, std::integral_constant<int, kHelperGroups - 4>{});
@@ -526,17 +535,17 @@ __global__ void __launch_bounds__(L::kThreads, 1)
         const auto conv_pass = [&](int g0, auto group_count) {
           constexpr int kG = decltype(group_count)::value;
           float acc[kG][4];
-  #pragma unroll
+#pragma unroll
           for (int i = 0; i < kG; ++i) {  // the conv bias starts the sums
             const int grp = g0 + i;
             const float2 cb = conv_b_pairs[(grp * kGroupWidth) / 2 + tq];
             acc[i][0] = cb.x, acc[i][1] = cb.y, acc[i][2] = cb.x, acc[i][3] = cb.y;
           }
-  #pragma unroll
+#pragma unroll
           for (int j = 0; j < kConvSteps; ++j) {
             const uint32_t line =
                 xb + (g0 / kGroupsPerPanel) * sg.panel_bytes + uint32_t(tap[j]) * 128u + uint32_t((tap[j] & 7) << 4);
-  #pragma unroll
+#pragma unroll
             for (int i = 0; i < kG; ++i) conv_mma(acc[i], line, j, g0 + i);
           }
 
@@ -550,12 +559,12 @@ __global__ void __launch_bounds__(L::kThreads, 1)
           //      16 bytes, a quarter of the stores of one word each (measured faster there,
           //      level in a pair: lesson 10's NOTES.md, wave-3k). ----
           if constexpr (kTBlocks) {
-  #pragma unroll
+#pragma unroll
             for (int hh = 0; hh < 2; ++hh)  // rows 16·warp + g + 8·hh of the warpgroup
-  #pragma unroll
+#pragma unroll
               for (int set = 0; set < kG / 4; ++set) {
                 uint32_t w[4];  // on entry: group 4·set + q's pair of channels 2tq, 2tq + 1
-  #pragma unroll
+#pragma unroll
                 for (int q = 0; q < 4; ++q)
                   w[q] = gpu::pack_pair<Element>(acc[4 * set + q][2 * hh], acc[4 * set + q][2 * hh + 1]);
                 gpu::quad_transpose(w, tq);  // now: the 8 channels of group 4·set + tq
@@ -563,27 +572,15 @@ __global__ void __launch_bounds__(L::kThreads, 1)
                 const int col = rank * kOwn + (g0 + 4 * set + tq) * kGroupWidth;
                 const uint32_t offset = uint32_t(L::TTile::byte_offset(row, col));
                 gpu::st_shared_v4(t_base + offset, w[0], w[1], w[2], w[3]);
-  #pragma unroll
+#pragma unroll
                 for (int i = 0; i < kS - 1; ++i)
                   gpu::hopper::st_async_v4(t_remote[i] + offset, w[0], w[1], w[2], w[3], t_full_remote[i]);
               }
           } else {  // a pair: one word at a time, at each fragment's place
-  #pragma unroll
-            for (int i = 0; i < kG / 2; ++i) {
-              const float(&lo)[4] = acc[2 * i];
-              const float(&hi)[4] = acc[2 * i + 1];
-              const uint32_t words[4] = {gpu::pack_pair<Element>(lo[0], lo[1]), gpu::pack_pair<Element>(lo[2], lo[3]),
-                                         gpu::pack_pair<Element>(hi[0], hi[1]), gpu::pack_pair<Element>(hi[2], hi[3])};
-  #pragma unroll
-              for (int reg = 0; reg < 4; ++reg) {
-                const gpu::MatrixCoord at = L::t_fragment_coord(consumer, thread, rank, g0 / 2 + i, reg);
-                const uint32_t offset = uint32_t(L::TTile::byte_offset(at.row, at.col));
-                st_shared_u32(t_base + offset, words[reg]);
-  #pragma unroll
-                for (int i = 0; i < kS - 1; ++i)
-                  gpu::hopper::st_async_u32(t_remote[i] + offset, words[reg], t_full_remote[i]);
-              }
-            }
+#pragma unroll
+            for (int i = 0; i < kG / 2; ++i)
+              store_t_pair<Element, L>(acc[2 * i], acc[2 * i + 1], consumer, thread, rank, g0 / 2 + i, t_base, t_remote,
+                                       t_full_remote);
           }
         };
         if constexpr (kHelpers) {
