@@ -16,9 +16,6 @@
 //      10d's 81 combos and 10f's composed 5×5 slots with their edge terms both
 //      reproduce blurpool(gconv3x3(x) + b), the shortcut blurpool(x), and read
 //      only staged rows and columns inside the image.
-//   6. 10e with one cluster (CONVLAB_MAX_CLUSTERS=1) on the table: every tile of a shape in one
-//      pair (or four), so that small shapes take the paths between tiles (T free, the halo ring
-//      wrapping) that the full grid reaches only past 66 tiles.
 #include <unistd.h>
 
 #include <algorithm>
@@ -30,8 +27,6 @@
 
 #include "core/json.hpp"
 #include "core/npy.hpp"
-#include "core/registry.hpp"
-#include "gpu/lib/hopper/convfirst_cluster_layout.hpp"
 #include "gpu/lib/blurpool_s2_indexing.cuh"
 #include "ops/convfirst.hpp"
 #include "tests/catch_compat.hpp"
@@ -346,25 +341,4 @@ TEST_CASE("convfirst: 10d's combos, 10f's composed slots and the staged rows rep
     const s2::Slot k = s2::composed_slot(sl);
     CHECK((k.row_term >= 5 || k.col_term >= 5));  // every slot past the main steps has an edge term
   }
-}
-
-TEST_CASE("convfirst: CONVLAB_MAX_CLUSTERS takes 1 to 65535 and nothing else", "[convfirst][lesson10][cpu]") {
-  using convlab::convfirst_cluster::max_clusters_override;
-  CHECK(max_clusters_override(nullptr) == 0);
-  CHECK(max_clusters_override("") == 0);
-  CHECK(max_clusters_override("1") == 1);
-  CHECK(max_clusters_override("65535") == 65535);
-  for (const char* bad : {"0", "-1", "65536", "two", "3x", " 4", "+4"})
-    CHECK(convlab::testing::throws<std::invalid_argument>([&] { max_clusters_override(bad); }));
-}
-
-TEST_CASE("convfirst: 10e with one cluster walks every tile of the table", "[convfirst][lesson10][gpu]") {
-  if (convlab::testing::skip_without_gpu()) return;
-  OpHandle* op = find_op("convfirst");
-  REQUIRE(op != nullptr);
-  struct OneCluster {  // set for this test only
-    OneCluster() { ::setenv("CONVLAB_MAX_CLUSTERS", "1", 1); }
-    ~OneCluster() { ::unsetenv("CONVLAB_MAX_CLUSTERS"); }
-  } one_cluster;
-  convlab::testing::check_variant_on_table(*op, convlab::testing::variant_index(*op, Device::gpu, "10e_fused_cluster"));
 }

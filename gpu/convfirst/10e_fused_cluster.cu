@@ -110,7 +110,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <cstdlib>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -149,48 +148,6 @@ constexpr int kGroupsPerPanel = kPanelCols / kGroupWidth;  // 8: one 16-byte chu
 constexpr int kPassGroups = 8;
 static_assert(kGroupsPerPanel % kPassGroups == 0, "a pass stays inside one 64-channel panel of x");
 
-// One mma of conv group grp (of this CTA) at k-step j for the 16 pixels of a warp, as 10c: B
-// from the staged weights (thread (g, tq)'s words), A straight from the staged pixels by
-// ldmatrix. `line` is the address of the lane's tap's staged pixel in the group's panel with the
-// swizzle's row term already in: line = panel + 128·tap + 16·(tap % 8); chunk grp % 8 of the
-// pixel sits at line ^ 16·(grp % 8) (the line is 128-aligned, so the XOR is
-// 16·((grp % 8) ^ (tap % 8)) added to its start).
-// kK8Tail: the last step (tap 8, whose upper k half would be the zero pixel) as an m16n8k8 from
-// an ldmatrix.x2, half the A wavefronts of that step.
-template <class Element, bool kK8Tail>
-__device__ __forceinline__ void conv_group_mma(float (&acc)[4], uint32_t weights, uint32_t line, int j, int grp, int g, int tq) {
-  const int word = ((grp * kGroupWidth + g) * 72 + 2 * j * 8 + 2 * tq) / 2;
-  if (kK8Tail && j == kConvSteps - 1) {
-    uint32_t afrag[2];
-    gpu::ldmatrix_x2(afrag, line ^ uint32_t((grp % kGroupsPerPanel) << 4));
-    gpu::mma_m16n8k8<Element>(acc, afrag[0], afrag[1], ld_shared_u32(weights + 4 * word));
-    return;
-  }
-  const uint32_t bfrag[2] = {ld_shared_u32(weights + 4 * word), j < 4 ? ld_shared_u32(weights + 4 * (word + 4)) : 0u};
-  uint32_t afrag[4];
-  gpu::ldmatrix_x4(afrag, line ^ uint32_t((grp % kGroupsPerPanel) << 4));
-  gpu::mma_m16n8k16<Element>(acc, afrag, bfrag);
-}
-
-// A pair's T words of conv groups 2·pair, 2·pair + 1 (lo, hi: one warp's m16n8 accumulators of
-// each), rounded, into this CTA's T and by st.async into each peer's (completing its bytes on the
-// peer's T full), at the places thread `thread` of warpgroup `consumer` holds them.
-template <class Element, class L>
-__device__ __forceinline__ void store_t_pair(const float (&lo)[4], const float (&hi)[4], int consumer, int thread, int rank,
-                                             int pair, uint32_t t_base, const uint32_t (&t_remote)[L::kCluster - 1],
-                                             const uint32_t (&t_full_remote)[L::kCluster - 1]) {
-  const uint32_t words[4] = {gpu::pack_pair<Element>(lo[0], lo[1]), gpu::pack_pair<Element>(lo[2], lo[3]),
-                             gpu::pack_pair<Element>(hi[0], hi[1]), gpu::pack_pair<Element>(hi[2], hi[3])};
-#pragma unroll
-  for (int reg = 0; reg < 4; ++reg) {
-    const gpu::MatrixCoord at = L::t_fragment_coord(consumer, thread, rank, pair, reg);
-    const uint32_t offset = uint32_t(L::TTile::byte_offset(at.row, at.col));
-    st_shared_u32(t_base + offset, words[reg]);
-#pragma unroll
-    for (int i = 0; i < L::kCluster - 1; ++i) gpu::hopper::st_async_u32(t_remote[i] + offset, words[reg], t_full_remote[i]);
-  }
-}
-
 // ---- the kernel ------------------------------------------------------------------------
 //
 // Contract. x [N·H·W, C] (NHWC), conv_w [C][3][3][8], conv_b [C], u [C, hidden],
@@ -219,23 +176,6 @@ __global__ void __launch_bounds__(L::kThreads, 1)
   // C = 128 runs tile t + 1's conv (steps 1-2) under tile t's last projects, before y's store
   // (measured faster at C = 128, slower at C = 256: lesson 10's NOTES.md, wave-3u).
   constexpr bool kConvAhead = kLatePeer && L::kC == 128;
-  // C = 256: the producer warpgroup's three idle warps make conv groups kHelperGroup0 .. of every
-  // tile (its eight m16 tiles), under the previous tile's drain and beside the consumers' own
-  // groups, which stop short of them.
-  constexpr bool kHelpers = kLatePeer && L::kC == 256;
-  // The conv's last k-step as an m16n8k8 (conv_group_mma): off (measured in a copy first).
-  constexpr bool kK8Tail = false;
-  constexpr int kHelperWarps = kHelpers ? 3 : 0, kHelperThreads = 32 * kHelperWarps;
-  // The helpers' share of the sixteen groups (4 or 6; the consumers make the rest, a pass of
-  // eight and one of 8 − kHelperGroups).
-  constexpr int kHelperGroups = 4, kHelperGroup0 = kHelpers ? L::kGroups - kHelperGroups : L::kGroups;
-  // The helpers' conv needs more than the producer's 40 registers: 48 still leaves 232 for
-  // each consumer (128 · 48 + 256 · 232 = 65 536).
-  constexpr int kProducerRegsHere = kHelpers ? 48 : kProducerRegs;
-  static_assert(gpu::hopper::register_budget_fits(kProducerRegsHere, L::kConsumerRegs, L::kConsumers),
-                "setmaxnreg budget with the helpers' registers");
-  static_assert(!kHelpers || (L::kConsumers == 2 && L::kGroups == 16 && (kHelperGroups == 4 || kHelperGroups == 6)),
-                "the helpers make the last four or six of a pair's sixteen groups, inside x's second panel");
   extern __shared__ unsigned char shared[];
   // Every CTA of the cluster runs this code on identical layouts, so every region sits at
   // the same offset in each: a peer's copy of a region is map_shared_to_rank(local address, peer).
@@ -245,7 +185,6 @@ __global__ void __launch_bounds__(L::kThreads, 1)
   const auto t_full = [&](int w) { return base + L::kTFullBase + uint32_t(w) * gpu::hopper::kMbarrierBytes; };
   const auto h_full = [&](int w) { return base + L::kHFullBase + uint32_t(w) * gpu::hopper::kMbarrierBytes; };
   const auto h_free = [&](int w) { return base + L::kHFreeBase + uint32_t(w) * gpu::hopper::kMbarrierBytes; };
-  const uint32_t t_free = base + L::kTFreeBase;
   const XStaging& sg = stage_geometry;  // of this CTA's channels
   const uint32_t weights = base + L::kWeightsBase;
   const auto x_slot = [&](int buffer) { return base + L::kXBase + uint32_t(buffer) * sg.buffer_bytes; };
@@ -259,12 +198,10 @@ __global__ void __launch_bounds__(L::kThreads, 1)
 
   // ---- once per CTA: barriers, this CTA's share of the conv weights, its biases, the zero lines ----
   if (threadIdx.x == 0) {
-    x_pipe.init(L::kConsumerWarps + kHelperWarps);  // the helpers read the halo too
+    x_pipe.init(L::kConsumerWarps);
     w_pipe.init(L::kConsumerWarps);
-    if constexpr (kHelpers) gpu::hopper::mbarrier_init(t_free, L::kConsumerWarps * 32);
     for (int w = 0; w < L::kConsumers; ++w) {
-      // 128 here (and the helpers' threads), + the peers' bytes
-      gpu::hopper::mbarrier_init(t_full(w), gpu::hopper::kWarpgroupThreads + kHelperThreads);
+      gpu::hopper::mbarrier_init(t_full(w), gpu::hopper::kWarpgroupThreads);  // 128 here, + the peers' bytes
       gpu::hopper::mbarrier_init(h_full(w), gpu::hopper::kWarpgroupThreads);  // 128 here, + the peers' bytes
       gpu::hopper::mbarrier_init(h_free(w), (kS - 1) * gpu::hopper::kWarpgroupThreads);  // 128 per peer
     }
@@ -305,7 +242,7 @@ __global__ void __launch_bounds__(L::kThreads, 1)
 
   if (warpgroup == 0) {
     // ---- producer: one thread issues every copy, into this CTA's shared memory only ----
-    gpu::hopper::warpgroup_registers_decrease<kProducerRegsHere>();
+    gpu::hopper::warpgroup_registers_decrease<kProducerRegs>();
     // (rank, cluster and chunks are computed after setmaxnreg, in each role: a value live
     // across it must fit the producer's 40 registers, and ptxas spills one that does not —
     // `chunks` computed once above the split was spilled to local memory, 4 bytes.)
@@ -379,71 +316,6 @@ __global__ void __launch_bounds__(L::kThreads, 1)
         if (kPeerVLate) load_v_piece(chunks - 1, 1);
       }
     }
-    if constexpr (kHelpers) {
-      if (threadIdx.x >= 32) {
-        // ---- conv helpers (C = 256): warp 1 + h of this warpgroup makes groups kHelperGroup0 ..
-        //      of the tile's m16 tiles h, h + 3, h + 6 (pixels 16·m ..), with the consumers'
-        //      order (conv_group_mma), into both CTAs' T as the consumers would (the fragment's
-        //      place as if warp m % 4 of warpgroup m / 4 made it). It starts a tile once the
-        //      previous one's T is free (T free: both warpgroups' last expands retired here and
-        //      the peer's last H arrived), under the consumers' last projects and y, and
-        //      arrives on both T full barriers after its stores (fenced for the async proxy). ----
-        const int h = int(threadIdx.x) / 32 - 1, lane = int(threadIdx.x) % 32, g = lane / 4, tq = lane % 4;
-        const gpu::MatrixCoord a_row = gpu::ldmatrix_x4_row_address(lane);
-        const uint32_t t_base = base + L::kTBase;
-        const float2* const conv_b_pairs = reinterpret_cast<const float2*>(a_s + chunks * kSliceCols + kOwn);
-        gpu::hopper::PipelineState<L::kXBuffers> xs;
-        uint32_t free_parity = 0;
-        int t = tiles.first(cluster);
-        for (bool first = true; tiles.valid(t); t = tiles.next(t, clusters), first = false) {
-          if (!first) {
-            gpu::hopper::mbarrier_wait(t_free, free_parity);
-            free_parity ^= 1u;
-          }
-          x_pipe.consumer_wait(xs);
-          const uint32_t xb = x_slot(xs.stage) + uint32_t(kHelperGroup0 / kGroupsPerPanel) * sg.panel_bytes;
-          const int first_row = t * kTileRows / W - 1;
-#pragma unroll 1
-          for (int m = h; m < kTileRows / 16; m += kHelperWarps) {
-            int tap[kConvSteps];
-            convfirst_wgmma::lane_taps(
-                convfirst_wgmma::tap_place(t * kTileRows + 16 * m + a_row.row, M, H, W, first_row, sg.zero_index),
-                a_row.col >= 8, W, sg.zero_index, tap);
-            const int consumer = m / 4;
-            // Groups g0 .. g0 + kG − 1 of m16 tile m (a pass: kG chains; at most four, the
-            // registers the producer's 48 leave).
-            const auto helper_pass = [&](int g0, auto group_count) {
-              constexpr int kG = decltype(group_count)::value;
-              float acc[kG][4];
-#pragma unroll
-              for (int i = 0; i < kG; ++i) {
-                const float2 cb = conv_b_pairs[((g0 + i) * kGroupWidth) / 2 + tq];
-                acc[i][0] = cb.x, acc[i][1] = cb.y, acc[i][2] = cb.x, acc[i][3] = cb.y;
-              }
-#pragma unroll
-              for (int j = 0; j < kConvSteps; ++j) {
-                const uint32_t line = xb + uint32_t(tap[j]) * 128u + uint32_t((tap[j] & 7) << 4);
-#pragma unroll
-                for (int i = 0; i < kG; ++i) conv_group_mma<Element, kK8Tail>(acc[i], weights, line, j, g0 + i, g, tq);
-              }
-              const uint32_t t_peer[1] = {gpu::hopper::map_shared_to_rank(t_base, rank ^ 1)};
-              const uint32_t t_full_peer[1] = {gpu::hopper::map_shared_to_rank(t_full(consumer), rank ^ 1)};
-#pragma unroll
-              for (int i = 0; i < kG / 2; ++i)
-                store_t_pair<Element, L>(acc[2 * i], acc[2 * i + 1], consumer, (m % 4) * 32 + lane, rank, g0 / 2 + i, t_base,
-                                         t_peer, t_full_peer);
-            };
-            helper_pass(kHelperGroup0, std::integral_constant<int, 4>{});
-            if constexpr (kHelperGroups > 4) helper_pass(kHelperGroup0 + 4, std::integral_constant<int, kHelperGroups - 4>{});
-          }
-          x_pipe.consumer_release(xs);  // this tile's halo is read
-          xs.advance();
-          gpu::fence_proxy_async_shared();
-#pragma unroll
-          for (int w = 0; w < L::kConsumers; ++w) gpu::hopper::mbarrier_arrive(t_full(w));
-        }
-      }
-    }
   } else {
     // ---- consumers: warpgroup 1 owns pixels 0-63 of a tile, warpgroup 2 (if any) pixels
     //      64-127, in every CTA of the cluster ----
@@ -510,8 +382,17 @@ __global__ void __launch_bounds__(L::kThreads, 1)
       convfirst_wgmma::lane_taps(convfirst_wgmma::tap_place(pixel, M, H, W, first_row, sg.zero_index), a_row.col >= 8, W,
                                  sg.zero_index, tap);
     };
+    // One mma of (this CTA's) group grp at k-step j, as 10c: B from the staged weights, A
+    // straight from the staged pixels by ldmatrix. `line` is the address of the tap's
+    // staged pixel in the group's panel with the swizzle's row term already in: line =
+    // panel + 128·tap + 16·(tap % 8); chunk grp % 8 of the pixel sits at line ^ 16·(grp % 8)
+    // (the line is 128-aligned, so the XOR is 16·((grp % 8) ^ (tap % 8)) added to its start).
     const auto conv_mma = [&](float (&acc)[4], uint32_t line, int j, int grp) {
-      conv_group_mma<Element, kK8Tail>(acc, weights, line, j, grp, g, tq);
+      const int word = ((grp * kGroupWidth + g) * 72 + 2 * j * 8 + 2 * tq) / 2;
+      const uint32_t bfrag[2] = {ld_shared_u32(weights + 4 * word), j < 4 ? ld_shared_u32(weights + 4 * (word + 4)) : 0u};
+      uint32_t afrag[4];
+      gpu::ldmatrix_x4(afrag, line ^ uint32_t((grp % kGroupsPerPanel) << 4));
+      gpu::mma_m16n8k16<Element>(acc, afrag, bfrag);
     };
 
     // Steps 1 and 2 of tile t (the conv and T's stores), after waiting for its halo in slot xs.
@@ -519,34 +400,31 @@ __global__ void __launch_bounds__(L::kThreads, 1)
       uint32_t t_remote[kS - 1], t_full_remote[kS - 1];  // the peers' T buffers and T full[consumer],
 #pragma unroll                                            // peer i + 1 ranks after us in slot i
       for (int i = 0; i < kS - 1; ++i) t_remote[i] = in_peer(t_base, i + 1), t_full_remote[i] = in_peer(t_full(consumer), i + 1);
-      // ---- 1. the grouped conv of this warp's 16 pixels x this CTA's channels (at C = 256
-      // those below kHelperGroup0: the helpers make the rest) ----
+      // ---- 1. the grouped conv of this warp's 16 pixels x this CTA's channels ----
       // In passes of kPassGroups groups: the pass's accumulators are live at once and the
       // five k-steps run outermost, so kPassGroups independent mma chains are in flight
-      // (10b's order). Z is not live yet. After each pass its channels of T go to every
+      // (10b's order). Z is not live yet. After each pass its 64 channels of T go to every
       // CTA's T buffer — step 2.
       {
         int tap[kConvSteps];
         conv_taps(t, tap);
         x_pipe.consumer_wait(xs);
         const uint32_t xb = x_slot(xs.stage);
-        // conv_pass(g0, kG): groups g0 .. g0 + kG − 1 (kG a compile-time count), one
-        // 64-channel panel of x.
-        const auto conv_pass = [&](int g0, auto group_count) {
-          constexpr int kG = decltype(group_count)::value;
-          float acc[kG][4];
+#pragma unroll 1
+        for (int pass = 0; pass < L::kGroups / kPassGroups; ++pass) {
+          float acc[kPassGroups][4];
 #pragma unroll
-          for (int i = 0; i < kG; ++i) {  // the conv bias starts the sums
-            const int grp = g0 + i;
+          for (int i = 0; i < kPassGroups; ++i) {  // the conv bias starts the sums
+            const int grp = pass * kPassGroups + i;
             const float2 cb = conv_b_pairs[(grp * kGroupWidth) / 2 + tq];
             acc[i][0] = cb.x, acc[i][1] = cb.y, acc[i][2] = cb.x, acc[i][3] = cb.y;
           }
 #pragma unroll
           for (int j = 0; j < kConvSteps; ++j) {
-            const uint32_t line =
-                xb + (g0 / kGroupsPerPanel) * sg.panel_bytes + uint32_t(tap[j]) * 128u + uint32_t((tap[j] & 7) << 4);
+            const uint32_t line = xb + (pass * kPassGroups / kGroupsPerPanel) * sg.panel_bytes +
+                                  uint32_t(tap[j]) * 128u + uint32_t((tap[j] & 7) << 4);
 #pragma unroll
-            for (int i = 0; i < kG; ++i) conv_mma(acc[i], line, j, g0 + i);
+            for (int i = 0; i < kPassGroups; ++i) conv_mma(acc[i], line, j, pass * kPassGroups + i);
           }
 
           // ---- 2. T[this warp's pixels, the pass's channels] into every CTA's T buffer:
@@ -562,14 +440,14 @@ __global__ void __launch_bounds__(L::kThreads, 1)
 #pragma unroll
             for (int hh = 0; hh < 2; ++hh)  // rows 16·warp + g + 8·hh of the warpgroup
 #pragma unroll
-              for (int set = 0; set < kG / 4; ++set) {
+              for (int set = 0; set < kPassGroups / 4; ++set) {
                 uint32_t w[4];  // on entry: group 4·set + q's pair of channels 2tq, 2tq + 1
 #pragma unroll
                 for (int q = 0; q < 4; ++q)
                   w[q] = gpu::pack_pair<Element>(acc[4 * set + q][2 * hh], acc[4 * set + q][2 * hh + 1]);
                 gpu::quad_transpose(w, tq);  // now: the 8 channels of group 4·set + tq
                 const int row = consumer * kWgmmaM + 16 * warp + g + 8 * hh;
-                const int col = rank * kOwn + (g0 + 4 * set + tq) * kGroupWidth;
+                const int col = rank * kOwn + (pass * kPassGroups + 4 * set + tq) * kGroupWidth;
                 const uint32_t offset = uint32_t(L::TTile::byte_offset(row, col));
                 gpu::st_shared_v4(t_base + offset, w[0], w[1], w[2], w[3]);
 #pragma unroll
@@ -578,19 +456,25 @@ __global__ void __launch_bounds__(L::kThreads, 1)
               }
           } else {  // a pair: one word at a time, at each fragment's place
 #pragma unroll
-            for (int i = 0; i < kG / 2; ++i)
-              store_t_pair<Element, L>(acc[2 * i], acc[2 * i + 1], consumer, thread, rank, g0 / 2 + i, t_base, t_remote,
-                                       t_full_remote);
+            for (int i = 0; i < kPassGroups / 2; ++i) {
+              const float(&lo)[4] = acc[2 * i];
+              const float(&hi)[4] = acc[2 * i + 1];
+              const uint32_t words[4] = {gpu::pack_pair<Element>(lo[0], lo[1]), gpu::pack_pair<Element>(lo[2], lo[3]),
+                                         gpu::pack_pair<Element>(hi[0], hi[1]), gpu::pack_pair<Element>(hi[2], hi[3])};
+#pragma unroll
+              for (int reg = 0; reg < 4; ++reg) {
+                const gpu::MatrixCoord at =
+                    L::t_fragment_coord(consumer, thread, rank, pass * kPassGroups / 2 + i, reg);
+                const uint32_t offset = uint32_t(L::TTile::byte_offset(at.row, at.col));
+                st_shared_u32(t_base + offset, words[reg]);
+#pragma unroll
+                for (int i = 0; i < kS - 1; ++i)
+                  gpu::hopper::st_async_u32(t_remote[i] + offset, words[reg], t_full_remote[i]);
+              }
+            }
           }
-        };
-        if constexpr (kHelpers) {
-          conv_pass(0, std::integral_constant<int, kPassGroups>{});
-          conv_pass(kPassGroups, std::integral_constant<int, kHelperGroup0 - kPassGroups>{});
-        } else {
-#pragma unroll 1
-          for (int pass = 0; pass < L::kGroups / kPassGroups; ++pass)
-            conv_pass(pass * kPassGroups, std::integral_constant<int, kPassGroups>{});
         }
+
       }
     };
     // Step 3 of tile t, from its halo in slot xs (waited for by conv_tile(t)).
@@ -824,10 +708,6 @@ __global__ void __launch_bounds__(L::kThreads, 1)
           project_own(r);
         }
         project_peer(chunks - 1);
-        // T may be overwritten for the next tile once both warpgroups' last expands have retired
-        // here and the peer's last H has arrived (its expands are over): the helpers wait for
-        // all 256 consumer threads' arrivals (no branch while the projects are in flight).
-        if constexpr (kHelpers) gpu::hopper::mbarrier_arrive(t_free);
         if constexpr (kConvAhead) {  // the next tile's conv while O and P of the last chunk run
           // (safe here: the file header's "A tile's order"; Z and y are not touched until the wait)
           const int next = tiles.next(t, clusters);
@@ -999,8 +879,7 @@ template <class Element, class L> void launch(const ConvFirstProblem& p, const A
   gpu::hopper::ClusterLaunch launcher(L::kCluster, dim3(L::kThreads), shared);
   const int tiles = gpu::ceil_div(M, L::kTileRows);
   // 0 (a cluster the device cannot co-schedule) is refused inside with a DeviceError
-  int clusters = std::min(tiles, launcher.max_active_clusters(kernel, "convfirst/gpu/10e_fused_cluster"));
-  if (const int cap = max_clusters_override(std::getenv("CONVLAB_MAX_CLUSTERS")); cap > 0) clusters = std::min(clusters, cap);
+  const int clusters = std::min(tiles, launcher.max_active_clusters(kernel, "convfirst/gpu/10e_fused_cluster"));
   launcher.launch(dim3(L::kCluster * clusters), kernel, "launching convfirst_fused_cluster_kernel", x_map, u_map,
                   v_map, sg, M, p.H, p.W, p.hidden, static_cast<const Element*>(args.conv_w),
                   static_cast<const Element*>(args.conv_b), static_cast<const Element*>(args.a),

@@ -33,9 +33,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdlib>
-#include <stdexcept>
-#include <string>
 
 #include "gpu/lib/wgmma.cuh"
 #include "gpu/lib/hopper/convfirst_wgmma_layout.hpp"
@@ -125,17 +122,13 @@ struct Layout : PairGeometry<Layout<C, Cluster, Consumers, Stages, XBuffers, UPi
   static constexpr int kRegisterCap = gpu::hopper::launch_register_cap(1 + Consumers);
   static constexpr int kConsumerRegs = Consumers == 1 ? 256 : 232;
 
-  // barrier region: x ring, weight ring, then T full[Consumers], H full[Consumers], H free[Consumers],
-  // T free
+  // barrier region: x ring, weight ring, then T full[Consumers], H full[Consumers], H free[Consumers]
   static constexpr uint32_t kXPipeBase = 0;
   static constexpr uint32_t kWPipeBase = kXPipeBase + gpu::hopper::kPipelineBarrierBytes<XBuffers>;
   static constexpr uint32_t kTFullBase = kWPipeBase + gpu::hopper::kPipelineBarrierBytes<Stages>;
   static constexpr uint32_t kHFullBase = kTFullBase + Consumers * gpu::hopper::kMbarrierBytes;
   static constexpr uint32_t kHFreeBase = kHFullBase + Consumers * gpu::hopper::kMbarrierBytes;
-  // T free: where conv helpers run (10e at C = 256), the consumer warps' arrivals once a tile's
-  // last expand has retired here and the peer's last H has arrived
-  static constexpr uint32_t kTFreeBase = kHFreeBase + Consumers * gpu::hopper::kMbarrierBytes;
-  static constexpr uint32_t kBarrierBytes = kTFreeBase + gpu::hopper::kMbarrierBytes;
+  static constexpr uint32_t kBarrierBytes = kHFreeBase + Consumers * gpu::hopper::kMbarrierBytes;
 
   static constexpr uint32_t kTBase = convfirst_wgmma::kBarrierRegion;
   static constexpr uint32_t kRingBase = kTBase + TTile::kBytes;
@@ -192,19 +185,6 @@ struct Layout : PairGeometry<Layout<C, Cluster, Consumers, Stages, XBuffers, UPi
     return (sender - receiver - 1 + Cluster) % Cluster;
   }
 };
-
-// CONVLAB_MAX_CLUSTERS (tests and sanitizer runs): the launch makes at most this many clusters,
-// so that a small shape walks several tiles per cluster (10e's paths between tiles: T free, the
-// halo ring's second round); unset or empty: 0, the grid is left alone.
-inline int max_clusters_override(const char* value) {
-  if (value == nullptr || *value == '\0') return 0;
-  char* end = nullptr;
-  const long n = std::strtol(value, &end, 10);
-  if (*end != '\0' || n < 1 || n > 65535 || !(*value >= '0' && *value <= '9'))
-    throw std::invalid_argument(std::string("CONVLAB_MAX_CLUSTERS must be an integer from 1 to 65535, not '") + value +
-                                "'");
-  return int(n);
-}
 
 // C = 128 and 256: a pair, 128-pixel tiles. At C = 128 one U and one V piece per chunk (the
 // ring alternates them, so 2s slots behave as s U slots and s V slots). At C = 256 a chunk's
