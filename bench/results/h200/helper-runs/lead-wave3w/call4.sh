@@ -1,15 +1,16 @@
-# lead-wave3w call 4, for the next session (any card): what call 2 was meant to measure, with the
-# build as a stage of its own. Call 3 ran the build inside three stages, each under `timeout`
-# around bench/run_gpu.sh: a timeout killed the script but not its ninja, the next stage's ninja
+# lead-wave3w call 4, for the next session (any card): the first question of call 2 (10e's conv
+# helpers at C = 256 against copy 10y, HEAD's 10e), with the build as a stage of its own and no
+# other copy, so that one call on a cold machine has room for the tests, the bench and the
+# sanitizers; call 5 asks call 2's other two questions (10z, 10x). Call 3 ran the build inside
+# three stages, each under `timeout` around bench/run_gpu.sh: a timeout killed the script but
+# not its ninja (bench/run_gpu.sh now stops it), the next stage's ninja
 # ran beside the orphan in the same build directory, and 392 s went by without a finished build
 # or a log. Here ninja runs once, directly under its own timeout, with its log in $OUT.
 # Before it, on the host (main is the filed code; the change is a patch):
 #   git apply bench/results/h200/helper-runs/lead-wave3w/conv-helpers.patch
 #   git show HEAD:gpu/convfirst/10e_fused_cluster.cu | sed 's#10e_fused_cluster#10y_fused_cluster_before#g' > gpu/convfirst/10y_fused_cluster_before.cu
-#   sed 's#10e_fused_cluster#10z_fused_cluster_k8#g; s#constexpr bool kK8Tail = false;#constexpr bool kK8Tail = true;#' gpu/convfirst/10e_fused_cluster.cu > gpu/convfirst/10z_fused_cluster_k8.cu
-#   sed 's#10e_fused_cluster#10x_fused_cluster_helpers6#g; s#constexpr int kHelperGroups = 4, kHelperGroup0#constexpr int kHelperGroups = 6, kHelperGroup0#' gpu/convfirst/10e_fused_cluster.cu > gpu/convfirst/10x_fused_cluster_helpers6.cu
 #   mkdir -p .scratch; git rev-parse --short HEAD > .scratch/rev
-# File 10e's rows (not 10x, 10y, 10z) only from an H200, only if every test passed and the
+# File 10e's rows (not 10y's) only from an H200, only if every test passed and the
 # sanitizers are clean, rows with cv ≤ 5 %; the patch lands with that filing.
 g=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "GPU: $g"
 TORCH=; STAGE2=70
@@ -21,11 +22,11 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCONVLAB_CUDA=ON -D
 timeout 330 ninja -C build-gpu >> $OUT/build.log 2>&1 || { echo "build did not finish"; tail -20 $OUT/build.log; exit 4; }
 echo "build done at ${SECONDS}s"
 mkdir -p /tmp/t /tmp/c /tmp/s
-OUT=/tmp/t timeout 150 bench/run_gpu.sh --no-bench --only 'one cluster|convfirst/gpu/(10e|10x|10y|10z)_' > /tmp/t/run.log 2>&1
+OUT=/tmp/t timeout 150 bench/run_gpu.sh --no-bench --only 'one cluster|convfirst/gpu/(10e|10y)_' > /tmp/t/run.log 2>&1
 cp /tmp/t/summary.txt $OUT/tests-summary.txt; cp /tmp/t/gpu-tests.xml $OUT/ 2>/dev/null
 OUT=/tmp/c CONVLAB_TORCH_SCRIPTS=convfirst CONVLAB_TORCH_SHAPES='128,14,14,256,1024,256,1;128,7,7,512,2048,512,1' \
   CONVLAB_TORCH_TIMEOUT=80 CONVLAB_TORCH_BUDGET=70 CONVLAB_BENCH_TIMEOUT=40 timeout $STAGE2 \
-  bench/run_gpu.sh --no-tests $TORCH --only 'convfirst/gpu/(10e|10x|10y|10z)_' > /tmp/c/run.log 2>&1
+  bench/run_gpu.sh --no-tests $TORCH --only 'convfirst/gpu/(10e|10y)_' > /tmp/c/run.log 2>&1
 cp /tmp/c/bench-gpu.json $OUT/bench-10.json 2>/dev/null
 left=$((T - SECONDS))
 if [ $left -gt 40 ]; then
