@@ -474,36 +474,33 @@ __global__ void __launch_bounds__(L::kThreads, 1)
             }
           }
         }
-
       }
     };
     // Step 3 of tile t, from its halo in slot xs (waited for by conv_tile(t)).
     const auto z_from_x = [&](int t) {
       const int pixel0 = t * kTileRows + consumer * kWgmmaM + 16 * warp;  // this warp's 16 pixels
       const uint32_t xb = x_slot(xs.stage);
-      {
-        // ---- 3. Z starts as the residual plus b (this CTA's channels): zacc[4j + c] is row
-        //      16·warp + g + 8(c >> 1), column 8j + 2tq + (c & 1) of the CTA's channels ----
-        //      The centre tap of a pixel needs no division: it is always inside the image, so
-        //      its staged index is the pixel's own (or the zero pixel past M). x_offset's
-        //      per-pixel terms (line, swizzle row, 4·tq) are taken out of the loop over the
-        //      8-channel chunks j: x_offset(sg, centre, 8j + 2tq) = line + (j / 8)·panel_bytes
-        //      + 16·((j % 8) ^ (centre % 8)).
-        const int staged0 = pixel0 - (t * kTileRows / W - 1) * W;
+      // ---- 3. Z starts as the residual plus b (this CTA's channels): zacc[4j + c] is row
+      //      16·warp + g + 8(c >> 1), column 8j + 2tq + (c & 1) of the CTA's channels ----
+      //      The centre tap of a pixel needs no division: it is always inside the image, so
+      //      its staged index is the pixel's own (or the zero pixel past M). x_offset's
+      //      per-pixel terms (line, swizzle row, 4·tq) are taken out of the loop over the
+      //      8-channel chunks j: x_offset(sg, centre, 8j + 2tq) = line + (j / 8)·panel_bytes
+      //      + 16·((j % 8) ^ (centre % 8)).
+      const int staged0 = pixel0 - (t * kTileRows / W - 1) * W;
 #pragma unroll
-        for (int hh = 0; hh < 2; ++hh) {
-          const uint32_t centre =
-              pixel0 + g + 8 * hh < M ? uint32_t(staged0 + g + 8 * hh) : uint32_t(sg.zero_index);
-          const uint32_t line = xb + centre * 128u + 4u * uint32_t(tq), swizzle = (centre & 7u) << 4;
+      for (int hh = 0; hh < 2; ++hh) {
+        const uint32_t centre =
+            pixel0 + g + 8 * hh < M ? uint32_t(staged0 + g + 8 * hh) : uint32_t(sg.zero_index);
+        const uint32_t line = xb + centre * 128u + 4u * uint32_t(tq), swizzle = (centre & 7u) << 4;
 #pragma unroll
-          for (int j = 0; j < kOwn / 8; ++j) {
-            const int col = 8 * j + 2 * tq;
-            const float2 xv = unpack_pair<Element>(
-                ld_shared_u32(line + uint32_t(j / 8) * sg.panel_bytes + ((uint32_t(j % 8) << 4) ^ swizzle)));
-            const float2 bv = b_pairs[col / 2];
-            zacc[4 * j + 2 * hh] = xv.x + bv.x;
-            zacc[4 * j + 2 * hh + 1] = xv.y + bv.y;
-          }
+        for (int j = 0; j < kOwn / 8; ++j) {
+          const int col = 8 * j + 2 * tq;
+          const float2 xv = unpack_pair<Element>(
+              ld_shared_u32(line + uint32_t(j / 8) * sg.panel_bytes + ((uint32_t(j % 8) << 4) ^ swizzle)));
+          const float2 bv = b_pairs[col / 2];
+          zacc[4 * j + 2 * hh] = xv.x + bv.x;
+          zacc[4 * j + 2 * hh + 1] = xv.y + bv.y;
         }
       }
     };
