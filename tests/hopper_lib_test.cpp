@@ -1218,7 +1218,11 @@ TEST_CASE("hopper: setmaxnreg budgets", "[hopper][cpu]") {
   CHECK(launch_register_cap(2) == 255);  // 256 threads: the per-thread maximum
   CHECK(register_budget_fits(wg::kProducerRegs, wg::kConsumerRegs, wg::kConsumers));
   CHECK(register_budget_fits(40, 232, 2));
-  CHECK(!register_budget_fits(40, 240, 2));  // 40·128 + 2·240·128 > 65536
+  CHECK(!register_budget_fits(40, 240, 2));  // 40 + 2·240 > 3·168
+  // 48 + 2·232 fits the SM's 65 536 but not the launch's 3·168·128 = 64 512: the consumers'
+  // setmaxnreg.inc would wait for ever (10e's conv helpers hung on an H100 this way, wave-3x)
+  CHECK(!register_budget_fits(48, 232, 2));
+  CHECK(register_budget_fits(48, 224, 2));
   CHECK(!register_budget_fits(42, 232, 2));  // not a multiple of 8
   CHECK(!register_budget_fits(16, 232, 2));  // below 24
   CHECK(!register_budget_fits(200, 232, 2)); // the producer must give registers up

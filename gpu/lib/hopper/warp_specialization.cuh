@@ -7,8 +7,8 @@
 // producer needs a few dozen. A CTA is launched with one register count for
 // every thread (65536 / threads at most, capped at 255), so without
 // reallocation the producer's share is wasted. setmaxnreg.dec lowers the
-// executing warpgroup's allocation and returns registers to the SM's pool;
-// setmaxnreg.inc blocks until the pool can grant the larger allocation.
+// executing warpgroup's allocation and returns registers to the CTA's pool;
+// setmaxnreg.inc blocks until that pool can grant the larger allocation.
 //
 //   CTA of 1 + C warpgroups:   warpgroup 0          producer   (dec to kProducerRegs)
 //                              warpgroups 1 .. C    consumers  (inc to kConsumerRegs)
@@ -19,7 +19,10 @@
 //   * ptxas honours it only in a kernel with a register cap at entry
 //     (__launch_bounds__(threads, 1)) and where each role is one branch of
 //     a single if/else on the warpgroup index (otherwise warning C7508);
-//   * the total after reallocation must fit the SM's 64 K registers
+//   * the pool is the CTA's own: what it was launched with (the cap times
+//     its threads; 168 · 384 = 64 512 for three warpgroups), not the SM's
+//     64 K. An inc that the decs have not paid for waits for ever: the
+//     total after reallocation must fit the launch's allocation
 //     (register_budget_fits, static_assert'ed by kernels, host-tested).
 //
 // The plain form this replaces: every warpgroup loads and computes
@@ -46,13 +49,14 @@ CONVLAB_HOST_DEVICE constexpr int launch_register_cap(int warpgroups) {
 }
 
 // Do one producer warpgroup at `producer_regs` and `consumers` consumer
-// warpgroups at `consumer_regs` fit the SM, each count valid, the producer
-// giving registers up and the consumers taking them (never the other way)?
+// warpgroups at `consumer_regs` fit the registers the CTA was launched with
+// (its pool), each count valid, the producer giving registers up and the
+// consumers taking them (never the other way)?
 CONVLAB_HOST_DEVICE constexpr bool register_budget_fits(int producer_regs, int consumer_regs, int consumers) {
   const int cap = launch_register_cap(1 + consumers);
   return valid_setmaxnreg(producer_regs) && valid_setmaxnreg(consumer_regs) && producer_regs <= cap &&
          consumer_regs >= cap &&
-         (producer_regs + consumers * consumer_regs) * kWarpgroupThreads <= kRegistersPerSm;
+         (producer_regs + consumers * consumer_regs) <= cap * (1 + consumers);
 }
 
 // The warpgroup a thread belongs to, and its index inside it.
