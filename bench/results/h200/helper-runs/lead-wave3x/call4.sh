@@ -10,31 +10,17 @@
 # File only from an H200, only if every test passed and the sanitizers are clean, rows with
 # cv ≤ 5 %: 10c, 10f and PyTorch's rows always (their code is the filed code); 10e's rows only if
 # the k8 tail is kept (then the patch lands with them); never 10y's.
+source bench/call_stages.sh
 g=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "GPU: $g"
-TORCH=; STAGE2=60
-case "$g" in *H200*) TORCH=--torch; STAGE2=240;; esac
-set -x
-T=${CALL_LIMIT:-570}
+TORCH=; BENCH_LIMIT=60
+case "$g" in *H200*) TORCH=--torch; BENCH_LIMIT=240;; esac
 export CONVLAB_GIT_REV=$(cat .scratch/rev)+k8-tail
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCONVLAB_CUDA=ON -DCONVLAB_CUDA_ARCHS=90 > $OUT/build.log 2>&1
-timeout 300 ninja -C build-gpu >> $OUT/build.log 2>&1 || { echo "build did not finish"; tail -20 $OUT/build.log; exit 4; }
-echo "build done at ${SECONDS}s"
-mkdir -p /tmp/t /tmp/c /tmp/s
-OUT=/tmp/t timeout 60 bench/run_gpu.sh --no-bench --only 'convfirst/gpu/(10e|10y)_' > /tmp/t/run.log 2>&1
-cp /tmp/t/summary.txt $OUT/tests-summary.txt; cp /tmp/t/gpu-tests.xml $OUT/ 2>/dev/null
-OUT=/tmp/c CONVLAB_TORCH_SCRIPTS=convfirst \
+CALL_LIMIT=570
+call_build 300 || exit 4
+call_stage tests 60 --no-bench --only 'convfirst/gpu/(10e|10y)_'
+CONVLAB_TORCH_SCRIPTS=convfirst \
   CONVLAB_TORCH_SHAPES='128,56,56,64,256,64,1;128,56,56,64,256,128,2;128,28,28,128,512,128,1;128,14,14,256,1024,256,1;128,7,7,512,2048,512,1' \
-  CONVLAB_TORCH_TIMEOUT=170 CONVLAB_TORCH_BUDGET=150 CONVLAB_BENCH_TIMEOUT=50 timeout $STAGE2 \
-  bench/run_gpu.sh --no-tests $TORCH --only 'convfirst/gpu/(10c|10e|10f|10y)_' > /tmp/c/run.log 2>&1
-cp /tmp/c/bench-gpu.json $OUT/bench-10.json 2>/dev/null
-left=$((T - SECONDS))
-if [ $left -gt 40 ]; then
-  OUT=/tmp/s CONVLAB_SANITIZE_TESTS='convfirst/gpu/10e_fused_cluster' CONVLAB_SANITIZE_TIMEOUT=$((left - 15)) \
-    CONVLAB_SANITIZE_TEST_TIMEOUT=$((left - 20)) CONVLAB_RACECHECK_FLOP_LIMIT=5e7 CONVLAB_SANITIZE_JOBS=6 \
-    timeout $((left - 8)) bench/run_gpu.sh --sanitize-only > /tmp/s/run.log 2>&1
-  cp /tmp/s/sanitize.log $OUT/ 2>/dev/null
-fi
-tar -czf $OUT/logs.tar.gz -C /tmp --ignore-failed-read t/logs.tar.gz t/run.log c/logs.tar.gz c/run.log s/run.log s/logs.tar.gz
-cat /tmp/t/summary.txt /tmp/c/summary.txt 2>/dev/null | grep -v "^  " | tee $OUT/summaries.txt
-grep -E "^(memcheck|racecheck|synccheck|initcheck) " /tmp/s/sanitize.log 2>/dev/null
-python3 bench/bench_rows.py /tmp/c/bench-gpu.json
+  CONVLAB_TORCH_TIMEOUT=170 CONVLAB_TORCH_BUDGET=150 CONVLAB_BENCH_TIMEOUT=50 \
+  call_stage bench $BENCH_LIMIT --no-tests $TORCH --only 'convfirst/gpu/(10c|10e|10f|10y)_'
+call_sanitize 'convfirst/gpu/10e_fused_cluster'
+call_finish
