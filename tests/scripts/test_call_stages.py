@@ -2,15 +2,18 @@
 """Tests of bench/call_stages.sh, the stages a device call script sources: the build under its
 own limit, a stage's result files reaching $OUT, a stage stopped at its limit, the sanitizers
 only when time is left, and the logs and summaries packed at the end. run_gpu.sh, cmake and
-ninja are stubs.
+ninja are stubs. And of bench/run_gpu.sh under a caller's `timeout`: the build it started stops
+with it, and summary.txt names the stage cut short (cmake and ninja stubbed).
 
 Run directly or via ctest (scripts/call_stages_unit).
 """
 import os
+import shutil
 import subprocess
 import tarfile
 import tempfile
 import textwrap
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -101,6 +104,49 @@ class CallStages(unittest.TestCase):
         self.assertIn("tests=convfirst/gpu/10e_fused_cluster", log)
         self.assertRegex(log, r"timeout=1[78]\d")  # about 200 − 15 s: what is left, not a fixed figure
         self.assertIn("memcheck", r.stdout)
+
+
+
+class RunGpuSignal(unittest.TestCase):
+    def test_a_timeout_stops_the_build_and_marks_it_killed(self):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        repo, stubs, out = (os.path.join(tmp.name, d) for d in ("repo", "bin", "out"))
+        os.makedirs(os.path.join(repo, "bench"))
+        os.makedirs(stubs)
+        open(os.path.join(repo, "CMakeLists.txt"), "w").close()  # run_gpu.sh checks it runs at a root
+        shutil.copy(os.path.join(ROOT, "bench", "run_gpu.sh"), os.path.join(repo, "bench", "run_gpu.sh"))
+        pidfile = os.path.join(tmp.name, "ninja.pid")
+
+        def kill_left_build():  # whatever the outcome, leave no stub behind
+            try:
+                with open(pidfile) as f:
+                    os.kill(int(f.read()), 9)
+            except (OSError, ValueError):
+                pass
+        self.addCleanup(kill_left_build)
+        CallStages.write_exe(os.path.join(stubs, "cmake"), "#!/bin/bash\nexit 0\n")
+        CallStages.write_exe(os.path.join(stubs, "ninja"),
+                             f"#!/bin/bash\n[[ $1 == --version ]] && exit 0\necho $$ > {pidfile}\nexec sleep 60\n")
+        env = dict(os.environ, OUT=out, PATH=stubs + os.pathsep + os.environ["PATH"], CONVLAB_GIT_REV="test")
+        started = time.monotonic()
+        r = subprocess.run(["timeout", "4", "bash", "bench/run_gpu.sh", "--no-bench"], cwd=repo, env=env,
+                           capture_output=True, text=True, timeout=60)
+        self.assertLess(time.monotonic() - started, 30)
+        self.assertNotEqual(r.returncode, 0)
+        with open(os.path.join(out, "summary.txt")) as f:
+            summary = f.read()
+        self.assertRegex(summary, r"build\s+KILLED")
+        with open(pidfile) as f:
+            pid = int(f.read())
+        for _ in range(40):  # the stub's sleep must be gone, not left running as an orphan
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+        else:
+            self.fail("the build run_gpu.sh started outlived it")
 
 
 if __name__ == "__main__":
