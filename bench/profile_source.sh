@@ -6,8 +6,12 @@
 #
 # Profiles the LAUNCH-th (default 1st) launch matching KERNEL-REGEX of
 #   build-gpu/convlab run TARGET --shape SHAPE --reps 0
-# with Nsight Compute (source counters and warp-state sampling, clocks left alone) and writes to
-# $OUT/source-NAME.tar.gz:
+# with Nsight Compute (source counters and warp-state sampling, clocks left alone).
+# CONVLAB_NCU_CACHE=none profiles it with the L2 as the launches before it left it (ncu's
+# --cache-control none; the default, all, flushes the L2 first). 11c's stream, for one, reads D
+# from the L2 in the block (lesson 11's NOTES, wave-3y). Only ncu's first replay pass sees that
+# state exactly; later passes see the L2 after the kernel's own earlier pass.
+# Writes to $OUT/source-NAME.tar.gz:
 #   sass.csv      every SASS instruction: address, text, executed count, stall samples by reason
 #   stalls.txt    the kernel's average stall reasons per issued instruction (largest first)
 #   hot.txt       the 60 instructions with the most stall samples, and the 60 executed most often
@@ -19,6 +23,8 @@ set -euo pipefail
 [[ $# -ge 3 ]] || { echo "usage: bench/profile_source.sh TARGET SHAPE KERNEL-REGEX [LAUNCH]" >&2; exit 2; }
 target=$1 shape=$2 kernel=$3 launch=${4:-1}
 build=${CONVLAB_BUILD:-build-gpu}
+cache=${CONVLAB_NCU_CACHE:-all}
+[[ $cache == all || $cache == none ]] || { echo "profile_source.sh: CONVLAB_NCU_CACHE must be all or none, not '$cache'" >&2; exit 2; }
 [[ -x $build/convlab ]] || { echo "profile_source.sh: $build/convlab not built" >&2; exit 2; }
 ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1 || true)
 [[ -n $ncu ]] || { echo "profile_source.sh: ncu (Nsight Compute) not found" >&2; exit 2; }
@@ -30,7 +36,7 @@ work=$(mktemp -d /tmp/convlab-source.XXXXXX)
 
 step() { echo "profile_source.sh: $(date +%T) $*" >&2; }  # where a call's time went, if it is cut short
 step "ncu starts ($target $shape, kernel $kernel)"
-timeout 300 "$ncu" --set full --section SourceCounters --section WarpStateStats --clock-control none \
+timeout 300 "$ncu" --set full --section SourceCounters --section WarpStateStats --clock-control none --cache-control "$cache" \
   --import-source no -k "regex:$kernel" --launch-skip $((launch - 1)) -c 1 -o "$work/report" \
   "$build/convlab" run "$target" --shape "$shape" --reps 0 > "$work/ncu.log" 2>&1
 "$ncu" -i "$work/report.ncu-rep" --page source --print-source sass --csv > "$work/sass.csv" 2>> "$work/ncu.log" || true
