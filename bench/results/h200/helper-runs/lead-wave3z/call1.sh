@@ -2,9 +2,10 @@
 # whose header has the host steps). On any other card: lesson 11's stream under Nsight Compute with
 # the L2 as the block leaves it, which wave-3y's NOTES ask for before any change to it:
 #   1. the source profile of 11c's stream at C = 80 @ 14² (CONVLAB_NCU_CACHE=none; its first run
-#      on a device), and of the same launch flushed, to read where the stall samples move;
+#      on a device);
 #   2. the three kernels' times at C = 24 @ 56², natural L2 and flushed (wave-3y's call 5 ran out
-#      of budget before this shape).
+#      of budget before this shape);
+#   3. in the time left, the same profile flushed, to read where the stall samples move.
 # Lesson 11's NOTES (wave-3z) has the prediction.
 g=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "GPU: $g"
 case "$g" in *H200*) exec bash bench/results/h200/helper-runs/lead-wave3x/call4.sh;; esac
@@ -12,14 +13,15 @@ source bench/call_stages.sh
 CALL_LIMIT=${CALL_BUDGET:-560}
 call_build 250 || exit 4
 shape=N=128,H=14,C=80,dtype=f16
-for cc in none all; do
-  left=$((CALL_LIMIT - SECONDS - 100))
-  ((left < 60)) && { echo "skipped the $cc profile: ${left}s left"; continue; }
+profile() {  # $1: none or all
+  local cc=$1 left=$((CALL_LIMIT - SECONDS - 10))
+  ((left < 60)) && { echo "skipped the $cc profile: ${left}s left"; return; }
   ((left > 150)) && left=150
   CONVLAB_NCU_CACHE=$cc timeout $left bench/profile_source.sh mbconv/gpu/11c_fused_store $shape mbconv_project_stream_kernel
   echo "profile $cc: status $?"
   for f in "$OUT"/source-*stream*.tar.gz; do [[ -f $f && $f != *-cache-* ]] && mv "$f" "${f%.tar.gz}-cache-$cc.tar.gz"; done
-done
+}
+profile none
 ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
 s56=n128_56x56_c24_e6_k3_s1_se25_co24
 for cc in none all; do
@@ -34,4 +36,5 @@ for cc in none all; do
   echo "$s56 $cc: status $?"
   grep -E 'gpu__time_duration|dram__bytes' "$OUT/ncu-$s56-$cc.csv" | awk -F'","' '{print substr($5,1,40)" | "$(NF-2)" | "$NF}'
 done
+profile all
 ls -la "$OUT"
