@@ -1,5 +1,5 @@
-# lead-wave3z call 1 (any card). On an H200: the k8 tail's filing run (../lead-wave3x/call4.sh,
-# whose header has the host steps). On any other card: lesson 11's stream under Nsight Compute with
+# lead-wave3z call 1 (any card). On an H200: the k8 tail's filing run (../lead-wave3y/call4.sh;
+# host steps: ../lead-wave3x/call4.sh's header). On any other card: lesson 11's stream under Nsight Compute with
 # the L2 as the block leaves it, which wave-3y's NOTES ask for before any change to it:
 #   1. the source profile of 11c's stream at C = 80 @ 14² (CONVLAB_NCU_CACHE=none; its first run
 #      on a device);
@@ -8,7 +8,7 @@
 #   3. in the time left, the same profile flushed, to read where the stall samples move.
 # Lesson 11's NOTES (wave-3z) has the prediction.
 g=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "GPU: $g"
-case "$g" in *H200*) exec bash bench/results/h200/helper-runs/lead-wave3x/call4.sh;; esac
+case "$g" in *H200*) exec bash bench/results/h200/helper-runs/lead-wave3y/call4.sh;; esac  # keeps to CALL_BUDGET
 source bench/call_stages.sh
 CALL_LIMIT=${CALL_BUDGET:-560}
 call_build 250 || exit 4
