@@ -18,6 +18,14 @@
 #                                 time left before CALL_LIMIT (default 560 s), if 40 s are left.
 #                                 Name GPU tests only: a test that makes no CUDA call counts as a
 #                                 failure under compute-sanitizer.
+#   call_ncu_times ROW KERNELS    Nsight Compute's time and DRAM bytes of the launches 7–12 that
+#                                 match KERNELS (a regex) in the bench row ROW (its name up to the
+#                                 dtype, e.g. mbconv/gpu/11c_fused_store/n128_..._silu_f16), twice:
+#                                 with the L2 as the launches before left it (--cache-control none)
+#                                 and flushed (all), each under the time left before CALL_LIMIT (at
+#                                 most 60 s; skipped under 20 s); CSVs in $OUT/ncu-NAME-{none,all}.csv
+#                                 (NAME: ROW's last part), their lines printed. Pack the CSVs before
+#                                 the eight-file limit. CALL_NCU replaces ncu (the tests use a stub).
 #   call_finish                   every stage's logs into $OUT/logs.tar.gz, their summaries into
 #                                 $OUT/summaries.txt (and printed), the sanitizer lines and the
 #                                 bench rows printed.
@@ -68,6 +76,27 @@ call_sanitize() {
   CONVLAB_SANITIZE_TESTS=$1 CONVLAB_SANITIZE_TIMEOUT=$((left - 15)) CONVLAB_SANITIZE_TEST_TIMEOUT=$((left - 20)) \
     CONVLAB_RACECHECK_FLOP_LIMIT=${CONVLAB_RACECHECK_FLOP_LIMIT:-5e7} CONVLAB_SANITIZE_JOBS=${CONVLAB_SANITIZE_JOBS:-6} \
     call_stage sanitize $((left - 8)) --sanitize-only
+}
+
+call_ncu_times() {
+  local row=$1 kernels=$2 cc left status
+  local name=${row##*/} ncu=${CALL_NCU:-$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1)}
+  for cc in none all; do
+    left=$((CALL_LIMIT - SECONDS - 5))
+    if ((left < 20)); then
+      echo "call_ncu_times: $name $cc skipped: ${left}s left before ${CALL_LIMIT}s"
+      continue
+    fi
+    ((left > 60)) && left=60
+    timeout "$left" "$ncu" --cache-control "$cc" --clock-control none --kernel-name "regex:$kernels" \
+      --launch-skip 6 --launch-count 6 --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
+      --csv build-gpu/convlab_bench --benchmark_filter="^$row" --benchmark_min_time=0.01s > "$OUT/ncu-$name-$cc.csv" 2>&1
+    status=$?
+    echo "call_ncu_times: $name $cc: status $status"
+    grep -E 'gpu__time_duration|dram__bytes' "$OUT/ncu-$name-$cc.csv" |
+      awk -F'","' '{v = $NF; gsub(/"/, "", v); print substr($5, 1, 40) " | " $(NF - 2) " | " v}'
+  done
+  return 0
 }
 
 call_finish() {

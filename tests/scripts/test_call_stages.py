@@ -105,6 +105,29 @@ class CallStages(unittest.TestCase):
         self.assertRegex(log, r"timeout=1[78]\d")  # about 200 − 15 s: what is left, not a fixed figure
         self.assertIn("memcheck", r.stdout)
 
+    def test_ncu_times_run_natural_and_flushed_and_print_the_kernels_lines(self):
+        stub = os.path.join(self.bin, "ncu")
+        self.write_exe(stub, """#!/bin/bash
+echo '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"'
+echo "\\"0\\",\\"1\\",\\"convlab_bench\\",\\"h\\",\\"stub_kernel\\",\\"1\\",\\"7\\",\\"(256, 1, 1)\\",\\"(396, 1, 1)\\",\\"0\\",\\"9.0\\",\\"Command line profiler metrics\\",\\"gpu__time_duration.sum\\",\\"usecond\\",\\"22.11\\""
+echo "args: $*"
+""")
+        row = "mbconv/gpu/11c_fused_store/n128_14x14_c80_e6_k3_s1_se25_co80_silu_f16"
+        r = self.call(f"call_ncu_times {row} 'a_kernel|b_kernel'", CALL_NCU=stub, CALL_LIMIT="200")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        name = row.rsplit("/", 1)[1]
+        for cc in ("none", "all"):
+            with open(os.path.join(self.out, f"ncu-{name}-{cc}.csv")) as f:
+                text = f.read()
+            self.assertIn(f"--cache-control {cc} ", text)
+            self.assertIn(f"--benchmark_filter=^{row} ", text)
+            self.assertIn("--kernel-name regex:a_kernel|b_kernel ", text)
+            self.assertIn(f"{name} {cc}: status 0", r.stdout)
+        self.assertEqual(r.stdout.count("stub_kernel | gpu__time_duration.sum | 22.11\n"), 2, r.stdout)
+        # too little time left: neither runs, and the call says so
+        short = self.call(f"call_ncu_times {row} 'a_kernel'", CALL_NCU=stub, CALL_LIMIT="10")
+        self.assertEqual(short.stdout.count("skipped"), 2, short.stdout)
+        self.assertEqual(len([f for f in os.listdir(self.out) if f.startswith("ncu-")]), 2)
 
 
 class RunGpuSignal(unittest.TestCase):

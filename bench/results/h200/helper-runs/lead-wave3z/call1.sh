@@ -23,19 +23,7 @@ profile() {  # $1: none or all
   for f in "$OUT"/source-*stream*.tar.gz; do [[ -f $f && $f != *-cache-* ]] && mv "$f" "${f%.tar.gz}-cache-$cc.tar.gz"; done
 }
 profile none
-ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
-s56=n128_56x56_c24_e6_k3_s1_se25_co24
-for cc in none all; do
-  left=$((CALL_LIMIT - SECONDS - 5))
-  ((left < 20)) && { echo "skipped $s56 $cc: ${left}s left"; continue; }
-  ((left > 60)) && left=60
-  timeout $left "$ncu" --cache-control $cc --clock-control none \
-    --kernel-name regex:'mbconv_tile_kernel|se_gate_kernel|mbconv_project_stream_kernel' \
-    --launch-skip 6 --launch-count 6 --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
-    --csv build-gpu/convlab_bench --benchmark_filter="^mbconv/gpu/11c_fused_store/${s56}_silu_f16" \
-    --benchmark_min_time=0.01s > "$OUT/ncu-$s56-$cc.csv" 2>&1
-  echo "$s56 $cc: status $?"
-  grep -E 'gpu__time_duration|dram__bytes' "$OUT/ncu-$s56-$cc.csv" | awk -F'","' '{print substr($5,1,40)" | "$(NF-2)" | "$NF}'
-done
+call_ncu_times mbconv/gpu/11c_fused_store/n128_56x56_c24_e6_k3_s1_se25_co24_silu_f16 \
+  'mbconv_tile_kernel|se_gate_kernel|mbconv_project_stream_kernel'
 profile all
 ls -la "$OUT"
