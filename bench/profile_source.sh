@@ -11,7 +11,7 @@
 # --cache-control none; the default, all, flushes the L2 first). 11c's stream, for one, reads D
 # from the L2 in the block (lesson 11's NOTES, wave-3y). Only ncu's first replay pass sees that
 # state exactly; later passes see the L2 after the kernel's own earlier pass.
-# Writes to $OUT/source-NAME.tar.gz:
+# Writes to $OUT/source-NAME.tar.gz (NAME ends in -cache-none with CONVLAB_NCU_CACHE=none):
 #   sass.csv      every SASS instruction: address, text, executed count, stall samples by reason
 #   stalls.txt    the kernel's average stall reasons per issued instruction (largest first)
 #   hot.txt       the 60 instructions with the most stall samples, and the 60 executed most often
@@ -30,8 +30,10 @@ ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/
 [[ -n $ncu ]] || { echo "profile_source.sh: ncu (Nsight Compute) not found" >&2; exit 2; }
 OUT=${OUT:-/tmp/convlab-profile-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
-# The kernel is part of the name: two kernels of one launch (11c's passes) must not overwrite each other.
-name=$(echo "$target-$shape-$kernel-$launch" | tr -c 'A-Za-z0-9_.-' '_' | cut -c1-140)
+# The kernel is part of the name: two kernels of one launch (11c's passes) must not overwrite each
+# other; so is a cache setting other than the default, so that one call can profile both ways.
+suffix=; [[ $cache == all ]] || suffix=-cache-$cache
+name=$(echo "$target-$shape-$kernel-$launch" | tr -c 'A-Za-z0-9_.-' '_' | cut -c1-140)$suffix
 work=$(mktemp -d /tmp/convlab-source.XXXXXX)
 
 step() { echo "profile_source.sh: $(date +%T) $*" >&2; }  # where a call's time went, if it is cut short

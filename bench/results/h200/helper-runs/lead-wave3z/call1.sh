@@ -1,6 +1,7 @@
 # lead-wave3z call 1 (any card). On an H200: the k8 tail's filing run (../lead-wave3y/call4.sh;
-# host steps: ../lead-wave3x/call4.sh's header). On any other card: lesson 11's stream under Nsight Compute with
-# the L2 as the block leaves it, which wave-3y's NOTES ask for before any change to it:
+# host steps: ../lead-wave3x/call4.sh's header). On any other card: lesson 11's stream under
+# Nsight Compute with the L2 as the block leaves it, which wave-3y's NOTES ask for before any
+# change to it:
 #   1. the source profile of 11c's stream at C = 80 @ 14² (CONVLAB_NCU_CACHE=none; its first run
 #      on a device);
 #   2. the three kernels' times at C = 24 @ 56², natural L2 and flushed (wave-3y's call 5 ran out
@@ -19,8 +20,7 @@ profile() {  # $1: none or all
   ((left < 60)) && { echo "skipped the $cc profile: ${left}s left"; return; }
   ((left > 150)) && left=150
   CONVLAB_NCU_CACHE=$cc timeout $left bench/profile_source.sh mbconv/gpu/11c_fused_store $shape mbconv_project_stream_kernel
-  echo "profile $cc: status $?"
-  for f in "$OUT"/source-*stream*.tar.gz; do [[ -f $f && $f != *-cache-* ]] && mv "$f" "${f%.tar.gz}-cache-$cc.tar.gz"; done
+  echo "profile $cc: status $?"  # source-…-cache-none.tar.gz and source-….tar.gz (flushed)
 }
 profile none
 call_ncu_times mbconv/gpu/11c_fused_store/n128_56x56_c24_e6_k3_s1_se25_co24_silu_f16 \
