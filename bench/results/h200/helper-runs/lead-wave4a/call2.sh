@@ -1,7 +1,7 @@
 # lead-wave4a call 2 (any card): lesson 11's stream with D through a per-warp cp.async ring
 # (run_store_plan's kStreamRing, copy 11y_store_ring = 11c + the flag; ring.patch), against 11c in
 # one process. Predicted in lesson 11's NOTES (wave-4a) before the run. Host steps: apply
-# ring.patch and make the copy (`sed` line in ring.patch's header); `.scratch/rev` = HEAD.
+# ring.patch and make the copy (the `sed` line below); `.scratch/rev` = HEAD.
 # 1. the tests of 11c and 11y, the random-shape sweep of every GPU rung, the tile tests;
 # 2. 11c and 11y over the 15 SE bench shapes, one process;
 # 3. the three kernels' ncu times at C = 80 @ 14² and C = 24 @ 56², 11c and 11y, natural L2 and flushed;
