@@ -15,5 +15,6 @@ for v in 11y_store_ring 11c_fused_store; do  # the CSVs are named by the row's l
   call_ncu_times mbconv/gpu/$v/$row 'mbconv_project_stream_kernel'
   for f in $OUT/ncu-$row-*.csv; do [ -f "$f" ] && mv "$f" "$OUT/${v%%_*}-${f##*/}"; done
 done
+ls $OUT/*-ncu-*.csv > /dev/null 2>&1 && tar -czf $OUT/ncu.tar.gz -C $OUT $(cd $OUT && ls *-ncu-*.csv) && rm -f $OUT/*-ncu-*.csv
 call_finish
 ls -la $OUT
