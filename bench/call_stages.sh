@@ -7,7 +7,9 @@
 #                                 log in $OUT/build.log; non-zero if the build did not finish:
 #                                 `call_build || exit 4`. A build never shares a stage's limit: a
 #                                 stage whose limit covers a cold build that did not finish gets
-#                                 nothing done (lesson 10's NOTES, wave-3w).
+#                                 nothing done (lesson 10's NOTES, wave-3w). CALL_GPU_ONLY (a regex:
+#                                 CMake's CONVLAB_GPU_ONLY) builds only the GPU sources the call
+#                                 needs, e.g. 'gpu/(lib|mbconv)/'; the other ops' GPU tests skip.
 #   call_stage NAME LIMIT ARGS    bench/run_gpu.sh ARGS (its build step finds nothing to do) with
 #                                 its own $OUT (/tmp/call-NAME) under `timeout LIMIT`; run_gpu.sh's
 #                                 settings go in front: CONVLAB_BENCH_TIMEOUT=50 call_stage bench ...
@@ -40,7 +42,7 @@ call_stage_names=()
 call_build() {
   local limit=${1:-300}
   cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCONVLAB_CUDA=ON -DCONVLAB_CUDA_ARCHS=90 \
-    > "$OUT/build.log" 2>&1 &&
+    "-DCONVLAB_GPU_ONLY=${CALL_GPU_ONLY:-}" > "$OUT/build.log" 2>&1 &&
     timeout "$limit" ninja -C build-gpu >> "$OUT/build.log" 2>&1
   local status=$?
   if ((status != 0)); then

@@ -42,7 +42,7 @@ class CallStages(unittest.TestCase):
         for d in (self.out, self.stages, self.bin):
             os.makedirs(d)
         self.write_exe(os.path.join(self.bin, "run_gpu.sh"), STUB_RUN_GPU)
-        self.write_exe(os.path.join(self.bin, "cmake"), "#!/bin/bash\necho stub cmake\n")
+        self.write_exe(os.path.join(self.bin, "cmake"), "#!/bin/bash\necho stub cmake \"$@\"\n")
         self.write_exe(os.path.join(self.bin, "ninja"), "#!/bin/bash\necho stub ninja; exit ${STUB_NINJA_STATUS:-0}\n")
 
     @staticmethod
@@ -63,7 +63,12 @@ class CallStages(unittest.TestCase):
         self.assertEqual(ok.returncode, 0, ok.stderr)
         self.assertIn("BUILT", ok.stdout)
         with open(os.path.join(self.out, "build.log")) as f:
-            self.assertIn("stub ninja", f.read())
+            log = f.read()
+        self.assertIn("stub ninja", log)
+        self.assertRegex(log, r"-DCONVLAB_GPU_ONLY=(\s|$)")  # every GPU source unless a call says otherwise
+        self.call("call_build 30", CALL_GPU_ONLY="gpu/(lib|mbconv)/")
+        with open(os.path.join(self.out, "build.log")) as f:
+            self.assertIn("-DCONVLAB_GPU_ONLY=gpu/(lib|mbconv)/", f.read())
         failed = self.call("call_build 30 || { echo STOPPED; exit 4; }", STUB_NINJA_STATUS="1")
         self.assertEqual(failed.returncode, 4)
         self.assertIn("did not finish", failed.stdout)
