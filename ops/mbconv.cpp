@@ -356,6 +356,9 @@ std::vector<MBConvProblem> test_shapes() {
       // with an image's last group short by one or two rows (computed from zero rows, not stored)
       block(1, 17, 11, 24, 6, 3, 1, 0.25, 24, silu, f16),   // k = 3: items of 3 rows, the last of 2
       block(1, 33, 9, 16, 6, 3, 2, 0.25, 24, relu, bf16),   // stride 2: items of 2 rows, the last of 1
+      // pass 2's stream with more row tiles than warps: 6 728 against 3 168 in a wave (132 SMs ×
+      // three CTAs × 8 warps), so a warp makes two or three tasks; 86 MFLOP
+      block(128, 29, 29, 8, 2, 3, 1, 0.25, 8, silu, f16),
       // 11f, one CTA per image: 6 chunks of 64 with a short last one (hidden 328); project grids of
       // several blocks (gpu/lib/mbconv_image_layout.hpp at 16 warps): three along C_out (169 pixels,
       // C_out 136), two along the pixels (529 pixels)

@@ -1399,6 +1399,7 @@ struct StreamReach {
   bool residual = false, no_residual = false, short_rows = false, row_spans_images = false, dead_piece = false;
   bool f16 = false, bf16 = false;
   bool group[2] = {false, false}, group_tail[2] = {false, false};  // kGroup = kStreamGroup (nt ≤ 3) or half
+  bool second_task = false;  // more tasks than a wave of three CTAs an SM has warps: a warp's loop turns again
   // one part a CTA: at all, a short last row tile, odd C_out, a part neither first nor last, zero
   // columns in the last part, the residual, nt cut below the whole form's
   bool own = false, own_short_rows = false, own_singles = false, own_middle = false, own_zero_cols = false;
@@ -1421,6 +1422,13 @@ bool store_plan_shape(const MBConvProblem& p) {
 // The tile run_store_plan routes on: ldw is project_weights' row stride.
 StreamTile routed_tile(const MBConvProblem& p, bool allow_cta_part) {
   return stream_tile_for(p, (p.C_out + 7) / 8 * 8, allow_cta_part);
+}
+// Whether tile t has more warp tasks than the warps of its grid at three CTAs on each of 132 SMs
+// (the most any form has), so that some warp makes a second task whatever the form.
+bool stream_tasks_past_a_wave(const StreamTile& t) {
+  const std::int64_t tasks = std::int64_t(stream_row_tiles(t)) * (t.cta_part ? 1 : t.parts);
+  const std::int64_t warps = std::int64_t(stream_grid(t, 3 * 132)) / (t.cta_part ? t.parts : 1) * kWarps;
+  return tasks > warps;
 }
 StreamReach stream_reach(const std::vector<MBConvProblem>& shapes, bool allow_cta_part) {
   StreamReach r;
@@ -1458,6 +1466,7 @@ StreamReach stream_reach(const std::vector<MBConvProblem>& shapes, bool allow_ct
     const int g = t.nt <= 3 ? 0 : 1, size = g == 0 ? kStreamGroup : kStreamGroup / 2;
     r.group[g] = true;
     r.group_tail[g] |= t.chunks % size != 0;
+    r.second_task |= stream_tasks_past_a_wave(t);
     if (t.cta_part) {
       StreamTile whole = t;
       stream_tile_cut(whole, ldw / 8, kStreamMaxNT, false);
@@ -1478,7 +1487,7 @@ StreamReach stream_reach(const std::vector<MBConvProblem>& shapes, bool allow_ct
 bool reaches_all(const StreamReach& r, bool allow_cta_part) {
   const bool whole = r.persistent && r.streamed && r.parts && r.zero_cols && r.pairs && r.singles && r.residual &&
                      r.no_residual && r.short_rows && r.row_spans_images && r.dead_piece && r.f16 && r.bf16 &&
-                     r.group[0] && r.group[1] && r.group_tail[0] && r.group_tail[1];
+                     r.group[0] && r.group[1] && r.group_tail[0] && r.group_tail[1] && r.second_task;
   if (allow_cta_part)
     return whole && r.own && r.own_short_rows && r.own_singles && r.own_middle && r.own_zero_cols && r.own_residual &&
            r.own_narrowed;
@@ -1580,6 +1589,7 @@ TEST_CASE("mbconv stream (pass 2 as warp tasks): the GPU test table reaches each
     CHECK(r.group[1]);
     CHECK(r.group_tail[0]);     // a last group of fewer chunks than kGroup
     CHECK(r.group_tail[1]);
+    CHECK(r.second_task);       // a warp's second task (the bench shapes reach it; the tests must too)
     if (allow) {
       CHECK(r.own);             // one part a CTA (Wp past kSharedTwoCtas)
       CHECK(r.own_short_rows);  // ... its last row tile short
@@ -1617,6 +1627,9 @@ TEST_CASE("mbconv stream (pass 2 as warp tasks): the GPU test table reaches each
   CHECK_FALSE(reaches_all(without(true, cta_part), true));
   CHECK_FALSE(reaches_all(without(true, gemm), true));
   CHECK_FALSE(reaches_all(without(false, gemm), false));
+  CHECK_FALSE(without(true, [](const StreamTile& t, const MBConvProblem&) {
+                return stream_tile_fits(t) && stream_tasks_past_a_wave(t);
+              }).second_task);
   CHECK_FALSE(without(true, [](const StreamTile& t, const MBConvProblem& p) {
                 return t.cta_part && stream_tile_fits(t) && p.C_out % 2 == 1;
               }).own_singles);
