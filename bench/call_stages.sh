@@ -10,8 +10,8 @@
 #                                 nothing done (lesson 10's NOTES, wave-3w). CALL_GPU_ONLY (a regex:
 #                                 CMake's CONVLAB_GPU_ONLY) builds only the GPU sources the call
 #                                 needs, e.g. 'gpu/(lib|mbconv)/'; the other ops' GPU tests skip,
-#                                 but a rung built on other ops' rungs (lesson 11's 11a and cudnn)
-#                                 supports no shape without them and its test fails: keep their files.
+#                                 and so does a rung built on other ops' rungs (lesson 11's 11a and
+#                                 cudnn) where those are left out: keep their files to test it.
 #   call_stage NAME LIMIT ARGS    bench/run_gpu.sh ARGS (its build step finds nothing to do) with
 #                                 its own $OUT (/tmp/call-NAME) under `timeout LIMIT`; run_gpu.sh's
 #                                 settings go in front: CONVLAB_BENCH_TIMEOUT=50 call_stage bench ...
