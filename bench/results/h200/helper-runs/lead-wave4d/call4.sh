@@ -15,7 +15,9 @@ export CONVLAB_GIT_REV=$(cat .scratch/rev)+levers
 CALL_GPU_ONLY='gpu/lib/|gpu/mbconv/(11u_|11v_|11w_|11x_)' call_build 200 || exit 4
 call_stage tests 40 --no-bench --only 'mbconv/gpu/(11u_|11v_|11w_|11x_)'
 {
-  for s in N=128,H=14,C=80 N=128,H=28,C=40; do
+  shapes='N=128,H=14,C=80 N=128,H=28,C=40'
+  [[ ${CALL_FORM:-full} == least ]] && shapes=N=128,H=14,C=80
+  for s in $shapes; do
     for v in 11x_store_timeline 11w_store_part_major 11v_store_gate_tiny 11u_store_part_gate; do
       echo "== $v $s"
       CONVLAB_STORE_TIMELINE=1 timeout 20 build-gpu/convlab run mbconv/gpu/$v --shape $s,dtype=f16 --reps 3 2>&1 | grep -E "store timeline|^mbconv" | tail -3
@@ -23,8 +25,9 @@ call_stage tests 40 --no-bench --only 'mbconv/gpu/(11u_|11v_|11w_|11x_)'
   done
 } > $OUT/timeline.txt
 cat $OUT/timeline.txt | cut -c1-250
-CONVLAB_BENCH_TIMEOUT=20 call_stage bench 60 --no-tests \
-  --only 'mbconv/gpu/(11u|11v|11w|11x)_.*(14x14_c80_e6_k3_s1_se25_co80|28x28_c40_e6_k3_s1_se25_co40|56x56_c24_e6_k3_s1_se25_co24)_'
+rows='14x14_c80_e6_k3_s1_se25_co80|28x28_c40_e6_k3_s1_se25_co40|56x56_c24_e6_k3_s1_se25_co24'
+[[ ${CALL_FORM:-full} == least ]] && rows=14x14_c80_e6_k3_s1_se25_co80  # CALL_FORM=least: C = 80 @ 14² only (≈ 185 s)
+CONVLAB_BENCH_TIMEOUT=20 call_stage bench 60 --no-tests --only "mbconv/gpu/(11u|11v|11w|11x)_.*($rows)_"
 CONVLAB_RACECHECK_FLOP_LIMIT=1e8 call_sanitize 'mbconv/gpu/11u_store_part_gate'
 call_finish
 ls -la "$OUT"
