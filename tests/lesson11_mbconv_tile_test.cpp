@@ -224,6 +224,42 @@ TEST_CASE("mbconv tile: the goal shapes run two CTAs per SM", "[mbconv][lesson11
   CHECK(tile_for(p, 6, Stage::store).bytes > kSharedTwoCtas);
 }
 
+TEST_CASE("mbconv tile: split_place puts every (tile, part, group) on one CTA, and part-major pairs an SM's CTAs unevenly", "[mbconv][lesson11][cpu]") {
+  std::vector<MBConvProblem> shapes = fused_shapes();
+  MBConvProblem odd;  // 150 one-pixel images, hidden 192 (6 chunks): uneven splits, a short last group
+  odd.N = 150, odd.H = odd.W = 1, odd.C = 32, odd.C_out = 32, odd.dtype = DType::f16;
+  shapes.push_back(odd);
+  int paired = 0;
+  for (const MBConvProblem& p : shapes)
+    for (int resident : {132, 264, 396}) {
+      Tile t = choose_tile(p, Stage::store, resident);
+      split_tile(t, Stage::store, resident);
+      const int gx = t.tiles * t.splits, gy = t.groups, ctas = gx * gy;
+      INFO(OpTraits<MBConvProblem>::spec(p) << " resident " << resident << " splits " << t.splits);
+      for (bool part_major : {false, true}) {
+        std::vector<int> seen(std::size_t(ctas), 0);
+        for (int by = 0; by < gy; ++by)
+          for (int bx = 0; bx < gx; ++bx) {
+            const SplitPlace at = split_place(t, bx, by, gy, part_major);
+            REQUIRE((at.tile >= 0 && at.tile < t.tiles && at.part >= 0 && at.part < t.splits && at.group >= 0 && at.group < gy));
+            ++seen[std::size_t((at.group * t.tiles + at.tile) * t.splits + at.part)];
+          }
+        for (int c : seen) CHECK(c == 1);
+      }
+      // One wave of two CTAs an SM (resident 264 = 2·132), two parts: CTAs c and c + 132 share an
+      // SM; part-major makes them different parts, the grid's order the same one.
+      if (resident == 264 && t.splits == 2 && ctas <= resident) {
+        for (int c = 0; c + 132 < ctas; ++c) {
+          const auto part_of = [&](int k, bool pm) { return split_place(t, k % gx, k / gx, gy, pm).part; };
+          CHECK(part_of(c, true) != part_of(c + 132, true));
+          CHECK(part_of(c, false) == part_of(c + 132, false));
+        }
+        ++paired;
+      }
+    }
+  CHECK(paired > 0);  // C = 80 @ 14² is such a grid
+}
+
 TEST_CASE("mbconv tile: the CTAs of a split tile make every chunk once", "[mbconv][lesson11][cpu]") {
   std::vector<MBConvProblem> shapes = fused_shapes();
   MBConvProblem odd;  // 150 one-pixel images, hidden 192 (6 chunks), C_out 32: uneven splits

@@ -384,7 +384,9 @@ __device__ __forceinline__ void depthwise_tensor_cores(const Tile& t, const Elem
 // kRows > 0 (with kPadE): E padded with zero rows too (Tile::e_rows_padded), and every depthwise item
 // makes exactly kRows = t.dw_rows output rows (one instantiation per count), reading its window rows
 // without a test (the rows past an image's last group are zero rows; only the finish tests them).
-template <class Element, Stage kStage, int K, int kStride, bool kRelu, bool kTensorDw, bool kPadE = false, int kRows = 0>
+// kPartMajor: the split tiles' CTAs in part-major order (split_place, mbconv_tile.hpp).
+template <class Element, Stage kStage, int K, int kStride, bool kRelu, bool kTensorDw, bool kPadE = false, int kRows = 0,
+          bool kPartMajor = false>
 __device__ __forceinline__ void tile_body(
     Tile t, const Element* __restrict__ x, const Element* __restrict__ we, const Element* __restrict__ be,
     const Element* __restrict__ dw, const Element* __restrict__ bd, const float* __restrict__ gate,
@@ -415,8 +417,12 @@ __device__ __forceinline__ void tile_body(
   // The store plan launches the SE gate as this grid's dependent: it may be scheduled into the
   // room this grid's last wave leaves (it waits for the sums itself; gpu/lib/hopper/dependent_launch.cuh).
   if constexpr (kStage == Stage::store) hopper::allow_dependent_launch();
-  const int tile = blockIdx.x / t.splits, part = blockIdx.x % t.splits;
-  const int n = blockIdx.y * t.images, images = min(t.images, t.N - n);  // images n .. n + images − 1 (the last group: fewer)
+  int tile = blockIdx.x / t.splits, part = blockIdx.x % t.splits, group = blockIdx.y;
+  if constexpr (kPartMajor) {
+    const SplitPlace at = split_place(t, int(blockIdx.x), int(blockIdx.y), int(gridDim.y), true);
+    tile = at.tile, part = at.part, group = at.group;
+  }
+  const int n = group * t.images, images = min(t.images, t.N - n);  // images n .. n + images − 1 (the last group: fewer)
   // A CTA's share of its tile (t.splits CTAs per tile, neighbours in blockIdx.x so they meet in L2):
   // sums/store make hidden chunks part, part + splits, ...; project makes everything.
   const int c_first = kSums ? part * kChunk : 0, c_step = kSums ? t.splits * kChunk : kChunk;
@@ -840,13 +846,15 @@ __device__ __forceinline__ void tile_body(
   }
 }
 
-template <class Element, Stage kStage, int K, int kStride, bool kRelu, bool kTensorDw, bool kPadE = false, int kRows = 0>
+template <class Element, Stage kStage, int K, int kStride, bool kRelu, bool kTensorDw, bool kPadE = false, int kRows = 0,
+          bool kPartMajor = false>
 __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
     Tile t, const Element* __restrict__ x, const Element* __restrict__ we, const Element* __restrict__ be,
     const Element* __restrict__ dw, const Element* __restrict__ bd, const float* __restrict__ gate,
     const Element* __restrict__ wp, const Element* __restrict__ bp, Element* __restrict__ y, float* __restrict__ partial,
     Element* __restrict__ dbuf) {
-  tile_body<Element, kStage, K, kStride, kRelu, kTensorDw, kPadE, kRows>(t, x, we, be, dw, bd, gate, wp, bp, y, partial, dbuf);
+  tile_body<Element, kStage, K, kStride, kRelu, kTensorDw, kPadE, kRows, kPartMajor>(t, x, we, be, dw, bd, gate, wp, bp, y,
+                                                                                   partial, dbuf);
 }
 
 // ---- launcher --------------------------------------------------------------------------------
@@ -876,7 +884,9 @@ Tile stage_tile(const MBConvProblem& p, const Args<MBConvProblem>& a, Kernel ker
 // kPadE: E's rows padded with zero columns, so that no depthwise window tests its columns.
 // kPadRows (with kPadE): with zero rows too, and the kernel instantiated for the tile's rows per
 // depthwise item (the kernel's kRows = Tile::dw_rows), so that no item tests its rows.
-template <class Element, Stage kStage, bool kTensorDw = false, bool kPadE = false, bool kPadRows = false>
+// kPartMajor: the split tiles' CTAs in part-major order (tile_body).
+template <class Element, Stage kStage, bool kTensorDw = false, bool kPadE = false, bool kPadRows = false,
+          bool kPartMajor = false>
 void launch_stage(const MBConvProblem& p, const Args<MBConvProblem>& a, const float* gate, float* partial, void* dbuf) {
   static_assert(!kPadRows || kPadE, "row padding extends the column padding");
   constexpr EPad kPad = kPadRows ? EPad::rows : kPadE ? EPad::columns : EPad::none;
@@ -901,14 +911,14 @@ void launch_stage(const MBConvProblem& p, const Args<MBConvProblem>& a, const fl
         // The tile's rows per item, from the widest instantiation (every kRows has the same launch
         // bounds and shared layout, so the same resident CTAs and tile), then that kRows' kernel.
         constexpr int kMost = dw_group_max(K, S, kStage == Stage::project);
-        const int rows = stage_tile<kStage>(p, a, mbconv_tile_kernel<Element, kStage, K, S, kRelu, kTensorDw, true, kMost>,
+        const int rows = stage_tile<kStage>(p, a, mbconv_tile_kernel<Element, kStage, K, S, kRelu, kTensorDw, true, kMost, kPartMajor>,
                                             name, dbuf, kPad).dw_rows;
-        if (rows == 1) go(mbconv_tile_kernel<Element, kStage, K, S, kRelu, kTensorDw, true, 1>, name, 1);
-        else if constexpr (kMost == 2) go(mbconv_tile_kernel<Element, kStage, K, S, kRelu, kTensorDw, true, 2>, name, 2);
-        else if (rows == 2) go(mbconv_tile_kernel<Element, kStage, K, S, kRelu, kTensorDw, true, 2>, name, 2);
-        else go(mbconv_tile_kernel<Element, kStage, K, S, kRelu, kTensorDw, true, 3>, name, 3);
+        if (rows == 1) go(mbconv_tile_kernel<Element, kStage, K, S, kRelu, kTensorDw, true, 1, kPartMajor>, name, 1);
+        else if constexpr (kMost == 2) go(mbconv_tile_kernel<Element, kStage, K, S, kRelu, kTensorDw, true, 2, kPartMajor>, name, 2);
+        else if (rows == 2) go(mbconv_tile_kernel<Element, kStage, K, S, kRelu, kTensorDw, true, 2, kPartMajor>, name, 2);
+        else go(mbconv_tile_kernel<Element, kStage, K, S, kRelu, kTensorDw, true, 3, kPartMajor>, name, 3);
       } else {
-        go(mbconv_tile_kernel<Element, kStage, K, S, kRelu, kTensorDw, kPadE>, name);
+        go(mbconv_tile_kernel<Element, kStage, K, S, kRelu, kTensorDw, kPadE, 0, kPartMajor>, name);
       }
     };
     using I = std::integral_constant<int, 1>;

@@ -49,9 +49,11 @@ struct StorePlanLayout {
 // window tests its columns, at the shapes where that pays (pad_e_pays); both pass-1 kernels are
 // compiled, the choice is made per shape. kStreamThree (11c): the stream at three CTAs an SM where
 // stream_three_pays (launch_project_stream). kPadRows (with kPadE): where E is padded, its rows too
-// where that keeps the tile (pad_rows_fit), so that no depthwise item tests its rows.
+// where that keeps the tile (pad_rows_fit), so that no depthwise item tests its rows. kPartMajor
+// (11c): pass 1's split tiles in part-major CTA order (tile_body), so that an SM's two CTAs make
+// parts of unequal length rather than two long or two short ones.
 template <bool kTensorDw, bool kWgmmaProject = false, bool kDependentLaunch = true, bool kStreamCtaPart = false,
-          bool kPadE = false, bool kStreamThree = false, bool kPadRows = false>
+          bool kPadE = false, bool kStreamThree = false, bool kPadRows = false, bool kPartMajor = false>
 void run_store_plan(const MBConvProblem& p, const Args<MBConvProblem>& a) {
   const bool pad = kPadE && !kTensorDw && pad_e_pays(p, 2 * sm_count());
   const bool pad_rows = kPadRows && pad && pad_rows_fit(p, 2 * sm_count());
@@ -65,14 +67,14 @@ void run_store_plan(const MBConvProblem& p, const Args<MBConvProblem>& a) {
     using E = typename decltype(tag)::type;
     const ProjectWeights<E> w = project_weights<E>(p, a, base + l.partial + l.gate16 + l.dbuf);
     if constexpr (kPadE && kPadRows && !kTensorDw) {
-      if (pad_rows) launch_stage<E, Stage::store, false, true, true>(p, a, nullptr, partial, dbuf);
-      else if (pad) launch_stage<E, Stage::store, false, true>(p, a, nullptr, partial, dbuf);
-      else launch_stage<E, Stage::store, false, false>(p, a, nullptr, partial, dbuf);
+      if (pad_rows) launch_stage<E, Stage::store, false, true, true, kPartMajor>(p, a, nullptr, partial, dbuf);
+      else if (pad) launch_stage<E, Stage::store, false, true, false, kPartMajor>(p, a, nullptr, partial, dbuf);
+      else launch_stage<E, Stage::store, false, false, false, kPartMajor>(p, a, nullptr, partial, dbuf);
     } else if constexpr (kPadE && !kTensorDw) {
-      if (pad) launch_stage<E, Stage::store, false, true>(p, a, nullptr, partial, dbuf);
-      else launch_stage<E, Stage::store, false, false>(p, a, nullptr, partial, dbuf);
+      if (pad) launch_stage<E, Stage::store, false, true, false, kPartMajor>(p, a, nullptr, partial, dbuf);
+      else launch_stage<E, Stage::store, false, false, false, kPartMajor>(p, a, nullptr, partial, dbuf);
     } else {
-      launch_stage<E, Stage::store, kTensorDw>(p, a, nullptr, partial, dbuf);
+      launch_stage<E, Stage::store, kTensorDw, false, false, kPartMajor>(p, a, nullptr, partial, dbuf);
     }
     se_gate<E, kDependentLaunch>(p, t.tiles, partial, a.se1_w, a.se1_b, a.se2_w, a.se2_b, nullptr, gate16,
                                  dbuf_live(p.hidden()));

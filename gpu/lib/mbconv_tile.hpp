@@ -500,6 +500,22 @@ inline void split_tile(Tile& t, Stage stage, int resident) {
   }
 }
 
+// Where CTA (bx, by) of a stage's grid (t.tiles·t.splits, groups) works: its tile of the image
+// group, its part (it makes chunks part, part + splits, ...) and its image group. The grid's own
+// order takes the parts fastest; part_major (the store plan's kPartMajor) takes the linear CTA
+// index c = by·gridDim.x + bx part-major, c = (part·groups + group)·tiles + tile, so that the two
+// CTAs a wave puts on one SM (about c and c + SMs) are different parts: with an odd chunk count,
+// one long part and one short one, not two long ones beside an SM of two short ones.
+struct SplitPlace {
+  int tile, part, group;
+};
+CONVLAB_HOST_DEVICE inline SplitPlace split_place(const Tile& t, int bx, int by, int groups, bool part_major) {
+  if (!part_major) return {bx / t.splits, bx % t.splits, by};
+  const int per = t.tiles * groups, c = by * t.tiles * t.splits + bx;
+  const int part = c / per, rest = c - part * per;
+  return {rest % t.tiles, part, rest / t.tiles};
+}
+
 // CONVLAB_MBCONV_SPLITS=S (an experiment knob, exercise 5 of lesson 11): the stages that make D
 // run S CTAs per tile (at most one per hidden chunk) instead of split_tile's choice; launch_stage
 // passes the variable's value here. Which chunks a CTA makes changes (chunk k of part s is
