@@ -50,8 +50,8 @@ struct StorePlanLayout {
 // compiled, the choice is made per shape. kStreamThree (11c): the stream at three CTAs an SM where
 // stream_three_pays (launch_project_stream). kPadRows (with kPadE): where E is padded, its rows too
 // where that keeps the tile (pad_rows_fit), so that no depthwise item tests its rows. kPartMajor
-// (11c): pass 1's split tiles in part-major CTA order (tile_body), so that an SM's two CTAs make
-// parts of unequal length rather than two long or two short ones.
+// (no rung yet): pass 1's split tiles in part-major CTA order (split_place), so that an SM's two
+// CTAs make parts of unequal length rather than two long or two short ones.
 template <bool kTensorDw, bool kWgmmaProject = false, bool kDependentLaunch = true, bool kStreamCtaPart = false,
           bool kPadE = false, bool kStreamThree = false, bool kPadRows = false, bool kPartMajor = false>
 void run_store_plan(const MBConvProblem& p, const Args<MBConvProblem>& a) {
