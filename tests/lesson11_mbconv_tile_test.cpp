@@ -260,6 +260,36 @@ TEST_CASE("mbconv tile: split_place puts every (tile, part, group) on one CTA, a
   CHECK(paired > 0);  // C = 80 @ 14² is such a grid
 }
 
+TEST_CASE("mbconv tile: the gate's tail pays where pass 1 is one wave of one-image tiles", "[mbconv][lesson11][cpu]") {
+  // Pass 1's tile as 11c chooses it (run_store_plan: padded E where it pays) at two CTAs an SM of
+  // 132 SMs. The shapes where the tail measured faster than the gate kernel (lesson 11's NOTES,
+  // wave-4e: every 14² input with SE; one wave of 256 CTAs) and where it measured slower (28², 56²,
+  // 112²: several waves; 7²: two images a tile).
+  const auto tile_of = [](const MBConvProblem& p, int resident) {
+    const bool pad = pad_e_pays(p, resident), rows = pad && pad_rows_fit(p, resident);
+    Tile t = choose_tile(p, Stage::store, resident, rows ? EPad::rows : pad ? EPad::columns : EPad::none);
+    split_tile(t, Stage::store, resident);
+    return t;
+  };
+  int faster = 0, slower = 0;
+  for (const MBConvProblem& p : OpTraits<MBConvProblem>::shapes(ShapeTable::bench, Device::gpu)) {
+    if (!p.has_se() || p.dtype != DType::f16 || p.N != 128) continue;
+    const Tile t = tile_of(p, kH200Resident);
+    INFO(OpTraits<MBConvProblem>::spec(p) << ": " << t.tiles << " tiles, " << t.splits << " splits, " << t.images << " images");
+    const bool measured_faster = p.H == 14;  // the 14² inputs, stride 1 and 2
+    CHECK(gate_tail_pays(p, t, kH200Resident) == measured_faster);
+    ++(measured_faster ? faster : slower);
+    if (measured_faster) {
+      CHECK_FALSE(gate_tail_pays(p, t, kH200Resident / 2));  // the same grid as two waves
+      Tile small = t;
+      small.bytes = gate_tail_bytes(p) - 1;  // no room for the gate's scratch
+      CHECK_FALSE(gate_tail_pays(p, small, kH200Resident));
+    }
+  }
+  CHECK(faster == 5);
+  CHECK(slower == 10);
+}
+
 TEST_CASE("mbconv tile: the CTAs of a split tile make every chunk once", "[mbconv][lesson11][cpu]") {
   std::vector<MBConvProblem> shapes = fused_shapes();
   MBConvProblem odd;  // 150 one-pixel images, hidden 192 (6 chunks), C_out 32: uneven splits

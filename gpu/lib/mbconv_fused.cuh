@@ -87,6 +87,7 @@
 #include "gpu/lib/element.cuh"
 #include "gpu/lib/ffn_epilogue.cuh"
 #include "gpu/lib/hopper/dependent_launch.cuh"
+#include "gpu/lib/mbconv_layers.cuh"  // se_gate_image (the gate in pass 1's tail)
 #include "gpu/lib/mbconv_tile.hpp"
 #include "gpu/lib/mma.cuh"
 #include "ops/mbconv.hpp"
@@ -857,6 +858,73 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
                                                                                    partial, dbuf);
 }
 
+// ---- the SE gate in pass 1's tail (run_store_plan's kGateTail) --------------------------------
+//
+// The store plan's gate without a kernel of its own. The tiles·splits CTAs of a tile group make the
+// channel sums of the group's images; each counts its arrival in counts[group] once its sums are
+// written, and the one that arrives last, which so knows that every sum of the group's images is
+// in `partial`, computes their gates into gate16 (se_gate_image, reading the sums through L2) in
+// the shared memory its tile no longer needs. Pass 2 then depends on pass 1 alone: no kernel
+// boundary between the sums and the gate, none between the gate and pass 2's start.
+//
+//   every CTA:  tile_body (Stage::store: D -> dbuf, sums -> partial); fence; barrier
+//               arrived = atomicAdd(&counts[group], 1)            (one thread)
+//   the CTA with arrived == tiles·splits − 1:
+//               fence; for each image of the group: se_gate_image -> gate16
+//
+// Cost: at every CTA's end a fence, an L2 atomic's round trip and two barriers, while the next CTA
+// waits for the slot; the gate's 2·hidden·Cr MACs an image on its group's last CTA, after that
+// CTA's tile, at kThreads threads (the gate kernel may take 512), one image after another where a
+// tile holds several. It pays only where pass 1 is one wave of one-image tiles (gate_tail_pays,
+// mbconv_tile.hpp: there the gate kernel's boundary is on the path, and the CTAs' ends are paid
+// once); lesson 11's NOTES.md (wave-4e) measures it at every SE shape.
+// counts: zero when the kernel starts (launch_stage's memset), zero again when it ends (the last
+// CTA of each group resets its count).
+template <class Element> struct GateTail {
+  unsigned* counts;                  // [groups]
+  const Element *w1, *b1, *w2, *b2;  // the SE's FCs
+  bool vec1, vec2;                   // their rows in 16-byte pieces (se_gate)
+  int cr, ld16;
+  float inv_pixels;
+  FfnActivation act;
+  Element* gate16;                   // [N][ld16]
+};
+
+template <class Element, int K, int kStride, bool kRelu, bool kTensorDw, bool kPadE = false, int kRows = 0,
+          bool kPartMajor = false>
+__global__ void __launch_bounds__(kThreads, 2) mbconv_store_gate_kernel(
+    Tile t, const Element* __restrict__ x, const Element* __restrict__ we, const Element* __restrict__ be,
+    const Element* __restrict__ dw, const Element* __restrict__ bd, const float* __restrict__ gate,
+    const Element* __restrict__ wp, const Element* __restrict__ bp, Element* __restrict__ y, float* partial,
+    Element* __restrict__ dbuf, GateTail<Element> g) {
+  tile_body<Element, Stage::store, K, kStride, kRelu, kTensorDw, kPadE, kRows, kPartMajor>(t, x, we, be, dw, bd, gate, wp,
+                                                                                         bp, y, partial, dbuf);
+  extern __shared__ __align__(16) unsigned char shared[];
+  const int group = kPartMajor ? split_place(t, int(blockIdx.x), int(blockIdx.y), int(gridDim.y), true).group
+                               : int(blockIdx.y);
+  __syncthreads();  // every thread's sums written; the tile is done with shared memory
+  unsigned* last = reinterpret_cast<unsigned*>(shared);
+  if (threadIdx.x == 0) {
+    // Release: the CTA's sums (before the barrier) ahead of its arrival; the last CTA's acquire
+    // after it, so that its threads (after the next barrier) read every CTA's sums.
+    __threadfence();
+    const bool is_last = atomicAdd(g.counts + group, 1u) + 1 == unsigned(t.tiles * t.splits);
+    if (is_last) {
+      __threadfence();
+      g.counts[group] = 0u;  // every CTA of the group has arrived: zero again for the next launch
+    }
+    *last = is_last;
+  }
+  __syncthreads();
+  if (*last == 0u) return;  // the whole CTA: the gate below has barriers
+  __syncthreads();          // every thread has read *last before the gate's scratch covers it
+  const int n0 = group * t.images, images = min(t.images, t.N - n0);
+  for (int i = 0; i < images; ++i)  // the scratch is reused image after image: se_gate_image's barriers
+    se_gate_image<Element, kThreads, true>(n0 + i, t.hidden, g.cr, t.tiles, g.inv_pixels, g.act, partial, g.w1, g.b1,
+                                           g.w2, g.b2, g.vec1, g.vec2, nullptr, g.gate16, g.ld16,
+                                           reinterpret_cast<float*>(shared));
+}
+
 // ---- launcher --------------------------------------------------------------------------------
 
 // One stage over the whole batch, on the stage's own tile: choose_tile's rows, images_for's
@@ -885,9 +953,28 @@ Tile stage_tile(const MBConvProblem& p, const Args<MBConvProblem>& a, Kernel ker
 // kPadRows (with kPadE): with zero rows too, and the kernel instantiated for the tile's rows per
 // depthwise item (the kernel's kRows = Tile::dw_rows), so that no item tests its rows.
 // kPartMajor: the split tiles' CTAs in part-major order (tile_body).
+// The kernel launch_stage runs: the tile kernel, or with kGateTail the store stage that ends with
+// the gate (mbconv_store_gate_kernel).
+template <class Element, Stage kStage, int K, int S, bool kRelu, bool kTensorDw, bool kPadE, int kRows, bool kPartMajor,
+          bool kGateTail>
+inline auto stage_kernel() {
+  if constexpr (kGateTail) {
+    static_assert(kStage == Stage::store, "the gate's tail follows the store stage");
+    return mbconv_store_gate_kernel<Element, K, S, kRelu, kTensorDw, kPadE, kRows, kPartMajor>;
+  } else {
+    return mbconv_tile_kernel<Element, kStage, K, S, kRelu, kTensorDw, kPadE, kRows, kPartMajor>;
+  }
+}
+
+// kGateTail (the store stage only): the kernel that ends with the SE gate (mbconv_store_gate_kernel),
+// with `tail` its arguments, where gate_tail_pays for the stage's tile (its counts zeroed first);
+// elsewhere it launches nothing and returns false, for the caller to launch the plain stage and the
+// gate kernel.
 template <class Element, Stage kStage, bool kTensorDw = false, bool kPadE = false, bool kPadRows = false,
-          bool kPartMajor = false>
-void launch_stage(const MBConvProblem& p, const Args<MBConvProblem>& a, const float* gate, float* partial, void* dbuf) {
+          bool kPartMajor = false, bool kGateTail = false>
+bool launch_stage(const MBConvProblem& p, const Args<MBConvProblem>& a, const float* gate, float* partial, void* dbuf,
+                  const GateTail<Element>* tail = nullptr) {
+  bool launched = true;
   static_assert(!kPadRows || kPadE, "row padding extends the column padding");
   constexpr EPad kPad = kPadRows ? EPad::rows : kPadE ? EPad::columns : EPad::none;
   const void* wp = a.project_w;
@@ -896,11 +983,26 @@ void launch_stage(const MBConvProblem& p, const Args<MBConvProblem>& a, const fl
     const Tile t = stage_tile<kStage>(p, a, kernel, name, dbuf, kPad);
     if (rows > 0 && t.dw_rows != rows)
       throw std::logic_error(std::string(name) + ": the tile's rows per depthwise item changed with the kernel");
-    kernel<<<dim3(unsigned(t.tiles * t.splits), unsigned(t.groups)), kThreads, t.bytes>>>(
-        t, static_cast<const Element*>(a.x), static_cast<const Element*>(a.expand_w),
-        static_cast<const Element*>(a.expand_b), static_cast<const Element*>(a.dw_w),
-        static_cast<const Element*>(a.dw_b), gate, static_cast<const Element*>(wp),
-        static_cast<const Element*>(a.project_b), static_cast<Element*>(a.y), partial, static_cast<Element*>(dbuf));
+    const dim3 grid(unsigned(t.tiles * t.splits), unsigned(t.groups));
+    const auto launch = [&](auto... extra) {
+      kernel<<<grid, kThreads, t.bytes>>>(
+          t, static_cast<const Element*>(a.x), static_cast<const Element*>(a.expand_w),
+          static_cast<const Element*>(a.expand_b), static_cast<const Element*>(a.dw_w),
+          static_cast<const Element*>(a.dw_b), gate, static_cast<const Element*>(wp),
+          static_cast<const Element*>(a.project_b), static_cast<Element*>(a.y), partial, static_cast<Element*>(dbuf),
+          extra...);
+    };
+    if constexpr (kGateTail) {
+      if (tail == nullptr) throw std::logic_error(std::string(name) + ": the gate's tail has no arguments");
+      if (!gate_tail_pays(p, t, resident_blocks(kernel, kThreads, t.bytes))) {
+        launched = false;
+        return;
+      }
+      check_cuda(cudaMemsetAsync(tail->counts, 0, sizeof(unsigned) * t.groups), "zeroing the gate tail's counts");
+      launch(*tail);
+    } else {
+      launch();
+    }
     check_launch(name);
   };
   const auto with = [&](auto relu) {
@@ -911,14 +1013,14 @@ void launch_stage(const MBConvProblem& p, const Args<MBConvProblem>& a, const fl
         // The tile's rows per item, from the widest instantiation (every kRows has the same launch
         // bounds and shared layout, so the same resident CTAs and tile), then that kRows' kernel.
         constexpr int kMost = dw_group_max(K, S, kStage == Stage::project);
-        const int rows = stage_tile<kStage>(p, a, mbconv_tile_kernel<Element, kStage, K, S, kRelu, kTensorDw, true, kMost, kPartMajor>,
+        const int rows = stage_tile<kStage>(p, a, stage_kernel<Element, kStage, K, S, kRelu, kTensorDw, true, kMost, kPartMajor, kGateTail>(),
                                             name, dbuf, kPad).dw_rows;
-        if (rows == 1) go(mbconv_tile_kernel<Element, kStage, K, S, kRelu, kTensorDw, true, 1, kPartMajor>, name, 1);
-        else if constexpr (kMost == 2) go(mbconv_tile_kernel<Element, kStage, K, S, kRelu, kTensorDw, true, 2, kPartMajor>, name, 2);
-        else if (rows == 2) go(mbconv_tile_kernel<Element, kStage, K, S, kRelu, kTensorDw, true, 2, kPartMajor>, name, 2);
-        else go(mbconv_tile_kernel<Element, kStage, K, S, kRelu, kTensorDw, true, 3, kPartMajor>, name, 3);
+        if (rows == 1) go(stage_kernel<Element, kStage, K, S, kRelu, kTensorDw, true, 1, kPartMajor, kGateTail>(), name, 1);
+        else if constexpr (kMost == 2) go(stage_kernel<Element, kStage, K, S, kRelu, kTensorDw, true, 2, kPartMajor, kGateTail>(), name, 2);
+        else if (rows == 2) go(stage_kernel<Element, kStage, K, S, kRelu, kTensorDw, true, 2, kPartMajor, kGateTail>(), name, 2);
+        else go(stage_kernel<Element, kStage, K, S, kRelu, kTensorDw, true, 3, kPartMajor, kGateTail>(), name, 3);
       } else {
-        go(mbconv_tile_kernel<Element, kStage, K, S, kRelu, kTensorDw, kPadE, 0, kPartMajor>, name);
+        go(stage_kernel<Element, kStage, K, S, kRelu, kTensorDw, kPadE, 0, kPartMajor, kGateTail>(), name);
       }
     };
     using I = std::integral_constant<int, 1>;
@@ -932,6 +1034,7 @@ void launch_stage(const MBConvProblem& p, const Args<MBConvProblem>& a, const fl
   };
   if (p.activation == MBConvActivation::relu) with(std::true_type{});
   else with(std::false_type{});
+  return launched;
 }
 
 }  // namespace convlab::gpu::mbconv

@@ -235,7 +235,7 @@ __global__ void __launch_bounds__(kThreads, kMinCtas) mbconv_project_stream_kern
     bs[i] = cta_col0 + i < t.c_out ? bp[cta_col0 + i] : from_float<Element>(0.0f);
   cp_async_wait<0>();
   __syncthreads();
-  hopper::wait_for_prerequisite_grid();  // the store plan: the gate kernel (and, through it, pass 1)
+  hopper::wait_for_prerequisite_grid();  // the store plan: the gate kernel (and, through it, pass 1), or pass 1 with the gate in its tail
 
   const uint32_t b_lane = shared_address(wb) + uint32_t(((lane % 16) * t.ldb + 8 * (lane / 16)) * 2);
   const uint32_t b_step = 16u * uint32_t(t.ldb) * 2;  // one k16 step of staged rows, bytes

@@ -11,6 +11,7 @@
 // Wp a CTA, and leaves the persistent GEMM only past hidden 7200.
 //
 //   workspace  partial [N][tiles][hidden] fp32 | gate16 [N][dbuf_live] | dbuf (dbuf_elems) | Wp padded
+//              | counts [N] (kGateTail: the arrivals of each tile group's CTAs)
 #pragma once
 
 #include "gpu/lib/mbconv_fused.cuh"
@@ -25,7 +26,7 @@ namespace convlab::gpu::mbconv {
 inline bool store_plan_supported(const MBConvProblem& p) { return p.has_se() && se_gate_fits(p) && fused_support(p); }
 
 struct StorePlanLayout {
-  std::size_t partial, gate16, dbuf, wp;  // bytes
+  std::size_t partial, gate16, dbuf, wp, counts;  // bytes
   explicit StorePlanLayout(const MBConvProblem& p) {
     // pass 1's tiles: one row of sums each (padded E may take a row less a tile: room for any)
     const int tiles = std::max({choose_tile(p, Stage::store).tiles, choose_tile(p, Stage::store, EPad::columns).tiles,
@@ -35,9 +36,24 @@ struct StorePlanLayout {
     gate16 = up(std::size_t(p.N) * dbuf_live(p.hidden()) * 2);
     dbuf = up(dbuf_elems(p) * 2);
     wp = up(project_workspace_bytes(p));
+    counts = up(std::size_t(p.N) * sizeof(unsigned));  // tile groups ≤ N
   }
-  std::size_t bytes() const { return partial + gate16 + dbuf + wp; }
+  std::size_t bytes() const { return partial + gate16 + dbuf + wp + counts; }
 };
+
+// The tail's arguments: the SE weights of a, the counts and gate16 in the workspace.
+template <class Element>
+GateTail<Element> gate_tail_args(const MBConvProblem& p, const Args<MBConvProblem>& a, void* counts, void* gate16) {
+  GateTail<Element> g{};
+  g.counts = static_cast<unsigned*>(counts);
+  g.w1 = static_cast<const Element*>(a.se1_w), g.b1 = static_cast<const Element*>(a.se1_b);
+  g.w2 = static_cast<const Element*>(a.se2_w), g.b2 = static_cast<const Element*>(a.se2_b);
+  g.vec1 = p.se_channels() % 8 == 0 && aligned_16(a.se1_w), g.vec2 = p.hidden() % 8 == 0 && aligned_16(a.se2_w);
+  g.cr = p.se_channels(), g.ld16 = dbuf_live(p.hidden());
+  g.inv_pixels = float(1.0 / (double(p.P()) * p.Q())), g.act = p.activation;
+  g.gate16 = static_cast<Element*>(gate16);
+  return g;
+}
 
 // kDependentLaunch: the gate and pass 2 each launched as a programmatic dependent of the kernel
 // before it (gpu/lib/hopper/dependent_launch.cuh): the gate is scheduled into pass 1's last wave
@@ -51,9 +67,12 @@ struct StorePlanLayout {
 // stream_three_pays (launch_project_stream). kPadRows (with kPadE): where E is padded, its rows too
 // where that keeps the tile (pad_rows_fit), so that no depthwise item tests its rows. kPartMajor
 // (no rung yet): pass 1's split tiles in part-major CTA order (split_place), so that an SM's two
-// CTAs make parts of unequal length rather than two long or two short ones.
+// CTAs make parts of unequal length rather than two long or two short ones. kGateTail (no rung
+// yet): the gate made by the last CTA of each tile group of pass 1 (mbconv_store_gate_kernel)
+// where gate_tail_pays, not by a kernel between the passes; pass 2 is then pass 1's dependent.
 template <bool kTensorDw, bool kWgmmaProject = false, bool kDependentLaunch = true, bool kStreamCtaPart = false,
-          bool kPadE = false, bool kStreamThree = false, bool kPadRows = false, bool kPartMajor = false>
+          bool kPadE = false, bool kStreamThree = false, bool kPadRows = false, bool kPartMajor = false,
+          bool kGateTail = false>
 void run_store_plan(const MBConvProblem& p, const Args<MBConvProblem>& a) {
   const bool pad = kPadE && !kTensorDw && pad_e_pays(p, 2 * sm_count());
   const bool pad_rows = kPadRows && pad && pad_rows_fit(p, 2 * sm_count());
@@ -66,18 +85,29 @@ void run_store_plan(const MBConvProblem& p, const Args<MBConvProblem>& a) {
   visit_dtype<__half, __nv_bfloat16>(p.dtype, [&](auto tag) {
     using E = typename decltype(tag)::type;
     const ProjectWeights<E> w = project_weights<E>(p, a, base + l.partial + l.gate16 + l.dbuf);
-    if constexpr (kPadE && kPadRows && !kTensorDw) {
-      if (pad_rows) launch_stage<E, Stage::store, false, true, true, kPartMajor>(p, a, nullptr, partial, dbuf);
-      else if (pad) launch_stage<E, Stage::store, false, true, false, kPartMajor>(p, a, nullptr, partial, dbuf);
-      else launch_stage<E, Stage::store, false, false, false, kPartMajor>(p, a, nullptr, partial, dbuf);
-    } else if constexpr (kPadE && !kTensorDw) {
-      if (pad) launch_stage<E, Stage::store, false, true, false, kPartMajor>(p, a, nullptr, partial, dbuf);
-      else launch_stage<E, Stage::store, false, false, false, kPartMajor>(p, a, nullptr, partial, dbuf);
-    } else {
-      launch_stage<E, Stage::store, kTensorDw, false, false, kPartMajor>(p, a, nullptr, partial, dbuf);
+    // Pass 1, with the gate in its tail (kTail: false where it does not pay, nothing launched) or without.
+    const auto pass1 = [&](auto tail_tag) {
+      constexpr bool kTail = decltype(tail_tag)::value;
+      const GateTail<E> args = kTail ? gate_tail_args<E>(p, a, base + l.bytes() - l.counts, gate16) : GateTail<E>{};
+      const GateTail<E>* g = kTail ? &args : nullptr;
+      if constexpr (kPadE && kPadRows && !kTensorDw) {
+        if (pad_rows) return launch_stage<E, Stage::store, false, true, true, kPartMajor, kTail>(p, a, nullptr, partial, dbuf, g);
+        else if (pad) return launch_stage<E, Stage::store, false, true, false, kPartMajor, kTail>(p, a, nullptr, partial, dbuf, g);
+        else return launch_stage<E, Stage::store, false, false, false, kPartMajor, kTail>(p, a, nullptr, partial, dbuf, g);
+      } else if constexpr (kPadE && !kTensorDw) {
+        if (pad) return launch_stage<E, Stage::store, false, true, false, kPartMajor, kTail>(p, a, nullptr, partial, dbuf, g);
+        else return launch_stage<E, Stage::store, false, false, false, kPartMajor, kTail>(p, a, nullptr, partial, dbuf, g);
+      } else {
+        return launch_stage<E, Stage::store, kTensorDw, false, false, kPartMajor, kTail>(p, a, nullptr, partial, dbuf, g);
+      }
+    };
+    bool tail = false;
+    if constexpr (kGateTail) tail = pass1(std::true_type{});
+    if (!tail) {
+      pass1(std::false_type{});
+      se_gate<E, kDependentLaunch>(p, t.tiles, partial, a.se1_w, a.se1_b, a.se2_w, a.se2_b, nullptr, gate16,
+                                   dbuf_live(p.hidden()));
     }
-    se_gate<E, kDependentLaunch>(p, t.tiles, partial, a.se1_w, a.se1_b, a.se2_w, a.se2_b, nullptr, gate16,
-                                 dbuf_live(p.hidden()));
     if constexpr (kWgmmaProject)
       launch_project_wgmma<E>(p, a, dbuf, gate16, w, kDependentLaunch);
     else if (stream_tile_fits(stream_tile_for(p, w.ldw, kStreamCtaPart)))

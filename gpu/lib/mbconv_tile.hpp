@@ -897,6 +897,21 @@ inline std::size_t se_gate_shared_bytes(const MBConvProblem& p) {
 // The gate kernel's shared memory within what one block may ask for (227 KB on the H200).
 inline bool se_gate_fits(const MBConvProblem& p) { return se_gate_shared_bytes(p) <= 227 * 1024; }
 
+// The gate in pass 1's tail (lesson 11's kGateTail: mbconv_store_gate_kernel, gpu/lib/mbconv_fused.cuh):
+// the last CTA of a tile group makes its images' gates at kThreads threads, in the shared memory
+// of its tile. It pays where pass 1 is one wave (t's tiles·splits·groups CTAs no more than
+// `resident`, the CTAs the device runs at once) of one-image tiles: there the gate kernel's
+// boundary is on the path and every CTA's arrival is paid once; with several waves the arrivals
+// cost more than the boundary (lesson 11's NOTES.md, wave-4e), and a tile of several images would
+// make their gates one after another.
+inline std::size_t gate_tail_bytes(const MBConvProblem& p) {
+  return (std::size_t(p.hidden()) + p.se_channels() + se_gate_red_floats(p.hidden(), p.se_channels(), kThreads)) *
+         sizeof(float);
+}
+inline bool gate_tail_pays(const MBConvProblem& p, const Tile& t, int resident) {
+  return t.images == 1 && 1LL * t.tiles * t.splits * t.groups <= resident && gate_tail_bytes(p) <= t.bytes;
+}
+
 
 // ---- 11k: the store plan as one kernel over a thread-block cluster (mbconv_block_cluster.cuh) ----
 // Where every CTA of a tile group (one image's tiles·splits, or one tile of several images ×
