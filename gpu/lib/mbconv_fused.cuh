@@ -862,15 +862,16 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
 //
 // The store plan's gate without a kernel of its own. The tiles·splits CTAs of a tile group make the
 // channel sums of the group's images; each counts its arrival in counts[group] once its sums are
-// written, and the one that arrives last, which so knows that every sum of the group's images is
+// written, and the one that arrives last, which therefore knows that every sum of the group's images is
 // in `partial`, computes their gates into gate16 (se_gate_image, reading the sums through L2) in
 // the shared memory its tile no longer needs. Pass 2 then depends on pass 1 alone: no kernel
 // boundary between the sums and the gate, none between the gate and pass 2's start.
 //
-//   every CTA:  tile_body (Stage::store: D -> dbuf, sums -> partial); fence; barrier
-//               arrived = atomicAdd(&counts[group], 1)            (one thread)
+//   every CTA:  tile_body (Stage::store: D -> dbuf, sums -> partial); barrier
+//               one thread: fence; arrived = atomicAdd(&counts[group], 1)
 //   the CTA with arrived == tiles·splits − 1:
-//               fence; for each image of the group: se_gate_image -> gate16
+//               one thread: fence; counts[group] = 0
+//               barrier; for each image of the group: se_gate_image -> gate16
 //
 // Cost: at every CTA's end a fence, an L2 atomic's round trip and two barriers, while the next CTA
 // waits for the slot; the gate's 2·hidden·Cr MACs an image on its group's last CTA, after that
@@ -949,10 +950,6 @@ Tile stage_tile(const MBConvProblem& p, const Args<MBConvProblem>& a, Kernel ker
   return t;
 }
 
-// kPadE: E's rows padded with zero columns, so that no depthwise window tests its columns.
-// kPadRows (with kPadE): with zero rows too, and the kernel instantiated for the tile's rows per
-// depthwise item (the kernel's kRows = Tile::dw_rows), so that no item tests its rows.
-// kPartMajor: the split tiles' CTAs in part-major order (tile_body).
 // The kernel launch_stage runs: the tile kernel, or with kGateTail the store stage that ends with
 // the gate (mbconv_store_gate_kernel).
 template <class Element, Stage kStage, int K, int S, bool kRelu, bool kTensorDw, bool kPadE, int kRows, bool kPartMajor,
@@ -966,6 +963,10 @@ inline auto stage_kernel() {
   }
 }
 
+// kPadE: E's rows padded with zero columns, so that no depthwise window tests its columns.
+// kPadRows (with kPadE): with zero rows too, and the kernel instantiated for the tile's rows per
+// depthwise item (the kernel's kRows = Tile::dw_rows), so that no item tests its rows.
+// kPartMajor: the split tiles' CTAs in part-major order (tile_body).
 // kGateTail (the store stage only): the kernel that ends with the SE gate (mbconv_store_gate_kernel),
 // with `tail` its arguments, where gate_tail_pays for the stage's tile (its counts zeroed first);
 // elsewhere it launches nothing and returns false, for the caller to launch the plain stage and the
