@@ -11,6 +11,6 @@ CALL_GPU_ONLY='gpu/lib/|gpu/(convfirst|mbconv)/|gpu/conv2d/(06a_|06b_|04a_|04b_|
   call_build 440 || { call_finish; exit 4; }
 call_stage tests 45 --no-bench --only 'convfirst/gpu/|convfirst: every GPU|mbconv/gpu/|mbconv: every GPU rung|mbconv tile|mbconv stream'
 left=$((CALL_LIMIT - SECONDS - 10))
-((left > 30)) && CONVLAB_BENCH_TIMEOUT=$((left / 2)) call_stage bench $left --no-tests --only 'mbconv/gpu/(11c|11q)_|convfirst/gpu/(10e|10y)_'
+((left > 30)) && CONVLAB_BENCH_TIMEOUT=$((left / 2)) call_stage bench $left --no-tests --only 'mbconv/gpu/(11c|11q|11r)_|convfirst/gpu/(10e|10y)_'
 call_finish
 ls -la "$OUT"

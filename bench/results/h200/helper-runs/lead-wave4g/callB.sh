@@ -11,7 +11,7 @@ export CONVLAB_GIT_REV=$(cat .scratch/rev)+gate-tail-on+k8-tail
 CALL_GPU_ONLY='gpu/lib/|gpu/(convfirst|mbconv)/|gpu/conv2d/(06a_|06b_|04a_|04b_|cudnn)|gpu/gemm/(03m_|03o_|cublas)' \
   call_build 300 || exit 4
 [[ -n $CALLB_TESTS ]] && call_stage tests 90 --no-bench --only 'convfirst/gpu/|convfirst: every GPU|mbconv/gpu/|mbconv: every GPU rung|mbconv tile|mbconv stream'
-CONVLAB_BENCH_TIMEOUT=120 call_stage bench 250 --no-tests --only 'mbconv/gpu/(11c|11q)_|convfirst/gpu/(10e|10y)_'
+CONVLAB_BENCH_TIMEOUT=120 call_stage bench 250 --no-tests --only 'mbconv/gpu/(11c|11q|11r)_|convfirst/gpu/(10e|10y)_'
 CONVLAB_RACECHECK_FLOP_LIMIT=1e8 call_sanitize 'mbconv/gpu/11c_fused_store,convfirst/gpu/10e_fused_cluster'
 call_finish
 ls -la "$OUT"
