@@ -8,9 +8,9 @@
 # the sanitizers on 11r in the time left.
 g=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "GPU: $g"
 source bench/call_stages.sh
-CALL_LIMIT=${CALL_BUDGET:-585}
+CALL_LIMIT=${CALL_BUDGET:-590}
 export CONVLAB_GIT_REV=$(cat .scratch/rev)+gate-tail-on+stage-walk
-CALL_GPU_ONLY='gpu/lib/|gpu/mbconv/(11c_|11q_|11r_)' call_build 330 || { call_finish; exit 4; }
+CALL_GPU_ONLY='gpu/lib/|gpu/mbconv/(11c_|11q_|11r_)' call_build 400 || { call_finish; exit 4; }
 call_stage tests 60 --no-bench --only 'mbconv/gpu/|mbconv: every GPU rung|mbconv tile|mbconv stream'
 CONVLAB_BENCH_TIMEOUT=110 call_stage bench 120 --no-tests --only 'mbconv/gpu/(11c|11q|11r)_'
 for r in 11c_fused_store 11r_store_walk; do
