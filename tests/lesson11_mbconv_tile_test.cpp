@@ -260,17 +260,19 @@ TEST_CASE("mbconv tile: split_place puts every (tile, part, group) on one CTA, a
   CHECK(paired > 0);  // C = 80 @ 14² is such a grid
 }
 
+// Pass 1's tile as 11c chooses it (run_store_plan: padded E where it pays) for `resident` CTAs.
+Tile store_tile_11c(const MBConvProblem& p, int resident) {
+  const bool pad = pad_e_pays(p, resident), rows = pad && pad_rows_fit(p, resident);
+  Tile t = choose_tile(p, Stage::store, resident, rows ? EPad::rows : pad ? EPad::columns : EPad::none);
+  split_tile(t, Stage::store, resident);
+  return t;
+}
+
 TEST_CASE("mbconv tile: the gate's tail pays where pass 1 is one wave of one-image tiles", "[mbconv][lesson11][cpu]") {
-  // Pass 1's tile as 11c chooses it (run_store_plan: padded E where it pays) at two CTAs an SM of
-  // 132 SMs. The shapes where the tail measured faster than the gate kernel (lesson 11's NOTES,
-  // wave-4e: every 14² input with SE; one wave of 256 CTAs) and where it measured slower (28², 56²,
-  // 112²: several waves; 7²: two images a tile).
-  const auto tile_of = [](const MBConvProblem& p, int resident) {
-    const bool pad = pad_e_pays(p, resident), rows = pad && pad_rows_fit(p, resident);
-    Tile t = choose_tile(p, Stage::store, resident, rows ? EPad::rows : pad ? EPad::columns : EPad::none);
-    split_tile(t, Stage::store, resident);
-    return t;
-  };
+  // At two CTAs an SM of 132 SMs. The shapes where the tail measured faster than the gate kernel
+  // (lesson 11's NOTES, wave-4e: every 14² input with SE; one wave of 256 CTAs) and where it
+  // measured slower (28², 56², 112²: several waves; 7²: two images a tile).
+  const auto tile_of = store_tile_11c;
   int faster = 0, slower = 0;
   for (const MBConvProblem& p : OpTraits<MBConvProblem>::shapes(ShapeTable::bench, Device::gpu)) {
     if (!p.has_se() || p.dtype != DType::f16 || p.N != 128) continue;
@@ -288,6 +290,35 @@ TEST_CASE("mbconv tile: the gate's tail pays where pass 1 is one wave of one-ima
   }
   CHECK(faster == 5);
   CHECK(slower == 10);
+}
+
+TEST_CASE("mbconv tile: the GPU test table reaches every form of the gate's tail", "[mbconv][lesson11][cpu]") {
+  // A rung that takes the tail (kGateTail) is tested only where a table shape makes pass 1 take it
+  // on the lent GPU (132 SMs): the last of several CTAs of an image making its gate, after its
+  // image's tiles (tiles > 1) and after its tile's other splits (splits > 1); the lone CTA of an
+  // image; both 16-bit types; Cr not a multiple of 8 (W1's rows element by element) and one that is.
+  bool tiles = false, splits = false, lone = false, f16 = false, bf16 = false, odd_cr = false, vec_cr = false;
+  int reached = 0;
+  for (const MBConvProblem& p : OpTraits<MBConvProblem>::shapes(ShapeTable::test, Device::gpu)) {
+    if (!p.has_se() || (p.dtype != DType::f16 && p.dtype != DType::bf16)) continue;
+    const Tile t = store_tile_11c(p, kH200Resident);
+    if (t.rows == 0 || !gate_tail_pays(p, t, kH200Resident)) continue;
+    ++reached;
+    tiles |= t.tiles > 1;
+    splits |= t.splits > 1;
+    lone |= t.tiles * t.splits == 1;
+    f16 |= p.dtype == DType::f16;
+    bf16 |= p.dtype == DType::bf16;
+    (p.se_channels() % 8 == 0 ? vec_cr : odd_cr) = true;
+  }
+  INFO(reached << " table shapes take the tail");
+  CHECK(tiles);
+  CHECK(splits);
+  CHECK(lone);
+  CHECK(f16);
+  CHECK(bf16);
+  CHECK(odd_cr);
+  CHECK(vec_cr);
 }
 
 TEST_CASE("mbconv tile: the CTAs of a split tile make every chunk once", "[mbconv][lesson11][cpu]") {
