@@ -272,11 +272,10 @@ TEST_CASE("mbconv tile: the gate's tail pays where pass 1 is one wave of one-ima
   // At two CTAs an SM of 132 SMs. The shapes where the tail measured faster than the gate kernel
   // (lesson 11's NOTES, wave-4e: every 14² input with SE; one wave of 256 CTAs) and where it
   // measured slower (28², 56², 112²: several waves; 7²: two images a tile).
-  const auto tile_of = store_tile_11c;
   int faster = 0, slower = 0;
   for (const MBConvProblem& p : OpTraits<MBConvProblem>::shapes(ShapeTable::bench, Device::gpu)) {
     if (!p.has_se() || p.dtype != DType::f16 || p.N != 128) continue;
-    const Tile t = tile_of(p, kH200Resident);
+    const Tile t = store_tile_11c(p, kH200Resident);
     INFO(OpTraits<MBConvProblem>::spec(p) << ": " << t.tiles << " tiles, " << t.splits << " splits, " << t.images << " images");
     const bool measured_faster = p.H == 14;  // the 14² inputs, stride 1 and 2
     CHECK(gate_tail_pays(p, t, kH200Resident) == measured_faster);
