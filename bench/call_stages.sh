@@ -27,7 +27,9 @@
 #                                 dtype, e.g. mbconv/gpu/11c_fused_store/n128_..._silu_f16), twice:
 #                                 with the L2 as the launches before left it (--cache-control none)
 #                                 and flushed (all), each under the time left before CALL_LIMIT (at
-#                                 most 60 s; skipped under 20 s); CSVs in $OUT/ncu-NAME-{none,all}.csv
+#                                 most 60 s; skipped under 20 s); CSVs in $OUT/ncu-NAME-{none,all}.csv,
+#                                 NAME the row after "/gpu/" with "-" for "/" (the rung and the shape,
+#                                 so that two rungs at one shape keep their own files)
 #                                 (NAME: ROW's last part), their lines printed. Pack the CSVs before
 #                                 the eight-file limit. CALL_NCU replaces ncu (the tests use a stub).
 #   call_finish                   every stage's logs into $OUT/logs.tar.gz, their summaries into
@@ -84,7 +86,9 @@ call_sanitize() {
 
 call_ncu_times() {
   local row=$1 kernels=$2 cc left status
-  local name=${row##*/} ncu=${CALL_NCU:-$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1)}
+  local name=${row#*/gpu/}
+  name=${name//\//-}
+  local ncu=${CALL_NCU:-$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1)}
   for cc in none all; do
     left=$((CALL_LIMIT - SECONDS - 5))
     if ((left < 20)); then

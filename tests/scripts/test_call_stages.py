@@ -120,7 +120,7 @@ echo "args: $*"
         row = "mbconv/gpu/11c_fused_store/n128_14x14_c80_e6_k3_s1_se25_co80_silu_f16"
         r = self.call(f"call_ncu_times {row} 'a_kernel|b_kernel'", CALL_NCU=stub, CALL_LIMIT="200")
         self.assertEqual(r.returncode, 0, r.stderr)
-        name = row.rsplit("/", 1)[1]
+        name = "11c_fused_store-n128_14x14_c80_e6_k3_s1_se25_co80_silu_f16"
         for cc in ("none", "all"):
             with open(os.path.join(self.out, f"ncu-{name}-{cc}.csv")) as f:
                 text = f.read()
@@ -129,10 +129,14 @@ echo "args: $*"
             self.assertIn("--kernel-name regex:a_kernel|b_kernel ", text)
             self.assertIn(f"{name} {cc}: status 0", r.stdout)
         self.assertEqual(r.stdout.count("stub_kernel | gpu__time_duration.sum | 22.11\n"), 2, r.stdout)
+        # a second rung at the same shape keeps its own files
+        other = row.replace("11c_fused_store", "11r_store_walk")
+        self.call(f"call_ncu_times {other} 'a_kernel'", CALL_NCU=stub, CALL_LIMIT="200")
+        self.assertEqual(len([f for f in os.listdir(self.out) if f.startswith("ncu-")]), 4)
         # too little time left: neither runs, and the call says so
         short = self.call(f"call_ncu_times {row} 'a_kernel'", CALL_NCU=stub, CALL_LIMIT="10")
         self.assertEqual(short.stdout.count("skipped"), 2, short.stdout)
-        self.assertEqual(len([f for f in os.listdir(self.out) if f.startswith("ncu-")]), 2)
+        self.assertEqual(len([f for f in os.listdir(self.out) if f.startswith("ncu-")]), 4)  # no new file
 
 
 class RunGpuSignal(unittest.TestCase):
