@@ -2,8 +2,9 @@
 # build (a fresh machine: ≈ 300 s for 11c with the gate tail alone, wave-4e) and the GPU tests of
 # lessons 10 and 11 here; bench and sanitizers in callB.sh on the same warm machine. Tree: HEAD with
 # lead-wave4e/gate-tail-on.patch and lead-wave3x/k8-tail.patch, copies 11q (the filed 11c) and 10y
-# (the filed 10e); host steps in lead-wave4e/h200-call1.sh's header, and callH.sh's for copy 11r
-# (11c with the stage walk too). On any other card: exit 3.
+# (the filed 10e); host steps in lead-wave4e/h200-call1.sh's header. The regexes below also take a
+# copy 11r (callH.sh's stage walk), which this session measured and dropped: leave it out. On any
+# other card: exit 3.
 g=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "GPU: $g"
 case "$g" in *H200*) ;; *) echo "not an H200: nothing run"; exit 3;; esac
 source bench/call_stages.sh
