@@ -30,8 +30,8 @@
 #                                 most 60 s; skipped under 20 s); CSVs in $OUT/ncu-NAME-{none,all}.csv,
 #                                 NAME the row after "/gpu/" with "-" for "/" (the rung and the shape,
 #                                 so that two rungs at one shape keep their own files), their lines
-#                                 printed. Pack the CSVs before
-#                                 the eight-file limit. CALL_NCU replaces ncu (the tests use a stub).
+#                                 printed. Pack the CSVs before the eight-file limit. CALL_NCU
+#                                 replaces ncu (the tests use a stub).
 #   call_finish                   every stage's logs into $OUT/logs.tar.gz, their summaries into
 #                                 $OUT/summaries.txt (and printed), the sanitizer lines and the
 #                                 bench rows printed.
