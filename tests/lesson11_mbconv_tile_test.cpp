@@ -320,44 +320,6 @@ TEST_CASE("mbconv tile: the GPU test table reaches every form of the gate's tail
   CHECK(vec_cr);
 }
 
-TEST_CASE("mbconv tile: the tail's staged SE weights sit past the gate's scratch, inside the tile", "[mbconv][lesson11][cpu]") {
-  // kGateTail = 2: W1 then W2 (hidden·Cr 16-bit elements each) from gate_tail_weights_offset, where
-  // se_gate_image's scratch (from byte 0) ends; 16-byte aligned for the cp.async copies; within the
-  // tile's shared memory; 0 (the weights read from L2) where they do not fit. At the five 14² bench
-  // inputs, where the tail runs, they fit; and the GPU test table reaches shapes where they are staged.
-  const auto check = [](const MBConvProblem& p, const Tile& t) {
-    const int off = gate_tail_weights_offset(p, t);
-    const std::size_t weights = 4 * std::size_t(p.hidden()) * p.se_channels();
-    INFO(OpTraits<MBConvProblem>::spec(p) << ": offset " << off << ", scratch " << gate_tail_bytes(p) << ", weights "
-                                          << weights << ", tile " << t.bytes);
-    if (off == 0) {
-      CHECK((gate_tail_bytes(p) + 15) / 16 * 16 + weights > t.bytes);  // 0 only where they do not fit
-      return false;
-    }
-    CHECK(off % 16 == 0);
-    CHECK(std::size_t(off) >= gate_tail_bytes(p));
-    CHECK(std::size_t(off) < gate_tail_bytes(p) + 16);
-    CHECK(off + weights <= t.bytes);
-    return true;
-  };
-  int bench_staged = 0;
-  for (const MBConvProblem& p : OpTraits<MBConvProblem>::shapes(ShapeTable::bench, Device::gpu)) {
-    if (!p.has_se() || p.dtype != DType::f16 || p.N != 128) continue;
-    const Tile t = store_tile_11c(p, kH200Resident);
-    if (gate_tail_pays(p, t, kH200Resident)) bench_staged += check(p, t);
-  }
-  CHECK(bench_staged == 5);
-  int table_staged = 0;
-  for (const MBConvProblem& p : OpTraits<MBConvProblem>::shapes(ShapeTable::test, Device::gpu)) {
-    if (!p.has_se() || (p.dtype != DType::f16 && p.dtype != DType::bf16)) continue;
-    const Tile t = store_tile_11c(p, kH200Resident);
-    if (t.rows == 0 || !gate_tail_pays(p, t, kH200Resident)) continue;
-    table_staged += check(p, t) && (p.hidden() * p.se_channels()) % 8 == 0;
-  }
-  INFO(table_staged << " table shapes stage the tail's weights");
-  CHECK(table_staged > 0);
-}
-
 TEST_CASE("mbconv tile: the CTAs of a split tile make every chunk once", "[mbconv][lesson11][cpu]") {
   std::vector<MBConvProblem> shapes = fused_shapes();
   MBConvProblem odd;  // 150 one-pixel images, hidden 192 (6 chunks), C_out 32: uneven splits

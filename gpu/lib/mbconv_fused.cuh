@@ -871,8 +871,7 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
 //               one thread: fence; arrived = atomicAdd(&counts[group], 1)
 //   the CTA with arrived == tiles·splits − 1:
 //               one thread: fence; counts[group] = 0
-//               barrier; [w_off: W1 and W2 into shared memory by cp.async, in flight with the sums]
-//               for each image of the group: se_gate_image -> gate16
+//               barrier; for each image of the group: se_gate_image -> gate16
 //
 // Cost: at every CTA's end a fence, an L2 atomic's round trip and two barriers, while the next CTA
 // waits for the slot; the gate's 2·hidden·Cr MACs an image on its group's last CTA, after that
@@ -882,10 +881,6 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_tile_kernel(
 // once); lesson 11's NOTES.md (wave-4e) measures it at every SE shape.
 // counts: zero when the kernel starts (launch_stage's memset), zero again when it ends (the last
 // CTA of each group resets its count).
-// Staged weights (stage_weights, run_store_plan's kGateTail = 2): the gate's FC loops read W1 and W2
-// from L2 in chains of dependent loads, about four round trips after the sums' one; copied into the
-// shared memory past the scratch first (w_off: gate_tail_weights_offset, where they fit the tile),
-// the copies and the sums make one round trip together and the FCs read shared memory.
 template <class Element> struct GateTail {
   unsigned* counts;                  // [groups]
   const Element *w1, *b1, *w2, *b2;  // the SE's FCs
@@ -894,8 +889,6 @@ template <class Element> struct GateTail {
   float inv_pixels;
   FfnActivation act;
   Element* gate16;                   // [N][ld16]
-  bool stage_weights = false;        // W1, W2 staged where they fit (w_off, set at the launch)
-  int w_off = 0;                     // bytes into shared memory of the staged W1 then W2; 0: not staged
 };
 
 template <class Element, int K, int kStride, bool kRelu, bool kTensorDw, bool kPadE = false, int kRows = 0,
@@ -927,19 +920,10 @@ __global__ void __launch_bounds__(kThreads, 2) mbconv_store_gate_kernel(
   if (*last == 0u) return;  // the whole CTA: the gate below has barriers
   __syncthreads();          // every thread has read *last before the gate's scratch covers it
   const int n0 = group * t.images, images = min(t.images, t.N - n0);
-  const Element *w1 = g.w1, *w2 = g.w2;
-  if (g.w_off > 0) {  // hidden·Cr a multiple of 8 and both 16-byte aligned (gate_tail_args)
-    const int n = t.hidden * g.cr;
-    Element* s1 = reinterpret_cast<Element*>(shared + g.w_off);
-    stage_tile(s1, 0, g.w1, 0, 1, n, 1, n, true);
-    stage_tile(s1 + n, 0, g.w2, 0, 1, n, 1, n, true);
-    cp_async_commit();  // waited for in se_gate_image, with the sums' loads in flight
-    w1 = s1, w2 = s1 + n;
-  }
   for (int i = 0; i < images; ++i)  // the scratch is reused image after image: se_gate_image's barriers
-    se_gate_image<Element, kThreads, true, true>(n0 + i, t.hidden, g.cr, t.tiles, g.inv_pixels, g.act, partial, w1, g.b1,
-                                                 w2, g.b2, g.vec1, g.vec2, nullptr, g.gate16, g.ld16,
-                                                 reinterpret_cast<float*>(shared));
+    se_gate_image<Element, kThreads, true>(n0 + i, t.hidden, g.cr, t.tiles, g.inv_pixels, g.act, partial, g.w1, g.b1,
+                                           g.w2, g.b2, g.vec1, g.vec2, nullptr, g.gate16, g.ld16,
+                                           reinterpret_cast<float*>(shared));
 }
 
 // ---- launcher --------------------------------------------------------------------------------
@@ -1016,9 +1000,7 @@ bool launch_stage(const MBConvProblem& p, const Args<MBConvProblem>& a, const fl
         return;
       }
       check_cuda(cudaMemsetAsync(tail->counts, 0, sizeof(unsigned) * t.groups), "zeroing the gate tail's counts");
-      GateTail<Element> g = *tail;
-      g.w_off = g.stage_weights ? gate_tail_weights_offset(p, t) : 0;
-      launch(g);
+      launch(*tail);
     } else {
       launch();
     }

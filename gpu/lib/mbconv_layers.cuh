@@ -25,7 +25,6 @@
 #include "gpu/lib/ffn_epilogue.cuh"
 #include "gpu/lib/hopper/dependent_launch.cuh"
 #include "gpu/lib/mbconv_tile.hpp"  // se_gate_threads, se_gate_shared_bytes
-#include "gpu/lib/mma.cuh"          // cp_async_wait (se_gate_image's kWaitCopies)
 #include "ops/conv2d.hpp"
 #include "ops/gemm.hpp"
 #include "ops/mbconv.hpp"
@@ -87,10 +86,8 @@ __device__ __forceinline__ void load_eight(const Element* row, int col, int len,
 // One image's gate, by the kBlockThreads threads of a block (every thread calls it: it has barriers),
 // with `shared` (se_gate_red_floats + hidden + cr floats) as its scratch. kCoherent: partial was
 // written by other CTAs of the running kernel (lesson 11's 11k, after a cluster barrier), so it is
-// read through L2 (ld.global.cg), not the read-only path. kWaitCopies: the caller's cp.async copies
-// (pass 1's tail staging w1 and w2, which it then passes here) land before the first barrier, so
-// that the sums' loads and the copies make one round trip together.
-template <class Element, int kBlockThreads, bool kCoherent = false, bool kWaitCopies = false>
+// read through L2 (ld.global.cg), not the read-only path.
+template <class Element, int kBlockThreads, bool kCoherent = false>
 __device__ __forceinline__ void se_gate_image(int n, int hidden, int cr, int parts, float inv_pixels, FfnActivation act,
                                               const float* partial, const Element* __restrict__ w1,
                                               const Element* __restrict__ b1, const Element* __restrict__ w2,
@@ -110,7 +107,6 @@ __device__ __forceinline__ void se_gate_image(int n, int hidden, int cr, int par
     }
     mean[j] = s * inv_pixels;
   }
-  if constexpr (kWaitCopies) cp_async_wait<0>();
   __syncthreads();
 
   // FC1: z = ψ(m·W1 + b1).

@@ -41,11 +41,9 @@ struct StorePlanLayout {
   std::size_t bytes() const { return partial + gate16 + dbuf + wp + counts; }
 };
 
-// The tail's arguments: the SE weights of a, the counts and gate16 in the workspace; stage: W1 and W2
-// staged in shared memory (GateTail::stage_weights) where their 16-byte copies can be made.
+// The tail's arguments: the SE weights of a, the counts and gate16 in the workspace.
 template <class Element>
-GateTail<Element> gate_tail_args(const MBConvProblem& p, const Args<MBConvProblem>& a, void* counts, void* gate16,
-                                 bool stage = false) {
+GateTail<Element> gate_tail_args(const MBConvProblem& p, const Args<MBConvProblem>& a, void* counts, void* gate16) {
   GateTail<Element> g{};
   g.counts = static_cast<unsigned*>(counts);
   g.w1 = static_cast<const Element*>(a.se1_w), g.b1 = static_cast<const Element*>(a.se1_b);
@@ -54,7 +52,6 @@ GateTail<Element> gate_tail_args(const MBConvProblem& p, const Args<MBConvProble
   g.cr = p.se_channels(), g.ld16 = dbuf_live(p.hidden());
   g.inv_pixels = float(1.0 / (double(p.P()) * p.Q())), g.act = p.activation;
   g.gate16 = static_cast<Element*>(gate16);
-  g.stage_weights = stage && (p.hidden() * p.se_channels()) % 8 == 0 && aligned_16(a.se1_w) && aligned_16(a.se2_w);
   return g;
 }
 
@@ -73,10 +70,9 @@ GateTail<Element> gate_tail_args(const MBConvProblem& p, const Args<MBConvProble
 // CTAs make parts of unequal length rather than two long or two short ones. kGateTail (no rung
 // yet): the gate made by the last CTA of each tile group of pass 1 (mbconv_store_gate_kernel)
 // where gate_tail_pays, not by a kernel between the passes; pass 2 is then pass 1's dependent.
-// kGateTail = 2: the same with the SE weights staged in the tail's shared memory where they fit.
 template <bool kTensorDw, bool kWgmmaProject = false, bool kDependentLaunch = true, bool kStreamCtaPart = false,
           bool kPadE = false, bool kStreamThree = false, bool kPadRows = false, bool kPartMajor = false,
-          int kGateTail = 0>
+          bool kGateTail = false>
 void run_store_plan(const MBConvProblem& p, const Args<MBConvProblem>& a) {
   const bool pad = kPadE && !kTensorDw && pad_e_pays(p, 2 * sm_count());
   const bool pad_rows = kPadRows && pad && pad_rows_fit(p, 2 * sm_count());
@@ -92,8 +88,7 @@ void run_store_plan(const MBConvProblem& p, const Args<MBConvProblem>& a) {
     // Pass 1, with the gate in its tail (kTail: false where it does not pay, nothing launched) or without.
     const auto pass1 = [&](auto tail_tag) {
       constexpr bool kTail = decltype(tail_tag)::value;
-      const GateTail<E> args =
-          kTail ? gate_tail_args<E>(p, a, base + l.bytes() - l.counts, gate16, kGateTail == 2) : GateTail<E>{};
+      const GateTail<E> args = kTail ? gate_tail_args<E>(p, a, base + l.bytes() - l.counts, gate16) : GateTail<E>{};
       const GateTail<E>* g = kTail ? &args : nullptr;
       if constexpr (kPadE && kPadRows && !kTensorDw) {
         if (pad_rows) return launch_stage<E, Stage::store, false, true, true, kPartMajor, kTail>(p, a, nullptr, partial, dbuf, g);
@@ -107,7 +102,7 @@ void run_store_plan(const MBConvProblem& p, const Args<MBConvProblem>& a) {
       }
     };
     bool tail = false;
-    if constexpr (kGateTail > 0) tail = pass1(std::true_type{});
+    if constexpr (kGateTail) tail = pass1(std::true_type{});
     if (!tail) {
       pass1(std::false_type{});
       se_gate<E, kDependentLaunch>(p, t.tiles, partial, a.se1_w, a.se1_b, a.se2_w, a.se2_b, nullptr, gate16,

@@ -911,13 +911,6 @@ inline std::size_t gate_tail_bytes(const MBConvProblem& p) {
 inline bool gate_tail_pays(const MBConvProblem& p, const Tile& t, int resident) {
   return t.images == 1 && 1LL * t.tiles * t.splits * t.groups <= resident && gate_tail_bytes(p) <= t.bytes;
 }
-// The tail's staged SE weights (GateTail::w_off): W1 then W2, hidden·Cr 16-bit elements each, from the
-// first 16-byte boundary past the gate's scratch; 0 where they do not fit the tile's shared memory.
-inline int gate_tail_weights_offset(const MBConvProblem& p, const Tile& t) {
-  const std::size_t off = (gate_tail_bytes(p) + 15) / 16 * 16;
-  const std::size_t weights = 2 * std::size_t(p.hidden()) * p.se_channels() * 2;
-  return off + weights <= t.bytes ? int(off) : 0;
-}
 
 
 // ---- 11k: the store plan as one kernel over a thread-block cluster (mbconv_block_cluster.cuh) ----

@@ -1,6 +1,7 @@
 # lead-wave4h call T (either card; an H100 when no H200 comes): the tail's staged SE weights
-# (kGateTail = 2, on main and off in every rung) measured against the tail as wave-4e measured it.
-# Host steps: git apply ../lead-wave4e/gate-tail-on.patch, then
+# (kGateTail = 2: on main at 48b4297, where this call ran; since then only tail-staged.patch) measured
+# against the tail as wave-4e measured it. Not kept (README.md).
+# Host steps (on main after this session): git apply tail-staged.patch and ../lead-wave4e/gate-tail-on.patch, then
 #   sed 's#11c_fused_store#11r_store_tail_l2#g' gpu/mbconv/11c_fused_store.cu > gpu/mbconv/11r_store_tail_l2.cu
 #   sed -i 's#, false, true>,#, false, 2>,#' gpu/mbconv/11c_fused_store.cu
 #   git show HEAD:gpu/mbconv/11c_fused_store.cu | sed 's#11c_fused_store#11q_store_before#g' > gpu/mbconv/11q_store_before.cu
