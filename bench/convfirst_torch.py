@@ -43,17 +43,11 @@ bytes/s, intensity, rel_l2, baseline=1. On the lent H200, from the repository ro
 Without PyTorch or a CUDA device it stops at once saying which is missing (exit 2).
 """
 import argparse
-import datetime
-import json
 import math
-import os
-import socket
-import subprocess
 import sys
-import tempfile
 import time
 
-from torch_timing import row_fields, time_gpu_call  # bench/torch_timing.py
+import torch_blocks  # bench/torch_blocks.py: what this script shares with mbconv_torch.py
 
 DEFAULT_SHAPES = "128,56,56,64,256,64,1;128,28,28,128,512,128,1;128,14,14,256,1024,256,1;128,7,7,512,2048,512,1;" \
                  "128,56,56,64,256,128,2"
@@ -61,19 +55,7 @@ CHECK_SHAPES = [(2, 7, 9, 16, 64, 16, 1), (1, 9, 7, 16, 48, 32, 2)]  # small: N,
 
 
 def fail(message, code=2):
-    print(f"convfirst_torch.py: {message}", file=sys.stderr)
-    sys.exit(code)
-
-
-def load_torch():
-    try:
-        import torch
-        import torch.nn.functional as F
-    except ImportError as error:
-        fail(f"needs PyTorch, which this Python lacks ({error})")
-    if not torch.cuda.is_available():
-        fail(f"PyTorch {torch.__version__} sees no CUDA device; this script measures GPU kernels only")
-    return torch, F
+    SPEC.fail(message, code)
 
 
 def parse_shapes(text):
@@ -150,13 +132,6 @@ def make_block(torch, F, s, act, dtype, device, seed=20241201):
     return p, forward
 
 
-def make_input(torch, s, dtype, device, seed=7):
-    N, H, W, C = s[:4]
-    g = torch.Generator(device="cpu").manual_seed(seed)
-    x = torch.rand((N, C, H, W), generator=g, dtype=torch.float64) * 2 - 1
-    return x.to(device=device, dtype=dtype).contiguous(memory_format=torch.channels_last)
-
-
 def convlab_layouts(p, s):
     """The parameters in convlab's layouts (ops/convfirst.hpp), as float32 numpy arrays, in input order."""
     import numpy as np
@@ -172,34 +147,6 @@ def convlab_layouts(p, s):
     if "sw" in p:
         arrays += [p["sw"][:, :, 0, 0].T.numpy(), p["sb"].numpy()]
     return [np.ascontiguousarray(a, dtype=np.float32) for a in arrays]
-
-
-def check_against_convlab(torch, F, convlab, act):
-    import numpy as np
-    for s in CHECK_SHAPES:
-        p, forward = make_block(torch, F, s, act, torch.float32, "cuda")
-        x = make_input(torch, s, torch.float32, "cuda")
-        torch.backends.cudnn.allow_tf32 = False
-        torch.backends.cuda.matmul.allow_tf32 = False
-        with torch.inference_mode():
-            y_torch = forward(x).permute(0, 2, 3, 1).contiguous().cpu().double().numpy()  # NHWC
-        with tempfile.TemporaryDirectory() as d:
-            files = [os.path.join(d, "x.npy")]
-            np.save(files[0], np.ascontiguousarray(x.permute(0, 2, 3, 1).cpu().numpy(), dtype=np.float32))
-            for i, a in enumerate(convlab_layouts(p, s)):
-                files.append(os.path.join(d, f"in{i}.npy"))
-                np.save(files[-1], a)
-            out = os.path.join(d, "y.npy")
-            cmd = [convlab, "run", "convfirst", "--in", ",".join(files), "--shape", f"stride={s[6]},act={act}",
-                   "--out", out]
-            r = subprocess.run(cmd, capture_output=True, text=True)
-            if r.returncode != 0:
-                fail(f"`{' '.join(cmd)}` failed ({r.returncode}): {r.stderr.strip()}", 1)
-            y_convlab = np.load(out).astype(np.float64)
-        rel = float(np.linalg.norm(y_torch - y_convlab) / np.linalg.norm(y_convlab))
-        print(f"agreement with convlab on {label(s, act, 'f32')}: rel L2 {rel:.2e}")
-        if not rel <= 1e-4:
-            fail(f"PyTorch's block and convlab's disagree on {label(s, act, 'f32')}: rel L2 {rel:.3g}", 1)
 
 
 def main():
@@ -218,83 +165,26 @@ def main():
     args = parser.parse_args()
     begin = time.time()
     shapes = parse_shapes(args.shapes)
-    torch, F = load_torch()
-    checked = False
+    torch, F = torch_blocks.load_torch(SPEC)
     if args.convlab:
-        check_against_convlab(torch, F, args.convlab, args.act)
-        checked = True
+        torch_blocks.check_against_convlab(torch, F, SPEC, args.convlab, args.act)
     else:
         print("no --convlab: the agreement with convlab's block is NOT checked", file=sys.stderr)
-
-    props = torch.cuda.get_device_properties(0)
-    context = {
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "host_name": socket.gethostname(), "executable": "bench/convfirst_torch.py", "gpu_name": props.name,
-        "torch_version": torch.__version__, "cuda_version": str(torch.version.cuda),
-        "cudnn_version": str(torch.backends.cudnn.version()), "library_build_type": "release",
-        "timing": f"CUDA events, L2 flushed, {args.warmup} warm-up calls, then rounds from {args.reps} "
-                  "repetitions until the median settles (bench/torch_timing.py); the median",
-        "agreement_with_convlab": "checked" if checked else "not checked",
-    }
-    rows = []
-
-    def write():
-        with open(args.out, "w") as f:
-            json.dump({"context": context, "benchmarks": rows}, f, indent=1)
-
-    # Eager on every shape first, then Inductor, then max-autotune: when the
-    # budget runs out, the slower-to-prepare baselines are the ones left out.
-    blocks = {}
-    for s in shapes:
-        _, forward = make_block(torch, F, s, args.act, torch.float16, "cuda")
-        x = make_input(torch, s, torch.float16, "cuda")
-        _, forward64 = make_block(torch, F, s, args.act, torch.float64, "cuda")  # same weights, float64
-        with torch.inference_mode():
-            ref = forward64(x[:1].double())  # the first image
-        blocks[s] = (forward, x, ref)
     # As in mbconv_torch.py: Inductor replayed as one CUDA graph, its kernels without the host's launches.
+    # Eager on every shape first, then Inductor, then max-autotune: when the budget runs out, the
+    # slower-to-prepare baselines are the ones left out.
     variants = [("torch_eager", lambda f: f), ("torch_inductor", lambda f: torch.compile(f)),
                 ("torch_inductor_graphs", lambda f: torch.compile(f, mode="reduce-overhead"))]
     if not args.no_max_autotune:
         variants.append(("torch_inductor_max_autotune", lambda f: torch.compile(f, mode="max-autotune")))
-    for name, build in variants:
-        for s in shapes:
-            forward, x, ref = blocks[s]
-            row_name = f"convfirst/gpu/{name}/{label(s, args.act)}/manual_time"
-            row = {"name": row_name, "run_name": row_name, "run_type": "iteration", "repetitions": 1,
-                   "repetition_index": 0, "threads": 1, "label": label(s, args.act)}
-            left = args.budget_s - (time.time() - begin)
-            if (name.endswith("max_autotune") and left < 90) or left < 15:
-                print(f"{row_name}: skipped, {left:.0f} s of the budget left", file=sys.stderr)
-                continue
-            try:
-                torch._dynamo.reset()
-                fn = build(forward)
-                t0 = time.time()
-                with torch.inference_mode():
-                    stats, y = time_gpu_call(torch, lambda: fn(x), args.reps, args.warmup, not args.no_head_start)
-                setup = time.time() - t0
-            except Exception as error:  # a compile failure is a row, not the end of the run
-                first = (str(error).strip().splitlines() or ["unknown error"])[0]
-                row.update({"error_occurred": True, "error_message": f"{name}: {first}"})
-                rows.append(row)
-                write()
-                continue
-            rel = float((y[:1].double() - ref).norm() / ref.norm())
-            ms = stats["median"]
-            rate = 2.0 * macs(s) / (ms / 1e3)
-            row.update(row_fields(stats))
-            row.update({"FLOP/s": rate, "bytes/s": min_bytes(s) / (ms / 1e3), "intensity": 2.0 * macs(s) / min_bytes(s),
-                        "rel_l2": rel, "baseline": 1.0,
-                        "setup_s": setup, "workspace_bytes": 0.0})
-            if not rel <= 1e-2:
-                row.update({"error_occurred": True, "error_message": f"rel L2 {rel:.3g} against float64"})
-            print(f"{row_name}: {ms:.3f} ms (cv {stats['cv']:.1%}{' noisy' if stats['noisy'] else ''}), "
-                  f"{rate / 1e12:.1f} TFLOP/s, rel L2 {rel:.2g} (setup {setup:.0f} s)")
-            rows.append(row)
-            write()
-    write()
+    torch_blocks.bench_rows(torch, F, SPEC, shapes, variants, args, begin, checked=bool(args.convlab))
     return 0
+
+
+SPEC = torch_blocks.BlockSpec(
+    script="convfirst_torch.py", op="convfirst", check_shapes=CHECK_SHAPES, make_block=make_block,
+    layouts=convlab_layouts, label=label, macs=macs, min_bytes=min_bytes,
+    min_left=lambda name: 90.0 if name.endswith("max_autotune") else 15.0)
 
 
 if __name__ == "__main__":

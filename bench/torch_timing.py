@@ -1,7 +1,8 @@
 """How the PyTorch side scripts time one call: the way core/timing.hpp times convlab's variants.
 
-bench/convfirst_torch.py, bench/mbconv_torch.py and bench/sdpa_torch.py import it, so that a
-PyTorch row and a convlab row in one table were measured alike:
+bench/torch_blocks.py (what bench/convfirst_torch.py and bench/mbconv_torch.py share) and
+bench/sdpa_torch.py import it, so that a PyTorch row and a convlab row in one table were measured
+alike:
 
   one repetition  the L2 flushed (256 MB written), a head start (below), then CUDA events around
                   the call alone
