@@ -1,5 +1,5 @@
 # lead-wave4i call S (not run: the session's one H200 came with too little budget left, README.md;
-# try 19 ran callS2.sh, its cut). Three things a filing run must not be the first to try, and the
+# tries 20 and 21 ran callS2.sh, its cut). Three things a filing run must not be the first to try, and the
 # measurement wave-4h left for the gate's tail. Needs ≈ 650 s of budget at its start.
 # Host steps: git apply ../lead-wave4e/gate-tail-on.patch (11c with the tail where gate_tail_pays) and
 #   tail-stamps.patch,

@@ -1,4 +1,4 @@
-# lead-wave4i call S2: callS.sh cut to the budget left after fifteen tries (host steps as callS.sh's):
+# lead-wave4i call S2: callS.sh cut to the budget left after eighteen tries (host steps as callS.sh's):
 # build; the tail's steps stamped; the tests that make them count; ncu with the L2 as the launches
 # before left it only (11q's pass 1 and 11c's pass 1 with its tail); the bench and the block scripts
 # only in what time is left.
