@@ -1,7 +1,8 @@
 # lead-wave4j call D: the dispatcher of this session's first tries. Tree: HEAD with
 # ../lead-wave4e/gate-tail-on.patch, ../lead-wave3x/k8-tail.patch, copies 11q (the filed 11c) and
 # 10y (the filed 10e), .scratch/rev. On an H200: lesson 11's filing run (callF.sh);
-# callN.sh follows on the same warm machine. On any other card: nothing (exit 3).
+# callN.sh follows on the same warm machine. From try 3 on, any other card runs callT.sh (the block
+# scripts' first GPU run) with a budget of 240 s.
 g=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "GPU: $g"
-case "$g" in *H200*) ;; *) echo "not an H200: nothing run"; exit 3;; esac
+case "$g" in *H200*) ;; *) echo "not an H200: callT.sh"; CALL_BUDGET=240 bash bench/results/h200/helper-runs/lead-wave4j/callT.sh; exit 3;; esac
 bash bench/results/h200/helper-runs/lead-wave4j/callF.sh
