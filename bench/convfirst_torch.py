@@ -61,10 +61,17 @@ def fail(message, code=2):
 def parse_shapes(text):
     shapes = []
     for item in filter(None, (s.strip() for s in text.split(";"))):
-        parts = [int(p) for p in item.split(",")]
+        parts = item.split(",")
         if len(parts) != 7:
             fail(f"bad shape '{item}': expected N,H,W,C,hidden,Cout,stride")
-        shapes.append(tuple(parts))
+        try:
+            N, H, W, C, hid, Co, st = (int(v) for v in parts)
+        except ValueError:
+            fail(f"bad shape '{item}': N,H,W,C,hidden,Cout,stride are integers")
+        if st not in (1, 2) or min(N, H, W, C, hid, Co) <= 0:
+            fail(f"bad shape '{item}': sizes above 0, stride 1 or 2")
+        torch_blocks.check_shape_size(SPEC, item, N * H * W * max(C, hid, Co))
+        shapes.append((N, H, W, C, hid, Co, st))
     return shapes
 
 
@@ -150,35 +157,25 @@ def convlab_layouts(p, s):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--shapes", default=DEFAULT_SHAPES, help="N,H,W,C,hidden,Cout,stride;... (default: %(default)s)")
-    parser.add_argument("--act", default="relu", choices=["relu", "silu"])
-    parser.add_argument("--convlab", default="", help="the convlab program, for the agreement check")
-    parser.add_argument("--reps", type=int, default=30)
-    parser.add_argument("--warmup", type=int, default=5)
-    parser.add_argument("--no-head-start", action="store_true",
-                        help="time with the flush alone ahead of each call (rows filed before the head start)")
-    parser.add_argument("--budget-s", type=float, default=240.0,
-                        help="wall-clock budget: max-autotune runs only while enough of it is left")
+    parser = torch_blocks.arguments(__doc__, DEFAULT_SHAPES, "N,H,W,C,hidden,Cout,stride;... (default: %(default)s)",
+                                    "relu", reps=30, budget_s=240.0,
+                                    budget_help="wall-clock budget: max-autotune runs only while enough of it is left")
     parser.add_argument("--no-max-autotune", action="store_true")
     args = parser.parse_args()
     begin = time.time()
     shapes = parse_shapes(args.shapes)
-    torch, F = torch_blocks.load_torch(SPEC)
-    if args.convlab:
-        torch_blocks.check_against_convlab(torch, F, SPEC, args.convlab, args.act)
-    else:
-        print("no --convlab: the agreement with convlab's block is NOT checked", file=sys.stderr)
+
     # As in mbconv_torch.py: Inductor replayed as one CUDA graph, its kernels without the host's launches.
     # Eager on every shape first, then Inductor, then max-autotune: when the budget runs out, the
     # slower-to-prepare baselines are the ones left out.
-    variants = [("torch_eager", lambda f: f), ("torch_inductor", lambda f: torch.compile(f)),
+    def variants(torch):
+        rows = [("torch_eager", lambda f: f), ("torch_inductor", lambda f: torch.compile(f)),
                 ("torch_inductor_graphs", lambda f: torch.compile(f, mode="reduce-overhead"))]
-    if not args.no_max_autotune:
-        variants.append(("torch_inductor_max_autotune", lambda f: torch.compile(f, mode="max-autotune")))
-    torch_blocks.bench_rows(torch, F, SPEC, shapes, variants, args, begin, checked=bool(args.convlab))
-    return 0
+        if not args.no_max_autotune:
+            rows.append(("torch_inductor_max_autotune", lambda f: torch.compile(f, mode="max-autotune")))
+        return rows
+
+    return torch_blocks.run(SPEC, args, shapes, variants, begin)
 
 
 SPEC = torch_blocks.BlockSpec(

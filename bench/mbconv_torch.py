@@ -78,6 +78,7 @@ def parse_shapes(text):
             fail(f"bad shape '{item}': N,H,W,C,e,k,stride,Cout are integers, se a number")
         if k not in (3, 5) or st not in (1, 2) or min(N, H, W, C, e, Co) <= 0 or not 0 <= se <= 4:
             fail(f"bad shape '{item}'")
+        torch_blocks.check_shape_size(SPEC, item, N * H * W * max(C * e, Co))
         shapes.append((N, H, W, C, e, k, st, se, Co))
     return shapes
 
@@ -164,34 +165,21 @@ def convlab_layouts(p):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--shapes", default=DEFAULT_SHAPES, help="N,H,W,C,e,k,stride,se,Cout;... (default: the bench table)")
-    parser.add_argument("--act", default="silu", choices=["relu", "silu"])
-    parser.add_argument("--convlab", default="", help="the convlab program, for the agreement check")
-    parser.add_argument("--reps", type=int, default=20)
-    parser.add_argument("--warmup", type=int, default=5)
-    parser.add_argument("--no-head-start", action="store_true",
-                        help="time with the flush alone ahead of each call (rows filed before the head start)")
-    parser.add_argument("--budget-s", type=float, default=110.0,
-                        help="wall-clock budget: rows whose turn comes later are left out (default %(default)s)")
+    parser = torch_blocks.arguments(__doc__, DEFAULT_SHAPES, "N,H,W,C,e,k,stride,se,Cout;... (default: the bench table)",
+                                    "silu", reps=20, budget_s=110.0,
+                                    budget_help="wall-clock budget: rows whose turn comes later are left out "
+                                                "(default %(default)s)")
     args = parser.parse_args()
     begin = time.time()
     shapes = parse_shapes(args.shapes)
-    torch, F = torch_blocks.load_torch(SPEC)
-    if args.convlab:
-        torch_blocks.check_against_convlab(torch, F, SPEC, args.convlab, args.act)
-    else:
-        print("no --convlab: the agreement with convlab's block is NOT checked", file=sys.stderr)
     # Inductor's default mode launches its kernels from Python one by one; at the small images the
     # host's launches, not the kernels, can set its time (and its spread). mode="reduce-overhead"
     # replays them as one CUDA graph: the time of Inductor's kernels themselves. Eager on every
     # shape first, then Inductor: when the budget runs out, the slower-to-prepare baseline's last
     # shapes are the ones left out.
-    variants = [("torch_eager", lambda f: f), ("torch_inductor", lambda f: torch.compile(f)),
-                ("torch_inductor_graphs", lambda f: torch.compile(f, mode="reduce-overhead"))]
-    torch_blocks.bench_rows(torch, F, SPEC, shapes, variants, args, begin, checked=bool(args.convlab))
-    return 0
+    return torch_blocks.run(SPEC, args, shapes, lambda torch: [
+        ("torch_eager", lambda f: f), ("torch_inductor", lambda f: torch.compile(f)),
+        ("torch_inductor_graphs", lambda f: torch.compile(f, mode="reduce-overhead"))], begin)
 
 
 SPEC = torch_blocks.BlockSpec(

@@ -8,6 +8,10 @@ convlab's input files, the label, the counts); this module does the rest the sam
   check_against_convlab on the spec's small shapes, PyTorch's fp32 block and `convlab run <op>
                         --in ...` on the same x and weights (float32 .npy in convlab's layouts);
                         relative L2 over 1e-4 stops the script (exit 1)
+  check_shape_size      a shape whose largest tensor is absurdly large stops the script (exit 2)
+  arguments             the command line both scripts take (--out, --shapes, --act, --convlab,
+                        --reps, --warmup, --no-head-start, --budget-s); a script adds its own
+  run                   the device found, the agreement checked (with --convlab), then bench_rows
   bench_rows            every (baseline, shape) row in turn, eager first: built, timed by
                         bench/torch_timing.py, checked against a float64 evaluation of the same
                         weights on the first image (relative L2 over 1e-2 marks the row an
@@ -15,8 +19,10 @@ convlab's input files, the label, the counts); this module does the rest the sam
                         turn comes when less of the budget is left than spec.min_left asks for is
                         left out, and a compile failure is a row with its error, not the end
 
-    python3 bench/torch_blocks.py --self-test    bench_rows on a stand-in for torch (no torch)
+    python3 bench/torch_blocks.py --self-test    bench_rows on a stand-in for torch, the command line,
+                                                 the scripts' bad shapes (no torch)
 """
+import argparse
 import datetime
 import json
 import os
@@ -94,6 +100,43 @@ def check_against_convlab(torch, F, spec, convlab, act):
             spec.fail(f"PyTorch's block and convlab's disagree on {spec.label(s, act, 'f32')}: rel L2 {rel:.3g}", 1)
 
 
+# The largest tensor a shape may ask for, in elements (8 GiB in f16): a mistyped shape stops with a
+# line, not with an allocation the device cannot hold.
+kMaxElements = 2 ** 32
+
+
+def check_shape_size(spec, item, elements):
+    if elements > kMaxElements:
+        spec.fail(f"bad shape '{item}': a tensor of {elements} elements (at most {kMaxElements})")
+
+
+def arguments(doc, shapes_default, shapes_help, act_default, reps, budget_s, budget_help):
+    """The command line both block scripts take; a script adds its own options to the parser."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--shapes", default=shapes_default, help=shapes_help)
+    parser.add_argument("--act", default=act_default, choices=["relu", "silu"])
+    parser.add_argument("--convlab", default="", help="the convlab program, for the agreement check")
+    parser.add_argument("--reps", type=int, default=reps)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--no-head-start", action="store_true",
+                        help="time with the flush alone ahead of each call (rows filed before the head start)")
+    parser.add_argument("--budget-s", type=float, default=budget_s, help=budget_help)
+    return parser
+
+
+def run(spec, args, shapes, variants_of, begin):
+    """A script's main after its arguments: PyTorch and the device, the agreement with convlab
+    (args.convlab) or a line saying it is not checked, then the rows of variants_of(torch)."""
+    torch, F = load_torch(spec)
+    if args.convlab:
+        check_against_convlab(torch, F, spec, args.convlab, args.act)
+    else:
+        print("no --convlab: the agreement with convlab's block is NOT checked", file=sys.stderr)
+    bench_rows(torch, F, spec, shapes, variants_of(torch), args, begin, checked=bool(args.convlab))
+    return 0
+
+
 def first_image_rel_l2(y, ref):
     return float((y[:1].double() - ref).norm() / ref.norm())
 
@@ -169,7 +212,8 @@ def bench_rows(torch, F, spec, shapes, variants, args, begin, checked, time_call
 
 
 def self_test():
-    """bench_rows on a stand-in for torch: its rows' names, order, counters, error rows and budget."""
+    """bench_rows on a stand-in for torch (its rows' names, order, counters, error rows and budget);
+    the shared command line; the block scripts' refusal of malformed and absurd shapes."""
     import contextlib
     import types
 
@@ -241,6 +285,31 @@ def self_test():
     assert rows[4]["error_occurred"] and rows[4]["error_message"] == "rel L2 0.5 against float64", rows[4]
     # the fp16 block and its float64 twin, once per shape
     assert built == [((1,), "f16"), ((1,), "f64"), ((2,), "f16"), ((2,), "f64")], built
+    # the shared command line: a script's defaults, and its own options beside them
+    parser = arguments("doc", "1,2", "help", "relu", reps=9, budget_s=12.0, budget_help="b")
+    parser.add_argument("--extra", action="store_true")
+    a = parser.parse_args(["--out", "o.json", "--extra"])
+    assert (a.shapes, a.act, a.reps, a.warmup, a.budget_s, a.convlab, a.no_head_start, a.extra) == \
+        ("1,2", "relu", 9, 5, 12.0, "", False, True), a
+    # a shape too large to allocate stops with one line and exit 2; the largest allowed passes
+    check_shape_size(spec, "ok", kMaxElements)
+    try:
+        check_shape_size(spec, "big", kMaxElements + 1)
+        raise AssertionError("check_shape_size let an absurd shape through")
+    except SystemExit as stop:
+        assert stop.code == 2, stop.code
+    # each block script refuses a malformed shape with one line and exit 2, before it needs torch
+    here = os.path.dirname(os.path.abspath(__file__))
+    for script, bad, says in [("convfirst_torch.py", "2,7,7,8,6,3,1,0.25,8", "expected N,H,W,C,hidden,Cout,stride"),
+                              ("convfirst_torch.py", "2,7,7,8,32,8,1.5", "are integers"),
+                              ("convfirst_torch.py", "2,7,7,8,32,8,3", "stride 1 or 2"),
+                              ("convfirst_torch.py", "99999,999,999,64,256,64,1", "elements (at most"),
+                              ("mbconv_torch.py", "2,7,7,8,6,3,1,x,8", "se a number"),
+                              ("mbconv_torch.py", "99999,999,999,64,6,3,1,0.25,64", "elements (at most")]:
+        r = subprocess.run([sys.executable, os.path.join(here, script), "--out", os.devnull, "--shapes", bad],
+                           capture_output=True, text=True)
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 2 and len(lines) == 1 and says in lines[0], (script, bad, r.returncode, r.stderr)
     print("torch_blocks self-test: ok")
     return 0
 
