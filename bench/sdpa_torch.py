@@ -91,13 +91,25 @@ def load_torch():
     return torch, SDPBackend, sdpa_kernel
 
 
+# The largest tensor a shape may ask for, in elements: a mistyped shape stops with a line, not with
+# an allocation the device cannot hold.
+kMaxElements = 2 ** 32
+
+
 def parse_shapes(text):
     shapes = []
     for item in filter(None, (s.strip() for s in text.split(";"))):
         parts = item.split(",")
         if len(parts) != 6 or parts[5] not in DTYPE_BYTES:
             fail(f"bad shape '{item}': expected B,H,N,d,causal,dtype with dtype f16, bf16 or f32")
-        B, H, N, d, causal = (int(p) for p in parts[:5])
+        try:
+            B, H, N, d, causal = (int(p) for p in parts[:5])
+        except ValueError:
+            fail(f"bad shape '{item}': B,H,N,d,causal are integers")
+        if min(B, H, N, d) <= 0 or causal not in (0, 1):
+            fail(f"bad shape '{item}': B, H, N and d above 0, causal 0 or 1")
+        if B * H * N * max(N, d) > kMaxElements:  # the score matrix of the math backend, or q
+            fail(f"bad shape '{item}': a tensor of {B * H * N * max(N, d)} elements (at most {kMaxElements})")
         shapes.append({"B": B, "H": H, "N": N, "d": d, "causal": bool(causal), "dtype": parts[5]})
     return shapes
 
