@@ -42,7 +42,6 @@ bytes/s, intensity, rel_l2, baseline=1. On the lent H200, from the repository ro
 
 Without PyTorch or a CUDA device it stops at once saying which is missing (exit 2).
 """
-import argparse
 import math
 import sys
 import time

@@ -42,7 +42,6 @@ from the repository root:
 
 Without PyTorch or a CUDA device it stops at once saying which is missing (exit 2).
 """
-import argparse
 import math
 import sys
 import time
