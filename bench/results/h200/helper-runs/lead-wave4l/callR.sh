@@ -18,7 +18,7 @@ export CONVLAB_GIT_REV=$(cat .scratch/rev)+gate-tail-on+tree-sums
 CALL_GPU_ONLY='gpu/mbconv/(11c_|11q_|11r_|11s_)' call_build 420 || { call_finish; exit 4; }
 call_stage tests 50 --no-bench --only 'mbconv/gpu/|mbconv: every GPU rung|mbconv tile|mbconv stream'
 CONVLAB_BENCH_TIMEOUT=70 call_stage bench 80 --no-tests --only 'mbconv/gpu/(11c|11q|11r|11s)_[a-z0-9_]+/n128_14x14_'
-for r in 11c_fused_store 11r_tree_sums 11s_flat_fc1; do
+for r in 11c_fused_store 11s_flat_fc1 11r_tree_sums; do
   call_ncu_times "mbconv/gpu/$r/n128_14x14_c80_e6_k3_s1_se25_co80_silu_f16" mbconv_store_gate_kernel
 done
 tar -czf $OUT/ncu.tar.gz -C $OUT $(cd $OUT && ls ncu-*.csv) && rm -f $OUT/ncu-*.csv
