@@ -1,4 +1,4 @@
-# lead-wave4l call R (any card): two shorter gate tails (tree-sums.patch, se_gate_image's kTail)
+# lead-wave4l call R (any card): two shorter gate tails (tree-sums.patch, se_gate_tail_image<kTail>)
 # against the tail as filed-to-be (11c with gate-tail-on.patch) and the filed 11c (copy 11q), in one
 # build and process. Applies tree-sums.patch on the device and makes copies 11r (11c with
 # kGateTail = 2: FC1's sum as warp trees, the biases read first) and 11s (kGateTail = 3: FC1's
