@@ -1,21 +1,3 @@
-# lead-wave4l call R3 (any card): callR2.sh cut to about 310 s of budget: 11s (the shorter tail with
-# FC1 read flat, tree-sums.patch at kGateTail = 3) against 11c (the tail as filed-to-be) only. A
-# build of the two (250 s at most), 11s at the GPU test table, the bench of both at the 14² inputs in one
-# process, then 11s and 11c under ncu at C = 80 @ 14² in the time left.
-g=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "GPU: $g"
-P=bench/results/h200/helper-runs/lead-wave4l/tree-sums.patch
-git apply "$P" 2>/dev/null || patch -p1 < "$P" || { echo "tree-sums.patch did not apply"; exit 5; }
-sed 's#11c_fused_store#11s_flat_fc1#g; s#, false, true>,#, false, 3>,#' gpu/mbconv/11c_fused_store.cu > gpu/mbconv/11s_flat_fc1.cu
-grep -q ", false, 3>," gpu/mbconv/11s_flat_fc1.cu || { echo "11s: kGateTail not set"; exit 5; }
-source bench/call_stages.sh
-CALL_LIMIT=${CALL_BUDGET:-310}
-export CONVLAB_GIT_REV=$(cat .scratch/rev)+gate-tail-on+tree-sums
-CALL_GPU_ONLY='gpu/mbconv/(11c_|11s_)' call_build 250 || { call_finish; exit 4; }
-call_stage tests 25 --no-bench --only 'mbconv/gpu/11s_'
-CONVLAB_BENCH_TIMEOUT=28 call_stage bench 30 --no-tests --only 'mbconv/gpu/(11c|11s)_[a-z0-9_]+/n128_14x14_'
-for r in 11s_flat_fc1 11c_fused_store; do
-  call_ncu_times "mbconv/gpu/$r/n128_14x14_c80_e6_k3_s1_se25_co80_silu_f16" mbconv_store_gate_kernel
-done
-ls $OUT/ncu-*.csv > /dev/null 2>&1 && tar -czf $OUT/ncu.tar.gz -C $OUT $(cd $OUT && ls ncu-*.csv) && rm -f $OUT/ncu-*.csv
-call_finish
-ls -la "$OUT"
+# lead-wave4l call R3 (any card): callR2.sh at about 310 s of budget (the build given 250 s, 11s's
+# own test rows, then the bench of 11s against 11c at the 14² inputs).
+CALL_BUDGET=${CALL_BUDGET:-310} exec bash bench/results/h200/helper-runs/lead-wave4l/callR2.sh
